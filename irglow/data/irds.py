@@ -1,0 +1,92 @@
+"""Collections from ir_datasets by id, with explicit field mappings for the ones irglow knows."""
+
+from __future__ import annotations
+
+import difflib
+from functools import cached_property
+from typing import Iterator
+
+from irglow.data.records import Document, Qrel, Query, make_document
+
+# dataset-id prefix -> (document attribute -> irglow field). Unlisted ids use every string field.
+FIELD_MAPPINGS: dict[str, dict[str, str]] = {
+    "msmarco-document-v2": {"url": "url", "title": "title", "headings": "headings", "body": "body"},
+    "msmarco-document": {"url": "url", "title": "title", "body": "body"},
+    "beir/": {"title": "title", "text": "text"},
+    "cranfield": {"title": "title", "text": "text"},
+}
+
+
+class UnknownDatasetError(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+def _registry() -> list[str]:
+    import ir_datasets
+
+    return list(ir_datasets.registry._registered)  # noqa: SLF001 (no public listing)
+
+
+def resolve_id(dataset_id: str, split: str | None = None) -> str:
+    """``beir/scifact`` + ``test`` → ``beir/scifact/test``; an unknown id names close matches."""
+    ids = _registry()
+    if split and f"{dataset_id}/{split}" in ids:
+        return f"{dataset_id}/{split}"
+    if dataset_id in ids:
+        return dataset_id
+    close = difflib.get_close_matches(f"{dataset_id}/{split}" if split else dataset_id, ids, n=5, cutoff=0.5)
+    raise UnknownDatasetError(
+        f"unknown collection {dataset_id!r}{f' (split {split!r})' if split else ''}: not a BEIR folder, not 'demo', "
+        f"not an ir_datasets id. Close matches: {', '.join(close) or 'none'}")
+
+
+def field_mapping(dataset_id: str) -> dict[str, str] | None:
+    for prefix, mapping in FIELD_MAPPINGS.items():
+        if dataset_id == prefix or dataset_id.startswith(prefix if prefix.endswith("/") else prefix + "/") \
+                or dataset_id == prefix.rstrip("/"):
+            return mapping
+    return None
+
+
+class IrdsCollection:
+    def __init__(self, dataset_id: str):
+        resolve_id(dataset_id)
+        self.dataset_id = dataset_id
+        self.name = "irds-" + dataset_id.replace("/", "-")
+
+    def _dataset(self, split: str | None = None):
+        import ir_datasets
+
+        return ir_datasets.load(resolve_id(self.dataset_id, split))
+
+    @cached_property
+    def _mapping(self) -> dict[str, str]:
+        mapping = field_mapping(self.dataset_id)
+        if mapping is not None:
+            return mapping
+        doc_cls = self._dataset().docs_cls()
+        types = getattr(doc_cls, "__annotations__", {})
+        return {name: name for name in doc_cls._fields
+                if name != "doc_id" and types.get(name, str) in (str, tuple[str, ...])}
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(self._mapping.values())
+
+    def docs_iter(self) -> Iterator[Document]:
+        for doc in self._dataset().docs_iter():
+            values = {dst: getattr(doc, src, None) for src, dst in self._mapping.items()}
+            yield make_document(doc.doc_id, **values)
+
+    def docs_count(self) -> int | None:
+        ds = self._dataset()
+        return ds.docs_count() if ds.has_docs() else None
+
+    def queries(self, split: str | None = None) -> list[Query]:
+        ds = self._dataset(split)
+        return [Query(q.query_id, q.default_text() if hasattr(q, "default_text") else q.text)
+                for q in ds.queries_iter()]
+
+    def qrels(self, split: str | None = None) -> list[Qrel]:
+        return [Qrel(q.query_id, q.doc_id, int(q.relevance)) for q in self._dataset(split).qrels_iter()]

@@ -1,0 +1,83 @@
+"""Measures as ir_measures objects parsed from strings, plus NCG@k registered the ir_measures way.
+
+NCG@k (normalized cumulative gain, as in the GLOW paper) is the gain collected in the top k
+divided by the best gain any ranking could collect in its top k: Σ_{i≤k} rel_i / Σ_{i≤k} rel*_i.
+Unlike nDCG it ignores the order inside the top k, which is what a first-stage retriever
+feeding a re-ranker should be judged on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import ir_measures
+from ir_measures import Metric
+
+from irglow.data.records import Qrel
+from irglow.runs.trec import Run
+
+
+def _ncg(qrels, run, k: int | None):
+    """qrels/run: pandas frames from ir_measures' runtime provider (run sorted by score desc)."""
+    gains = qrels.assign(relevance=qrels["relevance"].clip(lower=0))
+    by_query = {qid: dict(zip(g["doc_id"], g["relevance"])) for qid, g in gains.groupby("query_id")}
+    for qid, ranked in run.groupby("query_id", sort=False):
+        judged = by_query.get(qid)
+        if judged is None:
+            continue
+        ideal = sorted(judged.values(), reverse=True)[:k] if k else sorted(judged.values(), reverse=True)
+        ideal_gain = float(sum(ideal))
+        docs = ranked["doc_id"].tolist()[:k] if k else ranked["doc_id"].tolist()
+        gain = float(sum(judged.get(d, 0) for d in docs))
+        yield qid, (gain / ideal_gain) if ideal_gain > 0 else 0.0
+
+
+_base = ir_measures.define(lambda qrels, run: iter(()), name="NCG", support_cutoff=True,
+                           pretty_name="Normalized Cumulative Gain",
+                           short_desc="gain in the top k over the ideal gain in the top k")
+
+
+class _NCGMeasure(type(_base)):  # the class ir_measures.define built, so the runtime provider evaluates it
+    def runtime_impl(self, qrels, run):
+        for qid, value in _ncg(qrels, run, self.params.get("cutoff")):
+            yield Metric(qid, self, value)
+
+
+NCG = _NCGMeasure()
+CUSTOM = {"NCG": NCG}
+
+
+def parse_measure(text: str):
+    """``"nDCG@10"``, ``"R@1000"``, ``"NCG@20"`` … → an ir_measures measure object."""
+    m = re.fullmatch(r"(\w+)(?:@(\d+))?", text.strip())
+    if m and m.group(1) in CUSTOM:
+        base = CUSTOM[m.group(1)]
+        return base @ int(m.group(2)) if m.group(2) else base
+    try:
+        return ir_measures.parse_measure(text)
+    except (ValueError, NameError, SyntaxError) as e:
+        raise ValueError(f"unknown measure {text!r} ({e}); examples: nDCG@10, RR@10, R@1000, AP, NCG@10") from None
+
+
+def parse_measures(texts: Iterable[str] | str) -> list:
+    if isinstance(texts, str):
+        texts = [t for t in re.split(r"[\s,]+", texts) if t]
+    return [parse_measure(t) for t in texts]
+
+
+def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict[str, float]]:
+    """``{str(measure): {qid: value}}`` over every judged query; a query the run misses scores 0
+    (like ``trec_eval -c``), so a system cannot gain by returning nothing for hard queries."""
+    qids = sorted({q.query_id for q in qrels})
+    out: dict[str, dict[str, float]] = {str(m): {q: 0.0 for q in qids} for m in measures}
+    if len(run):
+        for metric in ir_measures.iter_calc(list(measures), qrels, run.as_dict()):
+            if metric.query_id in out[str(metric.measure)]:
+                out[str(metric.measure)][metric.query_id] = float(metric.value)
+    return out
+
+
+def aggregate(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, float]:
+    pq = per_query(measures, qrels, run)
+    return {m: (sum(v.values()) / len(v) if v else float("nan")) for m, v in pq.items()}

