@@ -20,19 +20,22 @@ def read_qrels(path: str | Path) -> list[Qrel]:
     """``qid iter docid rel`` lines (whitespace separated). A BEIR ``query-id corpus-id score`` TSV
     with its header is accepted too."""
     qrels: list[Qrel] = []
+    beir = False
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             parts = line.split()
             if n == 1 and parts[:2] == ["query-id", "corpus-id"]:
+                beir = True
                 continue
-            if len(parts) == 4:
+            if len(parts) == 4 and not beir:
                 qid, _, did, rel = parts
-            elif len(parts) == 3:
+            elif len(parts) == 3 and beir:
                 qid, did, rel = parts
             else:
-                raise FormatError(path, n, f"expected 4 columns (qid iter docid rel), got {len(parts)}", line)
+                expected = "3 columns (query-id corpus-id score)" if beir else "4 columns (qid iter docid rel)"
+                raise FormatError(path, n, f"expected {expected}, got {len(parts)}", line)
             try:
                 relevance = int(rel)
             except ValueError:

@@ -1,0 +1,55 @@
+# irglow — two commands on a fresh machine: `make run` and `make test`.
+# Both create .venv and install what they need on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# CPU wheel by default; CUDA users: make run TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.irglow-installed
+export PYTHONUNBUFFERED := 1
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+DATA  ?= ../shared/data/scifact
+SPLIT ?= test
+OUT   ?= out/bench
+TRAIN ?= ../shared/data/scifact
+TRAIN_SPLIT ?= train
+TEST  ?= ../shared/data/scifact
+TEST_SPLIT ?= test
+MODEL ?=
+
+.PHONY: venv run test test-all run-msmarco bench-lexical bench-twbert bench-glow clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+venv: $(STAMP)
+
+run: venv
+	$(BIN)/irglow run --config configs/demo.toml
+
+test: venv
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+test-all: venv
+	$(BIN)/python -m pytest -q tests
+
+run-msmarco: venv
+	$(BIN)/irglow run --config configs/msmarco.toml
+
+bench-lexical: venv
+	$(BIN)/python bench/lexical.py --data $(DATA) --split $(SPLIT) --out $(OUT)
+
+bench-twbert: venv
+	$(BIN)/python bench/twbert.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))
+
+bench-glow: venv
+	$(BIN)/python bench/glow.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))
+
+clean:
+	rm -rf $(VENV) data out

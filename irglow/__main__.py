@@ -1,0 +1,5 @@
+import sys
+
+from irglow.cli import main
+
+sys.exit(main())

@@ -1,0 +1,228 @@
+"""``irglow <stage>``: one entry point for every stage; heavy imports happen inside the commands."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+def _add_data(p: argparse.ArgumentParser, split: bool = True) -> None:
+    p.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
+    if split:
+        p.add_argument("--split", default="test", help="queries/qrels split (default: test)")
+    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+
+
+def _add_index_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fields", nargs="*", default=None, help="document fields to index (default: all)")
+    p.add_argument("--stemmer", default="porter", choices=["porter", "krovetz", "none"])
+    p.add_argument("--keep-stopwords", action="store_true")
+    p.add_argument("--threads", type=int, default=2)
+
+
+def _index(args):
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import IndexConfig, build_index
+
+    cfg = IndexConfig(fields=tuple(args.fields) if args.fields else None, stemmer=args.stemmer,
+                      keep_stopwords=args.keep_stopwords, threads=args.threads)
+    return build_index(load_collection(args.data), cfg, root=args.data_dir, force=getattr(args, "force", False))
+
+
+def cmd_index(args) -> int:
+    index = _index(args)
+    print(index.path)
+    print(f"documents: {index.meta['documents']}  fields: {', '.join(index.fields)} + contents  "
+          f"empty (not indexed): {index.meta['skipped_empty']}")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from irglow.index.stats import CollectionStats
+
+    stats = CollectionStats.load(_index(args))
+    print(f"statistics: {stats.path}")
+    print(f"N = {stats.N}, terms = {len(stats.terms)}")
+    for f in stats.meta["fields"]:
+        print(f"  {f:>12}: docCount {stats.doc_count(f):>9}  avgdl {stats.avgdl(f):9.3f}")
+    return 0
+
+
+def _weights(items) -> dict[str, float]:
+    out = {}
+    for item in items or []:
+        k, _, v = item.partition("=")
+        out[k] = float(v)
+    return out
+
+
+def cmd_search(args) -> int:
+    from irglow.data.collection import load_collection
+    from irglow.data.records import Query
+    from irglow.data.trec import read_topics
+    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+
+    index = _index(args)
+    if args.query:
+        queries = [Query("q", args.query)]
+    elif args.topics:
+        queries = read_topics(args.topics)
+    else:
+        queries = load_collection(args.data).queries(args.split)
+    cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=args.threads,
+                        field_weights=_weights(args.field_weight), rm3=args.rm3)
+    run = LexicalSearcher(index, cfg).search(queries, tag=args.tag or args.system + ("-rm3" if args.rm3 else ""))
+    if args.query:
+        for rank, (doc_id, score) in enumerate(run.ranking["q"][:args.show], 1):
+            print(f"{rank:>3} {doc_id:<20} {score:.4f}")
+        return 0
+    output = Path(args.output or f"runs/{run.tag}.run")
+    run.write(output)
+    from irglow.config import write_manifest
+
+    write_manifest(output.parent, {"search": vars(args)}, run=str(output))
+    print(f"{len(run)} queries → {output}")
+    return 0
+
+
+def _qrels(args):
+    from irglow.data.collection import load_collection
+    from irglow.data.trec import read_qrels
+
+    if args.qrels:
+        return read_qrels(args.qrels)
+    if not args.data:
+        raise SystemExit("give --qrels FILE or --data DATA [--split S]")
+    return load_collection(args.data).qrels(args.split)
+
+
+def cmd_eval(args) -> int:
+    from irglow.eval.compare import compare
+    from irglow.runs.trec import Run
+
+    runs = {Path(p).stem: Run.read(p) for p in args.runs}
+    cmp = compare(runs, _qrels(args), args.measures, baseline=None)
+    print(cmp.render(args.format))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from irglow.eval.compare import compare
+    from irglow.runs.trec import Run
+
+    runs = {Path(p).stem: Run.read(p) for p in args.runs}
+    baseline = args.baseline or next(iter(runs))
+    cmp = compare(runs, _qrels(args), args.measures, baseline=baseline, alpha=args.alpha)
+    text = cmp.render(args.format)
+    print(text)
+    if args.output:
+        from irglow.utils.atomic import atomic_write_text
+
+        atomic_write_text(args.output, text)
+    if args.plot:
+        from irglow.eval.plots import plot_comparison
+
+        plot_comparison(cmp, args.plot)
+    return 0
+
+
+def cmd_qrels(args) -> int:
+    from irglow.data.collection import load_collection
+    from irglow.data.trec import write_qrels
+
+    collection = load_collection(args.data)
+    path = write_qrels(collection.qrels(args.split), Path(args.output or f"qrels/{collection.name}.{args.split}.qrels"))
+    print(path)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from irglow.config import load_config
+    from irglow.pipeline import run_pipeline
+
+    run_pipeline(load_config(args.config, args.set))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="irglow", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="build (or reuse) the Lucene index of a collection")
+    _add_data(p, split=False)
+    _add_index_opts(p)
+    p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("stats", help="export collection statistics (N, df/cf per field, field lengths)")
+    _add_data(p, split=False)
+    _add_index_opts(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("search", help="lexical run: bm25, bm25-mf, bm25f, tfidf (+ --rm3)")
+    _add_data(p)
+    _add_index_opts(p)
+    p.add_argument("--system", default="bm25", choices=["bm25", "bm25-mf", "bm25f", "tfidf"])
+    p.add_argument("--k1", type=float, default=0.9)
+    p.add_argument("--b", type=float, default=0.4)
+    p.add_argument("--depth", type=int, default=1000)
+    p.add_argument("--field-weight", action="append", metavar="FIELD=W", help="bm25-mf/bm25f field weight")
+    p.add_argument("--rm3", action="store_true")
+    p.add_argument("--topics", help="TREC/TSV/BEIR topics file instead of the collection's queries")
+    p.add_argument("--query", help="search one query and print the top hits")
+    p.add_argument("--show", type=int, default=10)
+    p.add_argument("--tag", default=None)
+    p.add_argument("-o", "--output", help="run file (default runs/<tag>.run)")
+    p.set_defaults(func=cmd_search)
+
+    for name, func, help_ in (("eval", cmd_eval, "evaluate run files with any ir_measures measure (and NCG@k)"),
+                              ("compare", cmd_compare, "comparison table with significance marks against a baseline")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("runs", nargs="+", help="TREC run files")
+        p.add_argument("--qrels", help="TREC qrels file")
+        p.add_argument("--data", help="or: a collection whose qrels to use")
+        p.add_argument("--split", default="test")
+        p.add_argument("-m", "--measures", default="nDCG@10 R@100 R@1000 AP")
+        p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
+        if name == "compare":
+            p.add_argument("--baseline", help="run name (file stem); default: the first run")
+            p.add_argument("--alpha", type=float, default=0.05)
+            p.add_argument("-o", "--output")
+            p.add_argument("--plot", help="write a bar chart (PNG/PDF/SVG)")
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("qrels", help="write a collection's qrels into qrels/")
+    _add_data(p)
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=cmd_qrels)
+
+    p = sub.add_parser("run", help="the end-to-end pipeline from a configuration file")
+    p.add_argument("--config", default="configs/demo.toml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. lexical.depth=100")
+    p.set_defaults(func=cmd_run)
+
+    from irglow.models.cli import add_model_commands
+
+    add_model_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    from irglow.data.trec import FormatError
+    from irglow.index.jvm import JavaNotFoundError
+
+    try:
+        return args.func(args)
+    except (FormatError, JavaNotFoundError, FileNotFoundError, KeyError, ValueError) as e:
+        print(f"irglow {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

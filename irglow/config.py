@@ -1,0 +1,99 @@
+"""Configuration files (TOML or YAML) with ``--set section.key=value`` overrides, and run manifests."""
+
+from __future__ import annotations
+
+import ast
+import json
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if path:
+        path = Path(path)
+        if path.suffix == ".toml":
+            import tomllib
+
+            config = tomllib.loads(path.read_text())
+        elif path.suffix in (".yaml", ".yml"):
+            import yaml
+
+            config = yaml.safe_load(path.read_text()) or {}
+        else:
+            raise ValueError(f"{path}: configuration must be .toml or .yaml")
+    for item in overrides:
+        apply_override(config, item)
+    return config
+
+
+def _parse_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def apply_override(config: dict[str, Any], item: str) -> None:
+    """``"lexical.depth=100"`` → ``config["lexical"]["depth"] = 100`` (values parsed as Python literals)."""
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise ValueError(f"override {item!r} must look like section.key=value")
+    node = config
+    parts = key.strip().split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = _parse_value(value.strip())
+
+
+def _version(package: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def git_commit(cwd: str | Path | None = None) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=cwd, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=cwd, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (out.stdout.strip() + ("-dirty" if dirty else "")) if out.returncode == 0 else None
+
+
+def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path:
+    """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs."""
+    from irglow.utils.atomic import atomic_write_text
+
+    manifest = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": sys.argv,
+        "config": config,
+        "seed": seed,
+        "git_commit": git_commit(Path(__file__).parent),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": {p: _version(p) for p in ("irglow", "pyserini", "torch", "transformers", "faiss-cpu",
+                                               "ir-measures", "ir-datasets", "numpy", "pandas")},
+        **extra,
+    }
+    try:
+        from irglow.index import jvm
+
+        if jvm._started is not None:  # noqa: SLF001
+            manifest["java"] = {"home": str(jvm._started.home), "major": jvm._started.major,
+                                "source": jvm._started.source}
+    except ImportError:
+        pass
+    return atomic_write_text(Path(out_dir) / "manifest.json", json.dumps(manifest, indent=2, default=str))

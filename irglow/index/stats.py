@@ -1,0 +1,167 @@
+"""Collection statistics exported once from a Lucene index, for models that must not call Java per term.
+
+Written to ``<index>/irglow-stats/`` (atomically):
+
+* ``meta.json``     N (maxDoc), per-field docCount, sumTotalTermFreq, average length (Lucene's avgdl)
+* ``terms.parquet`` one row per analyzed term: ``df_<field>`` / ``cf_<field>`` for every field and ``contents``
+* ``docs.parquet``  one row per Lucene docid: ``doc_id``, ``len_<field>`` (exact, from the term vector) and
+                    ``norm_<field>`` (the length Lucene scores with: its one-byte norm, decoded)
+
+``idf`` and ``avgdl`` here are Lucene's (per-field ``docCount``, ``sumTotalTermFreq / docCount``),
+so a torch BM25 built on them reproduces Lucene's scores.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from irglow.index.jvm import autoclass
+from irglow.index.lucene_index import LuceneIndex
+from irglow.utils.atomic import atomic_dir
+
+STATS_DIR = "irglow-stats"
+
+
+@lru_cache(maxsize=1)
+def byte4_table() -> np.ndarray:
+    """Lucene's SmallFloat.byte4ToInt for all 256 norm bytes (the decoded document lengths)."""
+    small = autoclass("org.apache.lucene.util.SmallFloat")
+    return np.array([small.byte4ToInt(b if b < 128 else b - 256) for b in range(256)], dtype=np.int64)
+
+
+def _field_terms(reader, field: str) -> tuple[list[str], list[int], list[int]]:
+    terms = autoclass("org.apache.lucene.index.MultiTerms").getTerms(reader, field)
+    names, dfs, cfs = [], [], []
+    if terms is None:
+        return names, dfs, cfs
+    it = terms.iterator()
+    with tqdm(desc=f"terms[{field}]", unit="term", total=int(terms.size()) if terms.size() > 0 else None,
+              mininterval=1.0) as bar:
+        while it.next() is not None:
+            names.append(it.term().utf8ToString())
+            dfs.append(it.docFreq())
+            cfs.append(it.totalTermFreq())
+            bar.update(1)
+    return names, dfs, cfs
+
+
+def _field_norms(reader, field: str, max_doc: int) -> np.ndarray:
+    """Decoded norm (Lucene's stored length) per docid; 0 where the field is missing."""
+    table = byte4_table()
+    out = np.zeros(max_doc, dtype=np.int64)
+    for leaf in reader.leaves():
+        norms = leaf.reader().getNormValues(field)
+        if norms is None:
+            continue
+        base = leaf.docBase
+        doc = norms.nextDoc()
+        while doc != 2147483647:  # DocIdSetIterator.NO_MORE_DOCS
+            out[base + doc] = table[norms.longValue() & 0xFF]
+            doc = norms.nextDoc()
+    return out
+
+
+def export_stats(index: LuceneIndex, force: bool = False) -> Path:
+    """Export statistics beside the index (once); returns the statistics directory."""
+    target = index.path / STATS_DIR
+    if (target / "meta.json").is_file() and not force:
+        return target
+    reader = index.reader.reader
+    max_doc = int(reader.maxDoc())
+    fields = ["contents", *index.fields]
+    meta: dict = {"N": max_doc, "fields": fields, "docCount": {}, "sumTotalTermFreq": {}, "avgdl": {}}
+    table: dict[str, dict[str, tuple[int, int]]] = {}
+    for f in fields:
+        doc_count = int(reader.getDocCount(f))
+        sttf = int(reader.getSumTotalTermFreq(f))
+        meta["docCount"][f] = doc_count
+        meta["sumTotalTermFreq"][f] = sttf
+        meta["avgdl"][f] = sttf / doc_count if doc_count else 0.0
+        names, dfs, cfs = _field_terms(reader, f)
+        table[f] = {t: (d, c) for t, d, c in zip(names, dfs, cfs)}
+    vocab = sorted(set().union(*[set(v) for v in table.values()]))
+    terms = pd.DataFrame({"term": vocab})
+    for f in fields:
+        col = table[f]
+        terms[f"df_{f}"] = np.array([col.get(t, (0, 0))[0] for t in vocab], dtype=np.int64)
+        terms[f"cf_{f}"] = np.array([col.get(t, (0, 0))[1] for t in vocab], dtype=np.int64)
+    from irglow.lexical.searchers import doc_ids
+
+    docs = pd.DataFrame({"doc_id": doc_ids(index)})
+    vectors = reader.termVectors()
+    exact = {f: np.zeros(max_doc, dtype=np.int64) for f in fields}
+    for d in tqdm(range(max_doc), desc="field lengths", unit="doc", mininterval=1.0):
+        tv = vectors.get(d)
+        if tv is None:
+            continue
+        for f in fields:
+            terms_f = tv.terms(f)
+            if terms_f is not None:
+                exact[f][d] = int(terms_f.getSumTotalTermFreq())
+    for f in fields:
+        docs[f"len_{f}"] = exact[f]
+        docs[f"norm_{f}"] = _field_norms(reader, f, max_doc)
+    with atomic_dir(target) as tmp:
+        terms.to_parquet(tmp / "terms.parquet", index=False)
+        docs.to_parquet(tmp / "docs.parquet", index=False)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+    return target
+
+
+@dataclass
+class CollectionStats:
+    """Read-only view of exported statistics; everything numpy, no JVM after loading."""
+
+    path: Path
+    meta: dict
+    terms: pd.DataFrame
+    docs: pd.DataFrame
+
+    @classmethod
+    def load(cls, index: LuceneIndex, export: bool = True) -> "CollectionStats":
+        path = export_stats(index) if export else index.path / STATS_DIR
+        meta = json.loads((path / "meta.json").read_text())
+        return cls(path, meta, pd.read_parquet(path / "terms.parquet"), pd.read_parquet(path / "docs.parquet"))
+
+    @property
+    def N(self) -> int:  # noqa: N802
+        return int(self.meta["N"])
+
+    def doc_count(self, field: str = "contents") -> int:
+        return int(self.meta["docCount"][field])
+
+    def avgdl(self, field: str = "contents") -> float:
+        return float(self.meta["avgdl"][field])
+
+    @cached_property
+    def term_row(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.terms["term"])}
+
+    def df(self, term: str, field: str = "contents") -> int:
+        row = self.term_row.get(term)
+        return 0 if row is None else int(self.terms[f"df_{field}"].iat[row])
+
+    def cf(self, term: str, field: str = "contents") -> int:
+        row = self.term_row.get(term)
+        return 0 if row is None else int(self.terms[f"cf_{field}"].iat[row])
+
+    def idf(self, term: str, field: str = "contents", n: float | None = None) -> float:
+        """Lucene 9's BM25 idf, ln(1 + (docCount − df + 0.5)/(df + 0.5)); ``n`` overrides docCount."""
+        df = self.df(term, field)
+        big_n = self.doc_count(field) if n is None else n
+        return math.log(1.0 + (big_n - df + 0.5) / (df + 0.5))
+
+    @cached_property
+    def row_of_doc(self) -> dict[str, int]:
+        return {d: i for i, d in enumerate(self.docs["doc_id"])}
+
+    def norm_length(self, doc_id: str, field: str = "contents") -> int:
+        return int(self.docs[f"norm_{field}"].iat[self.row_of_doc[doc_id]])

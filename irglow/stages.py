@@ -1,0 +1,22 @@
+"""Neural stages that join the pipeline when enabled in the configuration.
+
+Each stage is ``stage(config=, collection=, index=, stats=, out=) -> {tag: Run}``; imports are
+deferred so the lexical pipeline never pays for torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def neural_stages(config: dict[str, Any]) -> list[Callable]:
+    stages: list[Callable] = []
+    if config.get("twbert", {}).get("enabled", False):
+        from irglow.models.twbert.stage import twbert_stage
+
+        stages.append(twbert_stage)
+    if config.get("glow", {}).get("enabled", False):
+        from irglow.models.glow.stage import glow_stage
+
+        stages.append(glow_stage)
+    return stages

