@@ -48,3 +48,11 @@ def tiny_index(tmp_path_factory, tiny_collection):
     from irglow.index.lucene_index import IndexConfig, build_index
 
     return build_index(tiny_collection, IndexConfig(threads=1), root=tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory):
+    from irglow.data.demo import DemoCollection
+    from irglow.index.lucene_index import IndexConfig, build_index
+
+    return build_index(DemoCollection(), IndexConfig(threads=2), root=tmp_path_factory.mktemp("demo"))

@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tqdm.auto import tqdm
 
@@ -51,6 +51,13 @@ def data_dir(explicit: str | Path | None = None) -> Path:
     return Path(explicit or os.environ.get("IRGLOW_DATA", "data")).resolve()
 
 
+class Token(NamedTuple):
+    term: str  # analyzed form, as indexed
+    position: int  # Lucene position (removed stopwords leave gaps)
+    start: int  # surface span in the original text
+    end: int
+
+
 @dataclass
 class LuceneIndex:
     """An index directory plus irglow's metadata about it."""
@@ -80,6 +87,30 @@ class LuceneIndex:
         """Text → analyzed terms exactly as Lucene indexed them."""
         utils = autoclass("io.anserini.analysis.AnalyzerUtils")
         return list(utils.analyze(self.analyzer, text))
+
+    def tokens(self, text: str, field: str = "contents") -> list["Token"]:
+        """Analyzed terms with their query positions (stopword gaps kept) and surface character spans."""
+        start_jvm()
+        attr = "org.apache.lucene.analysis.tokenattributes."
+        jclass = autoclass("java.lang.Class")
+        from jnius import cast
+
+        stream = self.analyzer.tokenStream(field, text)
+        term_attr = cast(attr + "CharTermAttribute", stream.addAttribute(jclass.forName(attr + "CharTermAttribute")))
+        offset_attr = cast(attr + "OffsetAttribute", stream.addAttribute(jclass.forName(attr + "OffsetAttribute")))
+        pos_attr = cast(attr + "PositionIncrementAttribute",
+                        stream.addAttribute(jclass.forName(attr + "PositionIncrementAttribute")))
+        out: list[Token] = []
+        position = -1
+        try:
+            stream.reset()
+            while stream.incrementToken():
+                position += pos_attr.getPositionIncrement()
+                out.append(Token(term_attr.toString(), position, offset_attr.startOffset(), offset_attr.endOffset()))
+            stream.end()
+        finally:
+            stream.close()
+        return out
 
     @cached_property
     def reader(self):

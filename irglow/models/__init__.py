@@ -1,0 +1,1 @@
+"""Neural models: TW-BERT (query term weighting) and GLOW/BISON (BM25-weighted attention encoders)."""

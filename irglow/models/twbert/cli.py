@@ -1,0 +1,100 @@
+"""``irglow twbert train | search | explain``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_twbert_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("twbert", help="TW-BERT query term weighting: train, search, explain")
+    tw = p.add_subparsers(dest="twbert_command", required=True)
+
+    t = tw.add_parser("train", help="train on a collection's split (BM25 candidates, qrels labels)")
+    t.add_argument("data")
+    t.add_argument("--split", default="train")
+    t.add_argument("--out", required=True, help="training directory (checkpoints, best/ model)")
+    t.add_argument("--config", help="TOML/YAML with a [twbert] section")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. epochs=4, model.k3=8")
+    t.add_argument("--no-resume", action="store_true")
+    t.add_argument("--data-dir")
+    t.set_defaults(func=cmd_train)
+
+    s = tw.add_parser("search", help="run TW-BERT-weighted queries in Lucene → TREC run")
+    s.add_argument("data")
+    s.add_argument("--split", default="test")
+    s.add_argument("--model", required=True, help="a TW-BERT model directory")
+    s.add_argument("--depth", type=int, default=1000)
+    s.add_argument("--rm3", action="store_true", help="two-pass: RM3 feedback terms, weighted by TW-BERT")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--data-dir")
+    s.set_defaults(func=cmd_search)
+
+    e = tw.add_parser("explain", help="print each n-gram of a query and its learned weight")
+    e.add_argument("query")
+    e.add_argument("--model", default=None, help="model directory (default: untrained head on MiniLM)")
+    e.add_argument("--data", default="demo", help="collection whose index analyzer to use (default: demo)")
+    e.add_argument("--data-dir")
+    e.set_defaults(func=cmd_explain)
+
+
+def _index(args):
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import build_index
+
+    return build_index(load_collection(args.data), root=args.data_dir)
+
+
+def cmd_train(args) -> int:
+    from irglow.config import apply_override, load_config, write_manifest
+    from irglow.data.collection import load_collection
+    from irglow.index.stats import CollectionStats
+    from irglow.models.twbert.train import TrainConfig, Trainer
+
+    cfg = load_config(args.config).get("twbert", {}) if args.config else {}
+    for item in args.set:
+        apply_override(cfg, item)
+    config = TrainConfig.from_dict({k: v for k, v in cfg.items() if k != "enabled"})
+    collection = load_collection(args.data)
+    index = _index(args)
+    best = Trainer(config, args.out).train(index, CollectionStats.load(index), collection.queries(args.split),
+                                           collection.qrels(args.split), resume=not args.no_resume)
+    write_manifest(args.out, {"twbert": cfg, "data": args.data, "split": args.split}, seed=config.seed)
+    print(best)
+    return 0
+
+
+def cmd_search(args) -> int:
+    from irglow.config import write_manifest
+    from irglow.data.collection import load_collection
+    from irglow.models.twbert.model import TWBert
+    from irglow.models.twbert.search import twbert_search
+
+    model = TWBert.load(args.model)
+    run = twbert_search(model, _index(args), load_collection(args.data).queries(args.split), depth=args.depth,
+                        tag="twbert-rm3" if args.rm3 else "twbert", expansion="rm3" if args.rm3 else None)
+    run.write(args.output)
+    from pathlib import Path
+
+    write_manifest(Path(args.output).parent, {"twbert_search": vars(args) | {"func": None}}, run=args.output)
+    print(f"{len(run)} queries → {args.output}")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from irglow.models.twbert.model import TWBert, TWBertConfig
+    from irglow.models.twbert.terms import extract_terms
+
+    model = TWBert.load(args.model) if args.model else TWBert.from_pretrained_bert(TWBertConfig())
+    if not args.model:
+        print("(no --model: an untrained head, weights are meaningless until trained)")
+    index = _index(args)
+    terms = model.fit_budget(extract_terms(index, "q", args.query, model.config.bigrams))
+    if not terms.n_terms:
+        print("no searchable term: every word is a stopword or empty after analysis")
+        return 0
+    weights = model.predict([terms])[0]
+    width = max(len(s) for s in terms.surfaces()) + 2
+    print(f"{'n-gram (surface)':<{width}} {'lucene term(s)':<28} weight")
+    for surface, label, w in zip(terms.surfaces(), terms.labels(), weights):
+        print(f"{surface:<{width}} {label:<28} {w:.3f}")
+    return 0

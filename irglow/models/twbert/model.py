@@ -1,0 +1,163 @@
+"""The TW-BERT network: BERT over the query's n-grams, mean-pooled per term, linear + ReLU → weight.
+
+Input: ``[CLS] uni-gram words … [SEP] bi-gram words … [SEP]`` (uni-grams first, then bi-grams);
+a term mask maps every WordPiece to the term whose words it came from.  A model is a directory:
+the BERT encoder and tokenizer (HF ``save_pretrained``), ``twbert_head.safetensors`` and
+``twbert.json`` (the head and the scorer settings it was trained with).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from irglow.models.checkpoints import check_model_dir, load_encoder
+from irglow.models.twbert.terms import QueryTerms
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TWBertConfig:
+    base_model: str = "default"
+    max_query_tokens: int = 64
+    bigrams: bool = True
+    k1: float = 0.9
+    b: float = 0.4
+    k3: float | None = None  # Terrier-style query-term saturation; None = Lucene's linear boost
+    maxout_pieces: int = 3
+
+
+class TWBert(nn.Module):
+    def __init__(self, encoder, tokenizer, config: TWBertConfig):
+        super().__init__()
+        self.encoder, self.tokenizer, self.config = encoder, tokenizer, config
+        hidden = encoder.config.hidden_size
+        self.term_head = nn.Linear(hidden, 1)
+        # maxout over L affine pieces maps the scaled BM25 score to a relevance prediction
+        self.maxout_a = nn.Parameter(torch.linspace(0.5, 1.5, config.maxout_pieces))
+        self.maxout_c = nn.Parameter(torch.linspace(-0.1, 0.1, config.maxout_pieces))
+
+    # -- construction and persistence ----------------------------------------------------------
+    @classmethod
+    def from_pretrained_bert(cls, config: TWBertConfig | None = None) -> "TWBert":
+        config = config or TWBertConfig()
+        encoder, tokenizer = load_encoder(config.base_model)
+        return cls(encoder, tokenizer, config)
+
+    @classmethod
+    def load(cls, path: str | Path, map_location: str | torch.device = "cpu") -> "TWBert":
+        from safetensors.torch import load_file
+
+        path = check_model_dir(path, ("twbert.json", "twbert_head.safetensors", "config.json"))
+        try:
+            config = TWBertConfig(**json.loads((path / "twbert.json").read_text()))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}/twbert.json is corrupt: {e}") from None
+        encoder, tokenizer = load_encoder(str(path))
+        model = cls(encoder, tokenizer, config)
+        try:
+            head = load_file(str(path / "twbert_head.safetensors"), device=str(map_location))
+        except Exception as e:  # safetensors raises its own error types
+            raise ValueError(f"{path}/twbert_head.safetensors is corrupt: {e}") from None
+        model.load_state_dict(head, strict=False)
+        return model
+
+    def head_state(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items() if not k.startswith("encoder.")}
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model directory atomically (temp dir, then rename)."""
+        from safetensors.torch import save_file
+
+        from irglow.utils.atomic import atomic_dir
+
+        with atomic_dir(path) as tmp:
+            self.encoder.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            save_file(self.head_state(), str(tmp / "twbert_head.safetensors"))
+            (tmp / "twbert.json").write_text(json.dumps(asdict(self.config), indent=2))
+        return Path(path)
+
+    # -- input encoding ------------------------------------------------------------------------------
+    def fit_budget(self, terms: QueryTerms) -> QueryTerms:
+        """Drop trailing terms (bi-grams first) until the input fits ``max_query_tokens``; say so."""
+        cost = [len(self.tokenizer.tokenize(s)) for s in terms.surfaces()]
+        budget = self.config.max_query_tokens - 3
+        n_uni = len(terms.unigrams)
+        keep_uni, keep_bi, used = 0, 0, 0
+        for i in range(n_uni):
+            if used + cost[i] > budget:
+                break
+            used, keep_uni = used + cost[i], keep_uni + 1
+        if keep_uni == n_uni:
+            for j in range(len(terms.bigrams)):
+                if used + cost[n_uni + j] > budget:
+                    break
+                used, keep_bi = used + cost[n_uni + j], keep_bi + 1
+        dropped = terms.n_terms - keep_uni - keep_bi
+        if not dropped:
+            return terms
+        log.warning("query %s is longer than %d tokens: kept %d of %d terms", terms.query_id,
+                    self.config.max_query_tokens, keep_uni + keep_bi, terms.n_terms)
+        return QueryTerms(terms.query_id, terms.text, terms.unigrams[:keep_uni], terms.unigram_surface[:keep_uni],
+                          terms.bigrams[:keep_bi], terms.bigram_surface[:keep_bi], dropped)
+
+    def encode(self, batch: list[QueryTerms]) -> dict[str, torch.Tensor]:
+        """Token ids, attention mask and the term mask [B, M, T] (rows sum to 1 over a term's pieces)."""
+        words_a, words_b, owners_a, owners_b = [], [], [], []
+        for qt in batch:
+            wa, oa, wb, ob = [], [], [], []
+            for i, s in enumerate(qt.unigram_surface):
+                for w in s.split() or [s]:
+                    wa.append(w)
+                    oa.append(i)
+            for j, s in enumerate(qt.bigram_surface):
+                for w in s.split() or [s]:
+                    wb.append(w)
+                    ob.append(len(qt.unigrams) + j)
+            words_a.append(wa or [""])
+            owners_a.append(oa)
+            words_b.append(wb)
+            owners_b.append(ob)
+        has_b = any(words_b)
+        enc = self.tokenizer(words_a, [w or [""] for w in words_b] if has_b else None, is_split_into_words=True,
+                             padding=True, truncation=True, max_length=self.config.max_query_tokens,
+                             return_tensors="pt")
+        n_terms = max(1, max(qt.n_terms for qt in batch))
+        mask = torch.zeros(len(batch), n_terms, enc["input_ids"].shape[1])
+        for i in range(len(batch)):
+            seq, word = enc.sequence_ids(i), enc.word_ids(i)
+            for t, (s, w) in enumerate(zip(seq, word)):
+                if w is None:
+                    continue
+                owners = owners_a[i] if s == 0 else owners_b[i]
+                if w < len(owners):
+                    mask[i, owners[w], t] = 1.0
+        mask = mask / mask.sum(-1, keepdim=True).clamp(min=1.0)
+        out = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        out["term_mask"] = mask
+        return out
+
+    # -- forward -----------------------------------------------------------------------------------------
+    def forward(self, input_ids, attention_mask, term_mask, token_type_ids=None) -> torch.Tensor:
+        """Term weights [B, M] (≥ 0); padding terms get whatever their zero embedding gives — mask them."""
+        kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        pooled = torch.bmm(term_mask.to(hidden.dtype), hidden)  # mean of each term's pieces
+        return torch.relu(self.term_head(pooled).squeeze(-1))
+
+    def maxout(self, scaled_scores: torch.Tensor) -> torch.Tensor:
+        return (scaled_scores.unsqueeze(-1) * self.maxout_a + self.maxout_c).max(-1).values
+
+    @torch.no_grad()
+    def predict(self, batch: list[QueryTerms], device: torch.device | str = "cpu") -> list[list[float]]:
+        self.eval()
+        enc = {k: v.to(device) for k, v in self.encode(batch).items()}
+        weights = self(**enc).float().cpu()
+        return [weights[i, : qt.n_terms].tolist() for i, qt in enumerate(batch)]

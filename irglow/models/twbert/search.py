@@ -1,0 +1,104 @@
+"""TW-BERT at query time: predict n-gram weights, build Lucene objects, search through Pyserini.
+
+The weighted query is Σ BoostQuery(TermQuery(t), w_t) + Σ BoostQuery(PhraseQuery(t1, t2), w_p) on
+``contents`` — the same function the torch scorer trained.  With expansion, Pyserini's RM3 supplies
+feedback terms in a first pass; TW-BERT then weights original and expansion terms together:
+
+    boost(t) = α · w_t (original n-grams)        boost(e) = (1 − α) · w_e · p_RM3(e) / max p_RM3
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Sequence
+
+from tqdm.auto import tqdm
+
+from irglow.data.records import Query
+from irglow.index.lucene_index import LuceneIndex
+from irglow.lexical import queries as lq
+from irglow.models.checkpoints import pick_device
+from irglow.models.twbert.model import TWBert
+from irglow.models.twbert.terms import QueryTerms, extract_terms
+from irglow.runs.trec import Run
+
+log = logging.getLogger(__name__)
+
+
+def lucene_query(terms: QueryTerms, weights: Sequence[float], extra: dict[str, float] | None = None,
+                 field: str = "contents"):
+    clauses = []
+    for t, w in zip(terms.unigrams, weights[: len(terms.unigrams)]):
+        if w > 0:
+            clauses.append(lq.boost(lq.term_query(field, t), w))
+    for (a, b, gap), w in zip(terms.bigrams, weights[len(terms.unigrams):]):
+        if w > 0:
+            clauses.append(lq.boost(lq.phrase_query(field, [a, b], [0, gap]), w))
+    for t, w in (extra or {}).items():
+        if w > 0:
+            clauses.append(lq.boost(lq.term_query(field, t), w))
+    return lq.disjunction(clauses)
+
+
+def weigh_queries(model: TWBert, index: LuceneIndex, queries: Sequence[Query], batch_size: int = 32,
+                  device=None) -> list[tuple[QueryTerms, list[float]]]:
+    device = device or pick_device()
+    model.to(device)
+    all_terms = [model.fit_budget(extract_terms(index, q.query_id, q.text, model.config.bigrams)) for q in queries]
+    out = []
+    for start in tqdm(range(0, len(all_terms), batch_size), desc="twbert weights", unit="batch",
+                      disable=len(all_terms) < 500):
+        chunk = all_terms[start:start + batch_size]
+        live = [t for t in chunk if t.n_terms]
+        weights = iter(model.predict(live, device) if live else [])
+        out.extend((t, next(weights) if t.n_terms else []) for t in chunk)
+    return out
+
+
+def twbert_search(model: TWBert, index: LuceneIndex, queries: Sequence[Query], depth: int = 1000,
+                  tag: str = "twbert", expansion: str | None = None, fb_terms: int = 10, fb_docs: int = 10,
+                  original_weight: float = 0.5) -> Run:
+    """One TREC run of TW-BERT-weighted queries (``expansion="rm3"`` for the two-pass variant)."""
+    searcher = index.searcher()
+    searcher.set_bm25(model.config.k1, model.config.b)
+    weighted = weigh_queries(model, index, queries)
+    feedback = None
+    if expansion == "rm3":
+        fb = index.searcher()
+        fb.set_bm25(model.config.k1, model.config.b)
+        fb.set_rm3(fb_terms, fb_docs, original_weight)
+        feedback = fb
+    elif expansion is not None:
+        raise ValueError(f"unknown expansion {expansion!r}; offered: rm3")
+    ranking = {}
+    for q, (terms, weights) in tqdm(list(zip(queries, weighted)), desc=f"{tag} search", unit="q",
+                                    disable=len(queries) < 200):
+        if terms.n_terms == 0:
+            log.warning("query %s (%r) has no searchable term after analysis; its ranking is empty",
+                        q.query_id, q.text[:80])
+            ranking[q.query_id] = []
+            continue
+        if not any(w > 0 for w in weights):
+            log.warning("TW-BERT gave every term of query %s weight 0; falling back to uniform weights", q.query_id)
+            weights = [1.0] * terms.n_terms
+        extra = None
+        if feedback is not None:
+            extra = _expansion_weights(model, index, feedback, q, terms, original_weight)
+            weights = [original_weight * w for w in weights]
+        query = lucene_query(terms, weights, extra)
+        ranking[q.query_id] = [(h.docid, float(h.score)) for h in searcher.search(query, k=depth)] if query else []
+    return Run(ranking, tag)
+
+
+def _expansion_weights(model: TWBert, index: LuceneIndex, feedback, q: Query, terms: QueryTerms,
+                       original_weight: float) -> dict[str, float]:
+    fb = {t: float(w) for t, w in feedback.get_feedback_terms(q.text).items() if t not in terms.unigrams}
+    if not fb:
+        return {}
+    top = max(fb.values())
+    # TW-BERT reads the expansion terms after the query's own words
+    exp_terms = QueryTerms(q.query_id, q.text, terms.unigrams + list(fb), terms.unigram_surface + list(fb))
+    exp_terms = model.fit_budget(exp_terms)
+    w = model.predict([exp_terms], pick_device())[0]
+    n = len(terms.unigrams)
+    return {t: (1 - original_weight) * wt * fb[t] / top for t, wt in zip(exp_terms.unigrams[n:], w[n:])}

@@ -1,0 +1,34 @@
+"""TW-BERT as a pipeline stage: train on the collection's train split, write twbert runs."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from irglow.models.twbert.model import TWBert
+from irglow.models.twbert.search import twbert_search
+from irglow.models.twbert.train import TrainConfig, Trainer
+
+log = logging.getLogger(__name__)
+
+
+def twbert_stage(config, collection, index, stats, out: Path) -> dict:
+    tcfg = dict(config.get("twbert", {}))
+    tcfg.pop("enabled", None)
+    expansion = tcfg.pop("rm3", True)
+    model_dir = tcfg.pop("model_dir", None)
+    c = config.get("collection", {})
+    if not model_dir:
+        train_cfg = TrainConfig.from_dict(tcfg)
+        train_dir = out / "twbert-train"
+        model_dir = Trainer(train_cfg, train_dir).train(index, stats, collection.queries(c.get("train_split", "train")),
+                                                        collection.qrels(c.get("train_split", "train")))
+    model = TWBert.load(model_dir)
+    queries = collection.queries(c.get("test_split", "test"))
+    depth = config.get("lexical", {}).get("depth", 1000)
+    runs = {"twbert": twbert_search(model, index, queries, depth=depth, tag="twbert")}
+    if expansion:
+        runs["twbert-rm3"] = twbert_search(model, index, queries, depth=depth, tag="twbert-rm3", expansion="rm3")
+    for tag, run in runs.items():
+        run.write(out / f"{tag}.run")
+    return runs

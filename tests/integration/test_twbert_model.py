@@ -1,0 +1,100 @@
+import logging
+import math
+
+import pytest
+import torch
+
+from irglow.data.demo import DemoCollection
+from irglow.data.records import Query
+from irglow.index.stats import CollectionStats
+from irglow.models.twbert.model import TWBert, TWBertConfig
+from irglow.models.twbert.search import twbert_search
+from irglow.models.twbert.terms import QueryTerms, extract_terms
+from irglow.models.twbert.train import TrainConfig, Trainer, amse, list_mle
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return TWBert.from_pretrained_bert(TWBertConfig(max_query_tokens=32))
+
+
+def test_amse_by_hand():
+    got = amse(torch.tensor([0.1, 0.5, 2.0, 0.9]), torch.tensor([0.0, 0.0, 0.0, 1.0]), d1=0.2, d2=1.0)
+    # |e| = 0.1 (dead zone), 0.5 (½e²), 2.0 (d2(|e| − ½d2)), 0.1 (dead zone)
+    assert got.tolist() == pytest.approx([0.0, 0.125, 1.5, 0.0])
+
+
+def test_list_mle_by_hand():
+    pred, target = torch.tensor([[2.0, 1.0, 5.0]]), torch.tensor([[1.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, False]])  # the third doc is padding
+    # order by label: (2, 1): [log(e² + e¹) − 2] + [log e¹ − 1], averaged over 2 docs
+    expected = math.log(1 + math.exp(-1)) / 2
+    assert list_mle(pred, target, mask).item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_term_mask_covers_each_terms_pieces(model):
+    terms = QueryTerms("q", "", ["lyme", "diseas"], ["Lyme", "diseases"], [("lyme", "diseas", 1)], ["Lyme diseases"])
+    enc = model.encode([terms])
+    mask = enc["term_mask"][0]
+    ids = enc["input_ids"][0].tolist()
+    assert mask.shape[0] == 3
+    assert torch.allclose(mask.sum(-1), torch.ones(3))
+    pieces = lambda row: [model.tokenizer.convert_ids_to_tokens(ids[t]) for t in row.nonzero().flatten().tolist()]
+    assert pieces(mask[0]) == model.tokenizer.tokenize("Lyme")
+    assert pieces(mask[1]) == model.tokenizer.tokenize("diseases")
+    assert pieces(mask[2]) == model.tokenizer.tokenize("Lyme diseases")
+    sep = ids.index(model.tokenizer.sep_token_id)
+    assert mask[2].nonzero().min() > sep > mask[1].nonzero().max()  # uni-grams first, then bi-grams
+
+
+def test_save_load_roundtrip_and_bad_dirs(model, tmp_path):
+    terms = QueryTerms("q", "", ["apple", "pie"], ["apple", "pie"], [("apple", "pie", 1)], ["apple pie"])
+    before = model.predict([terms])[0]
+    path = model.save(tmp_path / "m")
+    again = TWBert.load(path)
+    assert torch.allclose(torch.tensor(before), torch.tensor(again.predict([terms])[0]), atol=1e-6)
+    assert again.config == model.config
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        TWBert.load(tmp_path / "nope")
+    (path / "twbert.json").unlink()
+    with pytest.raises(FileNotFoundError, match="missing twbert.json"):
+        TWBert.load(path)
+    model.save(path)
+    (path / "twbert_head.safetensors").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="corrupt"):
+        TWBert.load(path)
+
+
+def test_overlong_query_is_truncated_with_notice(model, demo_index, caplog):
+    text = " ".join(f"word{i} thing{i}" for i in range(40))
+    with caplog.at_level(logging.WARNING):
+        terms = model.fit_budget(extract_terms(demo_index, "long", text))
+    assert terms.dropped > 0 and "longer than 32 tokens" in caplog.text
+    enc = model.encode([terms])
+    assert enc["input_ids"].shape[1] <= 32 and (enc["term_mask"].sum(-1) > 0).all()
+
+
+def test_stopword_query_gives_empty_ranking(model, demo_index, caplog):
+    queries = [Query("s", "the of and"), Query("ok", DemoCollection().queries("test")[0].text)]
+    with caplog.at_level(logging.WARNING):
+        run = twbert_search(model, demo_index, queries, depth=10)
+    assert run.ranking["s"] == [] and len(run.ranking["ok"]) == 10
+    assert "no searchable term" in caplog.text
+
+
+def test_training_checkpoints_and_resumes(demo_index, tmp_path, caplog):
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    cfg = TrainConfig(model=TWBertConfig(max_query_tokens=32), candidates=10, max_train_queries=24,
+                      batch_queries=8, stage1_epochs=1, epochs=1, patience=5, seed=3)
+    best = Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), demo.qrels("train"))
+    assert (best / "twbert.json").is_file() and (tmp_path / "checkpoint" / "trainer.pt").is_file()
+    first = torch.load(tmp_path / "checkpoint" / "trainer.pt", weights_only=False)["state"]
+    assert first["stage"] == 2 and first["epoch"] == 1
+    cfg.epochs = 2
+    with caplog.at_level(logging.WARNING):
+        Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), demo.qrels("train"))
+    assert "resuming TW-BERT training" in caplog.text
+    second = torch.load(tmp_path / "checkpoint" / "trainer.pt", weights_only=False)["state"]
+    assert second["epoch"] == 2 and len(second["history"]) == len(first["history"]) + 1
