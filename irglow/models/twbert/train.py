@@ -63,6 +63,9 @@ class TrainConfig:
     amp: bool = True
     max_train_queries: int | None = None
     scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
+    eval_every: int = 0  # also validate every N stage-2 steps (0: once per epoch); patience counts evaluations
+    stage1_unigram_target: float = 1.0
+    stage1_bigram_target: float = 1.0  # the paper pulls every term to 1
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
@@ -250,7 +253,10 @@ class Trainer:
                 with torch.autocast(self.device.type, enabled=self.use_amp):
                     w = model(**enc).float()
                 valid = (enc["term_mask"].sum(-1) > 0).float()
-                loss = (((w - 1.0) ** 2) * valid).sum() / valid.sum().clamp(min=1)
+                target = torch.full_like(w, cfg.stage1_bigram_target)
+                for i, f in enumerate(chunk):
+                    target[i, : len(f.terms.unigrams)] = cfg.stage1_unigram_target
+                loss = (((w - target) ** 2) * valid).sum() / valid.sum().clamp(min=1)
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.step(opt)
@@ -264,11 +270,24 @@ class Trainer:
             self._save_checkpoint(model, opt, state)
             log.info("after stage 1: validation nDCG@10 %.4f (BM25 %.4f)", state["best"], state.get("val_bm25", float("nan")))
 
+        def checkpoint_eval(loss_value: float) -> None:
+            score = evaluate()
+            state["history"].append({"stage": 2, "epoch": state["epoch"], "step": state.get("step", 0),
+                                     "loss": loss_value, "val_ndcg@10": score})
+            log.info("epoch %d step %d: loss %.4f, validation nDCG@10 %.4f (BM25 %.4f)", state["epoch"],
+                     state.get("step", 0), loss_value, score, state["val_bm25"])
+            if score > state["best"] + 1e-5 or np.isnan(score):
+                state["best"], state["bad_epochs"] = score, 0
+                model.save(self.out / "best")
+            else:
+                state["bad_epochs"] += 1
+            model.train()
+
         while state["stage"] == 2 and state["epoch"] < cfg.epochs and state["bad_epochs"] < cfg.patience:
             model.train()
             order = list(range(len(train_feats)))
             random.Random(cfg.seed + 1000 + state["epoch"]).shuffle(order)
-            total = 0.0
+            total, n_batches = 0.0, 0
             bar = tqdm(range(0, len(order), cfg.batch_queries), desc=f"stage 2 epoch {state['epoch'] + 1}", unit="batch")
             for start in bar:
                 chunk = [train_feats[i] for i in order[start:start + cfg.batch_queries]]
@@ -288,18 +307,16 @@ class Trainer:
                 scaler.step(opt)
                 scaler.update()
                 total += float(loss.detach())
-                bar.set_postfix(loss=f"{total / (start // cfg.batch_queries + 1):.4f}")
+                n_batches += 1
+                state["step"] = state.get("step", 0) + 1
+                bar.set_postfix(loss=f"{total / n_batches:.4f}")
+                if cfg.eval_every and state["step"] % cfg.eval_every == 0 and n_batches < len(bar):
+                    checkpoint_eval(total / n_batches)
+                    if state["bad_epochs"] >= cfg.patience:
+                        break
             state["epoch"] += 1
-            score = evaluate()
-            state["history"].append({"stage": 2, "epoch": state["epoch"], "loss": total / max(1, len(bar)),
-                                     "val_ndcg@10": score})
-            log.info("epoch %d: loss %.4f, validation nDCG@10 %.4f (BM25 %.4f)", state["epoch"],
-                     total / max(1, len(bar)), score, state["val_bm25"])
-            if score > state["best"] + 1e-5 or np.isnan(score):
-                state["best"], state["bad_epochs"] = score, 0
-                model.save(self.out / "best")
-            else:
-                state["bad_epochs"] += 1
+            if state["bad_epochs"] < cfg.patience:
+                checkpoint_eval(total / max(1, n_batches))
             self._save_checkpoint(model, opt, state)
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
         (self.out / "training.json").write_text(json.dumps({"config": asdict(cfg), "state": state,

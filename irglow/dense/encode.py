@@ -1,0 +1,111 @@
+"""Corpus encoding to disk (``embeddings.npy`` + ``ids.txt``), faiss indexes, and dense search → Run.
+
+Embeddings are L2-normalised float32, so inner product = cosine; ``IndexFlatIP`` is exact and
+``IndexHNSWFlat`` (inner product) is the option for large corpora.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from irglow.data.records import Document, Query
+from irglow.runs.trec import Run
+from irglow.utils.atomic import atomic_dir
+
+# a batch encoder: list of items → float tensor [B, H] (not yet normalised)
+BatchEncoder = Callable[[Sequence], torch.Tensor]
+
+
+def _batches(items: Iterable, size: int):
+    batch = []
+    for x in items:
+        batch.append(x)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+@torch.no_grad()
+def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: str = "encode") -> np.ndarray:
+    out = []
+    for batch in tqdm(_batches(items, batch_size), total=(len(items) + batch_size - 1) // batch_size,
+                      desc=desc, unit="batch", disable=len(items) < 2 * batch_size):
+        vec = encoder(batch).float()
+        out.append(torch.nn.functional.normalize(vec, dim=-1).cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+
+def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
+                  batch_size: int = 64) -> tuple[Path, float]:
+    """Write ``embeddings.npy`` and ``ids.txt`` atomically; returns the folder and docs/second."""
+    t = time.perf_counter()
+    vectors = encode(docs, encoder, batch_size, desc="encode corpus")
+    rate = len(docs) / max(1e-9, time.perf_counter() - t)
+    with atomic_dir(out_dir) as tmp:
+        np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
+        (tmp / "ids.txt").write_text("".join(d.doc_id + "\n" for d in docs), encoding="utf-8")
+    return Path(out_dir), rate
+
+
+def load_embeddings(folder: str | Path) -> tuple[np.ndarray, list[str]]:
+    folder = Path(folder)
+    return np.load(folder / "embeddings.npy"), (folder / "ids.txt").read_text(encoding="utf-8").splitlines()
+
+
+def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 256):
+    import faiss
+
+    d = vectors.shape[1]
+    if kind == "flat":
+        index = faiss.IndexFlatIP(d)
+    elif kind == "hnsw":
+        index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efSearch = ef_search
+    else:
+        raise ValueError(f"faiss index kind must be 'flat' or 'hnsw', not {kind!r}")
+    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index
+
+
+def dense_search(index, doc_ids: Sequence[str], queries: Sequence[Query], query_vectors: np.ndarray,
+                 depth: int = 1000, tag: str = "dense") -> Run:
+    k = min(depth, len(doc_ids))
+    scores, rows = index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
+    ranking = {}
+    for q, s, r in zip(queries, scores, rows):
+        ranking[q.query_id] = [(doc_ids[j], float(v)) for j, v in zip(r, s) if j >= 0]
+    return Run(ranking, tag)
+
+
+class MeanPoolEncoder:
+    """A sentence-transformers style encoder (mean of last hidden states): all-MiniLM-L6-v2 zero-shot."""
+
+    def __init__(self, model_path: str = "default", max_tokens: int = 256, device=None,
+                 fields: Sequence[str] | None = None):
+        from irglow.models.checkpoints import load_encoder, pick_device
+
+        self.model, self.tokenizer = load_encoder(model_path)
+        self.device = device or pick_device()
+        self.model.to(self.device).eval()
+        self.max_tokens, self.fields = max_tokens, fields
+
+    def _text(self, item) -> str:
+        if isinstance(item, Document):
+            return item.contents(self.fields)
+        return item.text if isinstance(item, Query) else str(item)
+
+    @torch.no_grad()
+    def __call__(self, batch: Sequence) -> torch.Tensor:
+        enc = self.tokenizer([self._text(x) for x in batch], padding=True, truncation=True,
+                             max_length=self.max_tokens, return_tensors="pt").to(self.device)
+        hidden = self.model(**enc).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)

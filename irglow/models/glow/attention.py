@@ -1,0 +1,79 @@
+"""BM25-weighted self-attention that keeps torch's fused ``scaled_dot_product_attention``.
+
+Two readings of the papers, both offered:
+
+* ``key``  (GLOW/BISON Eq. 2):  A_ij = w_j · q_i·k_j / √d  — the *key* token's weight.
+  Identical to scaling each key vector by its token's weight: k_j ← w_j k_j.
+* ``row``  (Eq. 4 and the authors' TensorFlow code):  A_ij = w_i · q_i·k_j / √d — a per-row
+  temperature.  Identical to scaling each query vector: q_i ← w_i q_i.
+
+Either way the weights are multiplied in before the padding mask and the softmax, and the layer
+keeps the original query/key/value projections, so the model has exactly BERT's parameters.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+MODES = ("key", "row", "none")
+
+
+class WeightedSelfAttention(nn.Module):
+    """Drop-in replacement for HF ``BertSelfAttention`` (same projections, same state-dict keys)."""
+
+    def __init__(self, original: nn.Module, mode: str = "key"):
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"attention weighting must be one of {MODES}, not {mode!r}")
+        self.query, self.key, self.value = original.query, original.key, original.value
+        self.dropout = original.dropout
+        self.num_attention_heads = original.num_attention_heads
+        self.attention_head_size = original.attention_head_size
+        self.scaling = original.scaling
+        self.config = original.config
+        self.mode = mode
+        self.token_weights: torch.Tensor | None = None  # [B, T], set by the encoder for each forward
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs):
+        shape = (*hidden_states.shape[:-1], -1, self.attention_head_size)
+        q = self.query(hidden_states).view(shape).transpose(1, 2)  # [B, H, T, d]
+        k = self.key(hidden_states).view(shape).transpose(1, 2)
+        v = self.value(hidden_states).view(shape).transpose(1, 2)
+        w = self.token_weights
+        if w is not None and self.mode != "none":
+            w = w.to(q.dtype)[:, None, :, None]  # [B, 1, T, 1]
+            if self.mode == "key":
+                k = k * w
+            else:
+                q = q * w
+        mask = attention_mask
+        if mask is not None and mask.dtype != torch.bool:
+            mask = mask.to(q.dtype)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                             dropout_p=self.dropout.p if self.training else 0.0, scale=self.scaling)
+        return out.transpose(1, 2).reshape(*hidden_states.shape[:-1], -1).contiguous(), None
+
+
+def explicit_weighted_attention(q, k, v, weights, mode: str, pad_mask=None, scale: float | None = None):
+    """The papers' formula written out (for tests): softmax(w ⊙ QKᵀ/√d + mask) V."""
+    scale = scale if scale is not None else q.shape[-1] ** -0.5
+    logits = (q @ k.transpose(-1, -2)) * scale  # [B, H, T, T]
+    if mode == "key":
+        logits = logits * weights[:, None, None, :]
+    elif mode == "row":
+        logits = logits * weights[:, None, :, None]
+    if pad_mask is not None:  # [B, T] True = real token
+        logits = logits.masked_fill(~pad_mask[:, None, None, :], float("-inf"))
+    return torch.softmax(logits, -1) @ v
+
+
+def install(encoder: nn.Module, mode: str) -> list[WeightedSelfAttention]:
+    """Replace every layer's self-attention of an HF BertModel; returns the new modules."""
+    layers = []
+    for layer in encoder.encoder.layer:
+        attn = WeightedSelfAttention(layer.attention.self, mode)
+        layer.attention.self = attn
+        layers.append(attn)
+    return layers

@@ -1,0 +1,226 @@
+"""GLOW / BISON encoders: BERT's first L layers, field embeddings, BM25-weighted self-attention.
+
+Documents are one sequence ``[CLS] f1 [SEP] f2 [SEP] …`` with a token budget per field, each
+field's tokens (and its [SEP]) carrying the field's id in the token-type embedding, which is
+extended to the number of fields and initialised from segment 0.  Every WordPiece of a word
+carries that word's weight (fast-tokenizer word ids).  Queries use field id 0.
+
+Variants (the papers' Table 3, one code path):
+``bert`` no weights · ``glow`` word-level BM25/BM25F · ``glow-idf`` idf only · ``glow-tw`` token-level
+BM25 (no whole-word sharing) · ``glow-us`` all tokens one field id · ``glow-wt`` weights from a small
+trainable MLP over (BM25 weight, idf, stopword flag).
+
+A model is a directory: HF BERT weights + tokenizer, ``glow.json`` and ``glow_extra.safetensors``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from torch import nn
+
+from irglow.data.records import Document
+from irglow.models.checkpoints import check_model_dir, load_encoder
+from irglow.models.glow import attention
+from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
+
+VARIANTS = ("bert", "glow", "glow-idf", "glow-tw", "glow-us", "glow-wt")
+
+
+@dataclass
+class GlowConfig:
+    base_model: str = "default"
+    num_layers: int = 3
+    variant: str = "glow"
+    attention: str = "key"  # key (Eq. 2) | row (Eq. 4, the authors' code)
+    fields: list[str] = field(default_factory=lambda: ["title", "body"])
+    url_fields: list[str] = field(default_factory=lambda: ["url"])
+    field_max_tokens: dict[str, int] = field(default_factory=dict)
+    default_field_tokens: int = 20
+    query_max_tokens: int = 32
+    weights: dict = field(default_factory=dict)  # WeightConfig fields
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"GLOW variant must be one of {VARIANTS}, not {self.variant!r}")
+
+    @property
+    def weighted(self) -> bool:
+        return self.variant != "bert"
+
+    @property
+    def num_fields(self) -> int:
+        return max(2, len(self.fields))
+
+    def weight_config(self) -> WeightConfig:
+        return WeightConfig(**self.weights)
+
+
+class GlowEncoder(nn.Module):
+    def __init__(self, bert, tokenizer, config: GlowConfig):
+        super().__init__()
+        self.bert, self.tokenizer, self.config = bert, tokenizer, config
+        self._extend_field_embeddings(config.num_fields)
+        self.attn = attention.install(bert, config.attention if config.weighted else "none")
+        self.weight_mlp = nn.Sequential(nn.Linear(3, 16), nn.GELU(), nn.Linear(16, 1)) if config.variant == "glow-wt" else None
+
+    def _extend_field_embeddings(self, n: int) -> None:
+        emb = self.bert.embeddings.token_type_embeddings
+        if emb.num_embeddings >= n:
+            return
+        new = nn.Embedding(n, emb.embedding_dim)
+        with torch.no_grad():
+            new.weight[:] = emb.weight[0]  # every field starts as segment 0
+            new.weight[: emb.num_embeddings] = emb.weight
+        self.bert.embeddings.token_type_embeddings = new
+        self.bert.config.type_vocab_size = n
+
+    @classmethod
+    def from_pretrained_bert(cls, config: GlowConfig) -> "GlowEncoder":
+        bert, tokenizer = load_encoder(config.base_model, num_layers=config.num_layers)
+        return cls(bert, tokenizer, config)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "GlowEncoder":
+        from safetensors.torch import load_file
+
+        path = check_model_dir(path, ("glow.json", "config.json"))
+        config = GlowConfig(**json.loads((path / "glow.json").read_text()))
+        bert, tokenizer = load_encoder(str(path))
+        model = cls(bert, tokenizer, config)
+        extra = path / "glow_extra.safetensors"
+        if extra.exists():
+            model.load_state_dict(load_file(str(extra)), strict=False)
+        return model
+
+    def save(self, path: str | Path) -> Path:
+        from safetensors.torch import save_file
+
+        from irglow.utils.atomic import atomic_dir
+
+        with atomic_dir(path) as tmp:
+            self.bert.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            extra = {k: v.detach().cpu().contiguous() for k, v in self.state_dict().items() if not k.startswith("bert.")}
+            if extra:
+                save_file(extra, str(tmp / "glow_extra.safetensors"))
+            (tmp / "glow.json").write_text(json.dumps(asdict(self.config), indent=2))
+        return Path(path)
+
+    def forward(self, input_ids, attention_mask, token_type_ids, token_weights=None, weight_features=None):
+        """Last-layer [CLS] vectors [B, H]."""
+        if self.weight_mlp is not None and weight_features is not None:
+            token_weights = nn.functional.softplus(self.weight_mlp(weight_features).squeeze(-1))
+            token_weights = torch.where(attention_mask.bool(), token_weights, torch.ones_like(token_weights))
+        for a in self.attn:
+            a.token_weights = token_weights if self.config.weighted else None
+        try:
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        finally:
+            for a in self.attn:
+                a.token_weights = None
+        return out.last_hidden_state[:, 0]
+
+
+class Featurizer:
+    """Text → token ids, field ids and per-token weights (and MLP features), one batch at a time."""
+
+    def __init__(self, config: GlowConfig, tokenizer, weighter: WordWeighter | None):
+        self.config, self.tok, self.weighter = config, tokenizer, weighter
+        if config.weighted and weighter is None:
+            raise ValueError(f"variant {config.variant!r} needs collection statistics (a WordWeighter)")
+        self.mode = "idf" if config.variant == "glow-idf" else "bm25"
+
+    # word lists → (pieces, per-piece raw weights, per-piece idf, per-piece stop flag)
+    def _pieces(self, words_by_field: dict[str, list[str]], budgets: dict[str, int], is_query: bool):
+        out = {}
+        for f, words in words_by_field.items():
+            enc = self.tok(words or [""], is_split_into_words=True, add_special_tokens=False, truncation=True,
+                           max_length=max(1, budgets[f]))
+            ids = enc["input_ids"] if words else []
+            wids = enc.word_ids() if words else []
+            out[f] = (ids, wids)
+        feats = {f: None for f in words_by_field}
+        if self.weighter is not None:
+            w = self.weighter
+            if self.config.variant == "glow-tw":  # token-level: every piece is its own "word"
+                units = {f: [self.tok.convert_ids_to_tokens(i).removeprefix("##") for i in ids]
+                         for f, (ids, _) in out.items()}
+                index_of = {f: list(range(len(ids))) for f, (ids, _) in out.items()}
+            else:
+                units = words_by_field
+                index_of = {f: wids for f, (_, wids) in out.items()}
+            if is_query:
+                raw = {f: w.query_words(u, self.mode) for f, u in units.items()}
+            else:
+                raw = w.document_words(units, self.mode)
+            idf = {f: [w.idf(w.mapper(x)) if w.mapper(x) else None for x in u] for f, u in units.items()}
+            for f in words_by_field:
+                feats[f] = [(raw[f][j], idf[f][j]) for j in index_of[f]]
+        return out, feats
+
+    def _assemble(self, segments: list[tuple[int, list[int], list | None]], max_len: int):
+        """segments: (field id, piece ids, per-piece (raw, idf)). → ids, types, raw list."""
+        tok = self.tok
+        ids, types, raw = [tok.cls_token_id], [0], [None]
+        for fid, pieces, feats in segments:
+            ids += pieces + [tok.sep_token_id]
+            types += [fid] * (len(pieces) + 1)
+            raw += (feats or [(None, None)] * len(pieces)) + [None]
+        return ids[:max_len], types[:max_len], raw[:max_len]
+
+    def _batch(self, rows: list[tuple[list[int], list[int], list]]) -> dict[str, torch.Tensor]:
+        c, w = self.config, self.weighter
+        T = max(len(r[0]) for r in rows)
+        B = len(rows)
+        input_ids = torch.full((B, T), self.tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros(B, T, dtype=torch.long)
+        types = torch.zeros(B, T, dtype=torch.long)
+        weights = torch.ones(B, T)
+        feats = torch.zeros(B, T, 3)
+        special = w.config.special_weight if w else 1.0
+        for i, (ids, tt, raw) in enumerate(rows):
+            n = len(ids)
+            input_ids[i, :n] = torch.tensor(ids)
+            mask[i, :n] = 1
+            types[i, :n] = torch.tensor([0] * n if c.variant == "glow-us" else tt)
+            if w is None:
+                continue
+            content = [r for r in raw if r is not None]
+            normed = iter(w.normalise([r[0] for r in content]))
+            idf_normed = iter(w.normalise([r[1] for r in content]))
+            for t, r in enumerate(raw):
+                if r is None:
+                    weights[i, t] = special
+                    continue
+                weights[i, t] = next(normed)
+                feats[i, t] = torch.tensor([weights[i, t].item(), next(idf_normed), float(r[0] is None)])
+        out = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types, "token_weights": weights}
+        if c.variant == "glow-wt":
+            out["weight_features"] = feats
+        return out
+
+    def queries(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
+        rows = []
+        budget = self.config.query_max_tokens - 2
+        for text in texts:
+            pieces, feats = self._pieces({"q": split_words(text)}, {"q": budget}, is_query=True)
+            rows.append(self._assemble([(0, pieces["q"][0], feats["q"])], self.config.query_max_tokens))
+        return self._batch(rows)
+
+    def documents(self, docs: Sequence[Document]) -> dict[str, torch.Tensor]:
+        c = self.config
+        budgets = {f: c.field_max_tokens.get(f, c.default_field_tokens) for f in c.fields}
+        max_len = 1 + sum(budgets[f] + 1 for f in c.fields)
+        rows = []
+        for doc in docs:
+            words = {f: [w for inst in doc.fields.get(f, ()) for w in split_words(inst, f in c.url_fields)]
+                     for f in c.fields}
+            pieces, feats = self._pieces(words, budgets, is_query=False)
+            segments = [(fid, pieces[f][0], feats[f]) for fid, f in enumerate(c.fields)]
+            rows.append(self._assemble(segments, max_len))
+        return self._batch(rows)

@@ -1,0 +1,76 @@
+"""Train-or-load, encode a test corpus into faiss, and write a TREC run — shared by the CLI, the
+pipeline stage and bench/glow.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from irglow.data.records import Document, Query
+from irglow.dense.encode import dense_search, encode, encode_corpus, faiss_index, load_embeddings
+from irglow.index.lucene_index import LuceneIndex
+from irglow.index.stats import CollectionStats
+from irglow.models.checkpoints import pick_device
+from irglow.models.glow.model import Featurizer, GlowEncoder
+from irglow.models.glow.train import embed
+from irglow.models.glow.weights import WordWeighter
+from irglow.runs.trec import Run
+
+log = logging.getLogger(__name__)
+
+
+def featurizer_for(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats) -> Featurizer:
+    """Weights always come from the collection being *searched* (its N, df and field lengths)."""
+    weighter = WordWeighter(index, stats, model.config.weight_config()) if model.config.weighted else None
+    return Featurizer(model.config, model.tokenizer, weighter)
+
+
+def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
+             queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
+             faiss_kind: str = "flat", device=None) -> tuple[Run, dict]:
+    device = device or pick_device()
+    model.to(device).eval()
+    feat = featurizer_for(model, index, stats)
+    missing = [f for f in model.config.fields if f not in index.fields]
+    if missing:
+        log.warning("%s: fields %s are not in this collection; they encode as empty segments", tag, missing)
+    emb_dir = out_dir / f"{tag}.embeddings"
+    with torch.no_grad():
+        _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size)
+        qv = encode(queries, lambda b: embed(model, feat, b, device, "query"), batch_size)
+    vectors, ids = load_embeddings(emb_dir)
+    run = dense_search(faiss_index(vectors, faiss_kind), ids, queries, qv, depth, tag)
+    return run, {"docs_per_s": rate}
+
+
+@torch.no_grad()
+def forward_throughput(model: GlowEncoder, feat: Featurizer, docs: list[Document], batch_size: int = 64,
+                       device=None, repeats: int = 3) -> tuple[float, float]:
+    """(model-only docs/s on prepared batches, end-to-end docs/s including featurization)."""
+    device = device or pick_device()
+    model.to(device).eval()
+    t = time.perf_counter()
+    batches = [feat.documents(docs[i:i + batch_size]) for i in range(0, len(docs), batch_size)]
+    prep = time.perf_counter() - t
+    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
+    model(**batches[0])  # warm-up
+    best = float("inf")
+    for _ in range(repeats):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        for b in batches:
+            model(**b)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - t)
+    return len(docs) / best, len(docs) / (best + prep)
+
+
+def read_training(model_dir: Path) -> dict:
+    f = Path(model_dir).parent / "training.json"
+    return json.loads(f.read_text()) if f.is_file() else {}

@@ -1,0 +1,100 @@
+import pytest
+import torch
+
+from irglow.data.records import make_document
+from irglow.index.stats import CollectionStats
+from irglow.models.checkpoints import load_encoder
+from irglow.models.glow.attention import WeightedSelfAttention, explicit_weighted_attention
+from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
+from irglow.models.glow.weights import WordWeighter, split_words
+
+
+def n_params(m):
+    return sum(p.numel() for p in m.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("mode", ["key", "row"])
+def test_fused_attention_equals_explicit_formula(mode):
+    torch.manual_seed(0)
+    bert, _ = load_encoder("default", num_layers=1)
+    layer = WeightedSelfAttention(bert.encoder.layer[0].attention.self, mode).eval()
+    B, T, H = 2, 7, bert.config.hidden_size
+    x = torch.randn(B, T, H)
+    w = torch.rand(B, T) * 3
+    pad = torch.ones(B, T, dtype=torch.bool)
+    pad[1, 5:] = False
+    layer.token_weights = w
+    ours, _ = layer(x, attention_mask=pad[:, None, None, :])
+    heads, d = layer.num_attention_heads, layer.attention_head_size
+    split = lambda t: t.view(B, T, heads, d).transpose(1, 2)
+    ref = explicit_weighted_attention(split(layer.query(x)), split(layer.key(x)), split(layer.value(x)), w, mode, pad)
+    ref = ref.transpose(1, 2).reshape(B, T, H)
+    assert torch.allclose(ours[pad], ref[pad], atol=1e-5)
+    if mode == "key":  # key-side: a padded key with any weight is still ignored
+        assert torch.allclose(ours[0], ref[0], atol=1e-5)
+
+
+def test_bert_variant_equals_stock_bert_and_parameter_counts():
+    torch.manual_seed(0)
+    cfg = dict(num_layers=3, fields=["title", "body"])
+    plain = GlowEncoder.from_pretrained_bert(GlowConfig(variant="bert", **cfg)).eval()
+    glow = GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", **cfg)).eval()
+    stock, tok = load_encoder("default", num_layers=3)
+    stock.eval()
+    assert n_params(glow) == n_params(plain) == n_params(stock)  # 2 fields: BERT's own 2 segments
+    enc = tok(["a short query", "another one that is longer"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        ours = plain(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+        ref = stock(**enc).last_hidden_state[:, 0]
+        # weights all 1 in GLOW = plain BERT
+        ones = glow(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"], torch.ones(enc["input_ids"].shape))
+    assert torch.allclose(ours, ref, atol=1e-5) and torch.allclose(ones, ref, atol=1e-5)
+    four = GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", num_layers=3, fields=["title", "url", "body", "anchor"]))
+    emb = four.bert.embeddings.token_type_embeddings.weight
+    assert emb.shape[0] == 4 and torch.equal(emb[2], emb[0]) and torch.equal(emb[3], emb[0])
+    assert n_params(four) == n_params(stock) + 2 * emb.shape[1]  # only the two new field rows
+
+
+@pytest.fixture(scope="module")
+def weighter(demo_index):
+    return WordWeighter(demo_index, CollectionStats.load(demo_index))
+
+
+def test_whole_word_weights_and_field_ids(weighter):
+    cfg = GlowConfig(variant="glow", fields=["title", "url", "body", "anchor"], field_max_tokens={"body": 12})
+    bert, tok = load_encoder("default", num_layers=1)
+    feat = Featurizer(cfg, tok, weighter)
+    doc = make_document("x", title="Brulzem unbelievableness", url="https://www.site.com/brulzem-fistorbran",
+                        body="the brulzem " * 20, anchor=["one anchor", "two"])
+    batch = feat.documents([doc, make_document("empty")])
+    ids, types, w = batch["input_ids"][0], batch["token_type_ids"][0], batch["token_weights"][0]
+    toks = tok.convert_ids_to_tokens(ids.tolist())
+    seps = [i for i, t in enumerate(toks) if t == "[SEP]"]
+    assert len(seps) == 4 and toks[0] == "[CLS]"
+    # field ids: title 0, url 1, body 2, anchor 3 — each field's [SEP] carries its field id
+    assert types[1:seps[0] + 1].unique().tolist() == [0]
+    assert types[seps[0] + 1:seps[1] + 1].unique().tolist() == [1]
+    assert types[seps[1] + 1:seps[2] + 1].unique().tolist() == [2]
+    assert types[seps[2] + 1:seps[3] + 1].unique().tolist() == [3]
+    assert seps[2] - seps[1] - 1 == 12  # body truncated to its budget
+    assert "site" in toks[seps[0]:seps[1]] and "/" not in toks[seps[0]:seps[1]]  # URL split into words
+    # every piece of "unbelievableness" carries the same weight
+    n = len(tok.tokenize("unbelievableness"))
+    word_pieces = list(range(seps[0] - n, seps[0]))
+    assert n > 1 and len({round(float(w[i]), 6) for i in word_pieces}) == 1
+    assert float(w[1]) != float(w[word_pieces[0]])  # a different word, a different weight
+    assert float(w[0]) == 1.0 and all(float(w[s]) == 1.0 for s in seps)  # [CLS]/[SEP] neutral
+    # the empty document still encodes: [CLS] and one [SEP] per field
+    assert batch["attention_mask"][1].sum() == 5
+
+
+def test_query_weights_unknown_words_and_stopwords(weighter):
+    cfg = GlowConfig(variant="glow")
+    _, tok = load_encoder("default", num_layers=1)
+    q = Featurizer(cfg, tok, weighter).queries(["the zzqxv", "of"])
+    w = q["token_weights"]
+    toks = tok.convert_ids_to_tokens(q["input_ids"][0].tolist())
+    assert w[0, toks.index("the")] == pytest.approx(0.5)  # stopword weight
+    assert all(w[0, i] == pytest.approx(1.0) for i, t in enumerate(toks) if t.startswith(("z", "##")))  # sole content word → mean 1
+    assert q["attention_mask"][1].sum() == 3  # [CLS] of [SEP] — a query with no known word still encodes
+    assert split_words("https://a.b/c-d_e", is_url=True) == ["https", "a", "b", "c", "d", "e"]
