@@ -35,6 +35,8 @@ class WeightedSelfAttention(nn.Module):
         self.config = original.config
         self.mode = mode
         self.token_weights: torch.Tensor | None = None  # [B, T], set by the encoder for each forward
+        self.capture = False  # explain(): also keep the attention probabilities [B, H, T, T]
+        self.last_probs: torch.Tensor | None = None
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs):
         shape = (*hidden_states.shape[:-1], -1, self.attention_head_size)
@@ -51,6 +53,11 @@ class WeightedSelfAttention(nn.Module):
         mask = attention_mask
         if mask is not None and mask.dtype != torch.bool:
             mask = mask.to(q.dtype)
+        if self.capture:
+            logits = (q @ k.transpose(-1, -2)) * self.scaling
+            if mask is not None:
+                logits = logits.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else logits + mask
+            self.last_probs = torch.softmax(logits, -1).detach()
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                              dropout_p=self.dropout.p if self.training else 0.0, scale=self.scaling)
         return out.transpose(1, 2).reshape(*hidden_states.shape[:-1], -1).contiguous(), None

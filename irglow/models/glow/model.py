@@ -18,15 +18,17 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 from torch import nn
 
-from irglow.data.records import Document
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.glow import attention
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
+
+if TYPE_CHECKING:
+    from irglow.data.records import Document
 
 VARIANTS = ("bert", "glow", "glow-idf", "glow-tw", "glow-us", "glow-wt")
 
@@ -42,9 +44,15 @@ class GlowConfig:
     field_max_tokens: dict[str, int] = field(default_factory=dict)
     default_field_tokens: int = 20
     query_max_tokens: int = 32
+    # "cls": last-layer [CLS] as in the papers; "mean": mean of last-layer tokens. The packaged MiniLM was
+    # trained with mean pooling and its truncated [CLS] vectors are near-identical (cosine 0.9999 between any
+    # two texts), from which a short training run learns nothing; "mean" is therefore the default here.
+    pooling: str = "mean"
     weights: dict = field(default_factory=dict)  # WeightConfig fields
 
     def __post_init__(self):
+        if self.pooling not in ("cls", "mean"):
+            raise ValueError(f"pooling must be 'cls' or 'mean', not {self.pooling!r}")
         if self.variant not in VARIANTS:
             raise ValueError(f"GLOW variant must be one of {VARIANTS}, not {self.variant!r}")
 
@@ -112,7 +120,7 @@ class GlowEncoder(nn.Module):
         return Path(path)
 
     def forward(self, input_ids, attention_mask, token_type_ids, token_weights=None, weight_features=None):
-        """Last-layer [CLS] vectors [B, H]."""
+        """Pooled last-layer vectors [B, H] ([CLS] or the mean over real tokens, per ``config.pooling``)."""
         if self.weight_mlp is not None and weight_features is not None:
             token_weights = nn.functional.softplus(self.weight_mlp(weight_features).squeeze(-1))
             token_weights = torch.where(attention_mask.bool(), token_weights, torch.ones_like(token_weights))
@@ -123,7 +131,11 @@ class GlowEncoder(nn.Module):
         finally:
             for a in self.attn:
                 a.token_weights = None
-        return out.last_hidden_state[:, 0]
+        hidden = out.last_hidden_state
+        if self.config.pooling == "cls":
+            return hidden[:, 0]
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 
 
 class Featurizer:
@@ -212,7 +224,7 @@ class Featurizer:
             rows.append(self._assemble([(0, pieces["q"][0], feats["q"])], self.config.query_max_tokens))
         return self._batch(rows)
 
-    def documents(self, docs: Sequence[Document]) -> dict[str, torch.Tensor]:
+    def documents(self, docs: Sequence["Document"]) -> dict[str, torch.Tensor]:
         c = self.config
         budgets = {f: c.field_max_tokens.get(f, c.default_field_tokens) for f in c.fields}
         max_len = 1 + sum(budgets[f] + 1 for f in c.fields)

@@ -2,7 +2,12 @@
 
 One encoder embeds queries (field 0) and documents (their fields); relevance is the cosine of
 their [CLS] vectors.  Loss: binary cross-entropy on sigmoid(w · cos + b) with trainable w, b
-(initialised 1 and 0, as in the authors' code).  Each query's positive is a judged-relevant
+initialised w = 20, b = 0 (the authors' code starts at w = 1; a pretrained checkpoint's [CLS]
+vectors are so alike — cosines of 0.9999 between any two texts for MiniLM's first layers — that at
+w = 1 the logits of positives and negatives differ by 1e-4 and nothing is learned in a short run),
+positives and negatives weighted half each (unbalanced, the encoder collapses to the trivial
+"every cosine low" answer on small training sets), and b set from the first batch to
+−w · mean cosine so the logits start centred.  Each query's positive is a judged-relevant
 document; its negatives are one BM25 hard negative from Lucene (judged documents excluded) and
 in-batch documents sampled in proportion to exp(temperature · cos).  AdamW with linear warm-up
 and decay, AMP on CUDA, gradient accumulation, a checkpoint every epoch (``resume`` continues),
@@ -46,13 +51,16 @@ class GlowTrainConfig:
     epochs: int = 2
     max_steps: int | None = None
     lr: float = 8e-5
+    scorer_init_w: float = 20.0  # the authors use 1.0; see the module docstring
+    scorer_lr: float = 1e-2  # the two calibration scalars w, b (at 8e-5 they would not move in a short run)
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     hard_negative_depth: int = 30
     in_batch_negatives: int = 4
     temperature: float = 10.0
     val_fraction: float = 0.1
-    val_max_docs: int = 20000  # above this, validation ranks the union of BM25 top-100 lists
+    val_max_docs: int = 20000  # above this, validation ranks the union of BM25 top-k lists (+ judged docs)
+    val_pool_depth: int = 100
     patience: int = 2
     seed: int = 13
     device: str = "auto"
@@ -69,9 +77,9 @@ class GlowTrainConfig:
 class GlowScorer(torch.nn.Module):
     """The trainable calibration sigmoid(w · cos + b)."""
 
-    def __init__(self):
+    def __init__(self, w: float = 1.0):
         super().__init__()
-        self.w = torch.nn.Parameter(torch.tensor(1.0))
+        self.w = torch.nn.Parameter(torch.tensor(float(w)))
         self.b = torch.nn.Parameter(torch.tensor(0.0))
 
     def forward(self, cos):
@@ -114,7 +122,7 @@ class GlowTrainer:
         cfg = self.config
         seed_everything(cfg.seed)
         model = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
-        scorer = GlowScorer().to(self.device)
+        scorer = GlowScorer(cfg.scorer_init_w).to(self.device)
         weighter = WordWeighter(index, stats, cfg.model.weight_config()) if cfg.model.weighted else None
         qmap = {q.query_id: q for q in queries}
         if weighter is not None:
@@ -142,13 +150,16 @@ class GlowTrainer:
         if len(docs) <= cfg.val_max_docs:
             val_docs = list(docs.values())
         else:
-            pool = {d for q in val_ids for d, _ in bm25.ranking.get(q, [])[:100]} | {r.doc_id for r in val_qrels}
+            pool = {d for q in val_ids for d, _ in bm25.ranking.get(q, [])[: cfg.val_pool_depth]}
+            pool |= {r.doc_id for r in val_qrels}
             val_docs = [docs[d] for d in sorted(pool) if d in docs]
 
         steps_per_epoch = max(1, len(pairs) // (cfg.batch_size * self.world * cfg.grad_accum))
         total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
         params = list(model.parameters()) + list(scorer.parameters())
-        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW([{"params": list(model.parameters()), "lr": cfg.lr},
+                                 {"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0}],
+                                lr=cfg.lr, weight_decay=cfg.weight_decay)
         warmup = max(1, int(cfg.warmup_ratio * total_steps))
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / max(1, total_steps - warmup))
@@ -206,6 +217,12 @@ class GlowTrainer:
                 doc_ids = [d.doc_id for d in pos + neg]
                 is_rel = torch.tensor([[d in positives.get(q, ()) or d in judged.get(q, ()) and d == pos[i].doc_id
                                         for d in doc_ids] for i, q in enumerate(qids)], device=cos.device)
+                if state["step"] == 0 and n == 1 and not state.get("bias_initialised"):
+                    # data-dependent start: centre the logits (b = −w · mean cosine of the first batch),
+                    # so the first steps separate positives from negatives instead of moving b
+                    with torch.no_grad():
+                        scorer.b.fill_(-float(scorer.w) * float(cos.mean()))
+                    state["bias_initialised"] = True
                 logits = scorer(cos)
                 pos_logit = logits[torch.arange(B), torch.arange(B)]
                 hard_logit = logits[torch.arange(B), torch.arange(B) + B]
@@ -221,8 +238,9 @@ class GlowTrainer:
                         sampled.append(logits[i, j])
                 neg_logit = torch.cat([hard_logit] + sampled)
                 bce = torch.nn.functional.binary_cross_entropy_with_logits
-                loss = (bce(pos_logit, torch.ones_like(pos_logit)) * B + bce(neg_logit, torch.zeros_like(neg_logit))
-                        * len(neg_logit)) / (B + len(neg_logit))
+                # class-balanced: positives and negatives weigh half each, so pushing every cosine down
+                # (the trivial answer when negatives outnumber positives 5:1) does not pay
+                loss = 0.5 * bce(pos_logit, torch.ones_like(pos_logit)) + 0.5 * bce(neg_logit, torch.zeros_like(neg_logit))
                 scaler.scale(loss / cfg.grad_accum).backward()
                 if n % cfg.grad_accum == 0:
                     scaler.unscale_(opt)

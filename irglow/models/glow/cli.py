@@ -1,0 +1,106 @@
+"""``irglow glow train | search | explain``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_glow_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("glow", help="GLOW/BISON BM25-weighted attention encoders: train, search, explain")
+    g = p.add_subparsers(dest="glow_command", required=True)
+
+    t = g.add_parser("train", help="train a Siamese encoder (variant: bert, glow, glow-idf, glow-tw, glow-us, glow-wt)")
+    t.add_argument("data")
+    t.add_argument("--split", default="train")
+    t.add_argument("--out", required=True)
+    t.add_argument("--config", default="configs/glow.toml")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. model.variant=glow-idf")
+    t.add_argument("--no-resume", action="store_true")
+    t.add_argument("--data-dir")
+    t.set_defaults(func=cmd_train)
+
+    s = g.add_parser("search", help="encode the corpus (embeddings on disk), faiss search → TREC run")
+    s.add_argument("data")
+    s.add_argument("--split", default="test")
+    s.add_argument("--model", required=True)
+    s.add_argument("--depth", type=int, default=1000)
+    s.add_argument("--faiss", choices=["flat", "hnsw"], default="flat")
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--data-dir")
+    s.set_defaults(func=cmd_search)
+
+    e = g.add_parser("explain", help="top attended words of a document per field, models side by side")
+    e.add_argument("data")
+    e.add_argument("--doc", required=True, help="document id")
+    e.add_argument("--model", action="append", required=True, metavar="NAME=DIR")
+    e.add_argument("--top", type=int, default=5)
+    e.add_argument("--data-dir")
+    e.set_defaults(func=cmd_explain)
+
+
+def _load(args):
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import build_index
+    from irglow.index.stats import CollectionStats
+
+    coll = load_collection(args.data)
+    index = build_index(coll, root=args.data_dir)
+    return coll, index, CollectionStats.load(index)
+
+
+def cmd_train(args) -> int:
+    from pathlib import Path
+
+    from irglow.config import apply_override, load_config, write_manifest
+    from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
+
+    cfg = load_config(args.config).get("glow", {}) if Path(args.config).is_file() else {}
+    for item in args.set:
+        apply_override(cfg, item)
+    cfg.pop("enabled", None)
+    cfg.pop("variants", None)
+    coll, index, stats = _load(args)
+    cfg.setdefault("model", {}).setdefault("fields", list(index.fields))
+    config = GlowTrainConfig.from_dict(cfg)
+    best = GlowTrainer(config, args.out).train(index, stats, {d.doc_id: d for d in coll.docs_iter()},
+                                               coll.queries(args.split), coll.qrels(args.split),
+                                               resume=not args.no_resume)
+    write_manifest(args.out, {"glow": cfg, "data": args.data, "split": args.split}, seed=config.seed)
+    print(best)
+    return 0
+
+
+def cmd_search(args) -> int:
+    from pathlib import Path
+
+    from irglow.config import write_manifest
+    from irglow.models.glow.model import GlowEncoder
+    from irglow.models.glow.runner import glow_run
+
+    coll, index, stats = _load(args)
+    out = Path(args.output)
+    run, info = glow_run(GlowEncoder.load(args.model), index, stats, list(coll.docs_iter()), coll.queries(args.split),
+                         out.parent, out.stem, args.depth, faiss_kind=args.faiss)
+    run.write(out)
+    write_manifest(out.parent, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out),
+                   **info)
+    print(f"{len(run)} queries → {out} ({info['docs_per_s']:.1f} docs/s encoding)")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from irglow.models.glow.explain import explain_table
+    from irglow.models.glow.model import GlowEncoder
+    from irglow.models.glow.runner import featurizer_for
+
+    coll, index, stats = _load(args)
+    doc = next((d for d in coll.docs_iter() if d.doc_id == args.doc), None)
+    if doc is None:
+        raise KeyError(f"document {args.doc!r} is not in {args.data}")
+    models = {}
+    for item in args.model:
+        name, _, path = item.partition("=")
+        m = GlowEncoder.load(path or name)
+        models[name] = (m, featurizer_for(m, index, stats))
+    print(explain_table(models, doc, args.top))
+    return 0
