@@ -12,51 +12,37 @@ chosen on the validation split carved from TRAIN and recorded. MODEL: a previous
 
 from __future__ import annotations
 
-import argparse
 import copy
 import logging
 import time
 from pathlib import Path
 
-from irglow.config import apply_override, load_config, write_manifest
+from common import section, train_test_parser
+
+from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.dense.encode import MeanPoolEncoder, dense_search, encode, encode_corpus, faiss_index, load_embeddings
 from irglow.eval.compare import compare
-from irglow.eval.plots import plot_comparison
+from irglow.eval.report import write_report
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device
 from irglow.models.glow.model import VARIANTS, GlowEncoder
 from irglow.models.glow.runner import featurizer_for, forward_throughput, glow_run, read_training
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
-from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger("bench.glow")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--train", required=True)
-    ap.add_argument("--train-split", required=True)
-    ap.add_argument("--test", required=True)
-    ap.add_argument("--test-split", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--model", help="folder of trained variant directories to reuse")
-    ap.add_argument("--config", default="configs/glow.toml")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap = train_test_parser(__doc__, "folder of trained variant directories to reuse", "configs/glow.toml")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--attention", choices=["key", "row", "auto"], default="auto")
-    ap.add_argument("--depth", type=int, default=1000)
-    ap.add_argument("--data-dir")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = load_config(args.config).get("glow", {}) if Path(args.config).is_file() else {}
-    for item in args.set:
-        apply_override(cfg, item)
-    for k in ("enabled", "variants"):
-        cfg.pop(k, None)
+    cfg = section(args.config, "glow", args.set, ("variants",))
     device = pick_device(cfg.get("device"))
 
     train_coll = load_collection(args.train)
@@ -140,11 +126,7 @@ def main() -> None:
                   f"| GLOW | {tp['glow'][0]:.1f} | {tp['glow'][1]:.1f} |",
                   f"| **GLOW / BERT** | **{tp['glow'][0] / tp['bert'][0]:.3f}** | **{tp['glow'][1] / tp['bert'][1]:.3f}** |"]
     report = "\n".join(lines)
-    print(report)
-    atomic_write_text(out / "results.md", report + "\n")
-    atomic_write_text(out / "results.csv", cmp.to_csv())
-    atomic_write_text(out / "results.tex", cmp.to_latex())
-    plot_comparison(cmp, out / "results.png", title=f"GLOW on {test_coll.name}/{args.test_split}")
+    write_report(out, cmp, report, f"GLOW on {test_coll.name}/{args.test_split}")
     write_manifest(out, {"glow": cfg, **vars(args)}, seed=cfg.get("seed", 13), attention=attention,
                    validation=val, throughput=tp, encode_docs_per_s=rates)
 

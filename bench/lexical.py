@@ -16,7 +16,7 @@ from pathlib import Path
 from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.compare import compare
-from irglow.eval.plots import plot_comparison
+from irglow.eval.report import write_report
 from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.index.stats import export_stats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
@@ -100,11 +100,7 @@ def main() -> None:
         f"BM25F / multi-field weights: {weights or '1.0 per field'}; fields: {', '.join(index.fields)}.",
     ]
     report = "\n".join(lines)
-    print(report)
-    atomic_write_text(out / "results.md", report + "\n")
-    atomic_write_text(out / "results.csv", cmp.to_csv())
-    atomic_write_text(out / "results.tex", cmp.to_latex())
-    plot_comparison(cmp, out / "results.png", title=f"{collection.name} / {args.split}")
+    write_report(out, cmp, report, f"{collection.name} / {args.split}")
     write_manifest(out, vars(args), index=str(index.path),
                    timings={"index_build_s": index.meta["build_seconds"], "stats_s": stats_s, "qps": timing,
                             "pyserini_direct_qps": best_pyserini, "irglow_bm25_qps": best_irglow})

@@ -8,48 +8,33 @@ from configs/twbert.toml (override with --set key=value); nothing is tuned on th
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import time
 from pathlib import Path
 
-from irglow.config import apply_override, load_config, write_manifest
+from common import section, train_test_parser
+
+from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.compare import compare
-from irglow.eval.plots import plot_comparison
+from irglow.eval.report import write_report
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import twbert_search
 from irglow.models.twbert.train import TrainConfig, Trainer
-from irglow.utils.atomic import atomic_write_text
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--train", required=True)
-    ap.add_argument("--train-split", required=True)
-    ap.add_argument("--test", required=True)
-    ap.add_argument("--test-split", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--model", help="an existing TW-BERT model directory: skip training")
-    ap.add_argument("--config", default="configs/twbert.toml")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    ap.add_argument("--depth", type=int, default=1000)
+    ap = train_test_parser(__doc__, "an existing TW-BERT model directory: skip training", "configs/twbert.toml")
     ap.add_argument("--no-rm3", action="store_true")
-    ap.add_argument("--data-dir")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cfg = load_config(args.config).get("twbert", {}) if Path(args.config).is_file() else {}
-    for item in args.set:
-        apply_override(cfg, item)
-    cfg.pop("enabled", None)
-    cfg.pop("rm3", None)
-    cfg.pop("model_dir", None)
+    cfg = section(args.config, "twbert", args.set, ("rm3", "model_dir"))
 
     train_seconds = None
     if args.model:
@@ -91,11 +76,7 @@ def main() -> None:
                 if training else ""),
              f"- TW-BERT search throughput: {twbert_qps:.1f} q/s (weights + Lucene, depth {args.depth})"]
     report = "\n".join(lines)
-    print(report)
-    atomic_write_text(out / "results.md", report + "\n")
-    atomic_write_text(out / "results.csv", cmp.to_csv())
-    atomic_write_text(out / "results.tex", cmp.to_latex())
-    plot_comparison(cmp, out / "results.png", title=f"TW-BERT on {test_coll.name}/{args.test_split}")
+    write_report(out, cmp, report, f"TW-BERT on {test_coll.name}/{args.test_split}")
     write_manifest(out, {"twbert": cfg, **vars(args)}, seed=cfg.get("seed", 13), model=str(model_dir),
                    train_seconds=train_seconds)
 

@@ -36,7 +36,7 @@ def test_fused_attention_equals_explicit_formula(mode):
 
 def test_bert_variant_equals_stock_bert_and_parameter_counts():
     torch.manual_seed(0)
-    cfg = dict(num_layers=3, fields=["title", "body"])
+    cfg = dict(num_layers=3, fields=["title", "body"], pooling="cls")
     plain = GlowEncoder.from_pretrained_bert(GlowConfig(variant="bert", **cfg)).eval()
     glow = GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", **cfg)).eval()
     stock, tok = load_encoder("default", num_layers=3)
