@@ -18,7 +18,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: str = "") -> Path:
     means = cmp.means
     runs, measures = list(means.index), list(means.columns)
     width = 0.8 / max(1, len(runs))
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(measures) + 0.2 * len(runs), 4))
+    fig, ax = plt.subplots(figsize=(3.0 + 1.4 * len(measures) + 0.2 * len(runs), 4))
     x = np.arange(len(measures))
     for i, run in enumerate(runs):
         bars = ax.bar(x + i * width - 0.4 + width / 2, means.loc[run].values, width, label=run)
@@ -30,7 +30,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: str = "") -> Path:
     ax.set_xticks(x, measures)
     ax.set_ylim(0, min(1.05, float(means.values.max()) * 1.15 + 0.02))
     ax.set_title(title or f"{cmp.n_queries} queries" + (f", ▲/▼ vs {cmp.baseline}" if cmp.baseline else ""))
-    ax.legend(fontsize=8, ncols=2, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     path = Path(path)
     with atomic_file(path) as tmp:
