@@ -80,17 +80,3 @@ def bm25f(terms: Sequence[str], field_weights: Mapping[str, float]):
         q = builder.build()
         clauses.append(boost(q, c) if c != 1 else q)
     return disjunction(clauses)
-
-
-def weighted_query(unigrams: Mapping[str, float], bigrams: Mapping[tuple[str, str], float] | None = None,
-                   field: str = "contents", min_weight: float = 0.0):
-    """Σ w_t · BM25(t) + Σ w_p · BM25(phrase p): the query TW-BERT produces, as Lucene objects.
-
-    Terms with weight ≤ ``min_weight`` are dropped (Lucene rejects negative boosts and a zero
-    boost only wastes time).
-    """
-    clauses = [boost(term_query(field, t), w) for t, w in unigrams.items() if w > min_weight]
-    for (t1, t2), w in (bigrams or {}).items():
-        if w > min_weight:
-            clauses.append(boost(phrase_query(field, [t1, t2]), w))
-    return disjunction(clauses)

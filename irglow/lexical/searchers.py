@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
@@ -150,14 +150,3 @@ def doc_ids(index: LuceneIndex) -> list[str]:
 def run_lexical(index: LuceneIndex, queries: Sequence[Query], system: str = "bm25", **overrides) -> Run:
     """Convenience: ``run_lexical(index, queries, "bm25f", field_weights={"title": 2, "text": 1})``."""
     return LexicalSearcher(index, LexicalConfig(system=system, **overrides)).search(queries)
-
-
-def weighted_search(index: LuceneIndex, queries: Mapping[str, object], depth: int = 1000,
-                    k1: float = 0.9, b: float = 0.4, tag: str = "weighted") -> Run:
-    """Search prebuilt Lucene query objects (``{qid: Query or None}``) through Pyserini's searcher."""
-    s = index.searcher()
-    s.set_bm25(k1, b)
-    ranking = {}
-    for qid, query in tqdm(queries.items(), desc=f"{tag} search", unit="q", disable=len(queries) < 200):
-        ranking[qid] = [] if query is None else [(h.docid, float(h.score)) for h in s.search(query, k=depth)]
-    return Run(ranking, tag)
