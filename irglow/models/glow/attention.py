@@ -40,16 +40,16 @@ class WeightedSelfAttention(nn.Module):
 
     def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, *args, **kwargs):
         shape = (*hidden_states.shape[:-1], -1, self.attention_head_size)
-        q = self.query(hidden_states).view(shape).transpose(1, 2)  # [B, H, T, d]
-        k = self.key(hidden_states).view(shape).transpose(1, 2)
-        v = self.value(hidden_states).view(shape).transpose(1, 2)
+        q, k, v = self.query(hidden_states), self.key(hidden_states), self.value(hidden_states)  # [B, T, D]
         w = self.token_weights
         if w is not None and self.mode != "none":
-            w = w.to(q.dtype)[:, None, :, None]  # [B, 1, T, 1]
+            # scale before splitting heads: one contiguous [B, T, D] multiply, and SDPA sees the same layout
+            w = w.to(q.dtype).unsqueeze(-1)
             if self.mode == "key":
                 k = k * w
             else:
                 q = q * w
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))  # [B, H, T, d]
         mask = attention_mask
         if mask is not None and mask.dtype != torch.bool:
             mask = mask.to(q.dtype)
