@@ -186,34 +186,38 @@ class Featurizer:
         return ids[:max_len], types[:max_len], raw[:max_len]
 
     def _batch(self, rows: list[tuple[list[int], list[int], list]]) -> dict[str, torch.Tensor]:
+        """Pad rows into tensors; weights and MLP features are built as Python lists, converted once."""
         c, w = self.config, self.weighter
         T = max(len(r[0]) for r in rows)
-        B = len(rows)
-        input_ids = torch.full((B, T), self.tok.pad_token_id, dtype=torch.long)
-        mask = torch.zeros(B, T, dtype=torch.long)
-        types = torch.zeros(B, T, dtype=torch.long)
-        weights = torch.ones(B, T)
-        feats = torch.zeros(B, T, 3)
+        pad = self.tok.pad_token_id
         special = w.config.special_weight if w else 1.0
-        for i, (ids, tt, raw) in enumerate(rows):
-            n = len(ids)
-            input_ids[i, :n] = torch.tensor(ids)
-            mask[i, :n] = 1
-            types[i, :n] = torch.tensor([0] * n if c.variant == "glow-us" else tt)
+        ids, mask, types, weights, feats = [], [], [], [], []
+        for row_ids, tt, raw in rows:
+            n = len(row_ids)
+            ids.append(row_ids + [pad] * (T - n))
+            mask.append([1] * n + [0] * (T - n))
+            types.append(([0] * n if c.variant == "glow-us" else tt) + [0] * (T - n))
             if w is None:
                 continue
             content = [r for r in raw if r is not None]
             normed = iter(w.normalise([r[0] for r in content]))
             idf_normed = iter(w.normalise([r[1] for r in content]))
-            for t, r in enumerate(raw):
+            row_w, row_f = [], []
+            for r in raw:
                 if r is None:
-                    weights[i, t] = special
-                    continue
-                weights[i, t] = next(normed)
-                feats[i, t] = torch.tensor([weights[i, t].item(), next(idf_normed), float(r[0] is None)])
-        out = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": types, "token_weights": weights}
+                    row_w.append(special)
+                    row_f.append((special, 0.0, 0.0))
+                else:
+                    x = next(normed)
+                    row_w.append(x)
+                    row_f.append((x, next(idf_normed), float(r[0] is None)))
+            weights.append(row_w + [1.0] * (T - n))
+            feats.append(row_f + [(1.0, 0.0, 0.0)] * (T - n))
+        out = {"input_ids": torch.tensor(ids, dtype=torch.long), "attention_mask": torch.tensor(mask, dtype=torch.long),
+               "token_type_ids": torch.tensor(types, dtype=torch.long),
+               "token_weights": torch.tensor(weights) if weights else torch.ones(len(rows), T)}
         if c.variant == "glow-wt":
-            out["weight_features"] = feats
+            out["weight_features"] = torch.tensor(feats) if feats else torch.zeros(len(rows), T, 3)
         return out
 
     def queries(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
