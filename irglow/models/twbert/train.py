@@ -1,6 +1,8 @@
 """Training TW-BERT end to end through the differentiable Lucene BM25.
 
-Stage 1 pulls every term weight towards 1 (plain BM25), so training starts from the baseline;
+Stage 1 pulls uni-gram weights towards 1 (plain BM25) and bi-gram weights towards
+``stage1_bigram_target`` (the paper uses 1; 0.2 was better on SciFact's validation split), so
+training starts from the baseline;
 stage 2 fine-tunes on candidates from Lucene's BM25 top-k with labels from qrels:
 
     s_d   = BM25_w(q, d) / max_d' BM25_1(q, d')        (scaled by the largest unweighted score)
