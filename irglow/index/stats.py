@@ -145,13 +145,18 @@ class CollectionStats:
     def term_row(self) -> dict[str, int]:
         return {t: i for i, t in enumerate(self.terms["term"])}
 
+    @cached_property
+    def _columns(self) -> dict[str, np.ndarray]:
+        """df_/cf_ columns as numpy arrays: per-term look-ups stay cheap in inner loops."""
+        return {c: self.terms[c].to_numpy() for c in self.terms.columns if c != "term"}
+
     def df(self, term: str, field: str = "contents") -> int:
         row = self.term_row.get(term)
-        return 0 if row is None else int(self.terms[f"df_{field}"].iat[row])
+        return 0 if row is None else int(self._columns[f"df_{field}"][row])
 
     def cf(self, term: str, field: str = "contents") -> int:
         row = self.term_row.get(term)
-        return 0 if row is None else int(self.terms[f"cf_{field}"].iat[row])
+        return 0 if row is None else int(self._columns[f"cf_{field}"][row])
 
     def idf(self, term: str, field: str = "contents", n: float | None = None) -> float:
         """Lucene 9's BM25 idf, ln(1 + (docCount − df + 0.5)/(df + 0.5)); ``n`` overrides docCount."""

@@ -170,7 +170,7 @@ class Featurizer:
                 raw = {f: w.query_words(u, self.mode) for f, u in units.items()}
             else:
                 raw = w.document_words(units, self.mode)
-            idf = {f: [w.idf(w.mapper(x)) if w.mapper(x) else None for x in u] for f, u in units.items()}
+            idf = {f: [w.idf(t) if (t := w.mapper(x)) else None for x in u] for f, u in units.items()}
             for f in words_by_field:
                 feats[f] = [(raw[f][j], idf[f][j]) for j in index_of[f]]
         return out, feats

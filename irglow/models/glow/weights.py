@@ -20,7 +20,6 @@ and [CLS] / [SEP] / padding get ``special_weight`` (1.0, neutral).
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -77,17 +76,11 @@ class WordWeighter:
         self.mapper = TermMapper(index)
         n = self.config.idf_n or stats.N
         self._n = float(n)
-        self._max_idf = math.log(1 + (self._n + 0.5) / 0.5)
-        self._df = dict(zip(stats.terms["term"], stats.terms["df_contents"]))
         self._field_avg = {f: stats.avgdl(f) for f in stats.meta["fields"]}
 
     def idf(self, term: str | None) -> float:
-        if term is None:
-            return 0.0
-        df = self._df.get(term)
-        if df is None:
-            return self._max_idf
-        return math.log(1 + (self._n - df + 0.5) / (df + 0.5))
+        """Lucene's BM25 idf over ``contents`` with this weighter's N; an unknown term gets df 0 (the maximum)."""
+        return 0.0 if term is None else self.stats.idf(term, "contents", n=self._n)
 
     def set_avg_query_len(self, queries: Sequence[str]) -> float:
         lengths = [sum(1 for w in split_words(q) if self.mapper(w)) for q in queries]
