@@ -23,7 +23,7 @@ from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.twbert.model import TWBert
-from irglow.models.twbert.search import twbert_search
+from irglow.models.twbert.search import twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
 
 
@@ -55,12 +55,14 @@ def main() -> None:
     k1, b = model.config.k1, model.config.b
     runs = {"bm25": LexicalSearcher(index, LexicalConfig("bm25", k1=k1, b=b, depth=args.depth)).search(queries)}
     t = time.perf_counter()
-    runs["twbert"] = twbert_search(model, index, queries, depth=args.depth, tag="twbert")
+    weighted = weigh_queries(model, index, queries)  # timed with the search: both are query-time work
+    runs["twbert"] = twbert_search(model, index, queries, depth=args.depth, tag="twbert", weighted=weighted)
     twbert_qps = len(queries) / (time.perf_counter() - t)
     if not args.no_rm3:
         runs["bm25-rm3"] = LexicalSearcher(index, LexicalConfig("bm25", k1=k1, b=b, depth=args.depth, rm3=True)
                                            ).search(queries, tag="bm25-rm3")
-        runs["twbert-rm3"] = twbert_search(model, index, queries, depth=args.depth, tag="twbert-rm3", expansion="rm3")
+        runs["twbert-rm3"] = twbert_search(model, index, queries, depth=args.depth, tag="twbert-rm3", expansion="rm3",
+                                          weighted=weighted)
     for tag, run in runs.items():
         run.write(out / f"{tag}.run")
     cmp = compare(runs, qrels, ["nDCG@10", "AP", "R@100", "R@1000"], baseline="bm25")

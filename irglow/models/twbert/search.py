@@ -57,11 +57,16 @@ def weigh_queries(model: TWBert, index: LuceneIndex, queries: Sequence[Query], b
 
 def twbert_search(model: TWBert, index: LuceneIndex, queries: Sequence[Query], depth: int = 1000,
                   tag: str = "twbert", expansion: str | None = None, fb_terms: int = 10, fb_docs: int = 10,
-                  original_weight: float = 0.5) -> Run:
-    """One TREC run of TW-BERT-weighted queries (``expansion="rm3"`` for the two-pass variant)."""
+                  original_weight: float = 0.5,
+                  weighted: list[tuple[QueryTerms, list[float]]] | None = None) -> Run:
+    """One TREC run of TW-BERT-weighted queries (``expansion="rm3"`` for the two-pass variant).
+
+    ``weighted``: :func:`weigh_queries` output for ``queries``, to share it between runs.
+    """
     searcher = index.searcher()
     searcher.set_bm25(model.config.k1, model.config.b)
-    weighted = weigh_queries(model, index, queries)
+    if weighted is None:
+        weighted = weigh_queries(model, index, queries)
     feedback = None
     if expansion == "rm3":
         fb = index.searcher()

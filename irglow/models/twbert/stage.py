@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from irglow.models.twbert.model import TWBert
-from irglow.models.twbert.search import twbert_search
+from irglow.models.twbert.search import twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
 
 log = logging.getLogger(__name__)
@@ -26,9 +26,11 @@ def twbert_stage(config, collection, index, stats, out: Path) -> dict:
     model = TWBert.load(model_dir)
     queries = collection.queries(c.get("test_split", "test"))
     depth = config.get("lexical", {}).get("depth", 1000)
-    runs = {"twbert": twbert_search(model, index, queries, depth=depth, tag="twbert")}
+    weighted = weigh_queries(model, index, queries)
+    runs = {"twbert": twbert_search(model, index, queries, depth=depth, tag="twbert", weighted=weighted)}
     if expansion:
-        runs["twbert-rm3"] = twbert_search(model, index, queries, depth=depth, tag="twbert-rm3", expansion="rm3")
+        runs["twbert-rm3"] = twbert_search(model, index, queries, depth=depth, tag="twbert-rm3", expansion="rm3",
+                                           weighted=weighted)
     for tag, run in runs.items():
         run.write(out / f"{tag}.run")
     return runs
