@@ -18,8 +18,9 @@ TRAIN_SPLIT ?= train
 TEST  ?= ../shared/data/scifact
 TEST_SPLIT ?= test
 MODEL ?=
+VARIANTS ?=
 
-.PHONY: venv run test test-all run-msmarco bench-lexical bench-twbert bench-glow clean
+.PHONY: venv run test test-all run-msmarco bench-lexical bench-twbert bench-twbert-diagnose bench-glow clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +48,9 @@ bench-lexical: venv
 
 bench-twbert: venv
 	$(BIN)/python bench/twbert.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))
+
+bench-twbert-diagnose: venv
+	$(BIN)/python bench/twbert_diagnose.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --out $(OUT) $(if $(VARIANTS),--variants $(VARIANTS))
 
 bench-glow: venv
 	$(BIN)/python bench/glow.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))

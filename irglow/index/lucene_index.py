@@ -58,6 +58,23 @@ class Token(NamedTuple):
     end: int
 
 
+def utf16_to_str_offsets(text: str) -> list[int] | None:
+    """Map UTF-16 offsets (what Lucene reports) to Python string indices; ``None`` if they agree.
+
+    A character outside the BMP (emoji, CJK extension B …) is two UTF-16 units but one Python
+    character, so without this every later surface span would be shifted.
+    """
+    if all(ord(c) < 0x10000 for c in text):
+        return None
+    out = []
+    for i, c in enumerate(text):
+        out.append(i)
+        if ord(c) >= 0x10000:
+            out.append(i)  # the low surrogate maps to the same character
+    out.append(len(text))
+    return out
+
+
 @dataclass
 class LuceneIndex:
     """An index directory plus irglow's metadata about it."""
@@ -102,11 +119,15 @@ class LuceneIndex:
                         stream.addAttribute(jclass.forName(attr + "PositionIncrementAttribute")))
         out: list[Token] = []
         position = -1
+        to_str = utf16_to_str_offsets(text)
         try:
             stream.reset()
             while stream.incrementToken():
                 position += pos_attr.getPositionIncrement()
-                out.append(Token(term_attr.toString(), position, offset_attr.startOffset(), offset_attr.endOffset()))
+                start, end = offset_attr.startOffset(), offset_attr.endOffset()
+                if to_str is not None:
+                    start, end = to_str[start], to_str[end]
+                out.append(Token(term_attr.toString(), position, start, end))
             stream.end()
         finally:
             stream.close()

@@ -67,3 +67,40 @@ def load_encoder(name: str, num_layers: int | None = None):
     except OSError as e:
         raise FileNotFoundError(f"cannot load a BERT checkpoint from {path!r}: {e}") from None
     return encoder, tokenizer
+
+
+def rng_state() -> dict:
+    """Every RNG's state as tensors and plain lists, so ``torch.load(weights_only=True)`` reads it back."""
+    import numpy as np
+    import torch
+
+    version, internal, gauss = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"torch": torch.get_rng_state(), "python": [version, list(internal), gauss],
+            "numpy": [name, torch.from_numpy(np.asarray(keys, dtype=np.int64)), int(pos), int(has_gauss),
+                      float(cached)]}
+
+
+def set_rng_state(state: dict) -> None:
+    import numpy as np
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+
+
+def load_trainer_checkpoint(path: str | Path, map_location=None) -> dict:
+    """A trainer checkpoint, loaded with ``weights_only=True``: a shared or downloaded checkpoint
+    holds tensors and plain values only and cannot run code when training resumes."""
+    import pickle
+
+    import torch
+
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise ValueError(f"{path} holds more than tensors and plain values (refused: a checkpoint must not "
+                         f"carry code); delete it or train with --no-resume: {str(e).splitlines()[0]}") from None

@@ -90,11 +90,11 @@ def test_training_checkpoints_and_resumes(demo_index, tmp_path, caplog):
                       batch_queries=8, stage1_epochs=1, epochs=1, patience=5, seed=3)
     best = Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), demo.qrels("train"))
     assert (best / "twbert.json").is_file() and (tmp_path / "checkpoint" / "trainer.pt").is_file()
-    first = torch.load(tmp_path / "checkpoint" / "trainer.pt", weights_only=False)["state"]
+    first = torch.load(tmp_path / "checkpoint" / "trainer.pt", weights_only=True)["state"]
     assert first["stage"] == 2 and first["epoch"] == 1
     cfg.epochs = 2
     with caplog.at_level(logging.WARNING):
         Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), demo.qrels("train"))
     assert "resuming TW-BERT training" in caplog.text
-    second = torch.load(tmp_path / "checkpoint" / "trainer.pt", weights_only=False)["state"]
+    second = torch.load(tmp_path / "checkpoint" / "trainer.pt", weights_only=True)["state"]
     assert second["epoch"] == 2 and len(second["history"]) == len(first["history"]) + 1

@@ -1,7 +1,16 @@
-"""The TW-BERT network: BERT over the query's n-grams, mean-pooled per term, linear + ReLU → weight.
+"""The TW-BERT network: BERT over the query's n-grams, mean-pooled per term, a linear head → weight.
 
 Input: ``[CLS] uni-gram words … [SEP] bi-gram words … [SEP]`` (uni-grams first, then bi-grams);
-a term mask maps every WordPiece to the term whose words it came from.  A model is a directory:
+a term mask maps every WordPiece to the term whose words it came from.
+
+Two heads (``TWBertConfig.head``):
+
+* ``residual`` (default): w = prior · exp(δ), δ = linear(pooled) with the linear layer initialised
+  to zero, so an untrained model *is* the fixed prior (uni-grams ``unigram_prior`` = 1, i.e. BM25;
+  bi-grams ``bigram_prior``) exactly, and learning moves weights multiplicatively away from it.
+* ``relu``: the paper's w = ReLU(linear(pooled)); stage 1 of training pulls it towards the prior.
+
+Lucene receives ``boost = qtf · sat(w)`` (:func:`irglow.models.twbert.scorer.term_boosts`).  A model is a directory:
 the BERT encoder and tokenizer (HF ``save_pretrained``), ``twbert_head.safetensors`` and
 ``twbert.json`` (the head and the scorer settings it was trained with).
 """
@@ -31,6 +40,17 @@ class TWBertConfig:
     b: float = 0.4
     k3: float | None = None  # Terrier-style query-term saturation; None = Lucene's linear boost
     maxout_pieces: int = 3
+    head: str = "residual"  # or "relu" (the paper's)
+    unigram_prior: float = 1.0  # the fixed prior (= bm25-ngram): uni-grams 1 (BM25) …
+    bigram_prior: float = 0.2  # … and bi-gram phrases 0.2 (chosen on SciFact's validation split)
+    max_log_delta: float = 4.0  # residual head: |log(w / prior)| is bounded (tanh) to keep Lucene boosts sane
+
+    def __post_init__(self):
+        if self.head not in ("residual", "relu"):
+            raise ValueError(f"twbert model.head must be 'residual' or 'relu', got {self.head!r}")
+
+    def priors(self, terms: QueryTerms) -> list[float]:
+        return [self.bigram_prior if bi else self.unigram_prior for bi in terms.is_bigram()]
 
 
 class TWBert(nn.Module):
@@ -39,6 +59,9 @@ class TWBert(nn.Module):
         self.encoder, self.tokenizer, self.config = encoder, tokenizer, config
         hidden = encoder.config.hidden_size
         self.term_head = nn.Linear(hidden, 1)
+        if config.head == "residual":
+            nn.init.zeros_(self.term_head.weight)
+            nn.init.zeros_(self.term_head.bias)
         # maxout over L affine pieces maps the scaled BM25 score to a relevance prediction
         self.maxout_a = nn.Parameter(torch.linspace(0.5, 1.5, config.maxout_pieces))
         self.maxout_c = nn.Parameter(torch.linspace(-0.1, 0.1, config.maxout_pieces))
@@ -56,7 +79,9 @@ class TWBert(nn.Module):
 
         path = check_model_dir(path, ("twbert.json", "twbert_head.safetensors", "config.json"))
         try:
-            config = TWBertConfig(**json.loads((path / "twbert.json").read_text()))
+            saved = json.loads((path / "twbert.json").read_text())
+            saved.setdefault("head", "relu")  # models saved before the residual head existed
+            config = TWBertConfig(**saved)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}/twbert.json is corrupt: {e}") from None
         encoder, tokenizer = load_encoder(str(path))
@@ -105,8 +130,7 @@ class TWBert(nn.Module):
             return terms
         log.warning("query %s is longer than %d tokens: kept %d of %d terms", terms.query_id,
                     self.config.max_query_tokens, keep_uni + keep_bi, terms.n_terms)
-        return QueryTerms(terms.query_id, terms.text, terms.unigrams[:keep_uni], terms.unigram_surface[:keep_uni],
-                          terms.bigrams[:keep_bi], terms.bigram_surface[:keep_bi], dropped)
+        return terms.head(keep_uni, keep_bi)
 
     def encode(self, batch: list[QueryTerms]) -> dict[str, torch.Tensor]:
         """Token ids, attention mask and the term mask [B, M, T] (rows sum to 1 over a term's pieces)."""
@@ -140,17 +164,27 @@ class TWBert(nn.Module):
                 if w < len(owners):
                     mask[i, owners[w], t] = 1.0
         mask = mask / mask.sum(-1, keepdim=True).clamp(min=1.0)
+        prior = torch.zeros(len(batch), n_terms)
+        for i, qt in enumerate(batch):
+            prior[i, : qt.n_terms] = torch.tensor(self.config.priors(qt))
         out = {k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         out["term_mask"] = mask
+        out["prior"] = prior
         return out
 
     # -- forward -----------------------------------------------------------------------------------------
-    def forward(self, input_ids, attention_mask, term_mask, token_type_ids=None) -> torch.Tensor:
+    def forward(self, input_ids, attention_mask, term_mask, prior=None, token_type_ids=None) -> torch.Tensor:
         """Term weights [B, M] (≥ 0); padding terms get whatever their zero embedding gives — mask them."""
         kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
         pooled = torch.bmm(term_mask.to(hidden.dtype), hidden)  # mean of each term's pieces
-        return torch.relu(self.term_head(pooled).squeeze(-1))
+        raw = self.term_head(pooled).squeeze(-1).float()
+        if self.config.head == "relu":
+            return torch.relu(raw)
+        if prior is None:
+            raise ValueError("the residual head needs the terms' priors (TWBert.encode gives them)")
+        c = self.config.max_log_delta
+        return prior.to(raw.dtype) * torch.exp(c * torch.tanh(raw / c))
 
     def maxout(self, scaled_scores: torch.Tensor) -> torch.Tensor:
         return (scaled_scores.unsqueeze(-1) * self.maxout_a + self.maxout_c).max(-1).values

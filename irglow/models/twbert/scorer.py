@@ -9,7 +9,9 @@ stored in Lucene's one-byte norm (decoded, not the exact length), and for a phra
 exact-match count and ``idf`` the sum of its terms' idfs.  Retrieval itself always runs in
 Lucene; this module only lets gradients flow to the weights.
 
-Optionally, Terrier's query-term saturation replaces the linear boost: w → (k3 + 1)·w / (k3 + w).
+The boost ``w_t`` Lucene receives is :func:`term_boosts` of the model's weight: ``qtf · w``, or with
+Terrier-style saturation ``qtf · (k3 + 1)·w / (k3 + w)``.  Search and training call the same
+function, so a k3 model ranks in Lucene exactly as it was trained.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ class CandidateFeatures:
     freq: np.ndarray  # [D, M] term / phrase frequencies in ``contents``
     idf: np.ndarray  # [M]
     norm: np.ndarray  # [D] K_d = k1 (1 − b + b dl/avgdl)
-    labels: np.ndarray  # [D] in [0, 1]
+    labels: np.ndarray  # [D] graded relevance from the qrels (0 for unjudged; negative labels → 0)
+    retrieved: np.ndarray | None = None  # [D] bool: in Lucene's top-k (False: a judged document added for training)
 
 
 def idf_of(stats: CollectionStats, terms: QueryTerms, field: str = "contents") -> np.ndarray:
@@ -56,15 +59,25 @@ def build_features(terms: QueryTerms, doc_ids: list[str], stats: CollectionStats
     rows = [stats.row_of_doc[d] for d in doc_ids]
     dl = stats.docs[f"norm_{field}"].to_numpy()[rows].astype(np.float64)
     norm = k1 * (1 - b + b * dl / stats.avgdl(field))
-    lab = np.array([(labels or {}).get(d, 0.0) for d in doc_ids], dtype=np.float64)
+    lab = np.array([max(0.0, (labels or {}).get(d, 0.0)) for d in doc_ids], dtype=np.float64)
     return CandidateFeatures(terms, list(doc_ids), freq, idf_of(stats, terms, field), norm, lab)
 
 
-def bm25_scores(weights: torch.Tensor, freq: torch.Tensor, idf: torch.Tensor, norm: torch.Tensor,
-                term_mask: torch.Tensor | None = None, k3: float | None = None) -> torch.Tensor:
-    """Batched: weights [B, M], freq [B, D, M], idf [B, M], norm [B, D] → scores [B, D]."""
+def term_boosts(weights, qtf=1.0, k3: float | None = None):
+    """The Lucene boost of a term: ``qtf · w`` or, with k3, ``qtf · (k3 + 1) w / (k3 + w)``.
+
+    Works on floats and tensors alike; the one definition used by training and by search.
+    """
     if k3 is not None:
         weights = (k3 + 1.0) * weights / (k3 + weights)
+    return qtf * weights
+
+
+def bm25_scores(weights: torch.Tensor, freq: torch.Tensor, idf: torch.Tensor, norm: torch.Tensor,
+                term_mask: torch.Tensor | None = None, k3: float | None = None,
+                qtf: torch.Tensor | None = None) -> torch.Tensor:
+    """Batched: weights [B, M], freq [B, D, M], idf [B, M], norm [B, D] → scores [B, D]."""
+    weights = term_boosts(weights, 1.0 if qtf is None else qtf, k3)
     if term_mask is not None:
         weights = weights * term_mask
     saturation = freq / (freq + norm.unsqueeze(-1))
@@ -72,8 +85,11 @@ def bm25_scores(weights: torch.Tensor, freq: torch.Tensor, idf: torch.Tensor, no
 
 
 def collate(features: list[CandidateFeatures], device: torch.device | str = "cpu",
-            dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
-    """Pad a batch of queries to [B, D, M]; ``doc_mask`` and ``term_valid`` mark real entries."""
+            dtype: torch.dtype = torch.float32, retrieved_only: bool = False) -> dict[str, torch.Tensor]:
+    """Pad a batch of queries to [B, D, M]; ``doc_mask`` and ``term_valid`` mark real entries.
+
+    ``retrieved_only``: mask out the judged documents that Lucene's top-k did not retrieve.
+    """
     B = len(features)
     D = max(len(f.doc_ids) for f in features)
     M = max(1, max(f.terms.n_terms for f in features))
@@ -83,13 +99,15 @@ def collate(features: list[CandidateFeatures], device: torch.device | str = "cpu
     labels = torch.zeros(B, D, dtype=dtype)
     doc_mask = torch.zeros(B, D, dtype=torch.bool)
     term_valid = torch.zeros(B, M, dtype=dtype)
+    qtf = torch.ones(B, M, dtype=dtype)
     for i, f in enumerate(features):
         d, m = f.freq.shape
         freq[i, :d, :m] = torch.from_numpy(f.freq)
         idf[i, :m] = torch.from_numpy(f.idf)
         norm[i, :d] = torch.from_numpy(f.norm)
         labels[i, :d] = torch.from_numpy(f.labels)
-        doc_mask[i, :d] = True
+        doc_mask[i, :d] = True if (not retrieved_only or f.retrieved is None) else torch.from_numpy(f.retrieved)
         term_valid[i, :m] = 1.0
-    out = dict(freq=freq, idf=idf, norm=norm, labels=labels, doc_mask=doc_mask, term_valid=term_valid)
+        qtf[i, :m] = torch.tensor(f.terms.qtf(), dtype=dtype)
+    out = dict(freq=freq, idf=idf, norm=norm, labels=labels, doc_mask=doc_mask, term_valid=term_valid, qtf=qtf)
     return {k: v.to(device) for k, v in out.items()}

@@ -1,10 +1,14 @@
 """TW-BERT at query time: predict n-gram weights, build Lucene objects, search through Pyserini.
 
-The weighted query is Σ BoostQuery(TermQuery(t), w_t) + Σ BoostQuery(PhraseQuery(t1, t2), w_p) on
-``contents`` — the same function the torch scorer trained.  With expansion, Pyserini's RM3 supplies
-feedback terms in a first pass; TW-BERT then weights original and expansion terms together:
+The weighted query is Σ BoostQuery(TermQuery(t), b_t) + Σ BoostQuery(PhraseQuery(t1, t2), b_p) on
+``contents`` with ``b = term_boosts(w, qtf, k3)`` — the same function the torch scorer trained.
+With expansion, Pyserini's RM3 supplies feedback terms in a first pass; TW-BERT then weights
+original and expansion terms together:
 
-    boost(t) = α · w_t (original n-grams)        boost(e) = (1 − α) · w_e · p_RM3(e) / max p_RM3
+    boost(t) = α · b_t (original n-grams)        boost(e) = (1 − α) · b(w_e) · p_RM3(e) / max p_RM3
+
+``prior_queries`` gives the same query structure with the fixed prior weights and no model:
+the ``bm25-ngram`` baseline that shows what learning adds.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from irglow.data.records import Query
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical import queries as lq
 from irglow.models.checkpoints import pick_device
-from irglow.models.twbert.model import TWBert
+from irglow.models.twbert.model import TWBert, TWBertConfig
+from irglow.models.twbert.scorer import term_boosts
 from irglow.models.twbert.terms import QueryTerms, extract_terms
 from irglow.runs.trec import Run
 
@@ -27,6 +32,7 @@ log = logging.getLogger(__name__)
 
 def lucene_query(terms: QueryTerms, weights: Sequence[float], extra: dict[str, float] | None = None,
                  field: str = "contents"):
+    """Boosted term and phrase clauses; ``weights`` are the final Lucene boosts (see :func:`boosts`)."""
     clauses = []
     for t, w in zip(terms.unigrams, weights[: len(terms.unigrams)]):
         if w > 0:
@@ -38,6 +44,20 @@ def lucene_query(terms: QueryTerms, weights: Sequence[float], extra: dict[str, f
         if w > 0:
             clauses.append(lq.boost(lq.term_query(field, t), w))
     return lq.disjunction(clauses)
+
+
+def boosts(terms: QueryTerms, weights: Sequence[float], k3: float | None) -> list[float]:
+    return [float(term_boosts(w, c, k3)) for w, c in zip(weights, terms.qtf())]
+
+
+def prior_queries(index: LuceneIndex, queries: Sequence[Query],
+                  config: TWBertConfig) -> list[tuple[QueryTerms, list[float]]]:
+    """The fixed-prior weights (uni-grams ``unigram_prior``, bi-grams ``bigram_prior``), no model."""
+    out = []
+    for q in queries:
+        terms = extract_terms(index, q.query_id, q.text, config.bigrams)
+        out.append((terms, config.priors(terms)))
+    return out
 
 
 def weigh_queries(model: TWBert, index: LuceneIndex, queries: Sequence[Query], batch_size: int = 32,
@@ -55,22 +75,27 @@ def weigh_queries(model: TWBert, index: LuceneIndex, queries: Sequence[Query], b
     return out
 
 
-def twbert_search(model: TWBert, index: LuceneIndex, queries: Sequence[Query], depth: int = 1000,
+def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Query], depth: int = 1000,
                   tag: str = "twbert", expansion: str | None = None, fb_terms: int = 10, fb_docs: int = 10,
                   original_weight: float = 0.5,
-                  weighted: list[tuple[QueryTerms, list[float]]] | None = None) -> Run:
+                  weighted: list[tuple[QueryTerms, list[float]]] | None = None,
+                  config: TWBertConfig | None = None) -> Run:
     """One TREC run of TW-BERT-weighted queries (``expansion="rm3"`` for the two-pass variant).
 
-    ``weighted``: :func:`weigh_queries` output for ``queries``, to share it between runs.
+    ``weighted``: :func:`weigh_queries` output for ``queries``, to share it between runs; with
+    ``model=None`` it must be given (e.g. :func:`prior_queries`), and ``config`` gives k1, b, k3.
     """
+    config = config or model.config
+    if model is None and (weighted is None or expansion):
+        raise ValueError("without a model, pass the weights (prior_queries) and no expansion")
     searcher = index.searcher()
-    searcher.set_bm25(model.config.k1, model.config.b)
+    searcher.set_bm25(config.k1, config.b)
     if weighted is None:
         weighted = weigh_queries(model, index, queries)
     feedback = None
     if expansion == "rm3":
         fb = index.searcher()
-        fb.set_bm25(model.config.k1, model.config.b)
+        fb.set_bm25(config.k1, config.b)
         fb.set_rm3(fb_terms, fb_docs, original_weight)
         feedback = fb
     elif expansion is not None:
@@ -87,6 +112,7 @@ def twbert_search(model: TWBert, index: LuceneIndex, queries: Sequence[Query], d
             log.warning("TW-BERT gave every term of query %s weight 0; falling back to uniform weights", q.query_id)
             weights = [1.0] * terms.n_terms
         extra = None
+        weights = boosts(terms, weights, config.k3)
         if feedback is not None:
             extra = _expansion_weights(model, index, feedback, q, terms, original_weight)
             weights = [original_weight * w for w in weights]
@@ -106,4 +132,6 @@ def _expansion_weights(model: TWBert, index: LuceneIndex, feedback, q: Query, te
     exp_terms = model.fit_budget(exp_terms)
     w = model.predict([exp_terms], pick_device())[0]
     n = len(terms.unigrams)
-    return {t: (1 - original_weight) * wt * fb[t] / top for t, wt in zip(exp_terms.unigrams[n:], w[n:])}
+    k3 = model.config.k3
+    return {t: (1 - original_weight) * float(term_boosts(wt, 1.0, k3)) * fb[t] / top
+            for t, wt in zip(exp_terms.unigrams[n:], w[n:])}

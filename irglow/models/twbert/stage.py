@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from irglow.models.twbert.model import TWBert
-from irglow.models.twbert.search import twbert_search, weigh_queries
+from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,9 @@ def twbert_stage(config, collection, index, stats, out: Path) -> dict:
     queries = collection.queries(c.get("test_split", "test"))
     depth = config.get("lexical", {}).get("depth", 1000)
     weighted = weigh_queries(model, index, queries)
-    runs = {"twbert": twbert_search(model, index, queries, depth=depth, tag="twbert", weighted=weighted)}
+    runs = {"bm25-ngram": twbert_search(None, index, queries, depth=depth, tag="bm25-ngram",
+                                        weighted=prior_queries(index, queries, model.config), config=model.config),
+            "twbert": twbert_search(model, index, queries, depth=depth, tag="twbert", weighted=weighted)}
     if expansion:
         runs["twbert-rm3"] = twbert_search(model, index, queries, depth=depth, tag="twbert-rm3", expansion="rm3",
                                            weighted=weighted)

@@ -1,24 +1,41 @@
 """Training TW-BERT end to end through the differentiable Lucene BM25.
 
-Stage 1 pulls uni-gram weights towards 1 (plain BM25) and bi-gram weights towards
-``stage1_bigram_target`` (the paper uses 1; 0.2 was better on SciFact's validation split), so
-training starts from the baseline;
-stage 2 fine-tunes on candidates from Lucene's BM25 top-k with labels from qrels:
+Candidates are Lucene's BM25 top-k for each training query, labels the qrels' graded relevance.
+The model's weights give every candidate the score Lucene would give it (``scorer.bm25_scores``),
+scaled by the query's largest candidate score, and the loss compares those scores with the labels:
 
-    s_d   = BM25_w(q, d) / max_d' BM25_1(q, d')        (scaled by the largest unweighted score)
-    ŷ_d   = maxout(s_d)
-    loss  = AMSE(ŷ, y; d1, d2) + ListMLE(ŷ, y)
+* ``softmax`` (default): listwise softmax cross-entropy, ``−Σ_d p*_d log softmax(s/τ)_d`` with
+  ``p*`` the label gains normalised per query — the loss of dense retrievers and ListNet;
+* ``amse+listmle`` (the paper's): AMSE(maxout(s), y) + ListMLE(maxout(s), y); ``amse`` and
+  ``listmle`` alone for ablations.
 
-AMSE is zero for errors below d1, squared up to d2 and linear beyond (robust to label noise).
-Early stopping on nDCG@10 of a validation split carved from the training queries (re-ranking
-their candidates with the same scorer); checkpoints every epoch; ``resume`` continues from the
-last one.  AMP is used on CUDA.
+Stage 1 pulls weights towards the fixed prior (uni-grams 1, bi-grams ``bigram_prior``); with the
+default residual head (``model.TWBertConfig``) the untrained model *is* that prior, so stage 1 is
+only needed for the paper's ReLU head.  Stage 2 is the end-to-end fine-tuning, early-stopped on
+nDCG@10 of a validation split carved from the training queries.
+
+Why the paper's stage 2 made validation worse here (evidence: ``bench/twbert_diagnose.py``,
+BENCHMARKS.md): the scorer's gradient is right (finite-difference check in the tests), but
+
+1. ListMLE with binary labels asks for a full order of the ~49 non-relevant candidates, drawn at
+   random every step: most of its gradient is noise that moves weights without helping the
+   relevant document, and training-query nDCG falls together with validation while the loss falls;
+2. AMSE regresses a max-scaled score onto 0/1 labels: the top candidate always scores 1, so
+   every query whose top document is non-relevant pushes *all* its matching terms down;
+3. judged-but-unretrieved documents added to the candidates pull weights towards terms Lucene
+   cannot use to retrieve them (they match few query terms);
+4. fine-tuning all of BERT at 3e-5 on ~700 queries drifts far from the prior within an epoch.
+
+The defaults (softmax loss, no added documents, residual head starting at the prior, a small
+encoder learning rate) are the configuration that raised validation nDCG@10 in that study.
+Checkpoints every epoch; ``resume`` continues from the last one.  AMP is used on CUDA.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -34,49 +51,81 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import pick_device, seed_everything
+from irglow.models.checkpoints import load_trainer_checkpoint, pick_device, rng_state, seed_everything, set_rng_state
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
-from irglow.utils.atomic import atomic_dir
+from irglow.utils.atomic import atomic_dir, atomic_write_text
 
 log = logging.getLogger(__name__)
+
+LOSSES = ("softmax", "amse+listmle", "amse", "listmle")
+LABEL_SCALES = ("linear", "exp", "binary")
 
 
 @dataclass
 class TrainConfig:
     model: TWBertConfig = field(default_factory=TWBertConfig)
     candidates: int = 50
-    add_unretrieved_relevant: bool = True
+    add_unretrieved_relevant: bool = False
     val_fraction: float = 0.1
     batch_queries: int = 16
-    stage1_epochs: int = 1
+    stage1_epochs: int = 0  # the residual head starts at the prior; the paper's ReLU head needs 1
     epochs: int = 8
-    patience: int = 2
-    lr: float = 3e-5
-    head_lr: float = 1e-3
+    patience: int = 4  # counted in evaluations (every eval_every steps and at epoch ends)
+    lr: float = 1e-5  # BERT
+    head_lr: float = 1e-3  # term head + maxout
     weight_decay: float = 0.01
+    freeze_encoder: bool = False
+    loss: str = "softmax"
+    temperature: float = 0.1
     amse_d1: float = 0.2
     amse_d2: float = 1.0
     listmle_weight: float = 1.0
+    label_scale: str = "linear"  # rel / max_rel; "exp": (2^rel − 1) / (2^max − 1); "binary": rel > 0
+    delta_l2: float = 0.0  # penalty on log(w / prior)² (keeps weights near the prior)
     seed: int = 13
     device: str = "auto"
     amp: bool = True
     max_train_queries: int | None = None
     scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
-    eval_every: int = 0  # also validate every N stage-2 steps (0: once per epoch); patience counts evaluations
-    stage1_unigram_target: float = 1.0
-    stage1_bigram_target: float = 1.0  # the paper pulls every term to 1
+    eval_every: int = 0  # also validate every N stage-2 steps (0: once per epoch)
+    train_eval_queries: int = 200  # training queries whose nDCG@10 is tracked beside validation
+
+    def __post_init__(self):
+        if self.loss not in LOSSES:
+            raise ValueError(f"twbert loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.label_scale not in LABEL_SCALES:
+            raise ValueError(f"twbert label_scale must be one of {LABEL_SCALES}, got {self.label_scale!r}")
+        if self.scale_by not in ("weighted", "uniform"):
+            raise ValueError(f"twbert scale_by must be 'weighted' or 'uniform', got {self.scale_by!r}")
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
         d = dict(d)
-        model = TWBertConfig(**d.pop("model", {}))
-        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        return cls(model=model, **known)
+        model = dict(d.pop("model", {}))
+        for name, known, section in ((d, cls.__dataclass_fields__, "twbert"),
+                                     (model, TWBertConfig.__dataclass_fields__, "twbert.model")):
+            unknown = sorted(set(name) - set(known) - {"model"})
+            if unknown:
+                raise KeyError(f"unknown [{section}] key(s) {unknown}; allowed: {sorted(set(known) - {'model'})}")
+        return cls(model=TWBertConfig(**model), **d)
 
 
+@dataclass
+class TrainingData:
+    """Features of the training and validation queries, built once (Lucene + term vectors)."""
+
+    train: list[CandidateFeatures]
+    val: list[CandidateFeatures]
+    train_qrels: list[Qrel]
+    val_qrels: list[Qrel]
+    max_rel: float
+    seconds: float = 0.0
+
+
+# -- losses ------------------------------------------------------------------------------------------
 def amse(pred: torch.Tensor, target: torch.Tensor, d1: float, d2: float) -> torch.Tensor:
     """Element-wise: 0 below d1, ½e² in [d1, d2), d2(|e| − ½d2) beyond."""
     e = (pred - target).abs()
@@ -99,84 +148,145 @@ def list_mle(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, gener
     return loss.mean()
 
 
+def softmax_ce(scores: torch.Tensor, gains: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Listwise softmax cross-entropy; queries without a positive gain among their valid docs are skipped."""
+    logits = (scores / temperature).masked_fill(~mask, float("-inf"))
+    logp = torch.log_softmax(logits, dim=-1).masked_fill(~mask, 0.0)
+    g = gains * mask
+    total = g.sum(-1)
+    has = total > 0
+    if not bool(has.any()):
+        return scores.sum() * 0.0
+    per_query = -(g / total.clamp(min=1e-12).unsqueeze(-1) * logp).sum(-1)
+    return per_query[has].mean()
+
+
+def label_gains(labels: torch.Tensor, scheme: str, max_rel: float) -> torch.Tensor:
+    """Graded labels → gains in [0, 1]."""
+    if scheme == "binary":
+        return (labels > 0).to(labels.dtype)
+    if scheme == "exp":
+        return (torch.pow(2.0, labels) - 1) / (2.0 ** max_rel - 1)
+    return labels / max_rel
+
+
 def scaled_scores(weights, batch, k3, scale_by: str = "weighted"):
     """Scores over the largest candidate score of the query.
 
     ``weighted``: the largest score under the current weights (gradient flows through it), so the
     scaled scores are invariant to multiplying all weights by a constant and the loss can only
-    change *relative* weights; ``uniform``: the largest unweighted BM25 score (a constant).
+    change *relative* weights; ``uniform``: the largest BM25 score (a constant).
     """
-    scores = bm25_scores(weights, batch["freq"], batch["idf"], batch["norm"], batch["term_valid"], k3)
+    scores = bm25_scores(weights, batch["freq"], batch["idf"], batch["norm"], batch["term_valid"], k3, batch["qtf"])
     masked = torch.where(batch["doc_mask"], scores, torch.zeros_like(scores))
     if scale_by == "weighted":
         return scores / masked.max(-1, keepdim=True).values.clamp(min=1e-6)
     with torch.no_grad():
-        ones = torch.ones_like(weights)
-        base = bm25_scores(ones, batch["freq"], batch["idf"], batch["norm"], batch["term_valid"], None)
+        base = bm25_scores(torch.ones_like(weights), batch["freq"], batch["idf"], batch["norm"], batch["term_valid"],
+                           None, batch["qtf"])
         base = torch.where(batch["doc_mask"], base, torch.zeros_like(base))
         scale = base.max(-1, keepdim=True).values.clamp(min=1e-6)
     return scores / scale
 
 
+def ranking_loss(model: TWBert, weights: torch.Tensor, prior: torch.Tensor, batch: dict, cfg: TrainConfig,
+                 max_rel: float, generator=None) -> torch.Tensor:
+    s = scaled_scores(weights, batch, cfg.model.k3, cfg.scale_by)
+    mask = batch["doc_mask"]
+    gains = label_gains(batch["labels"], cfg.label_scale, max_rel)
+    if cfg.loss == "softmax":
+        loss = softmax_ce(s, gains, mask, cfg.temperature)
+    else:
+        pred = model.maxout(s)
+        loss = s.sum() * 0.0
+        if "amse" in cfg.loss:
+            loss = loss + (amse(pred, gains, cfg.amse_d1, cfg.amse_d2) * mask).sum() / mask.sum()
+        if "listmle" in cfg.loss:
+            loss = loss + cfg.listmle_weight * list_mle(pred, gains, mask, generator)
+    if cfg.delta_l2 > 0:
+        valid = batch["term_valid"] > 0
+        delta = torch.log(weights.clamp(min=1e-6) / prior.clamp(min=1e-6))[valid]
+        loss = loss + cfg.delta_l2 * (delta ** 2).mean()
+    return loss
+
+
+# -- candidates and features --------------------------------------------------------------------------
 def prepare_features(index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
                      config: TrainConfig, model: TWBert, training: bool,
                      forward: ForwardIndex | None = None) -> list[CandidateFeatures]:
-    """BM25 top-k candidates from Lucene, tf/pf from term vectors, graded labels scaled to [0, 1]."""
+    """BM25 top-k candidates from Lucene, tf/pf from term vectors, graded labels.
+
+    For training queries the judged-relevant documents Lucene did not retrieve are added too,
+    flagged ``retrieved=False`` (used only with ``add_unretrieved_relevant``); queries with no
+    relevant candidate at all are left out of training.
+    """
     judged: dict[str, dict[str, int]] = {}
     for q in qrels:
         judged.setdefault(q.query_id, {})[q.doc_id] = q.relevance
-    max_rel = max([q.relevance for q in qrels] + [1])
     run = LexicalSearcher(index, LexicalConfig("bm25", k1=config.model.k1, b=config.model.b,
                                                depth=config.candidates)).search(queries)
     forward = forward or ForwardIndex(index)
     known = stats.row_of_doc
-    wanted = {}
+    wanted: dict[str, tuple[list[str], int]] = {}
     for q in queries:
         docs = [d for d, _ in run.ranking.get(q.query_id, [])]
-        if training and config.add_unretrieved_relevant:
-            docs += [d for d, r in judged.get(q.query_id, {}).items() if r > 0 and d not in docs and d in known]
-        wanted[q.query_id] = docs
-    forward.prefetch([d for docs in wanted.values() for d in docs])
+        n_retrieved = len(docs)
+        if training:
+            seen = set(docs)
+            docs += [d for d, r in judged.get(q.query_id, {}).items() if r > 0 and d not in seen and d in known]
+        wanted[q.query_id] = (docs, n_retrieved)
+    forward.prefetch([d for docs, _ in wanted.values() for d in docs])
     out = []
     for q in tqdm(queries, desc="features", unit="q", disable=len(queries) < 200):
         terms = model.fit_budget(extract_terms(index, q.query_id, q.text, config.model.bigrams))
-        docs = wanted[q.query_id]
-        labels = {d: max(0, r) / max_rel for d, r in judged.get(q.query_id, {}).items()}
+        docs, n_retrieved = wanted[q.query_id]
+        labels = {d: float(r) for d, r in judged.get(q.query_id, {}).items()}
         if terms.n_terms == 0 or not docs:
             continue
         if training and not any(labels.get(d, 0) > 0 for d in docs):
             continue
-        out.append(build_features(terms, docs, stats, forward, config.model.k1, config.model.b, labels))
+        f = build_features(terms, docs, stats, forward, config.model.k1, config.model.b, labels)
+        f.retrieved = np.arange(len(docs)) < n_retrieved
+        out.append(f)
     return out
 
 
-def rerank_run(model: TWBert, feats: list[CandidateFeatures], device, k3, plain_bm25: bool = False) -> Run:
-    """Re-rank each query's candidates with the torch scorer (= Lucene restricted to the candidates).
+def rerank_run(model: TWBert | None, feats: list[CandidateFeatures], device, k3, weights: str = "model") -> Run:
+    """Re-rank each query's retrieved candidates with the torch scorer (= Lucene restricted to them).
 
-    ``plain_bm25``: unit weights on uni-grams, none on bi-grams — the BM25 baseline on the same lists.
+    ``weights``: ``model`` (the model's), ``bm25`` (1 on uni-grams, 0 on bi-grams: BM25 itself,
+    query term counts included) or ``prior`` (the fixed prior: ``bm25-ngram``).
     """
     ranking = {}
-    model.eval()
+    if model is not None:
+        model.eval()
     with torch.no_grad():
         for start in range(0, len(feats), 32):
             chunk = feats[start:start + 32]
-            batch = collate(chunk, device)
-            if plain_bm25:
-                weights = torch.zeros_like(batch["idf"])
-                for i, f in enumerate(chunk):
-                    weights[i, : len(f.terms.unigrams)] = 1.0
-                k3 = None
+            batch = collate(chunk, device, retrieved_only=True)
+            k = k3
+            if weights == "model":
+                enc = {key: v.to(device) for key, v in model.encode([f.terms for f in chunk]).items()}
+                w = model(**enc).float()
             else:
-                enc = {k: v.to(device) for k, v in model.encode([f.terms for f in chunk]).items()}
-                weights = model(**enc).float()
-            scores = bm25_scores(weights[:, : batch["idf"].shape[1]], batch["freq"], batch["idf"], batch["norm"],
-                                 batch["term_valid"], k3)
+                w = torch.zeros_like(batch["idf"])
+                for i, f in enumerate(chunk):
+                    if weights == "bm25":
+                        w[i, : len(f.terms.unigrams)] = 1.0
+                    else:
+                        w[i, : f.terms.n_terms] = torch.tensor(model.config.priors(f.terms))
+                k = None if weights == "bm25" else k3
+            scores = bm25_scores(w[:, : batch["idf"].shape[1]], batch["freq"], batch["idf"], batch["norm"],
+                                 batch["term_valid"], k, batch["qtf"])
+            scores = scores.masked_fill(~batch["doc_mask"], float("-inf"))
             for i, f in enumerate(chunk):
                 s = scores[i, : len(f.doc_ids)].cpu().tolist()
-                ranking[f.terms.query_id] = sorted(zip(f.doc_ids, s), key=lambda x: -x[1])
+                ranking[f.terms.query_id] = sorted(((d, x) for d, x in zip(f.doc_ids, s) if x > float("-inf")),
+                                                   key=lambda item: (-item[1], item[0]))
     return Run(ranking, "twbert-val")
 
 
+# -- the trainer ----------------------------------------------------------------------------------------
 class Trainer:
     def __init__(self, config: TrainConfig, out_dir: str | Path):
         self.config, self.out = config, Path(out_dir)
@@ -184,22 +294,27 @@ class Trainer:
         self.use_amp = config.amp and self.device.type == "cuda"
 
     def _optimizer(self, model: TWBert):
+        cfg = self.config
         enc = [p for n, p in model.named_parameters() if n.startswith("encoder.")]
         head = [p for n, p in model.named_parameters() if not n.startswith("encoder.")]
-        return torch.optim.AdamW([{"params": enc, "lr": self.config.lr},
-                                  {"params": head, "lr": self.config.head_lr}], weight_decay=self.config.weight_decay)
+        groups = [{"params": head, "lr": cfg.head_lr}]
+        if cfg.freeze_encoder:
+            for p in enc:
+                p.requires_grad_(False)
+        else:
+            groups.insert(0, {"params": enc, "lr": cfg.lr})
+        return torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
 
     def _save_checkpoint(self, model, opt, state):
         with atomic_dir(self.out / "checkpoint") as tmp:
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
-                        "rng": {"torch": torch.get_rng_state(), "python": random.getstate(),
-                                "numpy": np.random.get_state()}}, tmp / "trainer.pt")
+                        "rng": rng_state()}, tmp / "trainer.pt")
 
-    def train(self, index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
-              resume: bool = True) -> Path:
+    def prepare(self, index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
+                model: TWBert | None = None) -> TrainingData:
+        """Split the judged training queries into train / validation and build their features."""
         cfg = self.config
-        seed_everything(cfg.seed)
-        model = TWBert.from_pretrained_bert(cfg.model).to(self.device)
+        model = model or TWBert.from_pretrained_bert(cfg.model)
         rng = random.Random(cfg.seed)
         judged_q = sorted({q.query_id for q in qrels if q.relevance > 0})
         qmap = {q.query_id: q for q in queries}
@@ -211,117 +326,154 @@ class Trainer:
         val_ids, train_ids = set(ids[:n_val]), ids[n_val:]
         t0 = time.perf_counter()
         forward = ForwardIndex(index)
-        train_feats = prepare_features(index, stats, [qmap[q] for q in train_ids], qrels, cfg, model, True, forward)
-        val_feats = prepare_features(index, stats, [qmap[q] for q in sorted(val_ids)], qrels, cfg, model, False,
-                                     forward)
-        val_qrels = [q for q in qrels if q.query_id in val_ids]
+        train = prepare_features(index, stats, [qmap[q] for q in train_ids], qrels, cfg, model, True, forward)
+        val = prepare_features(index, stats, [qmap[q] for q in sorted(val_ids)], qrels, cfg, model, False, forward)
+        train_set = set(train_ids)
+        data = TrainingData(train, val, [q for q in qrels if q.query_id in train_set],
+                            [q for q in qrels if q.query_id in val_ids],
+                            max_rel=float(max([q.relevance for q in qrels] + [1])),
+                            seconds=time.perf_counter() - t0)
         log.info("TW-BERT: %d training queries, %d validation queries (features %.1fs)",
-                 len(train_feats), len(val_feats), time.perf_counter() - t0)
-        if not train_feats:
+                 len(train), len(val), data.seconds)
+        if not train:
             raise ValueError("no training query has a relevant document among its candidates")
+        return data
 
+    def train(self, index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
+              resume: bool = True) -> Path:
+        seed_everything(self.config.seed)
+        model = TWBert.from_pretrained_bert(self.config.model)
+        data = self.prepare(index, stats, queries, qrels, model)
+        return self.fit(data, model, resume=resume)
+
+    def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True) -> Path:
+        """Stage 1 (if any), then stage 2 with early stopping; returns the best model directory."""
+        cfg = self.config
+        seed_everything(cfg.seed)
+        model = (model or TWBert.from_pretrained_bert(cfg.model)).to(self.device)
         opt = self._optimizer(model)
-        state = {"stage": 1, "epoch": 0, "best": -1.0, "bad_epochs": 0, "history": []}
+        state = {"stage": 1, "epoch": 0, "step": 0, "best": -1.0, "best_at": None, "bad_epochs": 0, "history": [],
+                 "train_seconds": 0.0}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            saved = torch.load(ckpt, map_location=self.device, weights_only=False)
+            saved = load_trainer_checkpoint(ckpt, map_location=self.device)
             model.load_state_dict(saved["model"])
             opt.load_state_dict(saved["optimizer"])
             state = saved["state"]
-            torch.set_rng_state(saved["rng"]["torch"])
-            random.setstate(saved["rng"]["python"])
-            np.random.set_state(saved["rng"]["numpy"])
+            set_rng_state(saved["rng"])
             log.warning("resuming TW-BERT training from %s (stage %d, epoch %d)", ckpt, state["stage"], state["epoch"])
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         measure = parse_measures(["nDCG@10"])
         gen = torch.Generator().manual_seed(cfg.seed)
+        order_rng = random.Random(cfg.seed)
+        tracked = sorted(range(len(data.train)), key=lambda i: order_rng.random())[: cfg.train_eval_queries]
+        tracked_feats = [data.train[i] for i in tracked]
+        tracked_ids = {f.terms.query_id for f in tracked_feats}
+        tracked_qrels = [q for q in data.train_qrels if q.query_id in tracked_ids]
+        t0 = time.perf_counter()
 
-        def evaluate(plain_bm25: bool = False) -> float:
-            if not val_feats:
+        def ndcg(feats, qrels, weights="model") -> float:
+            if not feats:
                 return float("nan")
-            run = rerank_run(model, val_feats, self.device, cfg.model.k3, plain_bm25)
-            return aggregate(measure, val_qrels, run)["nDCG@10"]
+            return aggregate(measure, qrels, rerank_run(model, feats, self.device, cfg.model.k3, weights))["nDCG@10"]
 
         if "val_bm25" not in state:
-            state["val_bm25"] = evaluate(plain_bm25=True)
-        while state["stage"] == 1 and state["epoch"] < cfg.stage1_epochs:
+            state["val_bm25"] = ndcg(data.val, data.val_qrels, "bm25")
+            state["val_prior"] = ndcg(data.val, data.val_qrels, "prior")
+            state["train_bm25"] = ndcg(tracked_feats, tracked_qrels, "bm25")
+            state["train_prior"] = ndcg(tracked_feats, tracked_qrels, "prior")
+
+        def forward_weights(chunk):
+            enc = {k: v.to(self.device) for k, v in model.encode([f.terms for f in chunk]).items()}
+            with torch.autocast(self.device.type, enabled=self.use_amp):
+                w = model(**enc)
+            return w.float(), enc
+
+        def train_mode():
             model.train()
-            order = list(range(len(train_feats)))
+            if cfg.freeze_encoder:
+                model.encoder.eval()
+
+        while state["stage"] == 1 and state["epoch"] < cfg.stage1_epochs:
+            train_mode()
+            order = list(range(len(data.train)))
             random.Random(cfg.seed + state["epoch"]).shuffle(order)
             for start in tqdm(range(0, len(order), cfg.batch_queries), desc=f"stage 1 epoch {state['epoch'] + 1}",
                               unit="batch"):
-                chunk = [train_feats[i] for i in order[start:start + cfg.batch_queries]]
-                enc = {k: v.to(self.device) for k, v in model.encode([f.terms for f in chunk]).items()}
-                with torch.autocast(self.device.type, enabled=self.use_amp):
-                    w = model(**enc).float()
+                chunk = [data.train[i] for i in order[start:start + cfg.batch_queries]]
+                w, enc = forward_weights(chunk)
                 valid = (enc["term_mask"].sum(-1) > 0).float()
-                target = torch.full_like(w, cfg.stage1_bigram_target)
-                for i, f in enumerate(chunk):
-                    target[i, : len(f.terms.unigrams)] = cfg.stage1_unigram_target
-                loss = (((w - target) ** 2) * valid).sum() / valid.sum().clamp(min=1)
+                loss = (((w - enc["prior"]) ** 2) * valid).sum() / valid.sum().clamp(min=1)
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.step(opt)
                 scaler.update()
             state["epoch"] += 1
             self._save_checkpoint(model, opt, state)
-        if state["stage"] == 1:
-            state.update(stage=2, epoch=0, best=evaluate())
-            state["history"].append({"stage": 1, "val_ndcg@10": state["best"]})
-            model.save(self.out / "best")
-            self._save_checkpoint(model, opt, state)
-            log.info("after stage 1: validation nDCG@10 %.4f (BM25 %.4f)", state["best"], state.get("val_bm25", float("nan")))
 
-        def checkpoint_eval(loss_value: float) -> None:
-            score = evaluate()
-            state["history"].append({"stage": 2, "epoch": state["epoch"], "step": state.get("step", 0),
-                                     "loss": loss_value, "val_ndcg@10": score})
-            log.info("epoch %d step %d: loss %.4f, validation nDCG@10 %.4f (BM25 %.4f)", state["epoch"],
-                     state.get("step", 0), loss_value, score, state["val_bm25"])
-            if score > state["best"] + 1e-5 or np.isnan(score):
+        def evaluate(loss_value: float) -> None:
+            score = ndcg(data.val, data.val_qrels)
+            entry = {"stage": state["stage"], "epoch": state["epoch"], "step": state["step"], "loss": loss_value,
+                     "train_ndcg@10": ndcg(tracked_feats, tracked_qrels), "val_ndcg@10": score}
+            state["history"].append(entry)
+            log.info("stage %d epoch %d step %d: loss %.4f, nDCG@10 train %.4f, validation %.4f (BM25 %.4f, prior %.4f)",
+                     state["stage"], state["epoch"], state["step"], loss_value, entry["train_ndcg@10"], score,
+                     state["val_bm25"], state["val_prior"])
+            if score > state["best"] + 1e-5 or (np.isnan(score) and state["best_at"] is None) or state["best"] < 0:
                 state["best"], state["bad_epochs"] = score, 0
+                state["best_at"] = {"stage": state["stage"], "epoch": state["epoch"], "step": state["step"]}
                 model.save(self.out / "best")
             else:
                 state["bad_epochs"] += 1
-            model.train()
+            train_mode()
+
+        if state["stage"] == 1:
+            evaluate(float("nan"))
+            state.update(stage=2, epoch=0)
+            self._save_checkpoint(model, opt, state)
 
         while state["stage"] == 2 and state["epoch"] < cfg.epochs and state["bad_epochs"] < cfg.patience:
-            model.train()
-            order = list(range(len(train_feats)))
+            train_mode()
+            order = list(range(len(data.train)))
             random.Random(cfg.seed + 1000 + state["epoch"]).shuffle(order)
-            total, n_batches = 0.0, 0
+            total, n_batches, since_eval = 0.0, 0, []
             bar = tqdm(range(0, len(order), cfg.batch_queries), desc=f"stage 2 epoch {state['epoch'] + 1}", unit="batch")
             for start in bar:
-                chunk = [train_feats[i] for i in order[start:start + cfg.batch_queries]]
-                enc = {k: v.to(self.device) for k, v in model.encode([f.terms for f in chunk]).items()}
-                batch = collate(chunk, self.device)
-                with torch.autocast(self.device.type, enabled=self.use_amp):
-                    w = model(**enc)
-                w = w.float()[:, : batch["idf"].shape[1]]
-                pred = model.maxout(scaled_scores(w, batch, cfg.model.k3, cfg.scale_by))
-                mask = batch["doc_mask"]
-                point = (amse(pred, batch["labels"], cfg.amse_d1, cfg.amse_d2) * mask).sum() / mask.sum()
-                loss = point + cfg.listmle_weight * list_mle(pred, batch["labels"], mask, gen)
+                chunk = [data.train[i] for i in order[start:start + cfg.batch_queries]]
+                batch = collate(chunk, self.device, retrieved_only=not cfg.add_unretrieved_relevant)
+                w, enc = forward_weights(chunk)
+                m = batch["idf"].shape[1]
+                loss = ranking_loss(model, w[:, :m], enc["prior"][:, :m], batch, cfg, data.max_rel, gen)
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.unscale_(opt)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 scaler.step(opt)
                 scaler.update()
-                total += float(loss.detach())
-                n_batches += 1
-                state["step"] = state.get("step", 0) + 1
+                value = float(loss.detach())
+                total, n_batches = total + value, n_batches + 1
+                since_eval.append(value)
+                state["step"] += 1
                 bar.set_postfix(loss=f"{total / n_batches:.4f}")
                 if cfg.eval_every and state["step"] % cfg.eval_every == 0 and n_batches < len(bar):
-                    checkpoint_eval(total / n_batches)
+                    evaluate(float(np.mean(since_eval)))
+                    since_eval = []
                     if state["bad_epochs"] >= cfg.patience:
                         break
             state["epoch"] += 1
             if state["bad_epochs"] < cfg.patience:
-                checkpoint_eval(total / max(1, n_batches))
+                evaluate(float(np.mean(since_eval)) if since_eval else float("nan"))
+            state["train_seconds"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
             self._save_checkpoint(model, opt, state)
-        state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
-        (self.out / "training.json").write_text(json.dumps({"config": asdict(cfg), "state": state,
-                                                            "n_train": len(train_feats), "n_val": len(val_feats)},
-                                                           indent=2, default=str))
+        state["train_seconds"] += time.perf_counter() - t0
+        report = {"config": asdict(cfg), "state": state, "n_train": len(data.train), "n_val": len(data.val),
+                  "feature_seconds": data.seconds}
+        atomic_write_text(self.out / "training.json", json.dumps(report, indent=2, default=_json_default))
         return self.out / "best"
+
+
+def _json_default(o):
+    if isinstance(o, float) and math.isnan(o):
+        return None
+    return str(o)
