@@ -109,4 +109,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from irglow.index.jvm import exit_process
+
     main()
+    exit_process(0)  # no JVM + torch teardown at exit (see irglow.index.jvm.exit_process)

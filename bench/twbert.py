@@ -105,4 +105,7 @@ def training_lines(path: Path) -> list[str]:
 
 
 if __name__ == "__main__":
+    from irglow.index.jvm import exit_process
+
     main()
+    exit_process(0)  # no JVM + torch teardown at exit (see irglow.index.jvm.exit_process)

@@ -170,4 +170,7 @@ def _plot(curves: dict, path: Path) -> None:
 
 
 if __name__ == "__main__":
+    from irglow.index.jvm import exit_process
+
     main()
+    exit_process(0)  # no JVM + torch teardown at exit (see irglow.index.jvm.exit_process)

@@ -1,5 +1,3 @@
-import sys
+from irglow.cli import entry
 
-from irglow.cli import main
-
-sys.exit(main())
+entry()

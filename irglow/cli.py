@@ -64,6 +64,20 @@ def cmd_search(args) -> int:
     from irglow.data.trec import read_topics
     from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
+    if args.query is not None and not args.query.strip():
+        raise SystemExit("--query is empty: give the words to search for")
+    if args.tag is not None:
+        from irglow.runs.trec import check_token
+
+        try:
+            check_token(args.tag, "--tag")
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+    output = None if args.query else Path(args.output or f"runs/{args.tag or args.system}.run")
+    if output is not None:
+        from irglow.utils.atomic import check_writable
+
+        check_writable(output)
     index = _index(args)
     if args.query:
         queries = [Query("q", args.query)]
@@ -112,7 +126,12 @@ def cmd_compare(args) -> int:
     from irglow.eval.compare import compare
     from irglow.runs.trec import Run
 
-    runs = {Path(p).stem: Run.read(p) for p in args.runs}
+    runs = {}
+    for p in args.runs:
+        name = run_name(p, args.runs)
+        if name in runs:
+            raise SystemExit(f"two runs would both be named {name!r} in the table ({args.runs}); rename one file")
+        runs[name] = Run.read(p)
     baseline = args.baseline or next(iter(runs))
     cmp = compare(runs, _qrels(args), args.measures, baseline=baseline, alpha=args.alpha)
     text = cmp.render(args.format)
@@ -126,6 +145,12 @@ def cmd_compare(args) -> int:
 
         plot_comparison(cmp, args.plot)
     return 0
+
+
+def run_name(path: str, all_paths: list[str]) -> str:
+    """A run's row name: its file stem, or its path where two files share a stem."""
+    stem = Path(path).stem
+    return stem if sum(Path(p).stem == stem for p in all_paths) == 1 else str(Path(path).with_suffix(""))
 
 
 def cmd_qrels(args) -> int:
@@ -224,5 +249,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def entry() -> None:
+    """Console-script entry: exit without the JVM + torch teardown (see ``jvm.exit_process``)."""
+    from irglow.index.jvm import exit_process
+
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("interrupted; finished outputs are complete, unfinished ones were not written", file=sys.stderr)
+        code = 130
+    exit_process(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

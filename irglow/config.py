@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -96,4 +97,10 @@ def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None
                                 "source": jvm._started.source}
     except ImportError:
         pass
-    return atomic_write_text(Path(out_dir) / "manifest.json", json.dumps(manifest, indent=2, default=str))
+    out_dir = Path(out_dir)
+    text = json.dumps(manifest, indent=2, default=str)
+    # the newest record is manifest.json; every run also keeps its own under manifests/, so a
+    # second run into the same folder never erases the first one's record
+    stamp = time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+    atomic_write_text(out_dir / "manifests" / f"manifest-{stamp}.json", text)
+    return atomic_write_text(out_dir / "manifest.json", text)

@@ -89,7 +89,7 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     for system in lx.get("systems", ["bm25", "bm25-mf", "bm25f", "tfidf"]):
         name, _, variant = system.partition("+")
         cfg = LexicalConfig(system=name, k1=k1, b=b, depth=depth, threads=lx.get("threads", 2),
-                            field_weights=weights if name == "bm25f" else {}, rm3=variant == "rm3")
+                            field_weights=weights if name in ("bm25f", "bm25-mf") else {}, rm3=variant == "rm3")
         t = time.perf_counter()
         tag = system.replace("+", "-")
         runs[tag] = LexicalSearcher(index, cfg).search(test_queries, tag=tag)
@@ -106,7 +106,9 @@ def run_pipeline(config: dict[str, Any]) -> Path:
 
     ev = config.get("eval", {})
     cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=ev.get("baseline", "bm25"))
-    atomic_write_text(out / "results.md", cmp.to_markdown())
+    fields_note = (f"Field weights of bm25-mf and bm25f: {weights or '1.0 per field'}"
+                   f"{' (tuned on the training queries)' if lx.get('tune_bm25f') else ''}.\n")
+    atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + fields_note)
     atomic_write_text(out / "results.csv", cmp.to_csv())
     atomic_write_text(out / "results.tex", cmp.to_latex())
     plot_comparison(cmp, out / "results.png", title=f"{collection.name} / {test_split}")

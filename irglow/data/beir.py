@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import Document, Qrel, Query, make_document
-from irglow.data.trec import FormatError, read_qrels, read_topics
+from irglow.data.trec import FormatError, read_qrels, read_topics, utf8_lines
+
+log = logging.getLogger(__name__)
 
 
 def is_beir_folder(path: str | Path) -> bool:
@@ -31,30 +34,43 @@ class BeirCollection:
         self.name = f"beir-{self.path.name}-{digest}"
 
     def docs_iter(self) -> Iterator[Document]:
+        """Documents in file order; a malformed record, a non-UTF-8 line, an id that cannot appear in
+        a TREC file or a repeated id stops with ``corpus.jsonl:line``."""
         corpus = self.path / "corpus.jsonl"
-        with open(corpus, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                    doc_id = obj.pop("_id")
-                except (ValueError, KeyError) as e:
-                    raise FormatError(corpus, n, f"not a BEIR corpus record ({e})", line) from None
-                fields = {k: v for k, v in obj.items()
-                          if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))}
-                yield make_document(str(doc_id), **fields)
+        first_line: dict[str, int] = {}
+        for n, line in utf8_lines(corpus):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                doc_id = obj.pop("_id")
+            except (ValueError, KeyError, AttributeError) as e:
+                raise FormatError(corpus, n, f"not a BEIR corpus record ({e})", line) from None
+            doc_id = str(doc_id)
+            if not doc_id or any(c.isspace() for c in doc_id):
+                raise FormatError(corpus, n, "document id must be non-empty without whitespace (TREC files)", line)
+            if doc_id in first_line:
+                raise FormatError(corpus, n, f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})",
+                                  line)
+            first_line[doc_id] = n
+            fields = {k: v for k, v in obj.items()
+                      if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))}
+            yield make_document(doc_id, **fields)
 
     @cached_property
-    def fields(self) -> tuple[str, ...]:
-        """Field names in first-seen order over the first 1,000 records."""
+    def _scan(self) -> tuple[tuple[str, ...], frozenset[str]]:
         seen: dict[str, None] = {}
-        for i, doc in enumerate(self.docs_iter()):
+        ids = set()
+        for doc in self.docs_iter():
+            ids.add(doc.doc_id)
             for k in doc.fields:
                 seen.setdefault(k, None)
-            if i >= 1000:
-                break
-        return tuple(seen)
+        return tuple(seen), frozenset(ids)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Field names in first-seen order over the *whole* corpus (a field first seen late still counts)."""
+        return self._scan[0]
 
     @cached_property
     def splits(self) -> tuple[str, ...]:
@@ -68,7 +84,25 @@ class BeirCollection:
         path = self.path / "qrels" / f"{split}.tsv"
         if not path.is_file():
             raise KeyError(f"{self.path} has no qrels for split {split!r}; splits: {list(self.splits)}")
-        return read_qrels(path)
+        qrels = read_qrels(path)
+        self._report_dangling(split, qrels)
+        return qrels
+
+    def _report_dangling(self, split: str, qrels: list[Qrel]) -> None:
+        """Say once per split how many judgments point at queries or documents the collection lacks."""
+        reported = self.__dict__.setdefault("_reported", set())
+        if split in reported:
+            return
+        reported.add(split)
+        no_query = {q.query_id for q in qrels} - set(self._all_queries)
+        docs = self._scan[1]
+        no_doc = [q for q in qrels if q.doc_id not in docs]
+        if no_query:
+            log.warning("%s qrels/%s.tsv: %d judged queries are not in queries.jsonl (not searched; they score 0 "
+                        "in evaluation), e.g. %s", self.path.name, split, len(no_query), sorted(no_query)[:3])
+        if no_doc:
+            log.warning("%s qrels/%s.tsv: %d judgments (%d queries) name documents missing from corpus.jsonl",
+                        self.path.name, split, len(no_doc), len({q.query_id for q in no_doc}))
 
     def queries(self, split: str) -> list[Query]:
         """The queries judged in ``split``, in qrels order."""

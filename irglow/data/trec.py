@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
+from typing import Iterator
 
 from irglow.data.records import Qrel, Query
 
@@ -16,35 +18,66 @@ class FormatError(ValueError):
         self.path, self.line_no = str(path), line_no
 
 
-def read_qrels(path: str | Path) -> list[Qrel]:
-    """``qid iter docid rel`` lines (whitespace separated). A BEIR ``query-id corpus-id score`` TSV
-    with its header is accepted too."""
-    qrels: list[Qrel] = []
-    beir = False
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if n == 1 and parts[:2] == ["query-id", "corpus-id"]:
-                beir = True
-                continue
-            if len(parts) == 4 and not beir:
-                qid, _, did, rel = parts
-            elif len(parts) == 3 and beir:
-                qid, did, rel = parts
-            else:
-                expected = "3 columns (query-id corpus-id score)" if beir else "4 columns (qid iter docid rel)"
-                raise FormatError(path, n, f"expected {expected}, got {len(parts)}", line)
+log = logging.getLogger(__name__)
+
+
+def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 file (a BOM is dropped); a byte that is not UTF-8 stops
+    with ``file:line`` and what to do, instead of a bare codec error."""
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
             try:
-                relevance = int(rel)
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise FormatError(path, n, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                                           f"convert the file, e.g. iconv -f latin1 -t utf-8", "") from None
+            if n == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield n, text
+
+
+def read_qrels(path: str | Path) -> list[Qrel]:
+    """``qid iter docid rel`` lines (whitespace separated), or a BEIR ``query-id corpus-id score``
+    TSV with or without its header.  Non-integer labels are rounded down and repeated
+    (query, document) pairs keep the last label — both said once, with a count and a first line."""
+    qrels: dict[tuple[str, str], Qrel] = {}
+    columns = None
+    truncated, repeated = [], []
+    for n, line in utf8_lines(path):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if columns is None and parts[:2] == ["query-id", "corpus-id"]:
+            columns = 3
+            continue
+        if columns is None and len(parts) in (3, 4):
+            columns = len(parts)  # the first record decides: 4 = TREC, 3 = BEIR without its header
+        if len(parts) != columns:
+            expected = "3 columns (query-id corpus-id score)" if columns == 3 else "4 columns (qid iter docid rel)"
+            raise FormatError(path, n, f"expected {expected}, got {len(parts)}", line)
+        qid, did, rel = (parts[0], parts[2], parts[3]) if columns == 4 else parts
+        try:
+            relevance = int(rel)
+        except ValueError:
+            try:
+                value = float(rel)
+                relevance = int(value)
             except ValueError:
-                try:
-                    relevance = int(float(rel))
-                except ValueError:
-                    raise FormatError(path, n, f"relevance {rel!r} is not a number", line) from None
-            qrels.append(Qrel(qid, did, relevance))
-    return qrels
+                raise FormatError(path, n, f"relevance {rel!r} is not a number", line) from None
+            if value != value:
+                raise FormatError(path, n, "relevance is NaN", line)
+            truncated.append(n)
+        if (qid, did) in qrels:
+            repeated.append(n)
+            del qrels[(qid, did)]
+        qrels[(qid, did)] = Qrel(qid, did, relevance)
+    if truncated:
+        log.warning("%s: %d non-integer relevance labels rounded down to integers (first on line %d)", path,
+                    len(truncated), truncated[0])
+    if repeated:
+        log.warning("%s: %d repeated (query, document) judgments; the last label is kept (first on line %d)", path,
+                    len(repeated), repeated[0])
+    return list(qrels.values())
 
 
 def write_qrels(qrels: list[Qrel], path: str | Path) -> Path:
@@ -63,7 +96,7 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
     Read in Python on purpose: Pyserini guesses a topic reader from the file path.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = "".join(line for _, line in utf8_lines(path))
     if path.suffix == ".jsonl":
         import json
 
@@ -73,9 +106,15 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
                 continue
             try:
                 obj = json.loads(line)
-                out.append(Query(str(obj["_id"]), str(obj.get("text", ""))))
-            except (ValueError, KeyError) as e:
+                qid, qtext = str(obj["_id"]), obj.get("text")
+            except (ValueError, KeyError, TypeError) as e:
                 raise FormatError(path, n, f"not a BEIR query record ({e})", line) from None
+            if not qid or any(c.isspace() for c in qid):
+                raise FormatError(path, n, "query id must be non-empty without whitespace (TREC files)", line)
+            if not isinstance(qtext, str):
+                log.warning("%s:%d: query %s has no text (%r); it gets an empty ranking", path, n, qid, qtext)
+                qtext = ""
+            out.append(Query(qid, qtext))
         return out
     if "<top>" in text.lower():
         return _read_sgml(path, text, field)

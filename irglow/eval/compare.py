@@ -38,6 +38,7 @@ class Comparison:
     baseline: str | None
     alpha: float
     n_queries: int
+    missing: dict[str, int] | None = None  # run → judged queries it has no ranking for (scored 0)
 
     def marked(self, digits: int = 4) -> pd.DataFrame:
         """Means as strings, with ▲/▼ where the difference to the baseline is significant."""
@@ -51,10 +52,13 @@ class Comparison:
         return out
 
     def caption(self) -> str:
+        missed = {r: n for r, n in (self.missing or {}).items() if n}
+        note = ("" if not missed else " Judged queries missing from a run score 0 (as `trec_eval -c`): "
+                + ", ".join(f"`{r}` misses {n}" for r, n in missed.items()) + ".")
         if self.baseline is None:
-            return f"{self.n_queries} queries."
+            return f"{self.n_queries} queries.{note}"
         return (f"{self.n_queries} queries. ▲/▼: significantly better/worse than `{self.baseline}` "
-                f"(paired t-test, Holm-corrected over {len(self.means) - 1} comparisons, p < {self.alpha}).")
+                f"(paired t-test, Holm-corrected over {len(self.means) - 1} comparisons, p < {self.alpha}).{note}")
 
     def to_markdown(self) -> str:
         return self.marked().to_markdown() + "\n\n" + self.caption() + "\n"
@@ -98,5 +102,6 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
                 raw.append(1.0 if np.allclose(diff, 0) else float(stats.ttest_rel(x, base).pvalue))
             for n, p in zip(others, holm(raw) if raw else []):
                 pvals.loc[n, c] = p
-    n_queries = len({q.query_id for q in qrels})
-    return Comparison(means, pvals, deltas, baseline, alpha, n_queries)
+    judged = {q.query_id for q in qrels}
+    missing = {n: sum(1 for q in judged if not runs[n].ranking.get(q)) for n in names}
+    return Comparison(means, pvals, deltas, baseline, alpha, len(judged), missing)

@@ -19,9 +19,11 @@ from irglow.runs.trec import Run
 
 
 def _ncg(qrels, run, k: int | None):
-    """qrels/run: pandas frames from ir_measures' runtime provider (run sorted by score desc)."""
+    """qrels/run: pandas frames from ir_measures' runtime provider, in any order: the run is put in
+    trec_eval's order (score descending, ties by document id descending) here."""
     gains = qrels.assign(relevance=qrels["relevance"].clip(lower=0))
     by_query = {qid: dict(zip(g["doc_id"], g["relevance"])) for qid, g in gains.groupby("query_id")}
+    run = run.sort_values(["query_id", "score", "doc_id"], ascending=[True, False, False], kind="stable")
     for qid, ranked in run.groupby("query_id", sort=False):
         judged = by_query.get(qid)
         if judged is None:

@@ -179,9 +179,33 @@ def start_jvm() -> JavaRuntime:
             if runtime.has_vector_module:
                 jnius_config.add_options("--add-modules=jdk.incubator.vector")
             jnius_config.add_options("-Xmx" + os.environ.get("IRGLOW_JVM_HEAP", "4g"))
+            # A crash report belongs under the data directory's logs, never in the working folder;
+            # -Xrs leaves SIGINT/SIGTERM to Python, so Ctrl-C is a KeyboardInterrupt, not a JVM exit.
+            logs = Path(os.environ.get("IRGLOW_DATA", "data")).resolve() / "logs"
+            logs.mkdir(parents=True, exist_ok=True)
+            jnius_config.add_options(f"-XX:ErrorFile={logs}/hs_err_pid%p.log", "-Xrs")
         import jnius  # noqa: F401  (starts the JVM)
     _started = runtime
     return runtime
+
+
+def jvm_running() -> bool:
+    return _started is not None
+
+
+def exit_process(code: int) -> None:
+    """End a process that may hold both the JVM and torch.
+
+    The interpreter's normal teardown runs torch's thread-local destructors (``autocast``'s cache)
+    and Python's GC while the JVM, whose SIGSEGV handler spans the whole process, is being torn
+    down too; a fault there leaves an ``hs_err_pid*.log``.  Outputs are written atomically and
+    flushed before this point, so a process with the JVM up skips that teardown.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if jvm_running():
+        os._exit(code)
+    sys.exit(code)
 
 
 def autoclass(name: str) -> Any:

@@ -1,7 +1,15 @@
-"""The Run type: ranked lists per query, read and written as TREC run files (atomically)."""
+"""The Run type: ranked lists per query, read and written as TREC run files (atomically).
+
+One ordering everywhere, trec_eval's: score descending, ties broken by document id
+*descending*.  A ``Run`` keeps its lists in that order (``__post_init__``), writes rank numbers
+that agree with it, and every measure (ir_measures and irglow's NCG@k) sees the same order.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -10,21 +18,40 @@ from irglow.data.records import ScoredDoc
 from irglow.data.trec import FormatError
 from irglow.utils.atomic import atomic_file
 
+log = logging.getLogger(__name__)
+
+_BAD_TOKEN = re.compile(r"\s")
+
+
+def trec_order(docs: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """trec_eval's order: score descending, then document id descending."""
+    return sorted(docs, key=lambda x: (x[1], x[0]), reverse=True)
+
+
+def check_token(value: str, what: str) -> str:
+    """A query id, document id or run tag must be one non-empty whitespace-free token in a TREC file."""
+    if not isinstance(value, str) or not value or _BAD_TOKEN.search(value):
+        raise ValueError(f"{what} {value!r} cannot be written to a TREC file: it must be non-empty and contain no "
+                         f"whitespace")
+    return value
+
 
 @dataclass
 class Run:
-    """``ranking[qid]`` is a list of ``(doc_id, score)``, best first."""
+    """``ranking[qid]`` is a list of ``(doc_id, score)``, best first (trec_eval's order)."""
 
     ranking: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     tag: str = "irglow"
+
+    def __post_init__(self):
+        for qid, docs in self.ranking.items():
+            self.ranking[qid] = trec_order(docs)
 
     @classmethod
     def from_scored_docs(cls, docs: Iterable[ScoredDoc], tag: str = "irglow") -> "Run":
         ranking: dict[str, list[tuple[str, float]]] = {}
         for d in docs:
             ranking.setdefault(d.query_id, []).append((d.doc_id, float(d.score)))
-        for qid in ranking:
-            ranking[qid].sort(key=lambda x: (-x[1], x[0]))
         return cls(ranking, tag)
 
     def scored_docs(self) -> Iterator[ScoredDoc]:
@@ -40,6 +67,13 @@ class Run:
 
     def write(self, path: str | Path) -> Path:
         path = Path(path)
+        check_token(self.tag, "run tag")
+        for qid, docs in self.ranking.items():  # check before anything is written
+            check_token(qid, "query id")
+            for doc_id, score in docs:
+                check_token(doc_id, f"document id (query {qid})")
+                if math.isnan(score):
+                    raise ValueError(f"query {qid}, document {doc_id}: score is NaN")
         with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for qid, docs in self.ranking.items():
                 for rank, (doc_id, score) in enumerate(docs, 1):
@@ -47,23 +81,47 @@ class Run:
         return path
 
     @classmethod
-    def read(cls, path: str | Path) -> "Run":
-        ranking: dict[str, list[tuple[str, float]]] = {}
+    def read(cls, path: str | Path, duplicates: str = "error") -> "Run":
+        """Read a TREC run strictly: a malformed line, a NaN score or a repeated (query, document)
+        stops with ``file:line``.  ``duplicates="keep-max"`` keeps the highest score instead and
+        says how many lines were dropped."""
+        if duplicates not in ("error", "keep-max"):
+            raise ValueError("duplicates must be 'error' or 'keep-max'")
+        ranking: dict[str, dict[str, tuple[float, int]]] = {}
         tag = None
+        dropped = 0
         with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                parts = line.split()
-                if len(parts) != 6:
-                    raise FormatError(path, n, f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}", line)
-                qid, _, doc_id, rank, score, tag = parts
-                try:
-                    int(rank)
-                    value = float(score)
-                except ValueError:
-                    raise FormatError(path, n, "rank must be an integer and score a number", line) from None
-                ranking.setdefault(qid, []).append((doc_id, value))
-        for qid in ranking:  # trec_eval order: score descending, ties by doc id descending
-            ranking[qid].sort(key=lambda x: x[1], reverse=True)
-        return cls(ranking, tag or Path(path).stem)
+            n = 0
+            try:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    parts = line.split()
+                    if len(parts) != 6:
+                        raise FormatError(path, n, f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
+                                          line)
+                    qid, _, doc_id, rank, score, tag = parts
+                    try:
+                        int(rank)
+                        value = float(score)
+                    except ValueError:
+                        raise FormatError(path, n, "rank must be an integer and score a number", line) from None
+                    if math.isnan(value):
+                        raise FormatError(path, n, "score is NaN", line)
+                    docs = ranking.setdefault(qid, {})
+                    if doc_id in docs:
+                        if duplicates == "error":
+                            raise FormatError(path, n, f"duplicate document {doc_id} for query {qid} (first on line "
+                                                       f"{docs[doc_id][1]}); pass duplicates='keep-max' to keep the "
+                                                       f"highest score", line)
+                        dropped += 1
+                        if value <= docs[doc_id][0]:
+                            continue
+                    docs[doc_id] = (value, n)
+            except UnicodeDecodeError as e:
+                raise FormatError(path, n + 1, f"not UTF-8 ({e.reason} at byte {e.start})", "") from None
+        if dropped:
+            log.warning("%s: %d duplicate (query, document) lines dropped, highest score kept", path, dropped)
+        if not ranking:
+            log.warning("%s is an empty run: every judged query will score 0", path)
+        return cls({q: [(d, v) for d, (v, _) in docs.items()] for q, docs in ranking.items()}, tag or Path(path).stem)

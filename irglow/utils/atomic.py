@@ -10,6 +10,20 @@ from pathlib import Path
 from typing import Iterator
 
 
+def check_writable(path: str | Path) -> Path:
+    """Fail *before* the work if ``path`` cannot be written: its folder is under a regular file or read-only."""
+    path = Path(path)
+    parent = path.parent
+    for p in [parent, *parent.parents]:
+        if p.exists():
+            if not p.is_dir():
+                raise SystemExit(f"cannot write {path}: {p} is a file, not a folder")
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise SystemExit(f"cannot write {path}: {p} is not writable")
+            break
+    return path
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     with atomic_file(path) as tmp:
@@ -17,9 +31,19 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_file(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path in the target's directory; rename it over ``path`` on success."""
+    """Yield a temporary path in the target's directory; rename it over ``path`` on success.
+
+    The file gets the permissions a plain ``open`` would give (0666 less the umask), not
+    ``mkstemp``'s private 0600.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -27,6 +51,7 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -35,20 +60,31 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
 
 @contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary directory beside ``path``; on success it replaces ``path`` whole."""
+    """Yield a temporary directory beside ``path``; on success it replaces ``path`` whole.
+
+    Safe when several processes finish the same directory at once: each moves the old one aside
+    under its own unique name, and a rename that loses the race retries; the last writer wins
+    and no reader ever sees a half-written directory.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
+        os.chmod(tmp, 0o777 & ~_umask())
+        for _ in range(100):
+            try:
+                os.replace(tmp, path)  # works when path is absent (or an empty directory)
+                break
+            except OSError:
+                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+                try:
+                    os.replace(path, old)  # move the current one aside, then try again
+                except OSError:
+                    pass
+                shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, path)
+            raise OSError(f"could not replace {path}: other processes keep replacing it")
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
