@@ -63,9 +63,31 @@ def load_encoder(name: str, num_layers: int | None = None):
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True)
         kwargs = {"num_hidden_layers": num_layers} if num_layers else {}
-        encoder = AutoModel.from_pretrained(path, **kwargs)
+        # Loading the first n layers on purpose leaves the deeper layers' weights unused; transformers
+        # reports them at length on every load.  Load quietly, then report only what is not that.
+        previous = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            encoder, info = AutoModel.from_pretrained(path, output_loading_info=True, **kwargs)
+        finally:
+            hf_logging.set_verbosity(previous)
     except OSError as e:
         raise FileNotFoundError(f"cannot load a BERT checkpoint from {path!r}: {e}") from None
+    import logging
+    import re
+
+    dropped = re.compile(r"(^|\.)(encoder\.)?layer\.(\d+)\.")
+
+    def beyond(key: str) -> bool:
+        m = dropped.search(key)
+        return bool(num_layers) and m is not None and int(m.group(3)) >= num_layers
+
+    unexpected = [k for k in info.get("unexpected_keys", []) if not beyond(k) and "pooler" not in k
+                  and "position_ids" not in k]
+    missing = [k for k in info.get("missing_keys", []) if "pooler" not in k and "position_ids" not in k]
+    if unexpected or missing:
+        logging.getLogger(__name__).warning("checkpoint %s: %d unexpected weights (%s), %d missing (%s)", path,
+                                            len(unexpected), unexpected[:3], len(missing), missing[:3])
     return encoder, tokenizer
 
 

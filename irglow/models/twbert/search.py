@@ -88,8 +88,12 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     config = config or model.config
     if model is None and (weighted is None or expansion):
         raise ValueError("without a model, pass the weights (prior_queries) and no expansion")
-    searcher = index.searcher()
-    searcher.set_bm25(config.k1, config.b)
+    from irglow.lexical.searchers import doc_ids, search_lucene_query
+
+    # Lucene's IndexSearcher directly: exact float scores (Pyserini's hits are rounded to 4 decimals)
+    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(index.reader.reader)
+    searcher.setSimilarity(lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
+    ids = doc_ids(index)
     if weighted is None:
         weighted = weigh_queries(model, index, queries)
     feedback = None
@@ -117,7 +121,7 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
             extra = _expansion_weights(model, index, feedback, q, terms, original_weight)
             weights = [original_weight * w for w in weights]
         query = lucene_query(terms, weights, extra)
-        ranking[q.query_id] = [(h.docid, float(h.score)) for h in searcher.search(query, k=depth)] if query else []
+        ranking[q.query_id] = search_lucene_query(searcher, query, depth, ids)
     return Run(ranking, tag)
 
 
