@@ -25,3 +25,27 @@ def test_compare_cli_with_bad_run_line(tmp_path, capsys):
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2\n")
     assert main(["eval", str(tmp_path / "bad.run"), "--qrels", str(qrels)]) == 2
     assert "bad.run:2: expected 6 columns" in capsys.readouterr().err
+
+
+def test_compare_keeps_runs_with_the_same_file_name_apart(tmp_path, capsys):
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q1 0 d1 1\n")
+    for sub, doc in (("x", "d1"), ("y", "d9")):
+        (tmp_path / sub).mkdir()
+        Run({"q1": [(doc, 1.0)]}, sub).write(tmp_path / sub / "run.run")
+    assert main(["compare", str(tmp_path / "x" / "run.run"), str(tmp_path / "y" / "run.run"), "--qrels", str(qrels),
+                 "-m", "RR@10", "--format", "csv"]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines()[1:] if r]
+    assert [r.split(",")[:2] for r in rows] == [[str(tmp_path / "x" / "run"), "1.0"], [str(tmp_path / "y" / "run"), "0.0"]]
+
+
+def test_search_refuses_empty_query_bad_tag_and_unwritable_output_before_searching(tmp_path):
+    import pytest
+
+    with pytest.raises(SystemExit, match="--query is empty"):
+        main(["search", "demo", "--query", ""])
+    with pytest.raises(SystemExit, match="cannot be written to a TREC file"):
+        main(["search", "demo", "--tag", "my run"])
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(SystemExit, match="is a file, not a folder"):
+        main(["search", "demo", "-o", str(tmp_path / "file" / "out.run")])
