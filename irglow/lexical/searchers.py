@@ -134,14 +134,20 @@ class LexicalSearcher:
         return Run({q.query_id: ranking.get(q.query_id, []) for q in queries}, tag)
 
     def _loop(self, queries: Sequence[Query], build, similarity, tag: str) -> Run:
-        searcher = lq.J("org.apache.lucene.search.IndexSearcher")(self.index.reader.reader)
-        searcher.setSimilarity(similarity)
+        searcher = index_searcher(self.index, similarity)
         ids = doc_ids(self.index)
         ranking: dict[str, list[tuple[str, float]]] = {}
         for q, terms in tqdm(self.analyzed(queries), desc=f"{tag} search", unit="q", disable=len(queries) < 200):
             query = build(terms) if terms else None
             ranking[q.query_id] = search_lucene_query(searcher, query, self.config.depth, ids)
         return Run(ranking, tag)
+
+
+def index_searcher(index: LuceneIndex, similarity):
+    """Lucene's own ``IndexSearcher`` on the index: exact float scores, one JNI call per query."""
+    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(index.reader.reader)
+    searcher.setSimilarity(similarity)
+    return searcher
 
 
 def search_lucene_query(searcher, query, depth: int, ids: Sequence[str]) -> list[tuple[str, float]]:

@@ -88,11 +88,10 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     config = config or model.config
     if model is None and (weighted is None or expansion):
         raise ValueError("without a model, pass the weights (prior_queries) and no expansion")
-    from irglow.lexical.searchers import doc_ids, search_lucene_query
+    from irglow.lexical.searchers import doc_ids, index_searcher, search_lucene_query
 
-    # Lucene's IndexSearcher directly: exact float scores (Pyserini's hits are rounded to 4 decimals)
-    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(index.reader.reader)
-    searcher.setSimilarity(lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
+    # exact float scores (Pyserini's hits are rounded to 4 decimals)
+    searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
     ids = doc_ids(index)
     if weighted is None:
         weighted = weigh_queries(model, index, queries)
