@@ -50,10 +50,10 @@ bench-twbert: venv
 	$(BIN)/python bench/twbert.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))
 
 bench-twbert-diagnose: venv
-	$(BIN)/python bench/twbert_diagnose.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --out $(OUT) $(if $(VARIANTS),--variants $(VARIANTS))
+	$(BIN)/python bench/twbert_diagnose.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --out $(OUT) $(if $(VARIANTS),--variants $(VARIANTS)) $(if $(ATTENTION),--attention $(ATTENTION))
 
 bench-glow: venv
-	$(BIN)/python bench/glow.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))
+	$(BIN)/python bench/glow.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(VARIANTS),--variants $(VARIANTS)) $(if $(ATTENTION),--attention $(ATTENTION))
 
 clean:
 	rm -rf $(VENV) data out

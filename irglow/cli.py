@@ -163,6 +163,39 @@ def cmd_qrels(args) -> int:
     return 0
 
 
+def cmd_fuse(args) -> int:
+    from irglow.data.trec import read_qrels
+    from irglow.runs.fusion import fuse, tune_weights
+    from irglow.runs.trec import Run, check_token
+    from irglow.utils.atomic import check_writable
+
+    output = Path(args.output)
+    check_writable(output)
+    tag = check_token(args.tag or output.stem, "--tag")
+    if len(args.runs) < 2:
+        raise SystemExit("irglow fuse: give two runs or more")
+    weights = [float(w) for w in args.weights.split(",")] if args.weights else None
+    note = ""
+    if args.tune_runs:
+        if weights:
+            raise SystemExit("irglow fuse: --weights or --tune-runs, not both")
+        if len(args.tune_runs) != len(args.runs) or not args.tune_qrels:
+            raise SystemExit("irglow fuse: --tune-runs needs one training-query run per RUN (same order) "
+                             "and --tune-qrels")
+        weights, score, _ = tune_weights([Run.read(p) for p in args.tune_runs], read_qrels(args.tune_qrels),
+                                         args.method, args.norm, args.measure, args.step, args.k, args.depth)
+        note = f" (weights tuned on {args.tune_qrels}: {args.measure} {score:.4f})"
+    fused = fuse([Run.read(p) for p in args.runs], args.method, args.norm, weights, args.k, args.depth, tag)
+    fused.write(output)
+    from irglow.config import write_manifest
+
+    write_manifest(output.parent, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(output),
+                   weights=weights)
+    shown = ", ".join(f"{Path(p).stem} {w:g}" for p, w in zip(args.runs, weights or [1.0] * len(args.runs)))
+    print(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note} → {output}")
+    return 0
+
+
 def cmd_run(args) -> int:
     from irglow.config import load_config
     from irglow.pipeline import run_pipeline
@@ -223,6 +256,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p)
     p.add_argument("-o", "--output")
     p.set_defaults(func=cmd_qrels)
+
+    p = sub.add_parser("fuse", help="hybrid run: reciprocal-rank or normalised-score fusion of runs")
+    p.add_argument("runs", nargs="+", help="TREC run files (the same queries)")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--method", choices=["rrf", "wsum"], default="rrf")
+    p.add_argument("--norm", choices=["min-max", "z-score", "none"], default="min-max", help="wsum only")
+    p.add_argument("--weights", help="comma-separated, one per run (default: 1 each)")
+    p.add_argument("--k", type=float, default=60.0, help="RRF constant")
+    p.add_argument("--tune-runs", nargs="+", help="runs of the *training* queries, same systems and order as RUNS: "
+                   "the convex weights that maximise --measure on them fuse RUNS")
+    p.add_argument("--tune-qrels", help="qrels of the training queries")
+    p.add_argument("--measure", default="nDCG@10")
+    p.add_argument("--step", type=float, default=0.05, help="weight grid step")
+    p.add_argument("--depth", type=int, default=1000)
+    p.add_argument("--tag")
+    p.set_defaults(func=cmd_fuse)
 
     p = sub.add_parser("run", help="the end-to-end pipeline from a configuration file")
     p.add_argument("--config", default="configs/demo.toml")

@@ -85,6 +85,7 @@ def run_pipeline(config: dict[str, Any]) -> Path:
         weights = tune_field_weights(index, collection.queries(train_split), collection.qrels(train_split),
                                      list(index.fields), k1=k1, b=b)
         timings["bm25f_tuning_s"] = time.perf_counter() - t
+        config.setdefault("lexical", {})["field_weights"] = weights  # the stages' fusion uses the same bm25f
     runs: dict[str, Run] = {}
     for system in lx.get("systems", ["bm25", "bm25-mf", "bm25f", "tfidf"]):
         name, _, variant = system.partition("+")

@@ -6,6 +6,7 @@ A spec is ``demo``, a path to a BEIR folder, or an ir_datasets id.  Every collec
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Iterator, Protocol
 
@@ -34,7 +35,14 @@ def load_collection(spec: str) -> Collection:
         overrides = {}
         for item in filter(None, spec.partition(":")[2].split(",")):
             key, _, value = item.partition("=")
-            overrides[key] = type(getattr(DemoConfig, key))(value)
+            known = {f.name: f for f in dataclasses.fields(DemoConfig)}
+            if key not in known:
+                raise ValueError(f"demo collection: unknown setting {key!r} in {spec!r}; known: {', '.join(known)}")
+            try:
+                overrides[key] = type(getattr(DemoConfig, key))(value)
+            except ValueError:
+                raise ValueError(f"demo collection: {key}={value!r} is not a {type(getattr(DemoConfig, key)).__name__}"
+                                 ) from None
         return DemoCollection(DemoConfig(**overrides))
     if is_beir_folder(spec):
         return BeirCollection(spec)

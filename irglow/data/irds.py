@@ -33,6 +33,13 @@ def resolve_id(dataset_id: str, split: str | None = None) -> str:
     ids = _registry()
     if split and f"{dataset_id}/{split}" in ids:
         return f"{dataset_id}/{split}"
+    children = sorted(i[len(dataset_id) + 1:] for i in ids if i.startswith(dataset_id + "/"))
+    if split and dataset_id in ids and children and split not in dataset_id.split("/"):
+        # the collection has splits and this is not one of them: say so before any download starts
+        close = difflib.get_close_matches(split, children, n=3, cutoff=0.5)
+        raise UnknownDatasetError(
+            f"{dataset_id!r} has no split {split!r}{f' (did you mean {close[0]!r}?)' if close else ''}; "
+            f"its splits: {', '.join(children)}")
     if dataset_id in ids:
         return dataset_id
     close = difflib.get_close_matches(f"{dataset_id}/{split}" if split else dataset_id, ids, n=5, cutoff=0.5)

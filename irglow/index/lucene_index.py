@@ -167,7 +167,11 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
 
     t0 = time.perf_counter()
     n_docs = n_empty = 0
-    with tempfile.TemporaryDirectory(prefix="irglow-json-") as json_dir, atomic_dir(target) as tmp_index:
+    from irglow.utils.atomic import sweep_stale
+
+    sweep_stale(tempfile.gettempdir(), "irglow-json-")  # corpus copies of builds that were killed
+    with tempfile.TemporaryDirectory(prefix=f"irglow-json-{os.getpid()}-") as json_dir, \
+            atomic_dir(target) as tmp_index:
         with open(Path(json_dir) / "docs.jsonl", "w", encoding="utf-8") as out:
             total = collection.docs_count() if hasattr(collection, "docs_count") else None
             for doc in tqdm(collection.docs_iter(), total=total, desc=f"export {collection.name}", unit="doc"):

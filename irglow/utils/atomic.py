@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import tempfile
@@ -58,6 +59,28 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
             tmp.unlink()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale(parent: str | Path, prefix: str) -> list[Path]:
+    """Remove ``{prefix}{pid}.*`` folders left by a process that no longer runs (killed mid-write:
+    ``finally`` never ran).  A live process's folders, and names without a pid, are left alone."""
+    removed = []
+    for p in Path(parent).glob(f"{glob.escape(prefix)}*"):
+        pid = p.name[len(prefix):].split(".", 1)[0].split("-", 1)[0]
+        if p.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
 @contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a temporary directory beside ``path``; on success it replaces ``path`` whole.
@@ -68,7 +91,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    sweep_stale(path.parent, f".{path.name}.")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())

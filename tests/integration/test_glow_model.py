@@ -6,7 +6,7 @@ from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import load_encoder
 from irglow.models.glow.attention import WeightedSelfAttention, explicit_weighted_attention
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
-from irglow.models.glow.weights import WordWeighter, split_words
+from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 
 
 def n_params(m):
@@ -95,6 +95,74 @@ def test_query_weights_unknown_words_and_stopwords(weighter):
     w = q["token_weights"]
     toks = tok.convert_ids_to_tokens(q["input_ids"][0].tolist())
     assert w[0, toks.index("the")] == pytest.approx(0.5)  # stopword weight
-    assert all(w[0, i] == pytest.approx(1.0) for i, t in enumerate(toks) if t.startswith(("z", "##")))  # sole content word → mean 1
     assert q["attention_mask"][1].sum() == 3  # [CLS] of [SEP] — a query with no known word still encodes
     assert split_words("https://a.b/c-d_e", is_url=True) == ["https", "a", "b", "c", "d", "e"]
+
+
+@pytest.fixture(scope="module")
+def tiny_weighter(tiny_index):
+    return WordWeighter(tiny_index, CollectionStats.load(tiny_index), WeightConfig(avg_query_len=2.0))
+
+
+def test_bm25_query_word_weights_by_hand(tiny_weighter):
+    """N = 3; df(apple) = 1 → idf ln(1 + 2.5/1.5) = 0.980829; df(cherry) = 2 → ln(1.6) = 0.470004.
+    Query "apple cherry apple the": |q| = 3 content words, avg 2, k1 2, b 0.75 →
+    norm = 2 (0.25 + 0.75 · 3/2) = 2.75; apple 0.980829 · 2 · 3 / (2 + 2.75) = 1.238942,
+    cherry 0.470004 · 3 / (1 + 2.75) = 0.376003; "the" is dropped by the analyzer (None)."""
+    raw = tiny_weighter.query_words(["apple", "cherry", "apple", "the"])
+    assert raw[:3] == pytest.approx([1.238942, 0.376003, 1.238942], abs=1e-6) and raw[3] is None
+    # normalised to mean 1 over the content words: mean (1.238942·2 + 0.376003)/3 = 0.951296
+    assert tiny_weighter.normalise(raw) == pytest.approx([1.302373, 0.395253, 1.302373, 0.5], abs=1e-6)
+    assert tiny_weighter.query_words(["apple"], mode="idf") == pytest.approx([0.980829], abs=1e-6)
+
+
+def test_bm25f_document_word_weights_by_hand(tiny_weighter):
+    """avg title length 1.5 (2 titled documents), avg body 3.  Title "cherry" (1 word):
+    1 − 0.75 + 0.75 · 1/1.5 = 0.75; body "cherry date" (2): 0.25 + 0.75 · 2/3 = 0.75.
+    tf~(cherry) = 1/0.75 + 1/0.75 = 2.6667 → 0.470004 · 2.6667 · 3 / (2.6667 + 2) = 0.805721;
+    tf~(date) = 1.3333, idf 0.980829 → 0.980829 · 1.3333 · 3 / 3.3333 = 1.176995."""
+    w = tiny_weighter.document_words({"title": ["cherry"], "body": ["cherry", "date"]})
+    assert w["title"] == pytest.approx([0.805721], abs=1e-6)
+    assert w["body"] == pytest.approx([0.805721, 1.176995], abs=1e-6)
+    tiny_weighter.config.field_weights["title"] = 2.0  # α_title 2: tf~(cherry) = 2/0.75 + 1/0.75 = 4
+    try:
+        w = tiny_weighter.document_words({"title": ["cherry"], "body": ["cherry", "date"]})
+    finally:
+        tiny_weighter.config.field_weights.clear()
+    assert w["title"] == pytest.approx([0.470004 * 4 * 3 / 6], abs=1e-6)
+
+
+def test_token_level_weights_use_whole_field_statistics(tiny_weighter):
+    """glow-tw differs from glow only in the unit: when every word is one WordPiece the two give the same
+    weights, truncated or not (tf and length come from the whole field, length in words)."""
+    _, tok = load_encoder("default", num_layers=1)
+    doc = make_document("x", title="fruit", body="cherry cherry date cherry apple banana")
+    out = {}
+    for variant in ("glow", "glow-tw"):
+        cfg = GlowConfig(variant=variant, fields=["title", "body"], field_max_tokens={"body": 3})
+        out[variant] = Featurizer(cfg, tok, tiny_weighter).documents([doc])["token_weights"]
+        q = Featurizer(cfg, tok, tiny_weighter).queries(["cherry cherry date"])["token_weights"]
+        out[variant + "-q"] = q
+    assert torch.allclose(out["glow"], out["glow-tw"]) and torch.allclose(out["glow-q"], out["glow-tw-q"])
+
+
+def test_weight_exponent_alpha():
+    """w ** 0 is the plain checkpoint; w ** 0.5 equals feeding √w at α = 1."""
+    torch.manual_seed(0)
+    cfg = dict(num_layers=2, fields=["title", "body"])
+    plain = GlowEncoder.from_pretrained_bert(GlowConfig(variant="bert", **cfg)).eval()
+    glow = GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", **cfg)).eval()
+    enc = plain.tokenizer(["a short query", "another one that is longer"], padding=True, return_tensors="pt")
+    w = torch.rand(enc["input_ids"].shape) * 3 + 0.1
+    args = (enc["input_ids"], enc["attention_mask"], enc["token_type_ids"])
+    with torch.no_grad():
+        ref = plain(*args)
+        full = glow(*args, w)
+        glow.alpha = 0.0
+        zero = glow(*args, w)
+        glow.alpha = 0.5
+        half = glow(*args, w)
+        glow.alpha = 1.0
+        sqrt = glow(*args, w.sqrt())
+    assert torch.allclose(zero, ref, atol=1e-5) and not torch.allclose(full, ref, atol=1e-3)
+    assert torch.allclose(half, sqrt, atol=1e-5)

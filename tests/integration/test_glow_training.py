@@ -1,4 +1,6 @@
+import json
 import logging
+import random
 
 import pytest
 import torch
@@ -8,7 +10,8 @@ from irglow.index.stats import CollectionStats
 from irglow.models.glow.explain import top_attended_words
 from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import featurizer_for, glow_run
-from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
+from irglow.models.glow.train import (GlowTrainConfig, GlowTrainer, contrastive_loss, epoch_batches,
+                                      linear_schedule, pick_negatives)
 
 
 @pytest.fixture(scope="module")
@@ -18,6 +21,7 @@ def trained(demo_index, tmp_path_factory):
     docs = {d.doc_id: d for d in demo.docs_iter()}
     out = tmp_path_factory.mktemp("glow")
     cfg = GlowTrainConfig.from_dict({"batch_size": 4, "epochs": 1, "max_steps": 2, "val_max_docs": 10,
+                                     "alpha_ramp": 0.5, "val_pool_depth": 5,
                                      "model": {"variant": "glow", "num_layers": 2, "fields": ["title", "url", "body", "anchor"],
                                                "field_max_tokens": {"body": 16}}})
     best = GlowTrainer(cfg, out).train(demo_index, stats, docs, demo.queries("train")[:40], demo.qrels("train"))
@@ -30,7 +34,16 @@ def test_training_writes_model_dir_and_resumes(trained, demo_index, caplog):
     saved = torch.load(out / "checkpoint" / "trainer.pt", weights_only=False)["state"]
     assert saved["epoch"] == 1 and saved["step"] == 2
     model = GlowEncoder.load(best)
-    assert model.config.variant == "glow" and model.config.weights["avg_query_len"] > 0
+    queries = DemoCollection().queries("train")[:40]
+    # the average query length in content words: what Lucene's analyzer keeps of each query
+    expected = sum(len(demo_index.analyze(q.text)) for q in queries) / len(queries)
+    assert model.config.variant == "glow" and model.config.weights["avg_query_len"] == pytest.approx(expected)
+    info = json.loads((out / "training.json").read_text())
+    hist = info["state"]["history"]
+    # the checkpoint is validated first (step 0, full weighting); α ramps 0 → 1 over the first half (1 step)
+    assert [h["step"] for h in hist] == [0, 2] and hist[0]["loss"] is None and hist[-1]["alpha"] == 1.0
+    # validation on what a retriever sees: 62 documents > val_max_docs 10 → BM25 top-5 pools, no judged docs added
+    assert info["val_docs"] <= 5 * info["val_queries"] and len(info["val_query_ids"]) == info["val_queries"]
     cfg.epochs, cfg.max_steps = 2, 3
     demo = DemoCollection()
     with caplog.at_level(logging.WARNING):
@@ -46,7 +59,35 @@ def test_search_writes_embeddings_and_run(trained, demo_index, tmp_path):
     queries = DemoCollection().queries("test")[:3]
     run, info = glow_run(model, demo_index, stats, some, queries, tmp_path, "glow", depth=10)
     assert (tmp_path / "glow.embeddings" / "embeddings.npy").is_file()
-    assert all(len(v) == 10 for v in run.ranking.values()) and info["docs_per_s"] > 0
+    ids = (tmp_path / "glow.embeddings" / "ids.txt").read_text().split()
+    assert ids == [d.doc_id for d in some] and all(len(v) == 10 for v in run.ranking.values())
     words = top_attended_words(model, featurizer_for(model, demo_index, stats), docs["t000d00"], top=3)
     assert set(words) == {"title", "url", "body", "anchor"} and len(words["title"]) == 3
-    assert all(p > 0 for w, p in words["title"])
+    probs = [p for _, p in words["title"]]
+    assert probs == sorted(probs, reverse=True) and sum(probs) <= 1.0 + 1e-6
+
+
+def test_contrastive_loss_by_hand():
+    """cos/τ with τ 0.5: row 0 logits (1, 0.2) → ln(1 + e^−0.8) = 0.371101; row 1 (0.4, 0.8), target 0.8
+    → ln(1 + e^−0.4) = 0.513015; mean 0.442058.  Masking row 0's other column leaves it alone: loss 0."""
+    cos = torch.tensor([[0.5, 0.1], [0.2, 0.4]])
+    none = torch.zeros(2, 2, dtype=torch.bool)
+    assert float(contrastive_loss(cos, none, 0.5)) == pytest.approx(0.442058, abs=1e-6)
+    masked = none.clone()
+    masked[0, 1] = True
+    assert float(contrastive_loss(cos, masked, 0.5)) == pytest.approx(0.513015 / 2, abs=1e-6)
+
+
+def test_batches_schedule_and_negatives():
+    # 10 queries, batch 3 → 3 full batches; accumulating 2 → only the whole group of 2
+    assert epoch_batches(list(range(10)), 3, 1) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+    assert epoch_batches(list(range(10)), 3, 2) == [[0, 1, 2], [3, 4, 5]]
+    assert [round(linear_schedule(s, 2, 6), 3) for s in range(7)] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25, 0.0]
+    rng = random.Random(0)
+    assert set(pick_negatives(["h1", "h2"], {"p"}, ["p", "h1"], 5, rng)) <= {"h1", "h2"}
+    # no hard negative: random documents, never a judged one
+    assert set(pick_negatives([], {"a", "b"}, ["a", "b", "c"], 4, rng)) == {"c"}
+    with pytest.raises(ValueError, match="every document is judged"):
+        pick_negatives([], {"a"}, ["a"], 1, rng)
+    with pytest.raises(ValueError, match="unknown GLOW training setting.*'lr_bert'"):
+        GlowTrainConfig.from_dict({"lr_bert": 1.0})

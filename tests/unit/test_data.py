@@ -69,3 +69,17 @@ def test_unknown_dataset_names_close_matches():
 
     with pytest.raises(UnknownDatasetError, match="beir/scifact"):
         load_collection("beir/scifakt/test")
+
+
+def test_misspelt_split_and_demo_setting_are_named_before_any_work():
+    from irglow.data.irds import UnknownDatasetError, resolve_id
+
+    assert resolve_id("beir/scifact", "test") == "beir/scifact/test"
+    assert resolve_id("beir/scifact/test", "test") == "beir/scifact/test"
+    with pytest.raises(UnknownDatasetError, match="no split 'tset' \\(did you mean 'test'\\?\\); its splits: test, train"):
+        resolve_id("beir/scifact", "tset")
+    with pytest.raises(ValueError, match="unknown setting 'foo'.*known: seed, n_topics"):
+        load_collection("demo:foo=1")
+    with pytest.raises(ValueError, match="n_topics='many' is not a int"):
+        load_collection("demo:n_topics=many")
+    assert load_collection("demo:n_topics=3").config.n_topics == 3

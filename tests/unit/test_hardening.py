@@ -159,3 +159,25 @@ def test_atomic_dir_is_safe_under_concurrent_writers(tmp_path):
         assert pool.starmap(_replace_many, [(target, "a"), (target, "b")]) == [0, 0]
     assert (tmp_path / "shared" / "who").read_text() in {"a39", "b39"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared"]  # nothing left beside it
+
+
+def test_leftovers_of_a_killed_writer_are_swept(tmp_path):
+    """A process killed mid-build never runs its ``finally``: its pid-tagged temp folder is removed by
+    the next writer; a live process's folder and unrelated names stay."""
+    import subprocess
+    import sys
+
+    from irglow.utils.atomic import sweep_stale
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    stale = tmp_path / f".index.{dead_pid}.abcd.tmp"
+    live = tmp_path / f".index.{os.getpid()}.efgh.tmp"
+    other = tmp_path / ".index.notapid.tmp"
+    for p in (stale, live, other):
+        (p / "segment").mkdir(parents=True)
+    with atomic_dir(tmp_path / "index") as tmp:
+        (tmp / "done").write_text("1")
+        assert tmp.name.startswith(f".index.{os.getpid()}.")
+    assert not stale.exists() and live.exists() and other.exists() and (tmp_path / "index" / "done").is_file()
+    assert sweep_stale(tmp_path, ".index.") == []

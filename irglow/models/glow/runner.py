@@ -31,7 +31,9 @@ def featurizer_for(model: GlowEncoder, index: LuceneIndex, stats: CollectionStat
 
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
              queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
-             faiss_kind: str = "flat", device=None) -> tuple[Run, dict]:
+             faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None) -> tuple[Run, dict]:
+    """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
+    searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries."""
     device = device or pick_device()
     model.to(device).eval()
     feat = featurizer_for(model, index, stats)
@@ -42,9 +44,45 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     with torch.no_grad():
         _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size)
         qv = encode(queries, lambda b: embed(model, feat, b, device, "query"), batch_size)
+        more = {name: encode(qs, lambda b: embed(model, feat, b, device, "query"), batch_size)
+                for name, qs in (also or {}).items() if qs}
     vectors, ids = load_embeddings(emb_dir)
-    run = dense_search(faiss_index(vectors, faiss_kind), ids, queries, qv, depth, tag)
-    return run, {"docs_per_s": rate}
+    index_ = faiss_index(vectors, faiss_kind)
+    run = dense_search(index_, ids, queries, qv, depth, tag)
+    extra = {name: dense_search(index_, ids, also[name], v, depth, tag) for name, v in more.items()}
+    return run, {"docs_per_s": rate, "also": extra}
+
+
+def hybrid_runs(dense: dict[str, tuple[Run, Run]], index: LuceneIndex, test_queries: list[Query],
+                tune_queries: list[Query], tune_qrels, lexical: str = "bm25f", field_weights: dict | None = None,
+                depth: int = 1000, method: str = "wsum", norm: str = "min-max", out_dir: Path | None = None,
+                lexical_runs: tuple[Run, Run] | None = None, k1: float = 0.9,
+                b: float = 0.4) -> tuple[dict[str, Run], dict]:
+    """``{lexical}+{name}`` runs: each dense model ``name: (test run, tuning run)`` fused with a Lucene run,
+    weights tuned on the tuning (held-out training) queries.  Shared by the pipeline stage and bench-glow."""
+    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+    from irglow.runs.fusion import fuse_tuned
+
+    if lexical_runs is None:
+        searcher = LexicalSearcher(index, LexicalConfig(lexical, k1=k1, b=b, depth=depth,
+                                                         field_weights=field_weights or {}))
+        lexical_runs = (searcher.search(test_queries, tag=lexical), searcher.search(tune_queries, tag=lexical))
+    runs, info = {}, {}
+    for name, (test_run, tune_run) in dense.items():
+        tag = f"{lexical}+{name}"
+        runs[tag], info[tag] = fuse_tuned([lexical_runs[0], test_run], [lexical_runs[1], tune_run], tune_qrels,
+                                          method, norm, depth=depth, tag=tag)
+        log.info("%s: %s weights %s (tuning nDCG@10 %.4f on %d queries)", tag, method, info[tag]["weights"],
+                 info[tag]["tuning_nDCG@10"], info[tag]["tuning_queries"])
+        if out_dir is not None:
+            runs[tag].write(Path(out_dir) / f"{tag}.run")
+    return runs, info
+
+
+def validation_queries(model_dir: Path, queries: list[Query], qrels) -> tuple[list[Query], list]:
+    """The queries a trained model held out for validation (never trained on), and their judgments."""
+    ids = set(read_training(model_dir).get("val_query_ids", []))
+    return [q for q in queries if q.query_id in ids], [r for r in qrels if r.query_id in ids]
 
 
 @torch.no_grad()

@@ -1,18 +1,32 @@
 """Training GLOW / BISON Siamese encoders.
 
 One encoder embeds queries (field 0) and documents (their fields); relevance is the cosine of
-their [CLS] vectors.  Loss: binary cross-entropy on sigmoid(w · cos + b) with trainable w, b
-initialised w = 20, b = 0 (the authors' code starts at w = 1; a pretrained checkpoint's [CLS]
-vectors are so alike — cosines of 0.9999 between any two texts for MiniLM's first layers — that at
-w = 1 the logits of positives and negatives differ by 1e-4 and nothing is learned in a short run),
-positives and negatives weighted half each (unbalanced, the encoder collapses to the trivial
-"every cosine low" answer on small training sets), and b set from the first batch to
-−w · mean cosine so the logits start centred.  Each query's positive is a judged-relevant
-document; its negatives are one BM25 hard negative from Lucene (judged documents excluded) and
-in-batch documents sampled in proportion to exp(temperature · cos).  AdamW with linear warm-up
-and decay, AMP on CUDA, gradient accumulation, a checkpoint every epoch (``resume`` continues),
-early stopping on validation nDCG@10 from queries carved out of the training split, and DDP when
-launched with ``torchrun`` (each rank takes its share of every epoch's batches).
+their pooled vectors.  Each training query brings one judged-relevant document and
+``hard_negatives`` BM25 hard negatives from Lucene (judged documents excluded).  Two losses:
+
+* ``contrastive`` (default; Tevatron, sentence-transformers' MultipleNegativesRankingLoss):
+  softmax cross-entropy of cos/τ over the query's positive, every hard negative and every other
+  document in the batch; a batch document judged relevant to the query is masked, not a negative.
+* ``bce`` (the papers): binary cross-entropy on sigmoid(w · cos + b) with trainable w, b
+  initialised w = 20 (the authors' w = 1 leaves a pretrained checkpoint's near-identical
+  cosines 1e-4 apart and nothing is learned in a short run), b set from the first batch to
+  −w · mean cosine, positives and negatives weighted half each (unbalanced, the encoder
+  collapses to "every cosine low" on small training sets); negatives are the hard negative and
+  in-batch documents sampled in proportion to exp(temperature · cos).
+
+Growing into the weighting (``alpha_ramp``): a pretrained checkpoint never saw weighted
+attention, and switching it on at full strength moves every layer's attention at once (measured:
+−0.03 nDCG@10 zero-shot on SciFact).  The token weights enter attention as w^α, α ramped linearly
+from 0 — exactly the checkpoint — to ``model.weight_alpha`` over the first ``alpha_ramp`` of the
+steps; no new parameters.  ``alpha_ramp = 0`` is the papers' plain form.
+
+AdamW with linear warm-up and decay, AMP on CUDA, gradient accumulation (an epoch's last,
+incomplete accumulation group is dropped, so no gradient leaks into the next epoch), a checkpoint
+per epoch (``resume`` continues), validation nDCG@10 on queries carved out of the training split
+— the checkpoint itself is evaluated first and stays the answer if training never beats it — on
+what a retriever would see: the whole corpus up to ``val_max_docs``, else the union of the
+validation queries' BM25 top-``val_pool_depth`` lists (judged documents are *not* added: that
+inflates nDCG@10).  DDP when launched with ``torchrun`` (each rank takes its share of batches).
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import pick_device, seed_everything
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
-from irglow.utils.atomic import atomic_dir
+from irglow.utils.atomic import atomic_dir, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +60,15 @@ log = logging.getLogger(__name__)
 @dataclass
 class GlowTrainConfig:
     model: GlowConfig = field(default_factory=GlowConfig)
+    loss: str = "contrastive"  # contrastive | bce
+    contrastive_temperature: float = 0.05  # τ: softmax over cos / τ (sentence-transformers' scale 20)
+    hard_negatives: int = 1  # BM25 hard negatives per query and step
+    alpha_ramp: float = 0.0  # fraction of the steps over which α goes 0 → model.weight_alpha (0: off)
     batch_size: int = 16
     grad_accum: int = 1
     epochs: int = 2
     max_steps: int | None = None
+    eval_every: int = 0  # validate every n optimiser steps as well as at epoch ends (0: epoch ends only)
     lr: float = 8e-5
     scorer_init_w: float = 20.0  # the authors use 1.0; see the module docstring
     scorer_lr: float = 1e-2  # the two calibration scalars w, b (at 8e-5 they would not move in a short run)
@@ -59,7 +78,7 @@ class GlowTrainConfig:
     in_batch_negatives: int = 4
     temperature: float = 10.0
     val_fraction: float = 0.1
-    val_max_docs: int = 20000  # above this, validation ranks the union of BM25 top-k lists (+ judged docs)
+    val_max_docs: int = 20000  # above this, validation ranks the union of BM25 top-k lists
     val_pool_depth: int = 100
     patience: int = 2
     seed: int = 13
@@ -67,10 +86,20 @@ class GlowTrainConfig:
     amp: bool = True
     encode_batch: int = 64
 
+    def __post_init__(self):
+        if self.loss not in ("contrastive", "bce"):
+            raise ValueError(f"GLOW loss must be 'contrastive' or 'bce', not {self.loss!r}")
+        if not 0.0 <= self.alpha_ramp <= 1.0:
+            raise ValueError(f"alpha_ramp is a fraction of the training steps (0..1), not {self.alpha_ramp}")
+
     @classmethod
     def from_dict(cls, d: dict) -> "GlowTrainConfig":
         d = dict(d)
         model = GlowConfig(**d.pop("model", {}))
+        unknown = sorted(set(d) - set(cls.__dataclass_fields__) - {"enabled", "variants"})
+        if unknown:
+            raise ValueError(f"unknown GLOW training setting(s) {unknown}; "
+                             f"known: {sorted(set(cls.__dataclass_fields__) - {'model'})}")
         return cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
@@ -139,32 +168,26 @@ class GlowTrainer:
         random.Random(cfg.seed).shuffle(ids)
         n_val = max(1, int(len(ids) * cfg.val_fraction)) if len(ids) > 10 else 0
         val_ids, train_ids = sorted(ids[:n_val]), ids[n_val:]
-        bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.hard_negative_depth, 100))).search(
-            [qmap[q] for q in ids])
+        bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.hard_negative_depth, cfg.val_pool_depth))
+                               ).search([qmap[q] for q in ids])
         hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.hard_negative_depth] if d not in judged.get(q, ())
                     and d in docs] for q in train_ids}
-        # one (query, positive) pair per training query and epoch, the positive drawn anew each epoch
-        pairs = [(q, None) for q in train_ids]
+        doc_ids = list(docs)
         val_queries = [qmap[q] for q in val_ids]
         val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
-        if len(docs) <= cfg.val_max_docs:
-            val_docs = list(docs.values())
-        else:
-            pool = {d for q in val_ids for d, _ in bm25.ranking.get(q, [])[: cfg.val_pool_depth]}
-            pool |= {r.doc_id for r in val_qrels}
-            val_docs = [docs[d] for d in sorted(pool) if d in docs]
+        val_docs = validation_docs(docs, bm25, val_ids, cfg.val_max_docs, cfg.val_pool_depth)
 
-        steps_per_epoch = max(1, len(pairs) // (cfg.batch_size * self.world * cfg.grad_accum))
+        per_step = cfg.batch_size * self.world * cfg.grad_accum
+        steps_per_epoch = max(1, len(train_ids) // per_step)
         total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
         params = list(model.parameters()) + list(scorer.parameters())
-        opt = torch.optim.AdamW([{"params": list(model.parameters()), "lr": cfg.lr},
-                                 {"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0}],
-                                lr=cfg.lr, weight_decay=cfg.weight_decay)
+        groups = [{"params": list(model.parameters()), "lr": cfg.lr}]
+        if cfg.loss == "bce":
+            groups.append({"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0})
+        opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         warmup = max(1, int(cfg.warmup_ratio * total_steps))
-        sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, (total_steps - s) / max(1, total_steps - warmup))
-            if s >= warmup else (s + 1) / warmup)
-        state = {"epoch": 0, "step": 0, "best": -1.0, "bad": 0, "history": []}
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
+        state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": []}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
             saved = torch.load(ckpt, map_location=self.device, weights_only=False)
@@ -180,68 +203,87 @@ class GlowTrainer:
                 model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         measure = parse_measures(["nDCG@10"])
+        ramp_steps = cfg.alpha_ramp * total_steps
+
+        def set_alpha() -> float:
+            model.alpha = cfg.model.weight_alpha * (min(1.0, state["step"] / ramp_steps) if ramp_steps > 0 else 1.0)
+            return model.alpha
 
         def validate() -> float:
             if not val_queries:
                 return float("nan")
             model.eval()
-            dv = encode(val_docs, lambda b: embed(model, featurizer, b, self.device, "doc"), cfg.encode_batch,
-                        desc="validation corpus")
-            qv = encode(val_queries, lambda b: embed(model, featurizer, b, self.device, "query"), cfg.encode_batch)
+            with torch.no_grad():
+                dv = encode(val_docs, lambda b: embed(model, featurizer, b, self.device, "doc"), cfg.encode_batch,
+                            desc="validation corpus")
+                qv = encode(val_queries, lambda b: embed(model, featurizer, b, self.device, "query"),
+                            cfg.encode_batch)
             run = dense_search(faiss_index(dv), [d.doc_id for d in val_docs], val_queries, qv, depth=100)
             model.train()
             return aggregate(measure, val_qrels, run)["nDCG@10"]
 
+        def evaluate(loss: float | None) -> None:
+            """Validate, keep the best model (the checkpoint counts: step 0), log the curve."""
+            if self.rank != 0:
+                return
+            score = validate()
+            alpha = model.alpha
+            state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss, "alpha": alpha,
+                                     "val_ndcg@10": score})
+            log.info("GLOW[%s] step %d (epoch %d, α %.2f): loss %s, validation nDCG@10 %.4f", cfg.model.variant,
+                     state["step"], state["epoch"], alpha, "-" if loss is None else f"{loss:.4f}", score)
+            # a model is kept only at full weighting strength: a ramping model is a different model
+            full = abs(alpha - cfg.model.weight_alpha) < 1e-9
+            if full and (score > state["best"] + 1e-5 or np.isnan(score)):
+                state["best"], state["best_step"], state["bad"] = score, state["step"], 0
+                model.alpha = cfg.model.weight_alpha
+                model.save(self.out / "best")
+            elif full:
+                state["bad"] += 1
+
         t0 = time.perf_counter()
         rng = random.Random(cfg.seed)
+        if state["step"] == 0 and not state["history"]:
+            model.alpha = cfg.model.weight_alpha
+            evaluate(None)  # the starting checkpoint, at full weighting: what training has to beat
         while state["epoch"] < cfg.epochs and state["step"] < total_steps and state["bad"] < cfg.patience:
             model.train()
-            order = list(range(len(pairs)))
+            order = list(range(len(train_ids)))
             random.Random(cfg.seed + state["epoch"]).shuffle(order)
             order = order[self.rank::self.world]
-            batches = [order[i:i + cfg.batch_size] for i in range(0, len(order) - cfg.batch_size + 1, cfg.batch_size)]
+            batches = epoch_batches(order, cfg.batch_size, cfg.grad_accum)
             bar = tqdm(batches, desc=f"GLOW[{cfg.model.variant}] epoch {state['epoch'] + 1}", unit="batch",
                        disable=self.rank != 0)
-            running = 0.0
+            opt.zero_grad(set_to_none=True)
+            running, n = 0.0, 0
             for n, batch_idx in enumerate(bar, 1):
-                qids = [pairs[i][0] for i in batch_idx]
+                set_alpha()
+                qids = [train_ids[i] for i in batch_idx]
                 pos = [docs[rng.choice(positives[q])] for q in qids]
-                neg = [docs[rng.choice(hard[q])] if hard.get(q) else docs[rng.choice(list(docs))] for q in qids]
+                neg = [docs[d] for q in qids for d in pick_negatives(hard.get(q, []), judged.get(q, set()), doc_ids,
+                                                                      cfg.hard_negatives, rng)]
                 with torch.autocast(self.device.type, enabled=self.use_amp):
                     qv = torch.nn.functional.normalize(embed(train_model, featurizer, [qmap[q] for q in qids],
                                                              self.device, "query").float(), dim=-1)
                     dv = torch.nn.functional.normalize(embed(train_model, featurizer, pos + neg, self.device,
                                                              "doc").float(), dim=-1)
-                cos = qv @ dv.T  # [B, 2B]: columns 0..B-1 positives, B..2B-1 hard negatives
-                B = len(qids)
-                doc_ids = [d.doc_id for d in pos + neg]
-                is_rel = torch.tensor([[d in positives.get(q, ()) or d in judged.get(q, ()) and d == pos[i].doc_id
-                                        for d in doc_ids] for i, q in enumerate(qids)], device=cos.device)
-                if state["step"] == 0 and n == 1 and not state.get("bias_initialised"):
-                    # data-dependent start: centre the logits (b = −w · mean cosine of the first batch),
-                    # so the first steps separate positives from negatives instead of moving b
-                    with torch.no_grad():
-                        scorer.b.fill_(-float(scorer.w) * float(cos.mean()))
-                    state["bias_initialised"] = True
-                logits = scorer(cos)
-                pos_logit = logits[torch.arange(B), torch.arange(B)]
-                hard_logit = logits[torch.arange(B), torch.arange(B) + B]
-                cand = logits.masked_fill(is_rel, float("-inf"))
-                cand[torch.arange(B), torch.arange(B) + B] = float("-inf")  # the hard negative is counted once
-                k = min(cfg.in_batch_negatives, 2 * B - 2)
-                probs = torch.softmax(cfg.temperature * cos.detach().masked_fill(torch.isinf(cand), float("-inf")), -1)
-                probs = torch.nan_to_num(probs, nan=0.0)
-                sampled = []
-                for i in range(B):
-                    if probs[i].sum() > 0 and k > 0:
-                        j = torch.multinomial(probs[i], min(k, int((probs[i] > 0).sum())), replacement=False)
-                        sampled.append(logits[i, j])
-                neg_logit = torch.cat([hard_logit] + sampled)
-                bce = torch.nn.functional.binary_cross_entropy_with_logits
-                # class-balanced: positives and negatives weigh half each, so pushing every cosine down
-                # (the trivial answer when negatives outnumber positives 5:1) does not pay
-                loss = 0.5 * bce(pos_logit, torch.ones_like(pos_logit)) + 0.5 * bce(neg_logit, torch.zeros_like(neg_logit))
+                cos = qv @ dv.T  # [B, B(1 + h)]: columns 0..B-1 the positives, then each query's hard negatives
+                batch_docs = [d.doc_id for d in pos + neg]
+                # a batch document judged relevant to a query is not its negative (its own positive excepted)
+                false_neg = torch.tensor([[d in judged.get(q, ()) and j != i for j, d in enumerate(batch_docs)]
+                                          for i, q in enumerate(qids)], device=cos.device)
+                if cfg.loss == "contrastive":
+                    loss = contrastive_loss(cos, false_neg, cfg.contrastive_temperature)
+                else:
+                    if not state.get("bias_initialised"):
+                        # data-dependent start: centre the logits (b = −w · mean cosine of the first batch)
+                        with torch.no_grad():
+                            scorer.b.fill_(-float(scorer.w) * float(cos.mean()))
+                        state["bias_initialised"] = True
+                    loss = bce_loss(scorer(cos), cos, false_neg, cfg.hard_negatives, cfg.in_batch_negatives,
+                                    cfg.temperature)
                 scaler.scale(loss / cfg.grad_accum).backward()
+                running += float(loss.detach())
                 if n % cfg.grad_accum == 0:
                     scaler.unscale_(opt)
                     torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -250,29 +292,97 @@ class GlowTrainer:
                     opt.zero_grad(set_to_none=True)
                     sched.step()
                     state["step"] += 1
-                running += float(loss.detach())
-                bar.set_postfix(loss=f"{running / n:.4f}", w=f"{scorer.w.item():.2f}")
+                    if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:
+                        evaluate(running / n)
+                        if state["bad"] >= cfg.patience:
+                            break
+                bar.set_postfix(loss=f"{running / n:.4f}", alpha=f"{model.alpha:.2f}")
                 if state["step"] >= total_steps:
                     break
             state["epoch"] += 1
+            set_alpha()
+            evaluate(running / max(1, n))
             if self.rank == 0:
-                score = validate()
-                state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": running / max(1, n),
-                                         "val_ndcg@10": score})
-                log.info("GLOW[%s] epoch %d: loss %.4f, validation nDCG@10 %.4f", cfg.model.variant, state["epoch"],
-                         running / max(1, n), score)
-                if score > state["best"] + 1e-5 or np.isnan(score):
-                    state["best"], state["bad"] = score, 0
-                    model.save(self.out / "best")
-                else:
-                    state["bad"] += 1
                 with atomic_dir(self.out / "checkpoint") as tmp:
                     torch.save({"model": model.state_dict(), "scorer": scorer.state_dict(),
                                 "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state},
                                tmp / "trainer.pt")
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
         if self.rank == 0:
-            (self.out / "training.json").write_text(json.dumps(
-                {"config": asdict(cfg), "state": state, "pairs": len(pairs), "val_queries": len(val_queries)},
-                indent=2, default=str))
+            atomic_write_text(self.out / "training.json", json.dumps(
+                {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
+                 "val_queries": len(val_queries), "val_docs": len(val_docs), "val_query_ids": val_ids}, indent=2, default=str))
         return self.out / "best"
+
+
+def epoch_batches(order: list[int], batch_size: int, grad_accum: int) -> list[list[int]]:
+    """Full batches only, and whole accumulation groups only: a remainder would leave gradients that
+    leak into the next epoch's first step."""
+    batches = [order[i:i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
+    return batches[: len(batches) - len(batches) % grad_accum]
+
+
+def linear_schedule(step: int, warmup: int, total: int) -> float:
+    """Learning-rate factor: linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def validation_docs(docs: dict[str, Document], bm25, val_ids: list[str], max_docs: int,
+                    pool_depth: int) -> list[Document]:
+    """What a retriever would rank: the whole corpus when small, else the validation queries' BM25 pools."""
+    if len(docs) <= max_docs:
+        return list(docs.values())
+    pool = {d for q in val_ids for d, _ in bm25.ranking.get(q, [])[:pool_depth]}
+    return [docs[d] for d in sorted(pool) if d in docs]
+
+
+def pick_negatives(hard: list[str], judged: set[str], doc_ids: list[str], n: int, rng: random.Random) -> list[str]:
+    """``n`` BM25 hard negatives (with replacement when the list is short); when a query has none, random
+    documents that are not judged for it (never a positive)."""
+    if hard:
+        return [rng.choice(hard) for _ in range(n)]
+    out = []
+    for _ in range(100 * n):
+        d = rng.choice(doc_ids)
+        if d not in judged:
+            out.append(d)
+            if len(out) == n:
+                return out
+    raise ValueError("no document left to serve as a negative: every document is judged for this query")
+
+
+def contrastive_loss(cos: torch.Tensor, false_neg: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Mean softmax cross-entropy of cos/τ where query i's positive is column i; masked columns drop out."""
+    logits = (cos / temperature).masked_fill(false_neg, float("-inf"))
+    target = torch.arange(cos.shape[0], device=cos.device)
+    return torch.nn.functional.cross_entropy(logits, target)
+
+
+def bce_loss(logits: torch.Tensor, cos: torch.Tensor, false_neg: torch.Tensor, hard_negatives: int,
+             in_batch: int, temperature: float) -> torch.Tensor:
+    """The papers' class-balanced BCE: positives (column i) against the query's own hard negatives and
+    ``in_batch`` other batch documents sampled in proportion to exp(temperature · cos)."""
+    B = cos.shape[0]
+    rows = torch.arange(B, device=cos.device)
+    pos_logit = logits[rows, rows]
+    own = torch.zeros_like(false_neg)
+    for h in range(hard_negatives):
+        own[rows, B + rows * hard_negatives + h] = True
+    hard_logit = logits[own]
+    excluded = false_neg | own
+    excluded[rows, rows] = True
+    k = min(in_batch, cos.shape[1] - 1 - hard_negatives)
+    probs = torch.softmax(temperature * cos.detach().masked_fill(excluded, float("-inf")), -1)
+    probs = torch.nan_to_num(probs, nan=0.0)
+    sampled = []
+    for i in range(B):
+        available = int((probs[i] > 0).sum())
+        if available and k > 0:
+            j = torch.multinomial(probs[i], min(k, available), replacement=False)
+            sampled.append(logits[i, j])
+    neg_logit = torch.cat([hard_logit] + sampled)
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    # class-balanced: positives and negatives weigh half each, so pushing every cosine down does not pay
+    return 0.5 * bce(pos_logit, torch.ones_like(pos_logit)) + 0.5 * bce(neg_logit, torch.zeros_like(neg_logit))

@@ -82,25 +82,33 @@ class WordWeighter:
         """Lucene's BM25 idf over ``contents`` with this weighter's N; an unknown term gets df 0 (the maximum)."""
         return 0.0 if term is None else self.stats.idf(term, "contents", n=self._n)
 
+    def content_length(self, words: Sequence[str]) -> int:
+        """Words the analyzer keeps: the length BM25 counts (and Lucene's field length)."""
+        return sum(1 for w in words if self.mapper(w))
+
     def set_avg_query_len(self, queries: Sequence[str]) -> float:
-        lengths = [sum(1 for w in split_words(q) if self.mapper(w)) for q in queries]
+        lengths = [self.content_length(split_words(q)) for q in queries]
         self.config.avg_query_len = max(1.0, float(np.mean(lengths))) if lengths else 1.0
         return self.config.avg_query_len
 
     # -- raw (un-normalised) weights per word; None = analyzer drops the word -------------------
-    def query_words(self, words: Sequence[str], mode: str = "bm25") -> list[float | None]:
+    def query_words(self, words: Sequence[str], mode: str = "bm25", length: int | None = None) -> list[float | None]:
+        """``length``: the query length to normalise by (default: its content words); glow-tw passes
+        the length in words while its units are WordPieces, so only the unit changes, not the statistics."""
         terms = [self.mapper(w) for w in words]
         if mode == "idf":
             return [None if t is None else self.idf(t) for t in terms]
         c = self.config
         tf = Counter(t for t in terms if t is not None)
-        ql = sum(tf.values())
+        ql = sum(tf.values()) if length is None else length
         avg = c.avg_query_len or max(1.0, ql)
         norm = c.query_k1 * (1 - c.query_b + c.query_b * ql / avg)
         return [None if t is None else self.idf(t) * tf[t] * (c.query_k1 + 1) / (tf[t] + norm) for t in terms]
 
-    def document_words(self, fields: dict[str, list[str]], mode: str = "bm25") -> dict[str, list[float | None]]:
-        """``fields``: field → its words (instances already concatenated). Returns a weight per word."""
+    def document_words(self, fields: dict[str, list[str]], mode: str = "bm25",
+                       lengths: dict[str, int] | None = None) -> dict[str, list[float | None]]:
+        """``fields``: field → its words (instances already concatenated). Returns a weight per word.
+        ``lengths``: field lengths to normalise by (default: the field's content words), as for queries."""
         c = self.config
         terms = {f: [self.mapper(w) for w in ws] for f, ws in fields.items()}
         if mode == "idf":
@@ -108,7 +116,7 @@ class WordWeighter:
         adjusted: Counter = Counter()
         for f, ts in terms.items():
             counts = Counter(t for t in ts if t is not None)
-            length = sum(counts.values())
+            length = sum(counts.values()) if lengths is None else lengths[f]
             b = c.field_b.get(f, 0.75)
             avg = self._field_avg.get(f) or max(1.0, length)
             denom = 1 - b + b * length / avg

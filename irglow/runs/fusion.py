@@ -1,0 +1,102 @@
+"""Hybrid runs: fuse TREC runs by reciprocal rank or by normalised, weighted score sums.
+
+* ``rrf``: Σ_r w_r / (k + rank_r(d)) over the runs that retrieved d (Cormack et al. 2009, k = 60).
+* ``wsum``: Σ_r w_r · norm_r(s_r(d)), norm ``min-max`` (per query, to [0, 1]), ``z-score`` (per
+  query, mean 0, sd 1) or ``none``.  A document a run did not retrieve takes that run's lowest
+  normalised score for the query (it ranked below everything the run returned), not 0, which for
+  z-scores would put it at the run's *mean*.
+* ``tune_weights``: the convex weights (Σ w = 1, grid ``step``) that maximise a measure on the
+  *training* queries' runs; then the same weights fuse the test runs.
+
+ranx (``ranx.fuse``, ``optimize_fusion``) does the same, and was the first choice; measured here it
+costs 7 s to import and 14–38 s of numba JIT compilation per fresh process before fusing two runs of
+two queries, on every ``make run`` and test session.  The methods are a few lines of numpy, so they
+live here, with hand-worked tests, ranks in trec_eval's order and metrics from ir-measures like
+every other number in irglow.  ``bench/fusion_vs_ranx.py`` checks that both give the same runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+import numpy as np
+
+from irglow.data.records import Qrel
+from irglow.eval.measures import aggregate, parse_measures
+from irglow.runs.trec import Run, trec_order
+
+METHODS = ("rrf", "wsum")
+NORMS = ("min-max", "z-score", "none")
+
+
+def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
+    if norm == "min-max":
+        span = scores.max() - scores.min()
+        return (scores - scores.min()) / span if span > 0 else np.ones_like(scores)
+    if norm == "z-score":
+        sd = scores.std()
+        return (scores - scores.mean()) / sd if sd > 0 else np.zeros_like(scores)
+    if norm == "none":
+        return scores
+    raise ValueError(f"fusion norm must be one of {NORMS}, not {norm!r}")
+
+
+def fuse(runs: Sequence[Run], method: str = "rrf", norm: str = "min-max", weights: Sequence[float] | None = None,
+         k: float = 60.0, depth: int = 1000, tag: str = "fused") -> Run:
+    """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents."""
+    if method not in METHODS:
+        raise ValueError(f"fusion method must be one of {METHODS}, not {method!r}")
+    if not runs:
+        raise ValueError("fusion needs at least one run")
+    weights = [1.0] * len(runs) if weights is None else list(weights)
+    if len(weights) != len(runs):
+        raise ValueError(f"{len(weights)} fusion weights for {len(runs)} runs")
+    ranking: dict[str, list[tuple[str, float]]] = {}
+    for qid in sorted({q for r in runs for q in r.ranking}):
+        fused: dict[str, float] = {}
+        if method == "rrf":
+            for run, w in zip(runs, weights):
+                for rank, (d, _) in enumerate(trec_order(run.ranking.get(qid, [])), 1):
+                    fused[d] = fused.get(d, 0.0) + w / (k + rank)
+        else:
+            per_run = []
+            for run, w in zip(runs, weights):
+                docs = run.ranking.get(qid, [])
+                if docs:
+                    normed = _normalise(np.array([s for _, s in docs], dtype=np.float64), norm)
+                    per_run.append((w, {d: float(s) for (d, _), s in zip(docs, normed)}, float(normed.min())))
+            for d in {d for _, own, _ in per_run for d in own}:
+                fused[d] = sum(w * own.get(d, floor) for w, own, floor in per_run)
+        ranking[qid] = trec_order(list(fused.items()))[:depth]
+    return Run(ranking, tag)
+
+
+def convex_grid(n_runs: int, step: float = 0.05) -> list[tuple[float, ...]]:
+    """Every weight vector on the simplex with entries in multiples of ``step``."""
+    units = round(1 / step)
+    return [tuple(c / units for c in combo) for combo in itertools.product(range(units + 1), repeat=n_runs)
+            if sum(combo) == units]
+
+
+def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", norm: str = "min-max",
+                 measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
+                 depth: int = 1000) -> tuple[tuple[float, ...], float, list[tuple[tuple[float, ...], float]]]:
+    """(best weights, best score, every (weights, score)) over the convex grid; ties keep the first."""
+    m = parse_measures([measure])
+    curve = []
+    for w in convex_grid(len(runs), step):
+        curve.append((w, aggregate(m, qrels, fuse(runs, method, norm, w, k, depth))[str(m[0])]))
+    best = max(curve, key=lambda x: x[1])
+    return best[0], best[1], curve
+
+
+def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = "wsum",
+               norm: str = "min-max", measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
+               depth: int = 1000, tag: str = "fused") -> tuple[Run, dict]:
+    """Fuse ``test_runs`` with the convex weights that do best on ``tune_runs`` (the same systems, in the same
+    order, on held-out *training* queries).  RRF is tuned too: its weights, with ``k`` fixed."""
+    weights, score, _ = tune_weights(tune_runs, tune_qrels, method, norm, measure, step, k, depth)
+    info = {"method": method, "norm": norm if method == "wsum" else None, "weights": list(weights),
+            f"tuning_{measure}": score, "tuning_queries": len({q.query_id for q in tune_qrels})}
+    return fuse(test_runs, method, norm, weights, k, depth, tag), info

@@ -1,0 +1,69 @@
+"""Fusion by hand: two runs of one query, every fused score worked out on paper."""
+
+import math
+
+import pytest
+
+from irglow.data.records import Qrel
+from irglow.runs.fusion import convex_grid, fuse, tune_weights
+from irglow.runs.trec import Run
+
+A = Run({"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]}, "a")
+B = Run({"q1": [("d2", 0.9), ("d4", 0.5)]}, "b")
+
+
+def scores(run):
+    return dict(run.ranking["q1"])
+
+
+def test_rrf():
+    f = fuse([A, B], "rrf", k=60)
+    assert [d for d, _ in f.ranking["q1"]] == ["d2", "d1", "d4", "d3"]
+    s = scores(f)
+    assert s["d2"] == pytest.approx(1 / 61 + 1 / 62) and s["d1"] == pytest.approx(1 / 61)
+    assert s["d4"] == pytest.approx(1 / 62) and s["d3"] == pytest.approx(1 / 63)
+    assert scores(fuse([A, B], "rrf", weights=[2, 1], k=1))["d1"] == pytest.approx(2 / 2)
+
+
+def test_min_max_sum():
+    # A → d1 1, d2 0.5, d3 0; B → d2 1, d4 0; a document a run missed takes the run's lowest (0 here)
+    f = fuse([A, B], "wsum", "min-max", weights=[0.5, 0.5])
+    assert scores(f) == pytest.approx({"d1": 0.5, "d2": 0.75, "d3": 0.0, "d4": 0.0})
+    assert [d for d, _ in f.ranking["q1"]] == ["d2", "d1", "d4", "d3"]  # tie: trec_eval's order, doc id descending
+
+
+def test_z_score_sum_missing_document_takes_the_runs_lowest():
+    # A: mean 2, sd √(2/3) → z = ±1.2247, 0; B: mean 0.7, sd 0.2 → z = +1, −1
+    z = math.sqrt(1.5)
+    f = fuse([A, B], "wsum", "z-score")
+    assert scores(f) == pytest.approx({"d1": z - 1, "d2": 0 + 1, "d3": -z - 1, "d4": -z - 1})
+
+
+def test_depth_union_of_queries_and_errors():
+    C = Run({"q2": [("d9", 1.0)]}, "c")
+    f = fuse([A, C], "wsum", "min-max", depth=2)
+    assert set(f.ranking) == {"q1", "q2"} and len(f.ranking["q1"]) == 2 and f.ranking["q2"] == [("d9", 1.0)]
+    with pytest.raises(ValueError, match="2 fusion weights for 3 runs"):
+        fuse([A, B, C], weights=[1, 1])
+    with pytest.raises(ValueError, match="fusion norm"):
+        fuse([A, B], "wsum", "max")
+
+
+def test_convex_weights_tuned_by_hand():
+    assert convex_grid(2, 0.5) == [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
+    assert len(convex_grid(3, 0.5)) == 6
+    # d4 relevant: B alone ranks it 2nd (RR 1/2); (0.5, 0.5) and A alone rank it 3rd (1/3)
+    w, best, curve = tune_weights([A, B], [Qrel("q1", "d4", 1)], "wsum", "min-max", "RR@10", step=0.5)
+    assert w == (0.0, 1.0) and best == pytest.approx(0.5)
+    assert [s for _, s in curve] == pytest.approx([1 / 2, 1 / 3, 1 / 3])
+
+
+def test_every_measure_breaks_ties_like_trec_eval():
+    """RR@k (ir_measures' msmarco provider) and nDCG (pytrec_eval) must see one ranking: ties by doc id
+    descending, so d4 is 2nd of the three documents tied at 0."""
+    from irglow.eval.measures import aggregate, parse_measures
+
+    run = Run({"q1": [("d1", 0.0), ("d2", 1.0), ("d3", 0.0), ("d4", 0.0)]})
+    got = aggregate(parse_measures(["RR@10", "RR", "nDCG@10", "AP"]), [Qrel("q1", "d4", 1)], run)
+    assert got["RR@10"] == got["RR"] == got["AP"] == pytest.approx(0.5)
+    assert got["nDCG@10"] == pytest.approx(1 / math.log2(3))
