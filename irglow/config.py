@@ -32,6 +32,14 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[
     return config
 
 
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` laid on ``base``, tables merged key by key (a section may start from another file's)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 def _parse_value(text: str) -> Any:
     lowered = text.lower()
     if lowered in ("true", "false"):

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from irglow.cli import main
 from irglow.runs.trec import Run
 
@@ -49,3 +51,20 @@ def test_search_refuses_empty_query_bad_tag_and_unwritable_output_before_searchi
     (tmp_path / "file").write_text("x")
     with pytest.raises(SystemExit, match="is a file, not a folder"):
         main(["search", "demo", "-o", str(tmp_path / "file" / "out.run")])
+
+
+def test_fuse_cli_fixed_and_tuned_weights(tmp_path, capsys):
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 2.0 a\nq1 Q0 d3 3 1.0 a\n")
+    (tmp_path / "b.run").write_text("q1 Q0 d2 1 0.9 b\nq1 Q0 d4 2 0.5 b\n")
+    (tmp_path / "train.qrels").write_text("q1 0 d4 1\n")
+    runs = [str(tmp_path / "a.run"), str(tmp_path / "b.run")]
+    assert main(["fuse", *runs, "-o", str(tmp_path / "rrf.run")]) == 0
+    assert [l.split()[2] for l in (tmp_path / "rrf.run").read_text().splitlines()] == ["d2", "d1", "d4", "d3"]
+    assert main(["fuse", *runs, "--method", "wsum", "--weights", "0.5,0.5", "-o", str(tmp_path / "mm.run")]) == 0
+    assert (tmp_path / "mm.run").read_text().splitlines()[0].split()[2:5] == ["d2", "1", "0.750000"]
+    # weights tuned on "training" runs (here the same files): B alone puts d4 highest (see test_fusion)
+    assert main(["fuse", *runs, "--method", "wsum", "--tune-runs", *runs, "--tune-qrels", str(tmp_path / "train.qrels"),
+                 "--measure", "RR@10", "--step", "0.5", "-o", str(tmp_path / "tuned.run")]) == 0
+    assert "a 0, b 1 (weights tuned on" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="one training-query run per RUN"):
+        main(["fuse", *runs, "--tune-runs", runs[0], "--tune-qrels", "x", "-o", str(tmp_path / "t.run")])

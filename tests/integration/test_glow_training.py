@@ -91,3 +91,26 @@ def test_batches_schedule_and_negatives():
         pick_negatives([], {"a"}, ["a"], 1, rng)
     with pytest.raises(ValueError, match="unknown GLOW training setting.*'lr_bert'"):
         GlowTrainConfig.from_dict({"lr_bert": 1.0})
+
+
+def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
+    """The stage behind ``make run``: both variants trained, searched, and fused with bm25f using a weight
+    tuned on the held-out training queries (never the test split)."""
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import IndexConfig, build_index
+    from irglow.models.glow.stage import glow_stage
+
+    coll = load_collection("demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
+    index = build_index(coll, IndexConfig(threads=1), root=tmp_path / "data")
+    config = {"collection": {"train_split": "train", "test_split": "test"}, "lexical": {"depth": 20},
+              "glow": {"enabled": True, "variants": ["bert", "glow"], "fuse_with": ["bm25f"], "batch_size": 4,
+                       "max_steps": 1, "val_max_docs": 0, "val_pool_depth": 5,
+                       "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}}}
+    runs = glow_stage(config, coll, index, CollectionStats.load(index), tmp_path)
+    assert set(runs) == {"bert", "glow", "bm25f+bert", "bm25f+glow"}
+    test_ids = {q.query_id for q in coll.queries("test")}
+    for tag, run in runs.items():
+        assert set(run.ranking) == test_ids and (tmp_path / f"{tag}.run").is_file()
+        assert all(len(docs) <= 20 for docs in run.ranking.values())
+    held_out = json.loads((tmp_path / "glow-train" / "training.json").read_text())["val_query_ids"]
+    assert held_out and not set(held_out) & test_ids

@@ -13,6 +13,10 @@ from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 def glow_stage(config, collection, index, stats, out: Path) -> dict:
     gcfg = dict(config.get("glow", {}))
     gcfg.pop("enabled", None)
+    if "config" in gcfg:  # start from another file's [glow] section (e.g. configs/glow-paper.toml)
+        from irglow.config import load_config, merged
+
+        gcfg = merged(load_config(gcfg.pop("config")).get("glow", {}), gcfg)
     variants = gcfg.pop("variants", ["glow"])
     fuse_with = gcfg.pop("fuse_with", ["bm25f"])
     c, lx = config.get("collection", {}), config.get("lexical", {})

@@ -15,8 +15,9 @@ their pooled vectors.  Each training query brings one judged-relevant document a
   in-batch documents sampled in proportion to exp(temperature · cos).
 
 Growing into the weighting (``alpha_ramp``): a pretrained checkpoint never saw weighted
-attention, and switching it on at full strength moves every layer's attention at once (measured:
-−0.03 nDCG@10 zero-shot on SciFact).  The token weights enter attention as w^α, α ramped linearly
+attention, and switching it on at full strength moves every layer's attention at once (with BCE
+and full-strength weights from step 0, glow ended 0.03 nDCG@10 below bert on SciFact; bench-glow's
+``minilm-fields`` / ``minilm-glow`` rows show what the weights do to the untrained checkpoint).  The token weights enter attention as w^α, α ramped linearly
 from 0 — exactly the checkpoint — to ``model.weight_alpha`` over the first ``alpha_ramp`` of the
 steps; no new parameters.  ``alpha_ramp = 0`` is the papers' plain form.
 
