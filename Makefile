@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv run test test-all run-msmarco bench-lexical bench-twbert bench-twbert-diagnose bench-glow clean
+.PHONY: venv run test test-all run-msmarco bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,9 @@ bench-twbert-diagnose: venv
 
 bench-glow: venv
 	$(BIN)/python bench/glow.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(VARIANTS),--variants $(VARIANTS)) $(if $(ATTENTION),--attention $(ATTENTION))
+
+bench-rerank: venv
+	$(BIN)/python bench/rerank.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(DEPTH),--rerank-depth $(DEPTH)) $(if $(MODELS),--models $(MODELS))
 
 clean:
 	rm -rf $(VENV) data out

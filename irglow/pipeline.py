@@ -101,7 +101,7 @@ def run_pipeline(config: dict[str, Any]) -> Path:
 
     for stage in neural_stages(config):
         t = time.perf_counter()
-        produced = stage(config=config, collection=collection, index=index, stats=stats, out=out)
+        produced = stage(config=config, collection=collection, index=index, stats=stats, out=out, runs=dict(runs))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t
         runs.update(produced)
 

@@ -1,6 +1,7 @@
 """Neural stages that join the pipeline when enabled in the configuration.
 
-Each stage is ``stage(config=, collection=, index=, stats=, out=) -> {tag: Run}``; imports are
+Each stage is ``stage(config=, collection=, index=, stats=, out=, runs=) -> {tag: Run}`` (``runs``: what
+the stages before it produced); imports are
 deferred so the lexical pipeline never pays for torch.
 """
 
@@ -19,4 +20,8 @@ def neural_stages(config: dict[str, Any]) -> list[Callable]:
         from irglow.models.glow.stage import glow_stage
 
         stages.append(glow_stage)
+    if config.get("rerank", {}).get("enabled", False):
+        from irglow.models.rerank.stage import rerank_stage
+
+        stages.append(rerank_stage)
     return stages

@@ -18,3 +18,9 @@ def add_model_commands(sub: argparse._SubParsersAction) -> None:
         add_glow_command = None
     if add_glow_command:
         add_glow_command(sub)
+    try:
+        from irglow.models.rerank.cli import add_rerank_commands
+    except ImportError:
+        add_rerank_commands = None
+    if add_rerank_commands:
+        add_rerank_commands(sub)

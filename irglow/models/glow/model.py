@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from irglow.models.checkpoints import check_model_dir, load_encoder
+from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow import attention
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 
@@ -157,13 +158,7 @@ class Featurizer:
 
     # word lists → (pieces, per-piece raw weights, per-piece idf, per-piece stop flag)
     def _pieces(self, words_by_field: dict[str, list[str]], budgets: dict[str, int], is_query: bool):
-        out = {}
-        for f, words in words_by_field.items():
-            enc = self.tok(words or [""], is_split_into_words=True, add_special_tokens=False, truncation=True,
-                           max_length=max(1, budgets[f]))
-            ids = enc["input_ids"] if words else []
-            wids = enc.word_ids() if words else []
-            out[f] = (ids, wids)
+        out = field_pieces(self.tok, words_by_field, budgets)
         feats = {f: None for f in words_by_field}
         if self.weighter is not None:
             w = self.weighter
@@ -243,12 +238,11 @@ class Featurizer:
 
     def documents(self, docs: Sequence["Document"]) -> dict[str, torch.Tensor]:
         c = self.config
-        budgets = {f: c.field_max_tokens.get(f, c.default_field_tokens) for f in c.fields}
+        budgets = field_budgets(c.fields, c.field_max_tokens, c.default_field_tokens)
         max_len = 1 + sum(budgets[f] + 1 for f in c.fields)
         rows = []
         for doc in docs:
-            words = {f: [w for inst in doc.fields.get(f, ()) for w in split_words(inst, f in c.url_fields)]
-                     for f in c.fields}
+            words = field_words(doc, c.fields, c.url_fields)
             pieces, feats = self._pieces(words, budgets, is_query=False)
             segments = [(fid, pieces[f][0], feats[f]) for fid, f in enumerate(c.fields)]
             rows.append(self._assemble(segments, max_len))

@@ -10,7 +10,7 @@ from irglow.models.glow.runner import glow_run, hybrid_runs, validation_queries
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 
 
-def glow_stage(config, collection, index, stats, out: Path) -> dict:
+def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
     gcfg = dict(config.get("glow", {}))
     gcfg.pop("enabled", None)
     if "config" in gcfg:  # start from another file's [glow] section (e.g. configs/glow-paper.toml)

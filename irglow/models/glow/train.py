@@ -50,7 +50,7 @@ from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import pick_device, seed_everything
+from irglow.models.checkpoints import load_trainer_checkpoint, pick_device, seed_everything
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
 from irglow.utils.atomic import atomic_dir, atomic_write_text
@@ -191,12 +191,12 @@ class GlowTrainer:
         state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": []}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            saved = torch.load(ckpt, map_location=self.device, weights_only=False)
+            saved = load_trainer_checkpoint(ckpt, map_location=self.device)  # tensors and plain values only
             model.load_state_dict(saved["model"])
             scorer.load_state_dict(saved["scorer"])
             opt.load_state_dict(saved["optimizer"])
             sched.load_state_dict(saved["scheduler"])
-            state = saved["state"]
+            state = json.loads(saved["state"])
             log.warning("resuming GLOW training from %s (epoch %d, step %d)", ckpt, state["epoch"], state["step"])
         train_model = model
         if self.world > 1:
@@ -306,7 +306,8 @@ class GlowTrainer:
             if self.rank == 0:
                 with atomic_dir(self.out / "checkpoint") as tmp:
                     torch.save({"model": model.state_dict(), "scorer": scorer.state_dict(),
-                                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "state": state},
+                                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                                "state": json.dumps(state, default=float)},
                                tmp / "trainer.pt")
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
         if self.rank == 0:

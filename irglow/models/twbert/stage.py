@@ -12,7 +12,7 @@ from irglow.models.twbert.train import TrainConfig, Trainer
 log = logging.getLogger(__name__)
 
 
-def twbert_stage(config, collection, index, stats, out: Path) -> dict:
+def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
     tcfg = dict(config.get("twbert", {}))
     tcfg.pop("enabled", None)
     expansion = tcfg.pop("rm3", True)

@@ -1,0 +1,105 @@
+"""``irglow rerank RUN --model DIR …`` and ``irglow monobert|nrmf train|explain``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser("rerank", help="re-rank the top k of a run with a monoBERT or NRM-F model")
+    r.add_argument("run", help="TREC run file to re-rank")
+    r.add_argument("--model", required=True, help="a trained monoBERT or NRM-F directory")
+    r.add_argument("--data", required=True, help="the run's collection: 'demo', a BEIR folder, or an ir_datasets id")
+    r.add_argument("--split", default="test")
+    r.add_argument("--depth", type=int, default=100)
+    r.add_argument("--batch-size", type=int, default=64)
+    r.add_argument("--tag", default=None)
+    r.add_argument("-o", "--output", required=True)
+    r.set_defaults(func=cmd_rerank)
+    for kind, title in (("monobert", "monoBERT cross-encoder"), ("nrmf", "NRM-F multi-field ranker")):
+        p = sub.add_parser(kind, help=f"{title}: train, explain")
+        g = p.add_subparsers(dest=f"{kind}_command", required=True)
+        t = g.add_parser("train", help=f"train a {title} on a collection's judged queries")
+        t.add_argument("data")
+        t.add_argument("--split", default="train")
+        t.add_argument("--out", required=True)
+        t.add_argument("--config", default="configs/rerank.toml", help=f"its [{kind}] section")
+        t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. epochs=2, model.dim=128")
+        t.add_argument("--no-resume", action="store_true")
+        t.add_argument("--data-dir")
+        t.set_defaults(func=cmd_train, kind=kind)
+        e = g.add_parser("explain", help="a query's documents: score, and its change without each field")
+        e.add_argument("data")
+        e.add_argument("--model", required=True)
+        e.add_argument("--query", required=True, help="query text")
+        e.add_argument("--doc", action="append", required=True, help="document id (repeatable)")
+        e.set_defaults(func=cmd_explain)
+
+
+def train_config(kind: str, config_path: str, overrides: list[str]):
+    from pathlib import Path
+
+    from irglow.config import apply_override, load_config
+    from irglow.models.rerank.train import RerankTrainConfig
+
+    cfg = load_config(config_path).get(kind, {}) if Path(config_path).is_file() else {}
+    for item in overrides:
+        apply_override(cfg, item)
+    cfg.pop("enabled", None)
+    return RerankTrainConfig.from_dict({**cfg, "kind": kind}), cfg
+
+
+def cmd_train(args) -> int:
+    from irglow.config import write_manifest
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import build_index
+    from irglow.models.rerank.train import RerankTrainer
+
+    config, raw = train_config(args.kind, args.config, args.set)
+    coll = load_collection(args.data)
+    index = build_index(coll, root=args.data_dir)
+    best = RerankTrainer(config, args.out).train(index, {d.doc_id: d for d in coll.docs_iter()},
+                                                 coll.queries(args.split), coll.qrels(args.split),
+                                                 resume=not args.no_resume)
+    write_manifest(args.out, {args.kind: raw, "data": args.data, "split": args.split}, seed=config.seed)
+    print(best)
+    return 0
+
+
+def cmd_rerank(args) -> int:
+    from pathlib import Path
+
+    from irglow.config import write_manifest
+    from irglow.data.collection import load_collection
+    from irglow.models.rerank.rerank import load_reranker, rerank
+    from irglow.runs.trec import Run, check_token
+    from irglow.utils.atomic import check_writable
+
+    out = Path(args.output)
+    if args.tag:
+        check_token(args.tag, "run tag")
+    check_writable(out)
+    run = Run.read(args.run)
+    model = load_reranker(args.model)
+    coll = load_collection(args.data)
+    queries = coll.queries(args.split)
+    docs = {d.doc_id: d for d in coll.docs_iter()}
+    reranked = rerank(model, run, queries, docs, args.depth, args.batch_size, tag=args.tag or f"{run.tag}-{model.kind}")
+    reranked.write(out)
+    write_manifest(out.parent, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out))
+    print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {out}")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from irglow.data.collection import load_collection
+    from irglow.models.rerank.explain import explain_table
+    from irglow.models.rerank.rerank import load_reranker
+
+    model = load_reranker(args.model)
+    docs = {d.doc_id: d for d in load_collection(args.data).docs_iter()}
+    missing = [d for d in args.doc if d not in docs]
+    if missing:
+        raise KeyError(f"document(s) {missing} are not in {args.data}")
+    print(explain_table(model, args.query, [docs[d] for d in args.doc]))
+    return 0

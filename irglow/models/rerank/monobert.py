@@ -1,0 +1,112 @@
+"""monoBERT (Nogueira & Cho, 2019): ``[CLS] query [SEP] f1 [SEP] f2 [SEP] …`` through BERT, a linear head
+on the last-layer [CLS] gives the relevance score.
+
+Query tokens carry segment 0 and document tokens segment 1, as in BERT's sentence-pair pre-training;
+each field is cut to its own WordPiece budget (``irglow.models.fields``, the same assembly GLOW uses),
+so a long body cannot push the title out.  A model is a directory: HF BERT weights and tokenizer,
+``monobert.json`` (this config) and ``head.safetensors``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import torch
+from torch import nn
+
+from irglow.models.checkpoints import check_model_dir, load_encoder
+from irglow.models.fields import field_budgets, field_pieces, field_words
+from irglow.models.glow.weights import split_words
+
+if TYPE_CHECKING:
+    from irglow.data.records import Document
+
+
+@dataclass
+class MonoBERTConfig:
+    base_model: str = "default"
+    fields: list[str] = field(default_factory=lambda: ["title", "text"])
+    url_fields: list[str] = field(default_factory=lambda: ["url"])
+    field_max_tokens: dict[str, int] = field(default_factory=dict)
+    default_field_tokens: int = 128
+    query_max_tokens: int = 32
+    dropout: float = 0.1
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MonoBERTConfig":
+        unknown = sorted(set(d) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown monoBERT model setting(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        return cls(**d)
+
+
+class MonoBERT(nn.Module):
+    kind = "monobert"
+
+    def __init__(self, bert, tokenizer, config: MonoBERTConfig):
+        super().__init__()
+        self.bert, self.tokenizer, self.config = bert, tokenizer, config
+        self.dropout = nn.Dropout(config.dropout)
+        self.head = nn.Linear(bert.config.hidden_size, 1)
+        nn.init.normal_(self.head.weight, std=0.02)
+        nn.init.zeros_(self.head.bias)
+
+    @classmethod
+    def from_pretrained_bert(cls, config: MonoBERTConfig) -> "MonoBERT":
+        bert, tokenizer = load_encoder(config.base_model)
+        return cls(bert, tokenizer, config)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "MonoBERT":
+        from safetensors.torch import load_file
+
+        path = check_model_dir(path, ("monobert.json", "config.json", "head.safetensors"))
+        config = MonoBERTConfig.from_dict(json.loads((path / "monobert.json").read_text()))
+        bert, tokenizer = load_encoder(str(path))
+        model = cls(bert, tokenizer, config)
+        model.head.load_state_dict(load_file(str(path / "head.safetensors")))
+        return model
+
+    def save(self, path: str | Path) -> Path:
+        from safetensors.torch import save_file
+
+        from irglow.utils.atomic import atomic_dir
+
+        with atomic_dir(path) as tmp:
+            self.bert.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
+                      str(tmp / "head.safetensors"))
+            (tmp / "monobert.json").write_text(json.dumps(asdict(self.config), indent=2))
+        return Path(path)
+
+    def featurize(self, queries: Sequence[str], docs: Sequence["Document"]) -> dict[str, torch.Tensor]:
+        """Pairs (queries[i], docs[i]) → padded ids, mask and segment ids."""
+        c, tok = self.config, self.tokenizer
+        budgets = field_budgets(c.fields, c.field_max_tokens, c.default_field_tokens)
+        rows = []
+        for q, doc in zip(queries, docs, strict=True):
+            qp = field_pieces(tok, {"q": split_words(q)}, {"q": c.query_max_tokens})["q"][0]
+            ids, types = [tok.cls_token_id] + qp + [tok.sep_token_id], [0] * (len(qp) + 2)
+            pieces = field_pieces(tok, field_words(doc, c.fields, c.url_fields), budgets)
+            for f in c.fields:
+                ids += pieces[f][0] + [tok.sep_token_id]
+                types += [1] * (len(pieces[f][0]) + 1)
+            rows.append((ids, types))
+        T = max(len(r[0]) for r in rows)
+        pad = tok.pad_token_id
+        return {"input_ids": torch.tensor([r[0] + [pad] * (T - len(r[0])) for r in rows]),
+                "attention_mask": torch.tensor([[1] * len(r[0]) + [0] * (T - len(r[0])) for r in rows]),
+                "token_type_ids": torch.tensor([r[1] + [0] * (T - len(r[1])) for r in rows])}
+
+    def forward(self, input_ids, attention_mask, token_type_ids) -> torch.Tensor:
+        out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return self.head(self.dropout(out.last_hidden_state[:, 0])).squeeze(-1)
+
+    def score(self, queries: Sequence[str], docs: Sequence["Document"]) -> torch.Tensor:
+        """Relevance scores of the pairs (queries[i], docs[i]), on the model's device."""
+        device = next(self.parameters()).device
+        return self(**{k: v.to(device) for k, v in self.featurize(queries, docs).items()})

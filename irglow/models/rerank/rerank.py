@@ -1,0 +1,87 @@
+"""Re-rank the top ``depth`` documents of any run with a trained re-ranker (monoBERT or NRM-F).
+
+Documents below ``depth`` — and any the collection does not hold — keep their original order below
+the re-ranked block, so a re-ranked run is still a complete run of the same length.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from irglow.data.records import Document, Query
+from irglow.runs.trec import Run, trec_order
+
+log = logging.getLogger(__name__)
+
+
+def load_reranker(path: str | Path):
+    """The model in ``path``, whichever kind it is (``monobert.json`` or ``nrmf.json`` says)."""
+    path = Path(path)
+    if (path / "monobert.json").is_file():
+        from irglow.models.rerank.monobert import MonoBERT
+
+        return MonoBERT.load(path)
+    if (path / "nrmf.json").is_file():
+        from irglow.models.rerank.nrmf import NRMF
+
+        return NRMF.load(path)
+    raise FileNotFoundError(f"{path} is not a re-ranker directory: it holds neither monobert.json nor nrmf.json")
+
+
+def rerank_ranking(ranking: list[tuple[str, float]], scored: Mapping[str, float], depth: int) -> list[tuple[str, float]]:
+    """A query's new list: the top ``depth`` ids that have a model score, by that score; then every other
+    document in its original order, with scores strictly below the re-ranked block."""
+    head = trec_order([(d, scored[d]) for d, _ in ranking[:depth] if d in scored])
+    tail = [d for d, _ in ranking[:depth] if d not in scored] + [d for d, _ in ranking[depth:]]
+    floor = min((s for _, s in head), default=0.0)
+    return head + [(d, floor - 1.0 - i) for i, d in enumerate(tail)]
+
+
+@torch.no_grad()
+def rerank(model, run: Run, queries: Sequence[Query], docs: Mapping[str, Document], depth: int = 100,
+           batch_size: int = 64, tag: str | None = None, device=None, desc: str = "re-rank") -> Run:
+    """Score each query's top ``depth`` (query, document) pairs in batches, with progress; AMP on CUDA."""
+    from irglow.models.checkpoints import pick_device
+
+    device = device or pick_device()
+    model.to(device).eval()
+    text = {q.query_id: q.text for q in queries}
+    missing_q = [q for q in run.ranking if q not in text]
+    if missing_q:
+        log.warning("%d run queries have no query text and are left as they are (first: %s)", len(missing_q),
+                    missing_q[0])
+    pairs, absent = [], 0
+    for qid, ranking in run.ranking.items():
+        if qid not in text:
+            continue
+        for d, _ in ranking[:depth]:
+            if d in docs:
+                pairs.append((qid, d))
+            else:
+                absent += 1
+    if absent:
+        log.warning("%d run documents are not in the collection; they keep their order below the re-ranked ones",
+                    absent)
+    scores: dict[str, dict[str, float]] = {}
+    with tqdm(total=len(pairs), desc=desc, unit="pair") as bar:
+        for i in range(0, len(pairs), batch_size):
+            chunk = pairs[i:i + batch_size]
+            with torch.autocast(device.type, enabled=device.type == "cuda"):
+                s = model.score([text[q] for q, _ in chunk], [docs[d] for _, d in chunk]).float().cpu().tolist()
+            for (q, d), v in zip(chunk, s):
+                scores.setdefault(q, {})[d] = v
+            bar.update(len(chunk))
+    out = {qid: rerank_ranking(r, scores.get(qid, {}), depth) if qid in text else list(r)
+           for qid, r in run.ranking.items()}
+    return Run(out, tag or run.tag)
+
+
+def read_training(model_dir: str | Path) -> dict:
+    f = Path(model_dir).parent / "training.json"
+    return json.loads(f.read_text()) if f.is_file() else {}

@@ -1,0 +1,48 @@
+"""Re-rankers as a pipeline stage: train each configured model on the train split, re-rank the test
+split's BM25 run (and, with ``rerank_also``, other runs such as the hybrid ``bm25f+glow``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.models.rerank.rerank import load_reranker, rerank
+from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
+
+
+def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
+    rcfg = dict(config.get("rerank", {}))
+    rcfg.pop("enabled", None)
+    models = rcfg.pop("models", ["monobert", "nrmf"])
+    unknown = sorted(set(rcfg) - {"depth", "rerank_also", *models})
+    if unknown:
+        raise ValueError(f"unknown [rerank] setting(s) {unknown}; known: models, depth, rerank_also, and one "
+                         f"section per model ({', '.join(models)})")
+    depth = rcfg.pop("depth", 100)
+    also = rcfg.pop("rerank_also", [])
+    c, lx = config.get("collection", {}), config.get("lexical", {})
+    docs = {d.doc_id: d for d in collection.docs_iter()}
+    split = c.get("train_split", "train")
+    test_q = collection.queries(c.get("test_split", "test"))
+    first = (runs or {}).get("bm25") or LexicalSearcher(index, LexicalConfig("bm25", k1=lx.get("k1", 0.9),
+                                                                              b=lx.get("b", 0.4), depth=depth)
+                                                         ).search(test_q, tag="bm25")
+    produced = {}
+    for kind in models:
+        settings = dict(rcfg.get(kind, {}))
+        if "config" in settings:  # start from another file's section (e.g. configs/rerank.toml)
+            from irglow.config import load_config, merged
+
+            settings = merged(load_config(settings.pop("config")).get(kind, {}), settings)
+        settings.pop("enabled", None)
+        settings["kind"] = kind
+        best = RerankTrainer(RerankTrainConfig.from_dict(settings), out / f"{kind}-train").train(
+            index, docs, collection.queries(split), collection.qrels(split))
+        model = load_reranker(best)
+        for name, base in [("bm25", first)] + [(a, (runs or {}).get(a)) for a in also]:
+            if base is None:
+                continue
+            tag = kind if name == "bm25" else f"{name}+{kind}"
+            produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag)
+            produced[tag].write(out / f"{tag}.run")
+    return produced

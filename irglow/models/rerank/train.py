@@ -1,0 +1,229 @@
+"""Training the re-rankers: one loop for monoBERT and NRM-F.
+
+Each training query brings one judged-relevant document (its graded label kept) and ``negatives``
+documents from BM25's top ``negative_depth`` that are not judged for it (a random unjudged document
+when BM25 has none).  Two losses over a query's group [positive, negatives…]:
+
+* ``softmax`` (monoBERT's; with one negative it is the pairwise softmax cross-entropy of the two
+  scores, with several the listwise one): −log softmax(scores)[positive];
+* ``pairwise`` (NRM-F's): Σ over pairs with label_i > label_j of (2^label_i − 2^label_j) ·
+  −log σ(s_i − s_j), divided by the sum of those gains — RankNet's cross-entropy with the NDCG-style
+  gain differences the paper uses for graded labels.
+
+Validation re-ranks BM25's top ``val_depth`` of queries carved out of the training split (judged
+documents are not added) and measures nDCG@10; the untrained model is evaluated first and the best
+evaluation's model is kept in ``<out>/best``.  AdamW with linear warm-up and decay, AMP on CUDA,
+a checkpoint per epoch that ``resume`` continues from (loaded with ``weights_only=True``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from irglow.data.records import Document, Qrel, Query
+from irglow.eval.measures import aggregate, parse_measures
+from irglow.index.lucene_index import LuceneIndex
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.models.checkpoints import (load_trainer_checkpoint, pick_device, rng_state, seed_everything,
+                                       set_rng_state)
+from irglow.models.glow.train import linear_schedule, pick_negatives
+from irglow.models.rerank.rerank import rerank
+from irglow.utils.atomic import atomic_dir, atomic_write_text
+
+log = logging.getLogger(__name__)
+
+KINDS = ("monobert", "nrmf")
+
+
+@dataclass
+class RerankTrainConfig:
+    kind: str = "monobert"
+    model: dict = field(default_factory=dict)  # MonoBERTConfig / NRMFConfig settings
+    loss: str | None = None  # softmax | pairwise; None: monoBERT softmax, NRM-F pairwise
+    negatives: int = 3
+    negative_depth: int = 50
+    batch_queries: int = 8
+    epochs: int = 1
+    max_steps: int | None = None
+    lr: float | None = None  # None: 2e-5 for monoBERT, 1e-3 for NRM-F
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    val_fraction: float = 0.1
+    val_depth: int = 30
+    eval_every: int = 0  # also validate every n steps (0: epoch ends only)
+    patience: int = 2
+    score_batch: int = 64
+    seed: int = 13
+    device: str = "auto"
+    amp: bool = True
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"re-ranker kind must be one of {KINDS}, not {self.kind!r}")
+        self.loss = self.loss or ("softmax" if self.kind == "monobert" else "pairwise")
+        if self.loss not in ("softmax", "pairwise"):
+            raise ValueError(f"re-ranker loss must be 'softmax' or 'pairwise', not {self.loss!r}")
+        self.lr = self.lr if self.lr is not None else (2e-5 if self.kind == "monobert" else 1e-3)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RerankTrainConfig":
+        unknown = sorted(set(d) - set(cls.__dataclass_fields__) - {"enabled"})
+        if unknown:
+            raise ValueError(f"unknown re-ranker training setting(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def build_model(self, fields: list[str]):
+        if self.kind == "monobert":
+            from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
+
+            return MonoBERT.from_pretrained_bert(MonoBERTConfig.from_dict({"fields": fields, **self.model}))
+        from irglow.models.rerank.nrmf import NRMF, NRMFConfig
+
+        return NRMF(NRMFConfig.from_dict({"fields": fields, **self.model}))
+
+
+def softmax_loss(scores: torch.Tensor) -> torch.Tensor:
+    """scores [B, 1 + n], column 0 the positive: mean −log softmax(scores)[0]."""
+    return torch.nn.functional.cross_entropy(scores, torch.zeros(scores.shape[0], dtype=torch.long,
+                                                                 device=scores.device))
+
+
+def pairwise_loss(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Σ_{l_i > l_j} (2^l_i − 2^l_j) · −log σ(s_i − s_j) / Σ (2^l_i − 2^l_j) over every group of the batch."""
+    gain = 2.0 ** labels.float()
+    weight = (gain.unsqueeze(2) - gain.unsqueeze(1)).clamp(min=0)  # [B, n, n]: i better than j
+    diff = scores.unsqueeze(2) - scores.unsqueeze(1)
+    loss = torch.nn.functional.softplus(-diff)  # −log σ(s_i − s_j)
+    return (weight * loss).sum() / weight.sum().clamp(min=1e-12)
+
+
+class RerankTrainer:
+    def __init__(self, config: RerankTrainConfig, out_dir: str | Path):
+        self.config, self.out = config, Path(out_dir)
+        self.device = pick_device(config.device)
+        self.use_amp = config.amp and self.device.type == "cuda"
+
+    def train(self, index: LuceneIndex, docs: dict[str, Document], queries: list[Query], qrels: list[Qrel],
+              fields: list[str] | None = None, resume: bool = True) -> Path:
+        cfg = self.config
+        seed_everything(cfg.seed)
+        model = cfg.build_model(list(fields or index.fields)).to(self.device)
+        qmap = {q.query_id: q for q in queries}
+        positives: dict[str, list[tuple[str, int]]] = {}
+        judged: dict[str, set[str]] = {}
+        for r in qrels:
+            judged.setdefault(r.query_id, set()).add(r.doc_id)
+            if r.relevance > 0 and r.query_id in qmap and r.doc_id in docs:
+                positives.setdefault(r.query_id, []).append((r.doc_id, int(r.relevance)))
+        ids = sorted(positives)
+        random.Random(cfg.seed).shuffle(ids)
+        n_val = max(1, int(len(ids) * cfg.val_fraction)) if len(ids) > 10 else 0
+        val_ids, train_ids = sorted(ids[:n_val]), ids[n_val:]
+        if not train_ids:
+            raise ValueError("no training query has a judged-relevant document in the collection")
+        bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))
+                               ).search([qmap[q] for q in ids])
+        hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.negative_depth] if d not in judged.get(q, ())
+                    and d in docs] for q in train_ids}
+        val_queries = [qmap[q] for q in val_ids]
+        val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
+        val_run = type(bm25)({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, "bm25")
+        doc_ids = list(docs)
+
+        steps_per_epoch = max(1, len(train_ids) // cfg.batch_queries)
+        total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        warmup = max(1, int(cfg.warmup_ratio * total_steps))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
+        state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [],
+                 "train_seconds": 0.0}
+        ckpt = self.out / "checkpoint" / "trainer.pt"
+        if resume and ckpt.is_file():
+            saved = load_trainer_checkpoint(ckpt, map_location=self.device)
+            model.load_state_dict(saved["model"])
+            opt.load_state_dict(saved["optimizer"])
+            sched.load_state_dict(saved["scheduler"])
+            state = json.loads(saved["state"])
+            set_rng_state(saved["rng"])
+            log.warning("resuming %s training from %s (epoch %d, step %d)", cfg.kind, ckpt, state["epoch"],
+                        state["step"])
+        scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
+        measure = parse_measures(["nDCG@10"])
+
+        def evaluate(loss: float | None) -> None:
+            score = float("nan")
+            if val_queries:
+                run = rerank(model, val_run, val_queries, docs, cfg.val_depth, cfg.score_batch, device=self.device,
+                             desc="validation")
+                score = aggregate(measure, val_qrels, run)["nDCG@10"]
+            model.train()
+            state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss,
+                                     "val_ndcg@10": score})
+            log.info("%s step %d (epoch %d): loss %s, validation nDCG@10 %.4f", cfg.kind, state["step"],
+                     state["epoch"], "-" if loss is None else f"{loss:.4f}", score)
+            if score > state["best"] + 1e-5 or score != score:
+                state["best"], state["best_step"], state["bad"] = score, state["step"], 0
+                model.save(self.out / "best")
+            else:
+                state["bad"] += 1
+
+        t0 = time.perf_counter()
+        if not state["history"]:
+            evaluate(None)  # the untrained model: training has to beat it
+        rng = random.Random(cfg.seed + state["epoch"])
+        while state["epoch"] < cfg.epochs and state["step"] < total_steps and state["bad"] < cfg.patience:
+            model.train()
+            order = list(train_ids)
+            random.Random(cfg.seed + state["epoch"]).shuffle(order)
+            batches = [order[i:i + cfg.batch_queries] for i in range(0, len(order) - cfg.batch_queries + 1,
+                                                                     cfg.batch_queries)]
+            bar = tqdm(batches, desc=f"{cfg.kind} epoch {state['epoch'] + 1}", unit="batch")
+            running, n = 0.0, 0
+            for n, qids in enumerate(bar, 1):
+                texts, group, labels = [], [], []
+                for q in qids:
+                    pos, rel = rng.choice(positives[q])
+                    neg = pick_negatives(hard.get(q, []), judged.get(q, set()), doc_ids, cfg.negatives, rng)
+                    texts += [qmap[q].text] * (1 + len(neg))
+                    group += [docs[pos]] + [docs[d] for d in neg]
+                    labels.append([rel] + [0] * len(neg))
+                with torch.autocast(self.device.type, enabled=self.use_amp):
+                    scores = model.score(texts, group).float().view(len(qids), -1)
+                lab = torch.tensor(labels, device=scores.device)
+                loss = softmax_loss(scores) if cfg.loss == "softmax" else pairwise_loss(scores, lab)
+                opt.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                scaler.step(opt)
+                scaler.update()
+                sched.step()
+                state["step"] += 1
+                running += float(loss.detach())
+                bar.set_postfix(loss=f"{running / n:.4f}")
+                if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:
+                    evaluate(running / n)
+                    if state["bad"] >= cfg.patience:
+                        break
+                if state["step"] >= total_steps:
+                    break
+            state["epoch"] += 1
+            evaluate(running / max(1, n))
+            state["train_seconds"] += time.perf_counter() - t0
+            t0 = time.perf_counter()
+            with atomic_dir(self.out / "checkpoint") as tmp:
+                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                            "state": json.dumps(state), "rng": rng_state()}, tmp / "trainer.pt")
+        state["train_seconds"] += time.perf_counter() - t0
+        atomic_write_text(self.out / "training.json", json.dumps(
+            {"config": asdict(cfg), "state": state, "train_queries": len(train_ids), "val_queries": len(val_ids),
+             "val_query_ids": val_ids}, indent=2, default=str))
+        return self.out / "best"
