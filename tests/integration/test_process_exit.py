@@ -1,0 +1,49 @@
+"""A process holding both the JVM and torch ends cleanly: Ctrl-C mid-training exits 130 with a message,
+leaves no JVM crash dump, and the checkpoint it had written still resumes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tests.integration.test_rerank import _beir
+
+TINY = ["--set=model.embedding_dim=8", "--set=model.filters=8", "--set=model.dim=8", "--set=model.hidden=8",
+        "--set=model.hash_buckets=1000", "--set=batch_queries=4", "--set=negatives=1"]
+
+
+def test_ctrl_c_mid_training_exits_cleanly_and_resumes(tmp_path):
+    data = _beir(tmp_path / "coll")
+    out = tmp_path / "model"
+    cmd = [sys.executable, "-m", "irglow", "nrmf", "train", str(data), "--out", str(out), "--data-dir",
+           str(tmp_path / "idx"), "--set=epochs=100000", "--set=patience=100000", *TINY]
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 240
+        while not (out / "checkpoint" / "trainer.pt").is_file() and time.time() < deadline and p.poll() is None:
+            time.sleep(0.5)
+        assert (out / "checkpoint" / "trainer.pt").is_file(), p.stderr.read() if p.poll() is not None else "timeout"
+        time.sleep(1.0)  # mid-epoch, JVM and torch both up
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err[-2000:]
+    assert "interrupted" in err
+    assert not list(tmp_path.glob("hs_err_pid*.log")) and not list(tmp_path.glob("*/hs_err_pid*.log"))
+    # the last complete checkpoint resumes: one more epoch than it holds, and the run ends with 0
+    import json
+
+    from irglow.models.checkpoints import load_trainer_checkpoint
+
+    epoch = json.loads(load_trainer_checkpoint(out / "checkpoint" / "trainer.pt")["state"])["epoch"]
+    again = cmd[:-len(TINY) - 2] + [f"--set=epochs={epoch + 1}", "--set=patience=100000", *TINY]
+    done = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"resuming nrmf training from {out / 'checkpoint' / 'trainer.pt'} (epoch {epoch}" in done.stderr
+    assert not list(tmp_path.glob("hs_err_pid*.log"))
