@@ -39,10 +39,9 @@ from irglow.eval.report import write_report
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import pick_device
+from irglow.models.checkpoints import pick_device, read_training
 from irglow.models.glow.model import VARIANTS, GlowConfig, GlowEncoder
-from irglow.models.glow.runner import (featurizer_for, forward_throughput, glow_run, hybrid_runs, read_training,
-                                       validation_queries)
+from irglow.models.glow.runner import featurizer_for, forward_throughput, glow_run, hybrid_runs, validation_queries
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 
 log = logging.getLogger("bench.glow")

@@ -25,9 +25,11 @@ from irglow.eval.compare import compare
 from irglow.eval.report import write_report
 from irglow.index.lucene_index import build_index
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.rerank.rerank import load_reranker, read_training, rerank
+from irglow.models.checkpoints import read_training
+from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
 from irglow.runs.fusion import fuse_tuned
+from irglow.runs.trec import Run
 
 log = logging.getLogger("bench.rerank")
 
@@ -107,7 +109,7 @@ def main() -> None:
             tune_bm25 = LexicalSearcher(train_index, lx).search(tune_q, tag="bm25")
             tune_run = rerank(model, tune_bm25, tune_q, train_docs, args.rerank_depth, desc=f"{name} (tuning)")
             tag = f"bm25+{name}"
-            top = lambda r: type(r)({q: d[: args.rerank_depth] for q, d in r.ranking.items()}, r.tag)  # noqa: E731
+            top = lambda r: Run({q: d[: args.rerank_depth] for q, d in r.ranking.items()}, r.tag)  # noqa: E731
             # only the re-ranked block is fused: the kept-below tail's placeholder scores would stretch min-max
             runs[tag], fusion[tag] = fuse_tuned([runs["bm25"], top(runs[name])], [tune_bm25, top(tune_run)],
                                                 tune_qrels, "wsum", "min-max", depth=args.depth, tag=tag)

@@ -40,6 +40,13 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:
+    """Stop on a misspelt setting, naming it and what ``what`` allows (``ignore``: keys taken elsewhere)."""
+    unknown = sorted(set(settings) - set(known) - set(ignore))
+    if unknown:
+        raise ValueError(f"unknown {what} setting(s) {unknown}; known: {sorted(known)}")
+
+
 def _parse_value(text: str) -> Any:
     lowered = text.lower()
     if lowered in ("true", "false"):

@@ -35,6 +35,14 @@ def check_model_dir(path: str | Path, required: tuple[str, ...]) -> Path:
     return path
 
 
+def read_training(model_dir: str | Path) -> dict:
+    """``training.json`` beside a trained model directory (``<out>/best``): config, history, held-out ids."""
+    import json
+
+    f = Path(model_dir).parent / "training.json"
+    return json.loads(f.read_text()) if f.is_file() else {}
+
+
 def pick_device(requested: str | None = None):
     import torch
 

@@ -3,7 +3,6 @@ pipeline stage and bench/glow.py."""
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from irglow.data.records import Document, Query
 from irglow.dense.encode import dense_search, encode, encode_corpus, faiss_index, load_embeddings
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
-from irglow.models.checkpoints import pick_device
+from irglow.models.checkpoints import pick_device, read_training
 from irglow.models.glow.model import Featurizer, GlowEncoder
 from irglow.models.glow.train import embed
 from irglow.models.glow.weights import WordWeighter
@@ -113,8 +112,3 @@ def forward_throughput(model: GlowEncoder, feat: Featurizer, docs: list[Document
             torch.cuda.synchronize()
         best = min(best, time.perf_counter() - t)
     return len(docs) / best, len(docs) / (best + prep)
-
-
-def read_training(model_dir: Path) -> dict:
-    f = Path(model_dir).parent / "training.json"
-    return json.loads(f.read_text()) if f.is_file() else {}

@@ -44,6 +44,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from irglow.config import check_settings
 from irglow.data.records import Document, Qrel, Query
 from irglow.dense.encode import dense_search, encode, faiss_index
 from irglow.eval.measures import aggregate, parse_measures
@@ -97,10 +98,7 @@ class GlowTrainConfig:
     def from_dict(cls, d: dict) -> "GlowTrainConfig":
         d = dict(d)
         model = GlowConfig(**d.pop("model", {}))
-        unknown = sorted(set(d) - set(cls.__dataclass_fields__) - {"enabled", "variants"})
-        if unknown:
-            raise ValueError(f"unknown GLOW training setting(s) {unknown}; "
-                             f"known: {sorted(set(cls.__dataclass_fields__) - {'model'})}")
+        check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "GLOW training", ignore={"enabled", "variants"})
         return cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 from torch import nn
 
+from irglow.config import check_settings
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow.weights import split_words
@@ -37,9 +38,7 @@ class MonoBERTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "MonoBERTConfig":
-        unknown = sorted(set(d) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"unknown monoBERT model setting(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        check_settings(d, cls.__dataclass_fields__, "monoBERT model")
         return cls(**d)
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 from torch import nn
 
+from irglow.config import check_settings
 from irglow.models.checkpoints import check_model_dir
 from irglow.models.glow.weights import split_words
 
@@ -60,9 +61,7 @@ class NRMFConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "NRMFConfig":
-        unknown = sorted(set(d) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"unknown NRM-F model setting(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        check_settings(d, cls.__dataclass_fields__, "NRM-F model")
         return cls(**d)
 
 

@@ -6,7 +6,6 @@ the re-ranked block, so a re-ranked run is still a complete run of the same leng
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -80,8 +79,3 @@ def rerank(model, run: Run, queries: Sequence[Query], docs: Mapping[str, Documen
     out = {qid: rerank_ranking(r, scores.get(qid, {}), depth) if qid in text else list(r)
            for qid, r in run.ranking.items()}
     return Run(out, tag or run.tag)
-
-
-def read_training(model_dir: str | Path) -> dict:
-    f = Path(model_dir).parent / "training.json"
-    return json.loads(f.read_text()) if f.is_file() else {}

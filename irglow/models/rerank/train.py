@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
+from irglow.config import check_settings
 from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
@@ -36,6 +37,7 @@ from irglow.models.checkpoints import (load_trainer_checkpoint, pick_device, rng
                                        set_rng_state)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
+from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_dir, atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -75,9 +77,7 @@ class RerankTrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
-        unknown = sorted(set(d) - set(cls.__dataclass_fields__) - {"enabled"})
-        if unknown:
-            raise ValueError(f"unknown re-ranker training setting(s) {unknown}; known: {sorted(cls.__dataclass_fields__)}")
+        check_settings(d, cls.__dataclass_fields__, "re-ranker training", ignore={"enabled"})
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     def build_model(self, fields: list[str]):
@@ -135,7 +135,7 @@ class RerankTrainer:
                     and d in docs] for q in train_ids}
         val_queries = [qmap[q] for q in val_ids]
         val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
-        val_run = type(bm25)({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, "bm25")
+        val_run = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, "bm25")
         doc_ids = list(docs)
 
         steps_per_epoch = max(1, len(train_ids) // cfg.batch_queries)
