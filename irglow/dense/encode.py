@@ -43,16 +43,56 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
     return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
 
 
-def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
-                  batch_size: int = 64) -> tuple[Path, float]:
-    """Write ``embeddings.npy`` and ``ids.txt`` atomically; returns the folder and docs/second."""
-    t = time.perf_counter()
-    vectors = encode(docs, encoder, batch_size, desc="encode corpus")
-    rate = len(docs) / max(1e-9, time.perf_counter() - t)
-    with atomic_dir(out_dir) as tmp:
+def shard_bounds(n: int, rank: int, world: int) -> tuple[int, int]:
+    """Contiguous shard ``rank`` of ``world`` over ``n`` items (sizes differ by at most one)."""
+    if not 0 <= rank < world:
+        raise ValueError(f"shard {rank} of {world} does not exist")
+    return n * rank // world, n * (rank + 1) // world
+
+
+def shard_dir(out_dir: str | Path, rank: int, world: int) -> Path:
+    return Path(f"{out_dir}.shards") / f"{rank:03d}-of-{world:03d}"
+
+
+def _write_embeddings(folder: Path, vectors: np.ndarray, ids: Sequence[str]) -> None:
+    with atomic_dir(folder) as tmp:
         np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
-        (tmp / "ids.txt").write_text("".join(d.doc_id + "\n" for d in docs), encoding="utf-8")
-    return Path(out_dir), rate
+        (tmp / "ids.txt").write_text("".join(i + "\n" for i in ids), encoding="utf-8")
+
+
+def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
+                  batch_size: int = 64, rank: int = 0, world: int = 1) -> tuple[Path, float]:
+    """Write ``embeddings.npy`` and ``ids.txt`` atomically; returns the folder and docs/second.
+
+    With ``world`` > 1 this process encodes only its contiguous shard into ``shard_dir(out_dir, rank,
+    world)`` (processes on several GPUs or nodes, one shard each); ``merge_shards`` then writes
+    ``out_dir`` once, in corpus order.  A shard already on disk for the same documents is reused."""
+    lo, hi = shard_bounds(len(docs), rank, world)
+    target = Path(out_dir) if world == 1 else shard_dir(out_dir, rank, world)
+    part = docs[lo:hi]
+    if world > 1 and (target / "ids.txt").is_file() and \
+            (target / "ids.txt").read_text(encoding="utf-8").splitlines() == [d.doc_id for d in part]:
+        return target, float("nan")
+    t = time.perf_counter()
+    vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else f"encode shard {rank}/{world}")
+    rate = len(part) / max(1e-9, time.perf_counter() - t)
+    _write_embeddings(target, vectors, [d.doc_id for d in part])
+    return target, rate
+
+
+def merge_shards(out_dir: str | Path, world: int) -> Path:
+    """Concatenate the ``world`` shards of ``out_dir`` (in rank order) into ``out_dir``; remove the shards."""
+    parts = [shard_dir(out_dir, r, world) for r in range(world)]
+    missing = [str(p) for p in parts if not (p / "embeddings.npy").is_file()]
+    if missing:
+        raise FileNotFoundError(f"cannot merge {out_dir}: shards not written yet: {missing}")
+    loaded = [load_embeddings(p) for p in parts]
+    vectors = np.concatenate([v for v, _ in loaded if len(v)]) if any(len(v) for v, _ in loaded) else loaded[0][0]
+    _write_embeddings(Path(out_dir), vectors, [i for _, ids in loaded for i in ids])
+    import shutil
+
+    shutil.rmtree(Path(f"{out_dir}.shards"), ignore_errors=True)
+    return Path(out_dir)
 
 
 def load_embeddings(folder: str | Path) -> tuple[np.ndarray, list[str]]:

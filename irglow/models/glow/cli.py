@@ -38,35 +38,51 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=cmd_explain)
 
 
-def _load(args):
+def _load(args, rank: int = 0, world: int = 1):
+    """Collection, index and statistics; under ``torchrun`` rank 0 builds them while the others wait."""
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
     from irglow.index.stats import CollectionStats
 
-    coll = load_collection(args.data)
-    index = build_index(coll, root=args.data_dir)
-    return coll, index, CollectionStats.load(index)
+    def load():
+        coll = load_collection(args.data)
+        index = build_index(coll, root=args.data_dir)
+        return coll, index, CollectionStats.load(index)
+
+    if world == 1:
+        return load()
+    import torch.distributed as dist
+
+    if rank == 0:
+        loaded = load()
+    dist.barrier()
+    if rank != 0:
+        loaded = load()
+    return loaded
 
 
 def cmd_train(args) -> int:
     from pathlib import Path
 
     from irglow.config import apply_override, load_config, write_manifest
-    from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
+    from irglow.models.glow.train import GlowTrainConfig, GlowTrainer, init_distributed
 
     cfg = load_config(args.config).get("glow", {}) if Path(args.config).is_file() else {}
     for item in args.set:
         apply_override(cfg, item)
     cfg.pop("enabled", None)
     cfg.pop("variants", None)
-    coll, index, stats = _load(args)
+    rank, world = init_distributed()
+    coll, index, stats = _load(args, rank, world)
     cfg.setdefault("model", {}).setdefault("fields", list(index.fields))
     config = GlowTrainConfig.from_dict(cfg)
     best = GlowTrainer(config, args.out).train(index, stats, {d.doc_id: d for d in coll.docs_iter()},
                                                coll.queries(args.split), coll.qrels(args.split),
                                                resume=not args.no_resume)
-    write_manifest(args.out, {"glow": cfg, "data": args.data, "split": args.split}, seed=config.seed)
-    print(best)
+    if rank == 0:  # one writer
+        write_manifest(args.out, {"glow": cfg, "data": args.data, "split": args.split}, seed=config.seed,
+                       world_size=world)
+        print(best)
     return 0
 
 
@@ -76,11 +92,15 @@ def cmd_search(args) -> int:
     from irglow.config import write_manifest
     from irglow.models.glow.model import GlowEncoder
     from irglow.models.glow.runner import glow_run
+    from irglow.models.glow.train import init_distributed
 
-    coll, index, stats = _load(args)
+    rank, world = init_distributed()
+    coll, index, stats = _load(args, rank, world)
     out = Path(args.output)
     run, info = glow_run(GlowEncoder.load(args.model), index, stats, list(coll.docs_iter()), coll.queries(args.split),
-                         out.parent, out.stem, args.depth, faiss_kind=args.faiss)
+                         out.parent, out.stem, args.depth, faiss_kind=args.faiss, rank=rank, world=world)
+    if run is None:  # a non-zero rank: its shard is encoded, rank 0 searches
+        return 0
     run.write(out)
     write_manifest(out.parent, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out),
                    **info)

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from irglow.data.records import Document, Query
-from irglow.dense.encode import dense_search, encode, encode_corpus, faiss_index, load_embeddings
+from irglow.dense.encode import dense_search, encode, encode_corpus, faiss_index, load_embeddings, merge_shards
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device, read_training
@@ -30,18 +30,30 @@ def featurizer_for(model: GlowEncoder, index: LuceneIndex, stats: CollectionStat
 
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
              queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
-             faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None) -> tuple[Run, dict]:
+             faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
+             rank: int = 0, world: int = 1) -> tuple[Run | None, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
-    searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries."""
+    searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
+
+    Under ``torchrun`` (``world`` > 1) every process encodes its shard of the corpus, rank 0 merges the
+    shards and searches; the other ranks return ``None``."""
     device = device or pick_device()
     model.to(device).eval()
     feat = featurizer_for(model, index, stats)
     missing = [f for f in model.config.fields if f not in index.fields]
-    if missing:
+    if missing and rank == 0:
         log.warning("%s: fields %s are not in this collection; they encode as empty segments", tag, missing)
     emb_dir = out_dir / f"{tag}.embeddings"
     with torch.no_grad():
-        _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size)
+        _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size, rank, world)
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()  # every shard is on disk
+        if rank != 0:
+            return None, {"docs_per_s": rate, "also": {}}
+        merge_shards(emb_dir, world)
+    with torch.no_grad():
         qv = encode(queries, lambda b: embed(model, feat, b, device, "query"), batch_size)
         more = {name: encode(qs, lambda b: embed(model, feat, b, device, "query"), batch_size)
                 for name, qs in (also or {}).items() if qs}

@@ -114,7 +114,8 @@ class GlowScorer(torch.nn.Module):
         return self.w * cos + self.b
 
 
-def _dist():
+def init_distributed() -> tuple[int, int]:
+    """(rank, world size): joins the process group when launched by ``torchrun`` (NCCL on GPUs, else gloo)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         import torch.distributed as dist
 
@@ -133,10 +134,40 @@ def embed(model: GlowEncoder, featurizer: Featurizer, items, device, kind: str) 
     return model(**to_device(batch, device))
 
 
+# what padding holds in each featurized tensor (token weights and weight features: neutral)
+_PAD_VALUE = {"attention_mask": 0, "token_type_ids": 0, "token_weights": 1.0, "weight_features": (1.0, 0.0, 0.0)}
+
+
+def pad_cat(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], pad_id: int) -> dict[str, torch.Tensor]:
+    """Two featurized batches as one: padded to the longer sequence (masked, so nothing changes), stacked."""
+    T = max(a["input_ids"].shape[1], b["input_ids"].shape[1])
+    out = {}
+    for k in a:
+        parts = []
+        for x in (a[k], b[k]):
+            extra = T - x.shape[1]
+            if extra:
+                fill = torch.tensor(_PAD_VALUE.get(k, pad_id), dtype=x.dtype).expand(x.shape[0], extra, *x.shape[2:])
+                x = torch.cat([x, fill], dim=1)
+            parts.append(x)
+        out[k] = torch.cat(parts)
+    return out
+
+
+def embed_pair(model, featurizer: Featurizer, queries, docs, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries and documents through the encoder in *one* forward call: DistributedDataParallel
+    synchronises gradients per forward/backward pair, and two forwards before one backward would
+    break it (Tevatron and sentence-transformers encode both sides of a Siamese model the same way)."""
+    q = featurizer.queries([x.text for x in queries])
+    d = featurizer.documents(docs)
+    vectors = model(**to_device(pad_cat(q, d, featurizer.tok.pad_token_id), device))
+    return vectors[: len(queries)], vectors[len(queries):]
+
+
 class GlowTrainer:
     def __init__(self, config: GlowTrainConfig, out_dir: str | Path):
         self.config, self.out = config, Path(out_dir)
-        self.rank, self.world = _dist()
+        self.rank, self.world = init_distributed()
         if self.world > 1 and torch.cuda.is_available():
             local = int(os.environ.get("LOCAL_RANK", "0"))
             torch.cuda.set_device(local)
@@ -198,8 +229,10 @@ class GlowTrainer:
             log.warning("resuming GLOW training from %s (epoch %d, step %d)", ckpt, state["epoch"], state["step"])
         train_model = model
         if self.world > 1:
+            # the BERT pooler is loaded with the checkpoint but never used for the loss
             train_model = torch.nn.parallel.DistributedDataParallel(
-                model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+                model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                find_unused_parameters=True)
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         measure = parse_measures(["nDCG@10"])
         ramp_steps = cfg.alpha_ramp * total_steps
@@ -240,6 +273,15 @@ class GlowTrainer:
             elif full:
                 state["bad"] += 1
 
+        def agree_on_stopping() -> None:
+            """Rank 0 validates; every rank must leave the loop at the same step or DDP hangs."""
+            if self.world > 1:
+                import torch.distributed as dist
+
+                flag = torch.tensor([state["bad"]], dtype=torch.long)
+                dist.broadcast(flag, 0)
+                state["bad"] = int(flag)
+
         t0 = time.perf_counter()
         rng = random.Random(cfg.seed)
         if state["step"] == 0 and not state["history"]:
@@ -249,7 +291,7 @@ class GlowTrainer:
             model.train()
             order = list(range(len(train_ids)))
             random.Random(cfg.seed + state["epoch"]).shuffle(order)
-            order = order[self.rank::self.world]
+            order = order[: len(order) - len(order) % self.world][self.rank::self.world]  # equal shards
             batches = epoch_batches(order, cfg.batch_size, cfg.grad_accum)
             bar = tqdm(batches, desc=f"GLOW[{cfg.model.variant}] epoch {state['epoch'] + 1}", unit="batch",
                        disable=self.rank != 0)
@@ -262,10 +304,9 @@ class GlowTrainer:
                 neg = [docs[d] for q in qids for d in pick_negatives(hard.get(q, []), judged.get(q, set()), doc_ids,
                                                                       cfg.hard_negatives, rng)]
                 with torch.autocast(self.device.type, enabled=self.use_amp):
-                    qv = torch.nn.functional.normalize(embed(train_model, featurizer, [qmap[q] for q in qids],
-                                                             self.device, "query").float(), dim=-1)
-                    dv = torch.nn.functional.normalize(embed(train_model, featurizer, pos + neg, self.device,
-                                                             "doc").float(), dim=-1)
+                    qv, dv = embed_pair(train_model, featurizer, [qmap[q] for q in qids], pos + neg, self.device)
+                    qv = torch.nn.functional.normalize(qv.float(), dim=-1)
+                    dv = torch.nn.functional.normalize(dv.float(), dim=-1)
                 cos = qv @ dv.T  # [B, B(1 + h)]: columns 0..B-1 the positives, then each query's hard negatives
                 batch_docs = [d.doc_id for d in pos + neg]
                 # a batch document judged relevant to a query is not its negative (its own positive excepted)
@@ -284,6 +325,12 @@ class GlowTrainer:
                 scaler.scale(loss / cfg.grad_accum).backward()
                 running += float(loss.detach())
                 if n % cfg.grad_accum == 0:
+                    if self.world > 1 and cfg.loss == "bce":  # the scorer lives outside the DDP module
+                        import torch.distributed as dist
+
+                        for p in scorer.parameters():
+                            dist.all_reduce(p.grad)
+                            p.grad /= self.world
                     scaler.unscale_(opt)
                     torch.nn.utils.clip_grad_norm_(params, 1.0)
                     scaler.step(opt)
@@ -293,6 +340,7 @@ class GlowTrainer:
                     state["step"] += 1
                     if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:
                         evaluate(running / n)
+                        agree_on_stopping()
                         if state["bad"] >= cfg.patience:
                             break
                 bar.set_postfix(loss=f"{running / n:.4f}", alpha=f"{model.alpha:.2f}")
@@ -301,6 +349,7 @@ class GlowTrainer:
             state["epoch"] += 1
             set_alpha()
             evaluate(running / max(1, n))
+            agree_on_stopping()
             if self.rank == 0:
                 with atomic_dir(self.out / "checkpoint") as tmp:
                     torch.save({"model": model.state_dict(), "scorer": scorer.state_dict(),
