@@ -6,7 +6,10 @@ run as a TREC file, the qrels, a markdown/CSV/LaTeX table, a plot and a manifest
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
+import json
 import logging
 import time
 from pathlib import Path
@@ -25,6 +28,15 @@ from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
+
+
+def _irglow_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("irglow")
+    except PackageNotFoundError:
+        return "unknown"
 
 DEFAULT_MEASURES = ["nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10"]
 
@@ -53,6 +65,45 @@ def tune_field_weights(index, queries, qrels, fields, grid=(1.0, 2.0, 4.0), meas
             break
     log.info("BM25F weights tuned on training queries: %s (%s %.4f)", weights, measure, best)
     return weights
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+class StageCache:
+    """Skip a stage whose inputs are unchanged: its settings, the collection and index, and the exact
+    run files it was given.  A record ``<out>/.stages/<name>.json`` is written only after the stage's
+    run files are; a killed run therefore continues at the first stage without a valid record, and
+    a changed setting re-runs that stage and everything that consumed its runs."""
+
+    def __init__(self, out: Path, context: dict[str, Any]):
+        self.out, self.context, self.report = out, context, {}
+
+    def run(self, name: str, settings: Any, inputs: dict[str, Run], produce) -> dict[str, Run]:
+        key = _digest({"stage": name, "settings": settings, "context": self.context,
+                       "inputs": {t: _file_digest(self.out / f"{t}.run") for t in sorted(inputs)}})
+        record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
+        if record.is_file():
+            saved = json.loads(record.read_text())
+            files = {t: self.out / f"{t}.run" for t in saved["runs"]}
+            if saved["key"] == key and all(f.is_file() and _file_digest(f) == saved["runs"][t] for t, f in files.items()):
+                log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
+                self.report[name] = "reused"
+                return {t: Run.read(f) for t, f in files.items()}
+        produced = produce()
+        for tag, run in produced.items():  # stages write their runs; make sure, then read back what is on disk
+            if not (self.out / f"{tag}.run").is_file():
+                run.write(self.out / f"{tag}.run")
+        record.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": {
+            t: _file_digest(self.out / f"{t}.run") for t in produced}}, indent=1))
+        self.report[name] = "ran"
+        return {t: Run.read(self.out / f"{t}.run") for t in produced}
 
 
 def run_pipeline(config: dict[str, Any]) -> Path:
@@ -87,23 +138,27 @@ def run_pipeline(config: dict[str, Any]) -> Path:
         timings["bm25f_tuning_s"] = time.perf_counter() - t
         config.setdefault("lexical", {})["field_weights"] = weights  # the stages' fusion uses the same bm25f
     runs: dict[str, Run] = {}
+    cache = StageCache(out, {"collection": collection.name, "test_split": test_split, "train_split": train_split,
+                             "index": str(index.path), "irglow": _irglow_version()})
     for system in lx.get("systems", ["bm25", "bm25-mf", "bm25f", "tfidf"]):
         name, _, variant = system.partition("+")
         cfg = LexicalConfig(system=name, k1=k1, b=b, depth=depth, threads=lx.get("threads", 2),
                             field_weights=weights if name in ("bm25f", "bm25-mf") else {}, rm3=variant == "rm3")
         t = time.perf_counter()
         tag = system.replace("+", "-")
-        runs[tag] = LexicalSearcher(index, cfg).search(test_queries, tag=tag)
+        runs.update(cache.run(f"lexical:{tag}", dataclasses.asdict(cfg), {},
+                              lambda: {tag: LexicalSearcher(index, cfg).search(test_queries, tag=tag)}))
         timings[f"search_{tag}_s"] = time.perf_counter() - t
-        runs[tag].write(out / f"{tag}.run")
 
     from irglow.stages import neural_stages
 
     for stage in neural_stages(config):
         t = time.perf_counter()
-        produced = stage(config=config, collection=collection, index=index, stats=stats, out=out, runs=dict(runs))
+        section = stage.__name__.removesuffix("_stage")
+        runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed")},
+                              dict(runs), lambda: stage(config=config, collection=collection, index=index,
+                                                        stats=stats, out=out, runs=dict(runs))))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t
-        runs.update(produced)
 
     ev = config.get("eval", {})
     cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=ev.get("baseline", "bm25"))
@@ -115,7 +170,7 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     plot_comparison(cmp, out / "results.png", title=f"{collection.name} / {test_split}")
     write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),
                    bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()},
-                   statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]})
+                   statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report)
     print(f"\n## {collection.name} — {test_split}\n")
     print(cmp.to_markdown())
     print(f"runs, tables, plot and manifest in {out}/")

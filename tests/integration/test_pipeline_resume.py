@@ -1,0 +1,71 @@
+"""A pipeline killed mid-way and started again skips what it finished and ends with run files
+byte-identical to an uninterrupted run; a changed setting re-runs only the stage it belongs to."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+DATA = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
+
+
+def _config(out, data) -> dict:
+    return {"seed": 13, "data_dir": str(data),
+            "collection": {"name": DATA, "train_split": "train", "test_split": "test"},
+            "index": {"threads": 1},
+            "lexical": {"systems": ["bm25", "bm25f"], "depth": 50},
+            "eval": {"measures": ["nDCG@10"], "baseline": "bm25"},
+            "output": {"dir": str(out)},
+            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
+                       "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2, "batch_queries": 4}}}
+
+
+def _runs(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.run"))}
+
+
+def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
+    import irglow.models.rerank.stage as rerank_stage
+    import irglow.pipeline as pipeline
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)  # the pipeline writes qrels/ under the working directory
+    data = tmp_path / "data"
+    whole = run_pipeline(_config(tmp_path / "whole", data))
+    assert set(_runs(whole)) == {"bm25.run", "bm25f.run", "nrmf.run"}
+
+    real_rerank = rerank_stage.rerank
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rerank_stage, "rerank", killed)
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(_config(out, data))
+    assert set(_runs(out)) == {"bm25.run", "bm25f.run"}  # the lexical stages finished before the kill
+
+    monkeypatch.setattr(rerank_stage, "rerank", real_rerank)
+
+    class NoSearch:  # the restart must not search again
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("a finished lexical stage ran again")
+
+    monkeypatch.setattr(pipeline, "LexicalSearcher", NoSearch)
+    run_pipeline(_config(out, data))
+    assert _runs(out) == _runs(whole)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank": "ran"}
+
+    changed = _config(out, data)
+    changed["rerank"]["depth"] = 5
+    run_pipeline(changed)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank": "ran"}
+    assert _runs(out)["bm25.run"] == _runs(whole)["bm25.run"] and _runs(out)["nrmf.run"] != _runs(whole)["nrmf.run"]
+
+    again = copy.deepcopy(changed)
+    run_pipeline(again)
+    assert json.loads((out / "manifest.json").read_text())["stages"]["rerank"] == "reused"
