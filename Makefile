@@ -40,8 +40,10 @@ test: venv
 test-all: venv
 	$(BIN)/python -m pytest -q tests
 
+# SIZE=full (default): the whole collection; SIZE=small: configs/msmarco-small.toml, about an hour on one GPU
+SIZE ?= full
 run-msmarco: venv
-	$(BIN)/irglow run --config configs/msmarco.toml
+	$(BIN)/irglow run --config configs/msmarco$(if $(filter small,$(SIZE)),-small).toml
 
 bench-lexical: venv
 	$(BIN)/python bench/lexical.py --data $(DATA) --split $(SPLIT) --out $(OUT)

@@ -27,6 +27,11 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[
             config = yaml.safe_load(path.read_text()) or {}
         else:
             raise ValueError(f"{path}: configuration must be .toml or .yaml")
+        if "base" in config:  # a file that changes another: base = "configs/msmarco.toml"
+            base = Path(config.pop("base"))
+            if not base.is_file():
+                raise FileNotFoundError(f"{path}: base = {str(base)!r} is not a file")
+            config = merged(load_config(base), config)
     for item in overrides:
         apply_override(config, item)
     return config
@@ -88,6 +93,15 @@ def git_commit(cwd: str | Path | None = None) -> str | None:
     return (out.stdout.strip() + ("-dirty" if dirty else "")) if out.returncode == 0 else None
 
 
+def _hardware() -> dict[str, Any]:
+    """CPU count and, where torch is already loaded (never imported just for this), the GPUs."""
+    info: dict[str, Any] = {"cpus": os.cpu_count()}
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        info["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    return info
+
+
 def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path:
     """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs."""
     from irglow.utils.atomic import atomic_write_text
@@ -100,6 +114,7 @@ def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None
         "git_commit": git_commit(Path(__file__).parent),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "hardware": _hardware(),
         "versions": {p: _version(p) for p in ("irglow", "pyserini", "torch", "transformers", "faiss-cpu",
                                                "ir-measures", "ir-datasets", "numpy", "pandas")},
         **extra,

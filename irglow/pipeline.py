@@ -107,12 +107,21 @@ class StageCache:
 
 
 def run_pipeline(config: dict[str, Any]) -> Path:
+    """Index once, tune once, train once; then every test split (``test_split`` may be a list, e.g.
+    MS MARCO dev, TREC DL 2019 and 2020) gets its runs, table, plot and manifest — in ``out`` for one
+    split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared."""
     c = config.get("collection", {})
     out = Path(config.get("output", {}).get("dir", "runs/demo"))
     out.mkdir(parents=True, exist_ok=True)
     data_root = config.get("data_dir")
-    collection = load_collection(c.get("name", "demo"))
     train_split, test_split = c.get("train_split", "train"), c.get("test_split", "test")
+    splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]
+    collection = load_collection(c.get("name", "demo"))
+    if c.get("max_docs") or c.get("max_queries"):
+        from irglow.data.collection import SampledCollection
+
+        collection = SampledCollection(collection, [train_split, *splits], c.get("max_docs"),
+                                       c.get("max_queries") or {}, seed=config.get("seed", 13))
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
@@ -126,17 +135,31 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     stats = CollectionStats.load(index)
     timings["stats_s"] = time.perf_counter() - t
 
-    test_queries, test_qrels = collection.queries(test_split), collection.qrels(test_split)
-    qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     lx = config.get("lexical", {})
-    k1, b, depth = lx.get("k1", 0.9), lx.get("b", 0.4), lx.get("depth", 1000)
     weights = dict(lx.get("field_weights", {}))
     if lx.get("tune_bm25f", False):
         t = time.perf_counter()
         weights = tune_field_weights(index, collection.queries(train_split), collection.qrels(train_split),
-                                     list(index.fields), k1=k1, b=b)
+                                     list(index.fields), k1=lx.get("k1", 0.9), b=lx.get("b", 0.4))
         timings["bm25f_tuning_s"] = time.perf_counter() - t
         config.setdefault("lexical", {})["field_weights"] = weights  # the stages' fusion uses the same bm25f
+    config.setdefault("output", {})["train_dir"] = str(out)  # one training per stage, whatever the split
+    for split in splits:
+        split_config = {**config, "collection": {**c, "test_split": split}}
+        _evaluate_split(split_config, collection, index, stats, out / split if len(splits) > 1 else out,
+                        dict(timings), weights)
+    return out
+
+
+def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, timings: dict[str, float],
+                    weights: dict[str, float]) -> Path:
+    """One test split: lexical runs, the neural stages, the comparison table, plot and manifest."""
+    out.mkdir(parents=True, exist_ok=True)
+    c, lx = config["collection"], config.get("lexical", {})
+    train_split, test_split = c.get("train_split", "train"), c["test_split"]
+    k1, b, depth = lx.get("k1", 0.9), lx.get("b", 0.4), lx.get("depth", 1000)
+    test_queries, test_qrels = collection.queries(test_split), collection.qrels(test_split)
+    qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     runs: dict[str, Run] = {}
     cache = StageCache(out, {"collection": collection.name, "test_split": test_split, "train_split": train_split,
                              "index": str(index.path), "irglow": _irglow_version()})

@@ -7,7 +7,13 @@ deferred so the lexical pipeline never pays for torch.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
+
+
+def train_root(config: dict[str, Any], out: Path) -> Path:
+    """Where a stage trains its models: shared by every test split of one pipeline run."""
+    return Path(config.get("output", {}).get("train_dir") or out)
 
 
 def neural_stages(config: dict[str, Any]) -> list[Callable]:

@@ -51,3 +51,60 @@ def load_collection(spec: str) -> Collection:
     from irglow.data.irds import IrdsCollection
 
     return IrdsCollection(spec)
+
+
+class SampledCollection:
+    """A smaller, deterministic version of a collection (``make run-msmarco SIZE=small``): at most
+    ``max_queries[split]`` judged queries per split (a seeded sample; unlisted splits stay whole), and
+    every document judged for a kept query plus the first ``max_docs`` others — so each kept query
+    keeps all its judged documents and the sample is still a retrieval problem."""
+
+    def __init__(self, base: Collection, splits: list[str], max_docs: int | None = None,
+                 max_queries: dict[str, int] | None = None, seed: int = 13):
+        self.base, self.splits, self.max_docs, self.seed = base, list(dict.fromkeys(splits)), max_docs, seed
+        self.max_queries = dict(max_queries or {})
+        unknown = sorted(set(self.max_queries) - set(self.splits))
+        if unknown:
+            raise ValueError(f"max_queries names splits {unknown} that this run does not use; its splits: {self.splits}")
+        limits = ",".join(f"{k}={v}" for k, v in sorted(self.max_queries.items()))
+        self.name = f"{base.name}-sample-d{max_docs or 'all'}-q{limits or 'all'}-s{seed}"
+        self._kept: dict[str, set[str]] = {}
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.base.fields
+
+    def _query_ids(self, split: str) -> set[str]:
+        if split not in self._kept:
+            import random
+
+            judged = sorted({r.query_id for r in self.base.qrels(split)})
+            limit = self.max_queries.get(split)
+            keep = judged if limit is None or limit >= len(judged) else random.Random(self.seed).sample(judged, limit)
+            self._kept[split] = set(keep)
+        return self._kept[split]
+
+    def queries(self, split: str) -> list[Query]:
+        if split not in self.max_queries:
+            return self.base.queries(split)
+        kept = self._query_ids(split)
+        return [q for q in self.base.queries(split) if q.query_id in kept]
+
+    def qrels(self, split: str) -> list[Qrel]:
+        if split not in self.max_queries:
+            return self.base.qrels(split)
+        kept = self._query_ids(split)
+        return [r for r in self.base.qrels(split) if r.query_id in kept]
+
+    def docs_iter(self) -> Iterator[Document]:
+        judged = {r.doc_id for split in self.splits for r in self.qrels(split)}
+        others = 0
+        for doc in self.base.docs_iter():
+            if doc.doc_id in judged:
+                yield doc
+            elif self.max_docs is None or others < self.max_docs:
+                others += 1
+                yield doc
+
+    def docs_count(self) -> int | None:
+        return None

@@ -8,6 +8,7 @@ from pathlib import Path
 from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import glow_run, hybrid_runs, validation_queries
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
+from irglow.stages import train_root
 
 
 def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
@@ -30,7 +31,7 @@ def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = 
     tune_q, tune_qrels = [], []
     for variant in variants:
         tc = GlowTrainConfig.from_dict({**gcfg, "model": {**model_cfg, "variant": variant}})
-        best = GlowTrainer(tc, out / f"{variant}-train").train(index, stats, docs, train_q, train_qrels)
+        best = GlowTrainer(tc, train_root(config, out) / f"{variant}-train").train(index, stats, docs, train_q, train_qrels)
         tune_q, tune_qrels = validation_queries(best, train_q, train_qrels)
         run, info = glow_run(GlowEncoder.load(best), index, stats, list(docs.values()), test_q, out, variant,
                              depth=depth, also={"tune": tune_q})

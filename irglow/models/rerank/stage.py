@@ -8,6 +8,7 @@ from pathlib import Path
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
+from irglow.stages import train_root
 
 
 def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
@@ -36,7 +37,7 @@ def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None 
             settings = merged(load_config(settings.pop("config")).get(kind, {}), settings)
         settings.pop("enabled", None)
         settings["kind"] = kind
-        best = RerankTrainer(RerankTrainConfig.from_dict(settings), out / f"{kind}-train").train(
+        best = RerankTrainer(RerankTrainConfig.from_dict(settings), train_root(config, out) / f"{kind}-train").train(
             index, docs, collection.queries(split), collection.qrels(split))
         model = load_reranker(best)
         for name, base in [("bm25", first)] + [(a, (runs or {}).get(a)) for a in also]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
+from irglow.stages import train_root
 
 log = logging.getLogger(__name__)
 
@@ -15,12 +16,16 @@ log = logging.getLogger(__name__)
 def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
     tcfg = dict(config.get("twbert", {}))
     tcfg.pop("enabled", None)
+    if "config" in tcfg:  # start from another file's [twbert] section (e.g. configs/twbert.toml)
+        from irglow.config import load_config, merged
+
+        tcfg = merged(load_config(tcfg.pop("config")).get("twbert", {}), tcfg)
     expansion = tcfg.pop("rm3", True)
     model_dir = tcfg.pop("model_dir", None)
     c = config.get("collection", {})
     if not model_dir:
         train_cfg = TrainConfig.from_dict(tcfg)
-        train_dir = out / "twbert-train"
+        train_dir = train_root(config, out) / "twbert-train"
         model_dir = Trainer(train_cfg, train_dir).train(index, stats, collection.queries(c.get("train_split", "train")),
                                                         collection.qrels(c.get("train_split", "train")))
     model = TWBert.load(model_dir)
