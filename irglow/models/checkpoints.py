@@ -134,3 +134,36 @@ def load_trainer_checkpoint(path: str | Path, map_location=None) -> dict:
     except pickle.UnpicklingError as e:
         raise ValueError(f"{path} holds more than tensors and plain values (refused: a checkpoint must not "
                          f"carry code); delete it or train with --no-resume: {str(e).splitlines()[0]}") from None
+
+
+def save_trainer_checkpoint(folder: str | Path, state: dict, rng: bool = True, **parts) -> Path:
+    """``folder/trainer.pt``, written atomically: each of ``parts`` (``model=``, ``optimizer=``, … — anything
+    with a ``state_dict``), the trainer ``state`` as JSON and, with ``rng``, every RNG's state.  Only
+    tensors and plain values, so ``resume_trainer`` loads it with ``weights_only=True``."""
+    import json
+
+    import torch
+
+    from irglow.utils.atomic import atomic_dir
+
+    saved = {name: part.state_dict() for name, part in parts.items()}
+    saved["state"] = json.dumps(state, default=float)
+    if rng:
+        saved["rng"] = rng_state()
+    with atomic_dir(folder) as tmp:
+        torch.save(saved, tmp / "trainer.pt")
+    return Path(folder) / "trainer.pt"
+
+
+def resume_trainer(path: str | Path, map_location=None, **parts) -> dict:
+    """Load each of ``parts`` from a ``save_trainer_checkpoint`` file, restore the RNGs if it holds them,
+    and return the trainer state."""
+    import json
+
+    saved = load_trainer_checkpoint(path, map_location=map_location)
+    for name, part in parts.items():
+        part.load_state_dict(saved[name])
+    if "rng" in saved:
+        set_rng_state(saved["rng"])
+    state = saved["state"]
+    return json.loads(state) if isinstance(state, str) else state  # older TW-BERT checkpoints: a dict

@@ -51,10 +51,10 @@ from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import load_trainer_checkpoint, pick_device, seed_everything
+from irglow.models.checkpoints import pick_device, resume_trainer, save_trainer_checkpoint, seed_everything
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
-from irglow.utils.atomic import atomic_dir, atomic_write_text
+from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -220,12 +220,7 @@ class GlowTrainer:
         state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": []}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            saved = load_trainer_checkpoint(ckpt, map_location=self.device)  # tensors and plain values only
-            model.load_state_dict(saved["model"])
-            scorer.load_state_dict(saved["scorer"])
-            opt.load_state_dict(saved["optimizer"])
-            sched.load_state_dict(saved["scheduler"])
-            state = json.loads(saved["state"])
+            state = resume_trainer(ckpt, self.device, model=model, scorer=scorer, optimizer=opt, scheduler=sched)
             log.warning("resuming GLOW training from %s (epoch %d, step %d)", ckpt, state["epoch"], state["step"])
         train_model = model
         if self.world > 1:
@@ -351,11 +346,8 @@ class GlowTrainer:
             evaluate(running / max(1, n))
             agree_on_stopping()
             if self.rank == 0:
-                with atomic_dir(self.out / "checkpoint") as tmp:
-                    torch.save({"model": model.state_dict(), "scorer": scorer.state_dict(),
-                                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                                "state": json.dumps(state, default=float)},
-                               tmp / "trainer.pt")
+                save_trainer_checkpoint(self.out / "checkpoint", state, rng=False, model=model, scorer=scorer,
+                                        optimizer=opt, scheduler=sched)
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
         if self.rank == 0:
             atomic_write_text(self.out / "training.json", json.dumps(

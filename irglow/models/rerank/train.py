@@ -33,12 +33,11 @@ from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (load_trainer_checkpoint, pick_device, rng_state, seed_everything,
-                                       set_rng_state)
+from irglow.models.checkpoints import pick_device, resume_trainer, save_trainer_checkpoint, seed_everything
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
 from irglow.runs.trec import Run
-from irglow.utils.atomic import atomic_dir, atomic_write_text
+from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -147,12 +146,7 @@ class RerankTrainer:
                  "train_seconds": 0.0}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            saved = load_trainer_checkpoint(ckpt, map_location=self.device)
-            model.load_state_dict(saved["model"])
-            opt.load_state_dict(saved["optimizer"])
-            sched.load_state_dict(saved["scheduler"])
-            state = json.loads(saved["state"])
-            set_rng_state(saved["rng"])
+            state = resume_trainer(ckpt, self.device, model=model, optimizer=opt, scheduler=sched)
             log.warning("resuming %s training from %s (epoch %d, step %d)", cfg.kind, ckpt, state["epoch"],
                         state["step"])
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
@@ -219,9 +213,7 @@ class RerankTrainer:
             evaluate(running / max(1, n))
             state["train_seconds"] += time.perf_counter() - t0
             t0 = time.perf_counter()
-            with atomic_dir(self.out / "checkpoint") as tmp:
-                torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                            "state": json.dumps(state), "rng": rng_state()}, tmp / "trainer.pt")
+            save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt, scheduler=sched)
         state["train_seconds"] += time.perf_counter() - t0
         atomic_write_text(self.out / "training.json", json.dumps(
             {"config": asdict(cfg), "state": state, "train_queries": len(train_ids), "val_queries": len(val_ids),

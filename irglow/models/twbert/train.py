@@ -51,12 +51,12 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import load_trainer_checkpoint, pick_device, rng_state, seed_everything, set_rng_state
+from irglow.models.checkpoints import pick_device, resume_trainer, save_trainer_checkpoint, seed_everything
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
-from irglow.utils.atomic import atomic_dir, atomic_write_text
+from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -306,9 +306,7 @@ class Trainer:
         return torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
 
     def _save_checkpoint(self, model, opt, state):
-        with atomic_dir(self.out / "checkpoint") as tmp:
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
-                        "rng": rng_state()}, tmp / "trainer.pt")
+        save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt)
 
     def prepare(self, index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
                 model: TWBert | None = None) -> TrainingData:
@@ -356,11 +354,7 @@ class Trainer:
                  "train_seconds": 0.0}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            saved = load_trainer_checkpoint(ckpt, map_location=self.device)
-            model.load_state_dict(saved["model"])
-            opt.load_state_dict(saved["optimizer"])
-            state = saved["state"]
-            set_rng_state(saved["rng"])
+            state = resume_trainer(ckpt, self.device, model=model, optimizer=opt)
             log.warning("resuming TW-BERT training from %s (stage %d, epoch %d)", ckpt, state["stage"], state["epoch"])
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         measure = parse_measures(["nDCG@10"])
