@@ -45,6 +45,15 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def stage_settings(settings: dict[str, Any], section: str) -> dict[str, Any]:
+    """A stage's settings without ``enabled``, laid on the ``[section]`` of the file its ``config`` key names
+    (if any) — e.g. ``[glow] config = "configs/glow-paper.toml"`` starts from that file's ``[glow]``."""
+    settings = dict(settings)
+    settings.pop("enabled", None)
+    base = settings.pop("config", None)
+    return merged(load_config(base).get(section, {}), settings) if base else settings
+
+
 def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:
     """Stop on a misspelt setting, naming it and what ``what`` allows (``ignore``: keys taken elsewhere)."""
     unknown = sorted(set(settings) - set(known) - set(ignore))

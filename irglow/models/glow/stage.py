@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from irglow.config import stage_settings
 from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import glow_run, hybrid_runs, validation_queries
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
@@ -12,12 +13,7 @@ from irglow.stages import train_root
 
 
 def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
-    gcfg = dict(config.get("glow", {}))
-    gcfg.pop("enabled", None)
-    if "config" in gcfg:  # start from another file's [glow] section (e.g. configs/glow-paper.toml)
-        from irglow.config import load_config, merged
-
-        gcfg = merged(load_config(gcfg.pop("config")).get("glow", {}), gcfg)
+    gcfg = stage_settings(config.get("glow", {}), "glow")
     variants = gcfg.pop("variants", ["glow"])
     fuse_with = gcfg.pop("fuse_with", ["bm25f"])
     c, lx = config.get("collection", {}), config.get("lexical", {})

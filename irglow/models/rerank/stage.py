@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from irglow.config import stage_settings
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
@@ -30,12 +31,7 @@ def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None 
                                                          ).search(test_q, tag="bm25")
     produced = {}
     for kind in models:
-        settings = dict(rcfg.get(kind, {}))
-        if "config" in settings:  # start from another file's section (e.g. configs/rerank.toml)
-            from irglow.config import load_config, merged
-
-            settings = merged(load_config(settings.pop("config")).get(kind, {}), settings)
-        settings.pop("enabled", None)
+        settings = stage_settings(rcfg.get(kind, {}), kind)
         settings["kind"] = kind
         best = RerankTrainer(RerankTrainConfig.from_dict(settings), train_root(config, out) / f"{kind}-train").train(
             index, docs, collection.queries(split), collection.qrels(split))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from irglow.config import stage_settings
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
@@ -14,12 +15,7 @@ log = logging.getLogger(__name__)
 
 
 def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
-    tcfg = dict(config.get("twbert", {}))
-    tcfg.pop("enabled", None)
-    if "config" in tcfg:  # start from another file's [twbert] section (e.g. configs/twbert.toml)
-        from irglow.config import load_config, merged
-
-        tcfg = merged(load_config(tcfg.pop("config")).get("twbert", {}), tcfg)
+    tcfg = stage_settings(config.get("twbert", {}), "twbert")
     expansion = tcfg.pop("rm3", True)
     model_dir = tcfg.pop("model_dir", None)
     c = config.get("collection", {})
