@@ -250,9 +250,19 @@ class GlowTrainer:
             return aggregate(measure, val_qrels, run)["nDCG@10"]
 
         def evaluate(loss: float | None) -> None:
-            """Validate, keep the best model (the checkpoint counts: step 0), log the curve."""
-            if self.rank != 0:
-                return
+            """Rank 0 validates, keeps the best model (the checkpoint counts: step 0) and logs the curve;
+            its early-stopping count then goes to every rank, which must leave the loop at the same step
+            or DDP hangs."""
+            if self.rank == 0:
+                record(loss)
+            if self.world > 1:
+                import torch.distributed as dist
+
+                flag = torch.tensor([state["bad"]], dtype=torch.long)
+                dist.broadcast(flag, 0)
+                state["bad"] = int(flag)
+
+        def record(loss: float | None) -> None:
             score = validate()
             alpha = model.alpha
             state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss, "alpha": alpha,
@@ -267,15 +277,6 @@ class GlowTrainer:
                 model.save(self.out / "best")
             elif full:
                 state["bad"] += 1
-
-        def agree_on_stopping() -> None:
-            """Rank 0 validates; every rank must leave the loop at the same step or DDP hangs."""
-            if self.world > 1:
-                import torch.distributed as dist
-
-                flag = torch.tensor([state["bad"]], dtype=torch.long)
-                dist.broadcast(flag, 0)
-                state["bad"] = int(flag)
 
         t0 = time.perf_counter()
         rng = random.Random(cfg.seed)
@@ -335,7 +336,6 @@ class GlowTrainer:
                     state["step"] += 1
                     if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:
                         evaluate(running / n)
-                        agree_on_stopping()
                         if state["bad"] >= cfg.patience:
                             break
                 bar.set_postfix(loss=f"{running / n:.4f}", alpha=f"{model.alpha:.2f}")
@@ -344,7 +344,6 @@ class GlowTrainer:
             state["epoch"] += 1
             set_alpha()
             evaluate(running / max(1, n))
-            agree_on_stopping()
             if self.rank == 0:
                 save_trainer_checkpoint(self.out / "checkpoint", state, rng=False, model=model, scorer=scorer,
                                         optimizer=opt, scheduler=sched)
