@@ -83,10 +83,12 @@ class StageCache:
 
     def __init__(self, out: Path, context: dict[str, Any]):
         self.out, self.context, self.report = out, context, {}
+        self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
 
     def run(self, name: str, settings: Any, inputs: dict[str, Run], produce) -> dict[str, Run]:
         key = _digest({"stage": name, "settings": settings, "context": self.context,
-                       "inputs": {t: _file_digest(self.out / f"{t}.run") for t in sorted(inputs)}})
+                       "inputs": {t: self.digests.get(t) or _file_digest(self.out / f"{t}.run")
+                                  for t in sorted(inputs)}})
         record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
         if record.is_file():
             saved = json.loads(record.read_text())
@@ -94,14 +96,13 @@ class StageCache:
             if saved["key"] == key and all(f.is_file() and _file_digest(f) == saved["runs"][t] for t, f in files.items()):
                 log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
                 self.report[name] = "reused"
+                self.digests.update(saved["runs"])
                 return {t: Run.read(f) for t, f in files.items()}
-        produced = produce()
-        for tag, run in produced.items():  # stages write their runs; make sure, then read back what is on disk
-            if not (self.out / f"{tag}.run").is_file():
-                run.write(self.out / f"{tag}.run")
+        produced = produce()  # a stage writes its runs as <out>/<tag>.run; what is on disk is read back
         record.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": {
-            t: _file_digest(self.out / f"{t}.run") for t in produced}}, indent=1))
+        digests = {t: _file_digest(self.out / f"{t}.run") for t in produced}
+        atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": digests}, indent=1))
+        self.digests.update(digests)
         self.report[name] = "ran"
         return {t: Run.read(self.out / f"{t}.run") for t in produced}
 
@@ -151,6 +152,11 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     return out
 
 
+def _written(run: Run, path: Path) -> Run:
+    run.write(path)
+    return run
+
+
 def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, timings: dict[str, float],
                     weights: dict[str, float]) -> Path:
     """One test split: lexical runs, the neural stages, the comparison table, plot and manifest."""
@@ -170,7 +176,8 @@ def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path,
         t = time.perf_counter()
         tag = system.replace("+", "-")
         runs.update(cache.run(f"lexical:{tag}", dataclasses.asdict(cfg), {},
-                              lambda: {tag: LexicalSearcher(index, cfg).search(test_queries, tag=tag)}))
+                              lambda: {tag: _written(LexicalSearcher(index, cfg).search(test_queries, tag=tag),
+                                                     out / f"{tag}.run")}))
         timings[f"search_{tag}_s"] = time.perf_counter() - t
 
     from irglow.stages import neural_stages
