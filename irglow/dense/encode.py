@@ -87,7 +87,8 @@ def merge_shards(out_dir: str | Path, world: int) -> Path:
     if missing:
         raise FileNotFoundError(f"cannot merge {out_dir}: shards not written yet: {missing}")
     loaded = [load_embeddings(p) for p in parts]
-    vectors = np.concatenate([v for v, _ in loaded if len(v)]) if any(len(v) for v, _ in loaded) else loaded[0][0]
+    filled = [v for v, _ in loaded if len(v)]  # an empty shard is (0, 0): its width is unknown
+    vectors = np.concatenate(filled) if filled else loaded[0][0]
     _write_embeddings(Path(out_dir), vectors, [i for _, ids in loaded for i in ids])
     import shutil
 
