@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv run test test-all run-msmarco bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank clean
+.PHONY: venv run test test-all run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,16 @@ test-all: venv
 SIZE ?= full
 run-msmarco: venv
 	$(BIN)/irglow run --config configs/msmarco$(if $(filter small,$(SIZE)),-small).toml
+
+# Train once, evaluate on every collection of the config (offline: seed them, set IR_DATASETS_HOME).
+# TRAIN=, TRAIN_SPLIT=, OUT= given on the command line override the config; COLLECTIONS=a,b,c too.
+ZS_CONFIG ?= configs/zero-shot.toml
+COLLECTIONS ?=
+given = $(filter command line environment,$(origin $(1)))
+zero-shot: venv
+	$(BIN)/irglow -v zero-shot --config $(ZS_CONFIG) $(if $(call given,TRAIN),--train $(TRAIN)) \
+	  $(if $(call given,TRAIN_SPLIT),--train-split $(TRAIN_SPLIT)) $(if $(COLLECTIONS),--collections $(COLLECTIONS)) \
+	  $(if $(call given,OUT),-o $(OUT))
 
 bench-lexical: venv
 	$(BIN)/python bench/lexical.py --data $(DATA) --split $(SPLIT) --out $(OUT)

@@ -204,6 +204,24 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_zero_shot(args) -> int:
+    from irglow.config import load_config
+    from irglow.zero_shot import run_zero_shot
+
+    config = load_config(args.config, args.set)
+    zs = config.setdefault("zero_shot", {})
+    if args.train:
+        zs["train"] = args.train
+    if args.train_split:
+        zs["train_split"] = args.train_split
+    if args.collections:
+        zs["collections"] = [c for c in args.collections.split(",") if c]
+    if args.output:
+        config.setdefault("output", {})["dir"] = args.output
+    run_zero_shot(config)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irglow", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -278,6 +296,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. lexical.depth=100")
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser("zero-shot", help="train once, evaluate every system on a list of collections: one table")
+    p.add_argument("--config", default="configs/zero-shot.toml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. twbert.epochs=2")
+    p.add_argument("--train", help="the training collection (overrides zero_shot.train)")
+    p.add_argument("--train-split", help="its split (overrides zero_shot.train_split)")
+    p.add_argument("--collections", help="comma-separated collections, each on its test split "
+                   "(overrides zero_shot.collections)")
+    p.add_argument("-o", "--output", help="output folder (overrides output.dir)")
+    p.set_defaults(func=cmd_zero_shot)
+
     from irglow.models.cli import add_model_commands
 
     add_model_commands(sub)
@@ -288,12 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    from irglow.data.irds import DatasetUnavailableError
     from irglow.data.trec import FormatError
     from irglow.index.jvm import JavaNotFoundError
 
     try:
         return args.func(args)
-    except (FormatError, JavaNotFoundError, FileNotFoundError, KeyError, ValueError) as e:
+    except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, KeyError, ValueError) as e:
         print(f"irglow {args.command}: error: {e}", file=sys.stderr)
         return 2
 

@@ -114,7 +114,6 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     c = config.get("collection", {})
     out = Path(config.get("output", {}).get("dir", "runs/demo"))
     out.mkdir(parents=True, exist_ok=True)
-    data_root = config.get("data_dir")
     train_split, test_split = c.get("train_split", "train"), c.get("test_split", "test")
     splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]
     collection = load_collection(c.get("name", "demo"))
@@ -124,32 +123,57 @@ def run_pipeline(config: dict[str, Any]) -> Path:
         collection = SampledCollection(collection, [train_split, *splits], c.get("max_docs"),
                                        c.get("max_queries") or {}, seed=config.get("seed", 13))
     timings: dict[str, float] = {}
+    index, stats = index_and_stats(collection, config, timings)
+    weights = field_weights(config, index, collection.queries(train_split), collection.qrels(train_split), timings)
+    config.setdefault("output", {})["train_dir"] = str(out)  # one training per stage, whatever the split
+    for split in splits:
+        split_config = {**config, "collection": {**c, "test_split": split}}
+        evaluate_split(split_config, collection, index, stats, out / split if len(splits) > 1 else out,
+                        dict(timings), weights)
+    return out
 
+
+def index_and_stats(collection, config: dict[str, Any], timings: dict[str, float]):
+    """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics."""
     t = time.perf_counter()
     icfg = config.get("index", {})
     index = build_index(collection, IndexConfig(fields=tuple(icfg["fields"]) if icfg.get("fields") else None,
                                                 stemmer=icfg.get("stemmer", "porter"),
                                                 keep_stopwords=icfg.get("keep_stopwords", False),
-                                                threads=icfg.get("threads", 2)), root=data_root)
+                                                threads=icfg.get("threads", 2)), root=config.get("data_dir"))
     timings["index_s"] = time.perf_counter() - t
     t = time.perf_counter()
     stats = CollectionStats.load(index)
     timings["stats_s"] = time.perf_counter() - t
+    return index, stats
 
-    lx = config.get("lexical", {})
+
+def field_weights(config: dict[str, Any], index, train_queries, train_qrels, timings: dict[str, float]) -> dict:
+    """BM25F/multi-field weights: as configured, or (``tune_bm25f``) tuned on the training queries; the
+    stages' fusion then uses the same bm25f."""
+    lx = config.setdefault("lexical", {})
     weights = dict(lx.get("field_weights", {}))
     if lx.get("tune_bm25f", False):
         t = time.perf_counter()
-        weights = tune_field_weights(index, collection.queries(train_split), collection.qrels(train_split),
-                                     list(index.fields), k1=lx.get("k1", 0.9), b=lx.get("b", 0.4))
+        weights = tune_field_weights(index, train_queries, train_qrels, list(index.fields),
+                                     k1=lx.get("k1", 0.9), b=lx.get("b", 0.4))
         timings["bm25f_tuning_s"] = time.perf_counter() - t
-        config.setdefault("lexical", {})["field_weights"] = weights  # the stages' fusion uses the same bm25f
-    config.setdefault("output", {})["train_dir"] = str(out)  # one training per stage, whatever the split
-    for split in splits:
-        split_config = {**config, "collection": {**c, "test_split": split}}
-        _evaluate_split(split_config, collection, index, stats, out / split if len(splits) > 1 else out,
-                        dict(timings), weights)
-    return out
+        lx["field_weights"] = weights
+    return weights
+
+
+def _diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list[str]:
+    """``per-query.png`` (each system's per-query difference to the baseline, first measure) and
+    ``training-curves.png`` (loss and validation per step of every model the stages trained)."""
+    from irglow.eval.plots import plot_per_query, plot_training_curves
+
+    made = [plot_per_query(cmp, str(cmp.means.columns[0]), out / "per-query.png")]
+    curves = {}
+    if stages:
+        for f in sorted(train_dir.glob("*-train/training.json")):
+            curves[f.parent.name.removesuffix("-train")] = json.loads(f.read_text()).get("state", {}).get("history", [])
+    made.append(plot_training_curves(curves, out / "training-curves.png"))
+    return [p.name for p in made if p is not None]
 
 
 def _written(run: Run, path: Path) -> Run:
@@ -157,9 +181,11 @@ def _written(run: Run, path: Path) -> Run:
     return run
 
 
-def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, timings: dict[str, float],
-                    weights: dict[str, float]) -> Path:
-    """One test split: lexical runs, the neural stages, the comparison table, plot and manifest."""
+def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, timings: dict[str, float],
+                    weights: dict[str, float], source=None):
+    """One test split: lexical runs, the neural stages, the comparison table, plot and manifest.
+    ``source`` (a :class:`~irglow.stages.TrainSource`): where models train, when not this collection's
+    train split (zero-shot).  Returns the comparison."""
     out.mkdir(parents=True, exist_ok=True)
     c, lx = config["collection"], config.get("lexical", {})
     train_split, test_split = c.get("train_split", "train"), c["test_split"]
@@ -167,8 +193,12 @@ def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path,
     test_queries, test_qrels = collection.queries(test_split), collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     runs: dict[str, Run] = {}
+    from irglow.stages import TrainSource, neural_stages
+
+    source = source or TrainSource(collection, index, stats, train_split)
     cache = StageCache(out, {"collection": collection.name, "test_split": test_split, "train_split": train_split,
-                             "index": str(index.path), "irglow": _irglow_version()})
+                             "index": str(index.path), "irglow": _irglow_version(),
+                             "trained_on": [source.collection.name, source.split]})
     for system in lx.get("systems", ["bm25", "bm25-mf", "bm25f", "tfidf"]):
         name, _, variant = system.partition("+")
         cfg = LexicalConfig(system=name, k1=k1, b=b, depth=depth, threads=lx.get("threads", 2),
@@ -180,14 +210,12 @@ def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path,
                                                      out / f"{tag}.run")}))
         timings[f"search_{tag}_s"] = time.perf_counter() - t
 
-    from irglow.stages import neural_stages
-
     for stage in neural_stages(config):
         t = time.perf_counter()
         section = stage.__name__.removesuffix("_stage")
         runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed")},
                               dict(runs), lambda: stage(config=config, collection=collection, index=index,
-                                                        stats=stats, out=out, runs=dict(runs))))
+                                                        stats=stats, out=out, runs=dict(runs), source=source)))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t
 
     ev = config.get("eval", {})
@@ -198,10 +226,12 @@ def _evaluate_split(config: dict[str, Any], collection, index, stats, out: Path,
     atomic_write_text(out / "results.csv", cmp.to_csv())
     atomic_write_text(out / "results.tex", cmp.to_latex())
     plot_comparison(cmp, out / "results.png", title=f"{collection.name} / {test_split}")
+    plots = _diagnostic_plots(cmp, out, Path(config.get("output", {}).get("train_dir") or out),
+                              [s.__name__.removesuffix("_stage") for s in neural_stages(config)])
     write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),
                    bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()},
-                   statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report)
+                   statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report, plots=plots)
     print(f"\n## {collection.name} — {test_split}\n")
     print(cmp.to_markdown())
     print(f"runs, tables, plot and manifest in {out}/")
-    return out
+    return cmp

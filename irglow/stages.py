@@ -1,14 +1,36 @@
 """Neural stages that join the pipeline when enabled in the configuration.
 
-Each stage is ``stage(config=, collection=, index=, stats=, out=, runs=) -> {tag: Run}`` (``runs``: what
-the stages before it produced); imports are
-deferred so the lexical pipeline never pays for torch.
+Each stage is ``stage(config=, collection=, index=, stats=, out=, runs=, source=) -> {tag: Run}``
+(``runs``: what the stages before it produced; ``source``: where its models are trained, the
+evaluated collection itself or, zero-shot, another one); imports are deferred so the lexical
+pipeline never pays for torch.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class TrainSource:
+    """The collection, index, statistics and split that models are trained on."""
+
+    collection: Any
+    index: Any
+    stats: Any
+    split: str
+
+    def queries(self):
+        return self.collection.queries(self.split)
+
+    def qrels(self):
+        return self.collection.qrels(self.split)
+
+    def is_other_than(self, collection) -> bool:
+        """Zero-shot: the models are evaluated on a collection they never saw."""
+        return self.collection.name != collection.name
 
 
 def train_root(config: dict[str, Any], out: Path) -> Path:

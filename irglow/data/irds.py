@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from contextlib import contextmanager
 from functools import cached_property
+from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import Document, Qrel, Query, make_document
@@ -20,6 +22,48 @@ FIELD_MAPPINGS: dict[str, dict[str, str]] = {
 class UnknownDatasetError(KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class DatasetUnavailableError(RuntimeError):
+    """ir_datasets could not get a collection's files (no network, licence-gated): says which files
+    it wanted and where to put them, so an offline machine can be given them by hand."""
+
+
+def wanted_downloads(dataset_id: str) -> list[str]:
+    """``URL → local path`` (or the licence instructions) for each file ir_datasets lists for ``dataset_id``."""
+    import ir_datasets
+    from ir_datasets.util.download import DownloadConfig
+
+    top, _, rest = dataset_id.partition("/")
+    entries = DownloadConfig.contents().get(top, {})
+    keys = [k for k in entries if not rest or rest == k or rest.startswith(k + "/") or k.startswith(rest + "/")
+            or k == "docs"]
+    home = Path(ir_datasets.util.home_path())
+    lines = []
+    for k in keys:
+        e = entries[k]
+        if not isinstance(e, dict):
+            continue
+        local = home / top / e["cache_path"] if "cache_path" in e else home / "downloads" / str(e.get("expected_md5"))
+        if "url" in e:
+            lines.append(f"{e['url']} → {local}")
+        elif "instructions" in e:
+            lines.append(" ".join(str(e["instructions"]).format(path=local).split()))
+    return lines
+
+
+@contextmanager
+def explain_unavailable(dataset_id: str):
+    """Turn a failed download (an ``OSError``: no network, a refused or missing file) into a
+    :class:`DatasetUnavailableError` naming the files; ir_datasets' own message says only the first."""
+    try:
+        yield
+    except OSError as e:
+        wanted = wanted_downloads(dataset_id)
+        raise DatasetUnavailableError(
+            f"ir_datasets could not get {dataset_id!r} ({type(e).__name__}: {str(e)[:200]}). "
+            + (f"It wanted: {'; '.join(wanted)}. Put the files there (or point IR_DATASETS_HOME at a folder that "
+               f"has them) and run again." if wanted else "Is the network reachable?")) from e
 
 
 def _registry() -> list[str]:
@@ -82,18 +126,20 @@ class IrdsCollection:
         return tuple(self._mapping.values())
 
     def docs_iter(self) -> Iterator[Document]:
-        for doc in self._dataset().docs_iter():
-            values = {dst: getattr(doc, src, None) for src, dst in self._mapping.items()}
-            yield make_document(doc.doc_id, **values)
+        with explain_unavailable(self.dataset_id):
+            for doc in self._dataset().docs_iter():
+                values = {dst: getattr(doc, src, None) for src, dst in self._mapping.items()}
+                yield make_document(doc.doc_id, **values)
 
     def docs_count(self) -> int | None:
         ds = self._dataset()
         return ds.docs_count() if ds.has_docs() else None
 
     def queries(self, split: str | None = None) -> list[Query]:
-        ds = self._dataset(split)
-        return [Query(q.query_id, q.default_text() if hasattr(q, "default_text") else q.text)
-                for q in ds.queries_iter()]
+        with explain_unavailable(resolve_id(self.dataset_id, split)):
+            return [Query(q.query_id, q.default_text() if hasattr(q, "default_text") else q.text)
+                    for q in self._dataset(split).queries_iter()]
 
     def qrels(self, split: str | None = None) -> list[Qrel]:
-        return [Qrel(q.query_id, q.doc_id, int(q.relevance)) for q in self._dataset(split).qrels_iter()]
+        with explain_unavailable(resolve_id(self.dataset_id, split)):
+            return [Qrel(q.query_id, q.doc_id, int(q.relevance)) for q in self._dataset(split).qrels_iter()]

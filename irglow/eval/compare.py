@@ -39,6 +39,7 @@ class Comparison:
     alpha: float
     n_queries: int
     missing: dict[str, int] | None = None  # run → judged queries it has no ranking for (scored 0)
+    per_query: dict[str, dict[str, dict[str, float]]] | None = None  # run → measure → query → value
 
     def marked(self, digits: int = 4) -> pd.DataFrame:
         """Means as strings, with ▲/▼ where the difference to the baseline is significant."""
@@ -104,4 +105,4 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
                 pvals.loc[n, c] = p
     judged = {q.query_id for q in qrels}
     missing = {n: sum(1 for q in judged if not runs[n].ranking.get(q)) for n in names}
-    return Comparison(means, pvals, deltas, baseline, alpha, len(judged), missing)
+    return Comparison(means, pvals, deltas, baseline, alpha, len(judged), missing, values)

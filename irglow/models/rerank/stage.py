@@ -9,10 +9,11 @@ from irglow.config import stage_settings
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
-from irglow.stages import train_root
+from irglow.stages import TrainSource, train_root
 
 
-def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
+def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
+                 source: TrainSource | None = None) -> dict:
     rcfg = dict(config.get("rerank", {}))
     rcfg.pop("enabled", None)
     models = rcfg.pop("models", ["monobert", "nrmf"])
@@ -24,7 +25,8 @@ def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None 
     also = rcfg.pop("rerank_also", [])
     c, lx = config.get("collection", {}), config.get("lexical", {})
     docs = {d.doc_id: d for d in collection.docs_iter()}
-    split = c.get("train_split", "train")
+    source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
+    train_docs = docs if not source.is_other_than(collection) else {d.doc_id: d for d in source.collection.docs_iter()}
     test_q = collection.queries(c.get("test_split", "test"))
     first = (runs or {}).get("bm25") or LexicalSearcher(index, LexicalConfig("bm25", k1=lx.get("k1", 0.9),
                                                                               b=lx.get("b", 0.4), depth=depth)
@@ -34,7 +36,7 @@ def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None 
         settings = stage_settings(rcfg.get(kind, {}), kind)
         settings["kind"] = kind
         best = RerankTrainer(RerankTrainConfig.from_dict(settings), train_root(config, out) / f"{kind}-train").train(
-            index, docs, collection.queries(split), collection.qrels(split))
+            source.index, train_docs, source.queries(), source.qrels())
         model = load_reranker(best)
         for name, base in [("bm25", first)] + [(a, (runs or {}).get(a)) for a in also]:
             if base is None:

@@ -9,21 +9,22 @@ from irglow.config import stage_settings
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
-from irglow.stages import train_root
+from irglow.stages import TrainSource, train_root
 
 log = logging.getLogger(__name__)
 
 
-def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None) -> dict:
+def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
+                 source: TrainSource | None = None) -> dict:
     tcfg = stage_settings(config.get("twbert", {}), "twbert")
     expansion = tcfg.pop("rm3", True)
     model_dir = tcfg.pop("model_dir", None)
     c = config.get("collection", {})
+    source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
     if not model_dir:
         train_cfg = TrainConfig.from_dict(tcfg)
         train_dir = train_root(config, out) / "twbert-train"
-        model_dir = Trainer(train_cfg, train_dir).train(index, stats, collection.queries(c.get("train_split", "train")),
-                                                        collection.qrels(c.get("train_split", "train")))
+        model_dir = Trainer(train_cfg, train_dir).train(source.index, source.stats, source.queries(), source.qrels())
     model = TWBert.load(model_dir)
     queries = collection.queries(c.get("test_split", "test"))
     depth = config.get("lexical", {}).get("depth", 1000)

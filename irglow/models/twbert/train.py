@@ -74,7 +74,7 @@ class TrainConfig:
     stage1_epochs: int = 0  # the residual head starts at the prior; the paper's ReLU head needs 1
     epochs: int = 8
     patience: int = 4  # counted in evaluations (every eval_every steps and at epoch ends)
-    lr: float = 1e-5  # BERT
+    lr: float = 3e-5  # BERT (configs/twbert.toml explains the choice)
     head_lr: float = 1e-3  # term head + maxout
     weight_decay: float = 0.01
     freeze_encoder: bool = False

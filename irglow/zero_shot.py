@@ -1,0 +1,128 @@
+"""Zero-shot evaluation (``irglow zero-shot``, ``make zero-shot``): models trained once on one
+collection, then every system of the configuration run on a list of collections it never saw.
+
+The configuration is the pipeline's (lexical systems, enabled neural stages, measures) plus::
+
+    [zero_shot]
+    train = "beir/scifact"          # what the models (and tuned BM25F weights) learn from
+    train_split = "train"
+    measure = "nDCG@10"             # the cross-collection table's measure
+    collections = ["beir/nfcorpus", { name = "disks45/nocr/trec-robust-2004", split = "" }]
+
+A collection given as a string is evaluated on its ``test`` split; ``split = ""`` takes the id's own
+queries and qrels.  Each collection gets the pipeline's folder (runs, table, per-query plot,
+manifest) under ``<out>/<collection>/``; ``<out>/zero-shot.{md,csv,tex,png}`` hold one table.
+A collection that cannot be loaded (no network, licence-gated, a missing folder) is named in the
+table's notes with what was wanted, and the others still run.  Nothing is tuned on an evaluated
+collection: BM25F weights come from the training collection, hybrids use reciprocal-rank fusion.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from irglow.config import check_settings, write_manifest
+from irglow.data.collection import load_collection
+from irglow.eval.cross import CrossCollection
+from irglow.eval.plots import grouped_bars
+from irglow.pipeline import evaluate_split, field_weights, index_and_stats
+from irglow.stages import TrainSource
+from irglow.utils.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+SETTINGS = ("train", "train_split", "collections", "measure")
+
+
+def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
+    """``["beir/nfcorpus", {name = …, split = …}]`` → ``[(name, split), …]``; a string means split ``test``."""
+    specs = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            specs.append((item, "test"))
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            check_settings(item, ("name", "split"), f"zero_shot.collections[{i}]")
+            specs.append((item["name"], str(item.get("split", "test"))))
+        else:
+            raise ValueError(f"zero_shot.collections[{i}] is {item!r}: give a collection (BEIR folder, 'demo…' or "
+                             "an ir_datasets id) or a table {name = …, split = …}")
+    if not specs:
+        raise ValueError("zero_shot.collections is empty: list the collections to evaluate on")
+    return specs
+
+
+def label(name: str, split: str) -> str:
+    """A short column name and folder name: ``beir/nfcorpus`` + ``test`` → ``nfcorpus-test``."""
+    base = name.rstrip("/").split("/")[-1] if not name.startswith("demo") else name
+    base = re.sub(r"[^A-Za-z0-9.=,_-]+", "-", base.replace("beir/", "")).strip("-")
+    return f"{base}-{split}" if split else base
+
+
+def run_zero_shot(config: dict[str, Any]) -> Path:
+    zs = dict(config.get("zero_shot", {}))
+    check_settings(zs, SETTINGS, "[zero_shot]")
+    if not zs.get("train"):
+        raise ValueError("[zero_shot] train is missing: the collection the models are trained on")
+    specs = collection_specs(list(zs.get("collections", [])))
+    measure = zs.get("measure", "nDCG@10")
+    measures = config.setdefault("eval", {}).setdefault("measures", [measure])
+    if measure not in measures:
+        measures.insert(0, measure)
+    out = Path(config.get("output", {}).get("dir", "runs/zero-shot"))
+    out.mkdir(parents=True, exist_ok=True)
+
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    train_coll = load_collection(zs["train"])
+    train_split = zs.get("train_split", "train")
+    train_index, train_stats = index_and_stats(train_coll, config, timings)
+    source = TrainSource(train_coll, train_index, train_stats, train_split)
+    weights = field_weights(config, train_index, source.queries(), source.qrels(), timings)
+    config.setdefault("output", {})["train_dir"] = str(out / "train")  # models trained once, for every collection
+    timings["train_collection_s"] = time.perf_counter() - t
+
+    results, notes, folders = {}, [], {}
+    for name, split in specs:
+        column = label(name, split)
+        t = time.perf_counter()
+        try:
+            collection = load_collection(name)
+            index, stats = index_and_stats(collection, config, {})
+            here = {f: w for f, w in weights.items() if f in index.fields}
+            lx = {**config.get("lexical", {}), "field_weights": here, "tune_bm25f": False}
+            split_config = {**config, "lexical": lx,
+                            "collection": {"name": name, "train_split": train_split, "test_split": split}}
+            results[column] = evaluate_split(split_config, collection, index, stats, out / column, {}, here,
+                                              source=source)
+            folders[column] = str(out / column)
+            if collection.name == train_coll.name:
+                notes.append(f"{column} is the training collection ({split} split): in-domain, not zero-shot.")
+        except Exception as e:  # noqa: BLE001 — one collection's failure must not lose the others
+            from irglow.data.irds import DatasetUnavailableError, UnknownDatasetError
+
+            if not isinstance(e, (DatasetUnavailableError, UnknownDatasetError, FileNotFoundError)):
+                raise
+            log.warning("%s (%s): not evaluated: %s", name, split, e)
+            notes.append(f"{column} not evaluated: {e}")
+        timings[f"{column}_s"] = time.perf_counter() - t
+
+    if not results:
+        raise RuntimeError("no collection could be evaluated:\n" + "\n".join(notes))
+    table = CrossCollection.from_comparisons(results, measure, notes)
+    atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
+                      + table.to_markdown())
+    atomic_write_text(out / "zero-shot.csv", table.to_csv())
+    atomic_write_text(out / "zero-shot.tex", table.to_latex())
+    grouped_bars(table.values, table.marks, out / "zero-shot.png",
+                 f"{measure}, trained on {train_coll.name}" + (f"; ▲/▼ vs {table.baseline}" if table.baseline else ""))
+    write_manifest(out, config, seed=config.get("seed"), trained_on=[train_coll.name, train_split],
+                   collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
+                   bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})
+    print(f"\n## Zero-shot ({measure}): trained on {train_coll.name}/{train_split}\n")
+    print(table.to_markdown())
+    print(f"tables, plot and manifest in {out}/")
+    return out

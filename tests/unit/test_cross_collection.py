@@ -1,0 +1,76 @@
+"""The zero-shot table: values, marks, mean and win counts worked out by hand; collection specs
+and labels; what a failed ir_datasets download names."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from irglow.eval.compare import Comparison
+from irglow.eval.cross import CrossCollection
+
+
+def _cmp(means: dict[str, float], pvalues: dict[str, float], n: int) -> Comparison:
+    idx = list(means)
+    m = pd.DataFrame({"nDCG@10": [means[r] for r in idx]}, index=idx)
+    p = pd.DataFrame({"nDCG@10": [pvalues.get(r, np.nan) for r in idx]}, index=idx)
+    return Comparison(m, p, m - m.loc["bm25"], "bm25", 0.05, n)
+
+
+def test_cross_collection_table_by_hand():
+    a = _cmp({"bm25": 0.5, "twbert": 0.6, "glow": 0.7}, {"twbert": 0.01, "glow": 0.2}, 10)
+    b = _cmp({"bm25": 0.4, "twbert": 0.3}, {"twbert": 0.02}, 20)
+    table = CrossCollection.from_comparisons({"a-test": a, "b-test": b}, "nDCG@10", ["c-test not evaluated: offline"])
+    marked = table.marked()
+    assert marked.loc["twbert", "a-test"] == "0.6000 ▲"
+    assert marked.loc["twbert", "b-test"] == "0.3000 ▼"
+    assert marked.loc["glow", "a-test"] == "0.7000"  # p 0.2: no mark
+    assert marked.loc["glow", "b-test"] == "–"
+    assert marked.loc["twbert", "mean"] == "0.4500"  # (0.6 + 0.3) / 2
+    assert marked.loc["glow", "mean"] == "0.7000 (1)"  # one collection of two
+    assert marked.loc["bm25", "mean"] == "0.4500"
+    assert marked.loc["twbert", "> bm25"] == "1/2" and marked.loc["glow", "> bm25"] == "1/1"
+    assert marked.loc["bm25", "> bm25"] == "–"
+    md = table.to_markdown()
+    assert "a-test 10, b-test 20" in md and "- c-test not evaluated: offline" in md
+    assert table.to_csv().splitlines()[0] == ",a-test,b-test,mean"
+    assert r"0.6000$^{\blacktriangle}$" in table.to_latex()
+
+
+def test_cross_collection_names_a_missing_measure():
+    with pytest.raises(KeyError, match="AP is not among the measures of a"):
+        CrossCollection.from_comparisons({"a": _cmp({"bm25": 0.5}, {}, 3)}, "AP")
+
+
+def test_collection_specs_and_labels():
+    from irglow.zero_shot import collection_specs, label
+
+    assert collection_specs(["beir/nfcorpus", {"name": "disks45/nocr/trec-robust-2004", "split": ""}]) == [
+        ("beir/nfcorpus", "test"), ("disks45/nocr/trec-robust-2004", "")]
+    assert label("beir/nfcorpus", "test") == "nfcorpus-test"
+    assert label("disks45/nocr/trec-robust-2004", "") == "trec-robust-2004"
+    assert label("/data/my collection/", "dev") == "my-collection-dev"
+    with pytest.raises(ValueError, match=r"zero_shot.collections\[0\] is 3"):
+        collection_specs([3])
+    with pytest.raises(ValueError, match="spilt"):
+        collection_specs([{"name": "x", "spilt": "dev"}])
+    with pytest.raises(ValueError, match="empty"):
+        collection_specs([])
+
+
+def test_a_failed_download_names_the_file_and_where_it_goes(tmp_path, monkeypatch):
+    import ir_datasets
+
+    from irglow.data.irds import DatasetUnavailableError, explain_unavailable
+
+    monkeypatch.setattr(ir_datasets.util, "home_path", lambda: str(tmp_path))
+    with pytest.raises(DatasetUnavailableError) as e:
+        with explain_unavailable("beir/fiqa/test"):
+            raise ConnectionError("Name or service not known")
+    text = str(e.value)
+    assert "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/fiqa.zip" in text
+    assert f"{tmp_path}/beir/fiqa/source.zip" in text and "Name or service not known" in text
+    with pytest.raises(ZeroDivisionError):  # only download failures are translated
+        with explain_unavailable("beir/fiqa/test"):
+            raise ZeroDivisionError
