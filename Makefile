@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv run test test-all run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank clean
+.PHONY: venv run test test-all run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,12 @@ bench-glow: venv
 
 bench-rerank: venv
 	$(BIN)/python bench/rerank.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(DEPTH),--rerank-depth $(DEPTH)) $(if $(MODELS),--models $(MODELS))
+
+# How costs grow: demo collections of SIZES documents (lexical + faiss at all sizes, encoding up to NEURAL_MAX)
+SIZES ?= 10000,100000,1000000
+NEURAL_MAX ?= 100000
+bench-scale: venv
+	$(BIN)/python bench/scale.py --sizes $(SIZES) --neural-max $(NEURAL_MAX) --out $(if $(call given,OUT),$(OUT),out/scale)
 
 clean:
 	rm -rf $(VENV) data out
