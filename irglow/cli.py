@@ -301,8 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. twbert.epochs=2")
     p.add_argument("--train", help="the training collection (overrides zero_shot.train)")
     p.add_argument("--train-split", help="its split (overrides zero_shot.train_split)")
-    p.add_argument("--collections", help="comma-separated collections, each on its test split "
-                   "(overrides zero_shot.collections)")
+    p.add_argument("--collections", help="comma-separated collections, each on its test split or "
+                   "name@split (overrides zero_shot.collections)")
     p.add_argument("-o", "--output", help="output folder (overrides output.dir)")
     p.set_defaults(func=cmd_zero_shot)
 

@@ -9,8 +9,8 @@ The configuration is the pipeline's (lexical systems, enabled neural stages, mea
     measure = "nDCG@10"             # the cross-collection table's measure
     collections = ["beir/nfcorpus", { name = "disks45/nocr/trec-robust-2004", split = "" }]
 
-A collection given as a string is evaluated on its ``test`` split; ``split = ""`` takes the id's own
-queries and qrels.  Each collection gets the pipeline's folder (runs, table, per-query plot,
+A collection given as a string is evaluated on its ``test`` split (``"name@dev"``: on ``dev``);
+``split = ""`` takes the id's own queries and qrels.  Each collection gets the pipeline's folder (runs, table, per-query plot,
 manifest) under ``<out>/<collection>/``; ``<out>/zero-shot.{md,csv,tex,png}`` hold one table.
 A collection that cannot be loaded (no network, licence-gated, a missing folder) is named in the
 table's notes with what was wanted, and the others still run.  Nothing is tuned on an evaluated
@@ -39,11 +39,13 @@ SETTINGS = ("train", "train_split", "collections", "measure")
 
 
 def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
-    """``["beir/nfcorpus", {name = …, split = …}]`` → ``[(name, split), …]``; a string means split ``test``."""
+    """``["beir/nfcorpus", "x@dev", {name = …, split = …}]`` → ``[(name, split), …]``; a string without
+    ``@split`` means split ``test``."""
     specs = []
     for i, item in enumerate(items):
         if isinstance(item, str):
-            specs.append((item, "test"))
+            name, at, split = item.rpartition("@")
+            specs.append((name, split) if at else (item, "test"))
         elif isinstance(item, dict) and isinstance(item.get("name"), str):
             check_settings(item, ("name", "split"), f"zero_shot.collections[{i}]")
             specs.append((item["name"], str(item.get("split", "test"))))

@@ -46,8 +46,8 @@ def test_cross_collection_names_a_missing_measure():
 def test_collection_specs_and_labels():
     from irglow.zero_shot import collection_specs, label
 
-    assert collection_specs(["beir/nfcorpus", {"name": "disks45/nocr/trec-robust-2004", "split": ""}]) == [
-        ("beir/nfcorpus", "test"), ("disks45/nocr/trec-robust-2004", "")]
+    assert collection_specs(["beir/nfcorpus", "data/nf@dev", {"name": "disks45/nocr/trec-robust-2004", "split": ""}]) == [
+        ("beir/nfcorpus", "test"), ("data/nf", "dev"), ("disks45/nocr/trec-robust-2004", "")]
     assert label("beir/nfcorpus", "test") == "nfcorpus-test"
     assert label("disks45/nocr/trec-robust-2004", "") == "trec-robust-2004"
     assert label("/data/my collection/", "dev") == "my-collection-dev"
