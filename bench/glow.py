@@ -212,7 +212,8 @@ def main() -> None:
                   f"| GLOW | {tp['glow'][0]:.1f} | {tp['glow'][1]:.1f} |",
                   f"| **GLOW / BERT** | **{tp['glow'][0] / tp['bert'][0]:.3f}** | **{tp['glow'][1] / tp['bert'][1]:.3f}** |"]
     report = "\n".join(lines)
-    write_report(out, cmp, report, f"GLOW on {test_coll.name}/{args.test_split}")
+    write_report(out, cmp, report, f"GLOW on {test_coll.name}/{args.test_split}",
+                 {n: i.get("state", {}).get("history", []) for n, i in info.items()})
     write_manifest(out, {"glow": cfg, **vars(args)}, seed=cfg.get("seed", 13), attention=attention,
                    validation=val, selection=[(list(c), s) for c, s, _ in selection], fusion=fusion,
                    throughput=tp, encode_docs_per_s=rates)

@@ -129,7 +129,8 @@ def main() -> None:
              *(f"- {t}: BM25 weight {f['weights'][0]:.2f}, model {f['weights'][1]:.2f} (tuning nDCG@10 "
                f"{f['tuning_nDCG@10']:.4f} on {f['tuning_queries']} held-out training queries)"
                for t, f in fusion.items())]
-    write_report(out, cmp, "\n".join(lines), f"re-rankers on {test_coll.name}/{args.test_split}")
+    write_report(out, cmp, "\n".join(lines), f"re-rankers on {test_coll.name}/{args.test_split}",
+                 {n: i.get("state", {}).get("history", []) for n, i in info.items()})
     write_manifest(out, {"rerank": cfg, **vars(args)}, seed=13, training={n: i.get("state") for n, i in info.items()},
                    pairs_per_s=rates, fusion=json.loads(json.dumps(fusion, default=str)))
 

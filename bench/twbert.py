@@ -80,7 +80,9 @@ def main() -> None:
              *training_lines(model_dir.parent / "training.json"),
              f"- TW-BERT search throughput: {twbert_qps:.1f} q/s (weights + Lucene, depth {args.depth})"]
     report = "\n".join(lines)
-    write_report(out, cmp, report, f"TW-BERT on {test_coll.name}/{args.test_split}")
+    history = model_dir.parent / "training.json"
+    write_report(out, cmp, report, f"TW-BERT on {test_coll.name}/{args.test_split}",
+                 {"twbert": json.loads(history.read_text())["state"]["history"]} if history.is_file() else None)
     write_manifest(out, {"twbert": cfg, **vars(args)}, seed=cfg.get("seed", 13), model=str(model_dir),
                    train_seconds=train_seconds)
 
