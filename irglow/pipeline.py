@@ -40,6 +40,37 @@ def _irglow_version() -> str:
 
 DEFAULT_MEASURES = ["nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10"]
 
+# what a pipeline configuration may hold; the stages' own sections are checked by their trainers
+SECTIONS: dict[str, tuple[str, ...] | None] = {
+    "seed": None, "data_dir": None,
+    "collection": ("name", "train_split", "test_split", "max_docs", "max_queries"),
+    "index": ("fields", "stemmer", "keep_stopwords", "threads"),
+    "lexical": ("systems", "k1", "b", "depth", "threads", "tune_bm25f", "field_weights"),
+    "eval": ("measures", "baseline"),
+    "output": ("dir", "train_dir"),
+    "twbert": None, "glow": None, "rerank": None,
+    "zero_shot": None,  # irglow.zero_shot checks it
+}
+LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """Stop before any work on a misspelt section or key, naming it and what is allowed."""
+    from irglow.config import check_settings
+
+    check_settings(config, SECTIONS, "top-level")
+    for section, keys in SECTIONS.items():
+        if keys is not None and section in config:
+            if not isinstance(config[section], dict):
+                raise ValueError(f"[{section}] must be a table of settings, not {config[section]!r}")
+            check_settings(config[section], keys, f"[{section}]")
+    for system in config.get("lexical", {}).get("systems", []):
+        name, plus, variant = str(system).partition("+")
+        if name not in LEXICAL_SYSTEMS or (plus and variant != "rm3"):
+            raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: "
+                             f"{', '.join(LEXICAL_SYSTEMS)}, each optionally with '+rm3'")
+    parse_measures(config.get("eval", {}).get("measures", DEFAULT_MEASURES))
+
 
 def tune_field_weights(index, queries, qrels, fields, grid=(1.0, 2.0, 4.0), measure="nDCG@10",
                        k1: float = 0.9, b: float = 0.4, passes: int = 2) -> dict[str, float]:
@@ -111,6 +142,7 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     """Index once, tune once, train once; then every test split (``test_split`` may be a list, e.g.
     MS MARCO dev, TREC DL 2019 and 2020) gets its runs, table, plot and manifest — in ``out`` for one
     split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared."""
+    check_config(config)
     c = config.get("collection", {})
     out = Path(config.get("output", {}).get("dir", "runs/demo"))
     out.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from irglow.config import check_settings, write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
-from irglow.pipeline import evaluate_split, field_weights, index_and_stats
+from irglow.pipeline import check_config, evaluate_split, field_weights, index_and_stats
 from irglow.stages import TrainSource
 from irglow.utils.atomic import atomic_write_text
 
@@ -65,6 +65,7 @@ def label(name: str, split: str) -> str:
 
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
+    check_config(config)
     zs = dict(config.get("zero_shot", {}))
     check_settings(zs, SETTINGS, "[zero_shot]")
     if not zs.get("train"):
