@@ -58,10 +58,36 @@ def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
 
 
 def label(name: str, split: str) -> str:
-    """A short column name and folder name: ``beir/nfcorpus`` + ``test`` → ``nfcorpus-test``."""
-    base = name.rstrip("/").split("/")[-1] if not name.startswith("demo") else name
-    base = re.sub(r"[^A-Za-z0-9.=,_-]+", "-", base.replace("beir/", "")).strip("-")
+    """A short column name and folder name: ``beir/nfcorpus`` + ``test`` → ``nfcorpus-test``,
+    ``beir/webis-touche2020/v2`` → ``webis-touche2020-v2-test``, a folder → its name."""
+    if name.startswith("beir/"):  # the BEIR name, sub-versions kept: beir/webis-touche2020/v2
+        base = name[len("beir/"):].replace("/", "-")
+    else:
+        base = name.rstrip("/").split("/")[-1] if not name.startswith("demo") else name
+    base = re.sub(r"[^A-Za-z0-9.=,_-]+", "-", base).strip("-")
     return f"{base}-{split}" if split else base
+
+
+def _load(name: str, split: str, config: dict[str, Any], notes: list[str], column: str):
+    """(collection, index, statistics), or ``None`` with a note saying why it could not be loaded: no
+    network or a licence (what ir_datasets wanted, and where), an unknown id, a missing folder, or
+    files a loader cannot read — one such collection must not lose the others."""
+    from irglow.data.irds import DatasetUnavailableError, UnknownDatasetError
+
+    try:
+        collection = load_collection(name)
+        index, stats = index_and_stats(collection, config, {})
+        if not collection.qrels(split):
+            raise ValueError(f"no judgments for split {split!r}")
+        return collection, index, stats
+    except (DatasetUnavailableError, UnknownDatasetError, FileNotFoundError) as e:
+        reason = str(e)
+    except Exception as e:  # noqa: BLE001 — a loader failing on a collection's files
+        log.exception("%s (%s) could not be loaded", name, split)
+        reason = f"it could not be loaded ({type(e).__name__}: {e})"
+    log.warning("%s (%s): not evaluated: %s", name, split, reason)
+    notes.append(f"{column} not evaluated: {reason}")
+    return None
 
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
@@ -92,25 +118,18 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     for name, split in specs:
         column = label(name, split)
         t = time.perf_counter()
-        try:
-            collection = load_collection(name)
-            index, stats = index_and_stats(collection, config, {})
+        loaded = _load(name, split, config, notes, column)
+        if loaded is not None:  # a collection that loaded is evaluated; a failure there is a bug, and stops
+            collection, index, stats = loaded
             here = {f: w for f, w in weights.items() if f in index.fields}
             lx = {**config.get("lexical", {}), "field_weights": here, "tune_bm25f": False}
             split_config = {**config, "lexical": lx,
                             "collection": {"name": name, "train_split": train_split, "test_split": split}}
             results[column] = evaluate_split(split_config, collection, index, stats, out / column, {}, here,
-                                              source=source)
+                                             source=source)
             folders[column] = str(out / column)
             if collection.name == train_coll.name:
                 notes.append(f"{column} is the training collection ({split} split): in-domain, not zero-shot.")
-        except Exception as e:  # noqa: BLE001 — one collection's failure must not lose the others
-            from irglow.data.irds import DatasetUnavailableError, UnknownDatasetError
-
-            if not isinstance(e, (DatasetUnavailableError, UnknownDatasetError, FileNotFoundError)):
-                raise
-            log.warning("%s (%s): not evaluated: %s", name, split, e)
-            notes.append(f"{column} not evaluated: {e}")
         timings[f"{column}_s"] = time.perf_counter() - t
 
     if not results:

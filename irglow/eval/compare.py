@@ -62,7 +62,7 @@ class Comparison:
                 f"(paired t-test, Holm-corrected over {len(self.means) - 1} comparisons, p < {self.alpha}).{note}")
 
     def to_markdown(self) -> str:
-        return self.marked().to_markdown() + "\n\n" + self.caption() + "\n"
+        return self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
 
     def to_csv(self) -> str:
         frame = self.means.copy()

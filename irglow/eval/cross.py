@@ -79,7 +79,7 @@ class CrossCollection:
         return text + "".join(f"\n\n- {n}" for n in self.notes)
 
     def to_markdown(self) -> str:
-        return self.marked().to_markdown() + "\n\n" + self.caption() + "\n"
+        return self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
 
     def to_csv(self) -> str:
         frame = self.values.copy()

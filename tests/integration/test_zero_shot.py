@@ -1,5 +1,6 @@
 """`irglow zero-shot`: models trained once on one collection, every system run on others, one table;
-a collection ir_datasets cannot get is named in the notes and the others still run."""
+a collection ir_datasets cannot get, or whose files cannot be read, is named in the notes and the
+others still run."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ TARGET = "demo:seed=7,n_topics=10,docs_per_topic=4,n_roundups=10,n_background=10
 GATED = "disks45/nocr/trec-robust-2004"  # licence-gated: never downloadable, so never fetched by a test
 
 
-def _config(out, data) -> dict:
+def _broken_beir(folder):
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "fine"}\nnot json\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "fine"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return str(folder)
+
+
+def _config(out, data, broken) -> dict:
     return {"seed": 13, "data_dir": str(data),
             "zero_shot": {"train": SOURCE, "train_split": "train",
-                          "collections": [TARGET, {"name": GATED, "split": ""}, {"name": SOURCE, "split": "test"}]},
+                          "collections": [TARGET, {"name": GATED, "split": ""}, broken,
+                                          {"name": SOURCE, "split": "test"}]},
             "index": {"threads": 1},
             "lexical": {"systems": ["bm25", "bm25f"], "depth": 50, "tune_bm25f": True},
             "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"},
@@ -40,7 +50,7 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
         return real_fit(self, *args, **kwargs)
 
     monkeypatch.setattr(twbert_train.Trainer, "fit", counted_fit)
-    out = run_zero_shot(_config(tmp_path / "zs", tmp_path / "data"))
+    out = run_zero_shot(_config(tmp_path / "zs", tmp_path / "data", _broken_beir(tmp_path / "broken")))
 
     # trained in one place, for both evaluated collections (the second call resumes a finished training)
     assert {p.name for p in (out / "train").iterdir()} >= {"twbert-train", "glow-train", "nrmf-train"}
@@ -62,10 +72,11 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     for system in ("bm25", "bm25f", "bm25-ngram", "twbert", "glow", "bm25f+glow", "nrmf"):
         assert f"| {system} " in table
     assert "trec-robust-2004 not evaluated" in table and "disks45" in table
+    assert "broken-test not evaluated: it could not be loaded (FormatError:" in table and "corpus.jsonl:2" in table
     assert f"{source} is the training collection" in table
     assert (out / "zero-shot.csv").is_file() and (out / "zero-shot.tex").is_file() and (out / "zero-shot.png").is_file()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["trained_on"][1] == "train" and len(manifest["unavailable"]) == 1
+    assert manifest["trained_on"][1] == "train" and len(manifest["unavailable"]) == 2
     assert set(manifest["collections"]) == {target, source}
     # zero-shot, nothing is tuned on the evaluated collection: the hybrid is reciprocal-rank fusion
     # (scores 1/(60+rank) sums), the in-domain one is tuned on held-out training queries (min-max wsum)

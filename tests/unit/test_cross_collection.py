@@ -3,6 +3,8 @@ and labels; what a failed ir_datasets download names."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,6 +34,8 @@ def test_cross_collection_table_by_hand():
     assert marked.loc["bm25", "mean"] == "0.4500"
     assert marked.loc["twbert", "> bm25"] == "1/2" and marked.loc["glow", "> bm25"] == "1/1"
     assert marked.loc["bm25", "> bm25"] == "–"
+    # the markdown keeps 4 decimals (no re-parsing of "0.4500" into 0.45)
+    assert "| twbert | 0.6000 ▲ | 0.3000 ▼ | 0.4500 | 1/2 |" in re.sub(" +", " ", table.to_markdown())
     md = table.to_markdown()
     assert "a-test 10, b-test 20" in md and "- c-test not evaluated: offline" in md
     assert table.to_csv().splitlines()[0] == ",a-test,b-test,mean"
@@ -49,6 +53,7 @@ def test_collection_specs_and_labels():
     assert collection_specs(["beir/nfcorpus", "data/nf@dev", {"name": "disks45/nocr/trec-robust-2004", "split": ""}]) == [
         ("beir/nfcorpus", "test"), ("data/nf", "dev"), ("disks45/nocr/trec-robust-2004", "")]
     assert label("beir/nfcorpus", "test") == "nfcorpus-test"
+    assert label("beir/webis-touche2020/v2", "test") == "webis-touche2020-v2-test"
     assert label("disks45/nocr/trec-robust-2004", "") == "trec-robust-2004"
     assert label("/data/my collection/", "dev") == "my-collection-dev"
     with pytest.raises(ValueError, match=r"zero_shot.collections\[0\] is 3"):
