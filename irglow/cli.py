@@ -206,7 +206,7 @@ def cmd_run(args) -> int:
 
 def cmd_zero_shot(args) -> int:
     from irglow.config import load_config
-    from irglow.zero_shot import run_zero_shot
+    from irglow.zero_shot import NoCollectionError, run_zero_shot
 
     config = load_config(args.config, args.set)
     zs = config.setdefault("zero_shot", {})
@@ -218,7 +218,11 @@ def cmd_zero_shot(args) -> int:
         zs["collections"] = [c for c in args.collections.split(",") if c]
     if args.output:
         config.setdefault("output", {})["dir"] = args.output
-    run_zero_shot(config)
+    try:
+        run_zero_shot(config)
+    except NoCollectionError as e:
+        print(f"irglow zero-shot: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 SETTINGS = ("train", "train_split", "collections", "measure")
 
 
+class NoCollectionError(RuntimeError):
+    """Not one listed collection could be loaded: the notes say why for each."""
+
+
 def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
     """``["beir/nfcorpus", "x@dev", {name = …, split = …}]`` → ``[(name, split), …]``; a string without
     ``@split`` means split ``test``."""
@@ -117,6 +121,8 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     results, notes, folders = {}, [], {}
     for name, split in specs:
         column = label(name, split)
+        while column in folders or any(n.startswith(f"{column} not evaluated") for n in notes):
+            column += "'"  # two collections with the same short name keep both columns
         t = time.perf_counter()
         loaded = _load(name, split, config, notes, column)
         if loaded is not None:  # a collection that loaded is evaluated; a failure there is a bug, and stops
@@ -133,7 +139,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         timings[f"{column}_s"] = time.perf_counter() - t
 
     if not results:
-        raise RuntimeError("no collection could be evaluated:\n" + "\n".join(notes))
+        raise NoCollectionError("no collection could be evaluated:\n" + "\n".join(notes))
     table = CrossCollection.from_comparisons(results, measure, notes)
     atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
                       + table.to_markdown())
