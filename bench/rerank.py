@@ -4,7 +4,7 @@
 
 Writes ``bm25.run``, ``monobert.run``, ``nrmf.run`` and the NRM-F ablations (``nrmf-<field>`` one field
 only, ``nrmf-shared-query`` one query representation, ``nrmf-no-mask`` missing instances averaged in,
-``nrmf-no-field-dropout``), each re-ranking BM25's top ``--rerank-depth``; ``bm25+<model>`` fuses a
+``nrmf-field-dropout`` 0.1 per field, or ``nrmf-no-field-dropout`` where the config turns it on), each re-ranking BM25's top ``--rerank-depth``; ``bm25+<model>`` fuses a
 re-ranked run with BM25 (min-max, convex weight tuned on the held-out training queries, never on test).
 Significance against ``bm25``, training times and re-ranking throughput (pairs/s) in the report.
 Trained models go to OUT/models; ``--model`` reuses them, so zero-shot on another TEST needs no training.
@@ -34,12 +34,16 @@ from irglow.runs.trec import Run
 log = logging.getLogger("bench.rerank")
 
 
-def ablations(fields: list[str]) -> dict[str, dict]:
+def ablations(fields: list[str], model: dict) -> dict[str, dict]:
+    """The paper's ablations, each one switch away from the configured NRM-F (``model``: its settings)."""
     out = {"nrmf": {}}
     if len(fields) > 1:
         out.update({f"nrmf-{f}": {"fields": [f]} for f in fields})
-    out.update({"nrmf-shared-query": {"query_per_field": False}, "nrmf-no-mask": {"mask_instances": False},
-                "nrmf-no-field-dropout": {"default_field_dropout": 0.0, "field_dropout": {}}})
+    out.update({"nrmf-shared-query": {"query_per_field": False}, "nrmf-no-mask": {"mask_instances": False}})
+    if model.get("default_field_dropout", 0.0) > 0 or any(model.get("field_dropout", {}).values()):
+        out["nrmf-no-field-dropout"] = {"default_field_dropout": 0.0, "field_dropout": {}}
+    else:
+        out["nrmf-field-dropout"] = {"default_field_dropout": 0.1}
     return out
 
 
@@ -76,7 +80,8 @@ def main() -> None:
     if "monobert" in kinds:
         systems["monobert"] = ("monobert", {})
     if "nrmf" in kinds:
-        for name, model in (ablations(fields) if not args.no_ablations else {"nrmf": {}}).items():
+        grid = {"nrmf": {}} if args.no_ablations else ablations(fields, cfg.get("nrmf", {}).get("model", {}))
+        for name, model in grid.items():
             systems[name] = ("nrmf", model)
 
     lx = LexicalConfig("bm25", depth=args.depth)

@@ -12,8 +12,9 @@ Collections come from the demo generator, scaled (the same vocabulary model, top
 - encoding (GLOW and BERT, the packaged MiniLM) on a fixed sample of documents (documents/s; a full
   corpus costs N / rate), only up to ``--neural-max`` documents: the look-ups into Lucene's term
   dictionary are the part that could grow with N, so the rate is measured on each size's index;
-- faiss search (flat and HNSW) over N vectors of the encoder's dimension (random unit vectors: faiss
-  cost depends on N and d, not on the values), queries/s, and HNSW build time.
+- faiss search (flat and HNSW) over N vectors of the encoder's dimension, queries/s, and HNSW build
+  time.  Random unit vectors: flat cost depends only on N and d; HNSW's also on the data, and random
+  high-dimensional vectors are its hard case (an upper bound for real embeddings).
 
 Writes ``scale.md`` / ``scale.csv`` (a row per measurement, a column per size, the fitted exponent
 of cost ~ N^k over the sizes) and ``scale.png`` (log-log).  Cost is seconds (per query for search,

@@ -14,8 +14,12 @@ Deviations from the paper, written down: the tri-gram vocabulary is hashed into 
 CRC-32 instead of a tri-gram dictionary (no vocabulary file to ship, same for every collection); the
 tri-gram embedding table is shared by all encoders (the encoders' convolution and dense layers are
 per field); the paper's sizes were tuned on a web search log of hundreds of millions of queries, the
-defaults here (``dim`` 256, 256 filters, window 3, dropout 0.2, field dropout 0.1) fit a collection of
-a few thousand training queries on a CPU.
+defaults here (``dim`` 256, 256 filters, window 3, dropout 0.2) fit a collection of a few thousand
+training queries on a CPU.  Field-level dropout is implemented (``field_dropout`` per field,
+``default_field_dropout``) but off by default: with two fields and ~800 training queries it lowered
+validation nDCG@10 (SciFact: 0.4428 at 0.1 against 0.4718 without) — dropping the body of a
+claim-to-abstract pair removes most of what the pair has to match; the paper's setting had five
+fields, anchors and clicks that overlap.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class NRMFConfig:
     hidden: int = 256
     dropout: float = 0.2
     field_dropout: dict[str, float] = field(default_factory=dict)
-    default_field_dropout: float = 0.1
+    default_field_dropout: float = 0.0
     query_per_field: bool = True
     mask_instances: bool = True
 

@@ -54,7 +54,7 @@ class RerankTrainConfig:
     batch_queries: int = 8
     epochs: int = 1
     max_steps: int | None = None
-    lr: float | None = None  # None: 2e-5 for monoBERT, 1e-3 for NRM-F
+    lr: float | None = None  # None: 1e-4 for monoBERT (see configs/rerank.toml), 1e-3 for NRM-F
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     val_fraction: float = 0.1
@@ -72,7 +72,7 @@ class RerankTrainConfig:
         self.loss = self.loss or ("softmax" if self.kind == "monobert" else "pairwise")
         if self.loss not in ("softmax", "pairwise"):
             raise ValueError(f"re-ranker loss must be 'softmax' or 'pairwise', not {self.loss!r}")
-        self.lr = self.lr if self.lr is not None else (2e-5 if self.kind == "monobert" else 1e-3)
+        self.lr = self.lr if self.lr is not None else (1e-4 if self.kind == "monobert" else 1e-3)
 
     @classmethod
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
