@@ -152,6 +152,20 @@ def test_trainer_learns_and_resumes(tiny_index, tiny_collection, tmp_path):
         RerankTrainConfig.from_dict({"kind": "nrmf", "epoch": 1})
 
 
+def test_trainer_does_not_validate_twice_at_an_epoch_end(tiny_index, tiny_collection, tmp_path):
+    """2 training queries, batches of 1, 2 epochs = steps 1..4; every 2 steps: the untrained model,
+    step 2 (periodic — the epoch end at step 2 is the same model, not validated again) and step 4."""
+    import json
+
+    docs = {d.doc_id: d for d in tiny_collection.docs_iter()}
+    cfg = RerankTrainConfig.from_dict({"kind": "nrmf", "model": dict(SMALL, fields=["title", "body"]),
+                                       "negatives": 1, "batch_queries": 1, "epochs": 2, "val_fraction": 0.0,
+                                       "eval_every": 2})
+    RerankTrainer(cfg, tmp_path / "m").train(tiny_index, docs, tiny_collection.queries(), tiny_collection.qrels())
+    info = json.loads((tmp_path / "m" / "training.json").read_text())
+    assert [h["step"] for h in info["state"]["history"]] == [0, 2, 4]
+
+
 def _beir(folder, n=12):
     """A small BEIR folder: document i is about word w<i>; query i asks for it."""
     import json

@@ -210,7 +210,9 @@ class RerankTrainer:
                 if state["step"] >= total_steps:
                     break
             state["epoch"] += 1
-            evaluate(running / max(1, n))
+            last = state["history"][-1]["step"] if state["history"] else -1
+            if not (cfg.eval_every and state["step"] - last < max(1, cfg.eval_every // 2)):
+                evaluate(running / max(1, n))  # not again right after a periodic evaluation (same model ±1 step)
             state["train_seconds"] += time.perf_counter() - t0
             t0 = time.perf_counter()
             save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt, scheduler=sched)
