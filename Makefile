@@ -70,11 +70,12 @@ bench-glow: venv
 bench-rerank: venv
 	$(BIN)/python bench/rerank.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(DEPTH),--rerank-depth $(DEPTH)) $(if $(MODELS),--models $(MODELS))
 
-# How costs grow: demo collections of SIZES documents (lexical + faiss at all sizes, encoding up to NEURAL_MAX)
+# How costs grow: demo collections of SIZES documents (lexical + faiss at all sizes, encoding up to NEURAL_MAX,
+# HNSW build up to HNSW_MAX when given)
 SIZES ?= 10000,100000,1000000
 NEURAL_MAX ?= 100000
 bench-scale: venv
-	$(BIN)/python bench/scale.py --sizes $(SIZES) --neural-max $(NEURAL_MAX) --out $(if $(call given,OUT),$(OUT),out/scale)
+	$(BIN)/python bench/scale.py --sizes $(SIZES) --neural-max $(NEURAL_MAX) $(if $(HNSW_MAX),--hnsw-max $(HNSW_MAX)) --out $(if $(call given,OUT),$(OUT),out/scale)
 
 clean:
 	rm -rf $(VENV) data out

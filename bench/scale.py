@@ -51,7 +51,7 @@ def _rss_mb() -> float:
 
 
 def measure_one(n_docs: int, out: Path, data: str | None, neural: bool, n_queries: int, n_encode: int,
-                threads: int) -> dict:
+                threads: int, hnsw: bool = True) -> dict:
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import IndexConfig, build_index
     from irglow.index.stats import CollectionStats
@@ -116,7 +116,7 @@ def measure_one(n_docs: int, out: Path, data: str | None, neural: bool, n_querie
     import faiss
 
     faiss.omp_set_num_threads(threads)
-    for kind in ("flat", "hnsw"):
+    for kind in ("flat", "hnsw") if hnsw else ("flat",):
         t = time.perf_counter()
         fx = faiss_index(vectors, kind)
         res[f"faiss_{kind}_build_s"] = time.perf_counter() - t
@@ -125,7 +125,7 @@ def measure_one(n_docs: int, out: Path, data: str | None, neural: bool, n_querie
         res[f"faiss_{kind}_s_per_q"] = (time.perf_counter() - t) / len(queries)
         del fx
     res["peak_rss_mb"] = _rss_mb()
-    res["neural"] = neural
+    res["neural"], res["hnsw"] = neural, hnsw
     return res
 
 
@@ -174,11 +174,13 @@ def report(results: list[dict], out: Path) -> str:
     cols = [f"{n:,} docs" for n in ns] + ["k (cost ~ N^k)"]
     table = pd.DataFrame.from_dict(rows, orient="index", columns=cols)
     lexical_only = [f"{n:,}" for n, r in zip(ns, results) if not r.get("neural")]
+    no_hnsw = [f"{n:,}" for n, r in zip(ns, results) if not r.get("hnsw", True)]
     note = (f"Index and search with {results[0].get('threads', 2)} threads; {results[0]['queries']} sampled queries at "
             f"depth 1000. Encoding rate on a fixed document sample (end to end: featurization + model, CPU). faiss over "
             f"random unit vectors of the encoder's dimension. Peak memory: the process's ru_maxrss (Python, torch, JVM)."
             + (f" Sizes without encoding (lexical and faiss only, `--neural-max`): {', '.join(lexical_only)}."
-               if lexical_only else ""))
+               if lexical_only else "")
+            + (f" Sizes without HNSW (`--hnsw-max`): {', '.join(no_hnsw)}." if no_hnsw else ""))
     md = "# How costs grow with the collection\n\n" + table.to_markdown() + "\n\n" + note + "\n"
     (out / "scale.md").write_text(md)
     table.to_csv(out / "scale.csv")
@@ -205,6 +207,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--neural-max", type=int, default=100_000, help="largest size whose encoding is measured")
+    ap.add_argument("--hnsw-max", type=int, default=None, help="largest size whose HNSW index is built (default: all)")
     ap.add_argument("--data", help="slice this collection (BEIR folder or ir_datasets id) instead of the demo")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--encode-docs", type=int, default=256)
@@ -216,7 +219,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     if args.one:
         res = measure_one(args.one, out, args.data, args.one <= args.neural_max, args.queries, args.encode_docs,
-                          args.threads)
+                          args.threads, args.hnsw_max is None or args.one <= args.hnsw_max)
         res["threads"] = args.threads
         (out / f"scale-{args.one}.json").write_text(json.dumps(res, indent=1))
         return
@@ -226,6 +229,8 @@ def main() -> None:
         if not cached.is_file():  # a finished size is kept: a rerun adds sizes, it does not repeat them
             cmd = [sys.executable, __file__, "--one", str(n), "--out", str(out), "--neural-max", str(args.neural_max),
                    "--queries", str(args.queries), "--encode-docs", str(args.encode_docs), "--threads", str(args.threads)]
+            if args.hnsw_max is not None:
+                cmd += ["--hnsw-max", str(args.hnsw_max)]
             if args.data:
                 cmd += ["--data", args.data]
             print(f"== {n:,} documents", flush=True)
