@@ -21,27 +21,32 @@ def test_ctrl_c_mid_training_exits_cleanly_and_resumes(tmp_path):
     cmd = [sys.executable, "-m", "irglow", "nrmf", "train", str(data), "--out", str(out), "--data-dir",
            str(tmp_path / "idx"), "--set=epochs=100000", "--set=patience=100000", *TINY]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 240
-        while not (out / "checkpoint" / "trainer.pt").is_file() and time.time() < deadline and p.poll() is None:
-            time.sleep(0.5)
-        assert (out / "checkpoint" / "trainer.pt").is_file(), p.stderr.read() if p.poll() is not None else "timeout"
-        time.sleep(1.0)  # mid-epoch, JVM and torch both up
-        # Ctrl-C, and again if it is not out in 20 s: a SIGINT that lands inside a finalizer (__del__, a
-        # GC callback) is printed and dropped by Python itself, as for any Python program
-        for _ in range(4):
-            p.send_signal(signal.SIGINT)
-            try:
-                _, err = p.communicate(timeout=20)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        else:
-            _, err = p.communicate(timeout=20)
-    finally:
-        if p.poll() is None:
-            p.kill()
+    # The child's output goes to files, not pipes: an undrained pipe fills with progress bars and blocks
+    # the child in write(), which is not what a terminal does and made this test hang.
+    log_out, log_err = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    with open(log_out, "w") as so, open(log_err, "w") as se:
+        p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=so, stderr=se, text=True)
+        try:
+            deadline = time.time() + 240
+            while not (out / "checkpoint" / "trainer.pt").is_file() and time.time() < deadline and p.poll() is None:
+                time.sleep(0.5)
+            assert (out / "checkpoint" / "trainer.pt").is_file(), log_err.read_text()[-2000:]
+            time.sleep(1.0)  # mid-epoch, JVM and torch both up
+            # Ctrl-C, and again if it is not out in 20 s: a SIGINT that lands inside a finalizer (__del__, a
+            # GC callback) is printed and dropped by Python itself, as for any Python program
+            for _ in range(4):
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(timeout=20)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            else:
+                p.wait(timeout=20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    err = log_err.read_text()
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert not list(tmp_path.glob("hs_err_pid*.log")) and not list(tmp_path.glob("*/hs_err_pid*.log"))
