@@ -25,7 +25,11 @@ def test_ctrl_c_mid_training_exits_cleanly_and_resumes(tmp_path):
     # the child in write(), which is not what a terminal does and made this test hang.
     log_out, log_err = tmp_path / "stdout.log", tmp_path / "stderr.log"
     with open(log_out, "w") as so, open(log_err, "w") as se:
-        p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=so, stderr=se, text=True)
+        # A job started in the background by a non-interactive shell (`make test &`, nohup) inherits
+        # SIGINT ignored, and Python then keeps ignoring it: give the child the default disposition a
+        # terminal would, so Ctrl-C means KeyboardInterrupt whatever launched the test run.
+        p = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=so, stderr=se, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             deadline = time.time() + 240
             while not (out / "checkpoint" / "trainer.pt").is_file() and time.time() < deadline and p.poll() is None:
