@@ -36,17 +36,8 @@ def test_ctrl_c_mid_training_exits_cleanly_and_resumes(tmp_path):
                 time.sleep(0.5)
             assert (out / "checkpoint" / "trainer.pt").is_file(), log_err.read_text()[-2000:]
             time.sleep(1.0)  # mid-epoch, JVM and torch both up
-            # Ctrl-C, and again if it is not out in 20 s: a SIGINT that lands inside a finalizer (__del__, a
-            # GC callback) is printed and dropped by Python itself, as for any Python program
-            for _ in range(4):
-                p.send_signal(signal.SIGINT)
-                try:
-                    p.wait(timeout=20)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            else:
-                p.wait(timeout=20)
+            p.send_signal(signal.SIGINT)
+            p.wait(timeout=60)
         finally:
             if p.poll() is None:
                 p.kill()
