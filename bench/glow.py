@@ -97,9 +97,9 @@ def main() -> None:
             for item in combo:
                 apply_override(c, item)
             name = "select-" + "-".join(i.replace("=", "_").replace(".", "") for i in combo)
-            _, i = trained(name, settings("glow", "key", c))
-            selection.append((combo, _best(i), i.get("state", {}).get("train_seconds", float("nan"))))
-        chosen = max(selection, key=lambda x: x[1])[0]
+            path, i = trained(name, settings("glow", "key", c))
+            selection.append((combo, _best(i), i.get("state", {}).get("train_seconds", float("nan")), path))
+        chosen, _, _, chosen_path = max(selection, key=lambda x: x[1])
         for item in chosen:
             apply_override(cfg, item)
         log.info("training settings chosen on validation: %s", chosen)
@@ -107,9 +107,12 @@ def main() -> None:
     # 2. the attention reading, chosen on validation
     variants = [v for v in args.variants.split(",") if v]
     models, info, val = {}, {}, {}
+    if selection:  # the chosen model *is* glow, key-side, with these settings: not trained twice
+        models["glow-key"], info["glow-key"] = chosen_path, read_training(chosen_path)
     if args.attention == "auto" and any(v != "bert" for v in variants):
         for mode in ("key", "row"):
-            models[f"glow-{mode}"], info[f"glow-{mode}"] = trained(f"glow-{mode}", settings("glow", mode))
+            if f"glow-{mode}" not in models:
+                models[f"glow-{mode}"], info[f"glow-{mode}"] = trained(f"glow-{mode}", settings("glow", mode))
             val[mode] = _best(info[f"glow-{mode}"])
         attention = max(val, key=lambda m: val[m])
         log.info("attention chosen on validation: %s (key %.4f, row %.4f)", attention, val["key"], val["row"])
@@ -200,7 +203,7 @@ def main() -> None:
                  f"{k} {i.get('state', {}).get('train_seconds', float('nan')):.0f}" for k, i in info.items())]
     if selection:
         lines += ["", "| training settings (glow, key-side) | validation nDCG@10 | s |", "|:--|--:|--:|"]
-        lines += [f"| {' '.join(c)} | {s:.4f} | {t:.0f} |" for c, s, t in selection]
+        lines += [f"| {' '.join(c)} | {s:.4f} | {t:.0f} |" for c, s, t, _ in selection]
     if fusion:
         lines += ["", "| hybrid run | weights (bm25f, dense) | tuning nDCG@10 | tuning queries |", "|:--|:--|--:|--:|"]
         lines += [f"| {t} | {', '.join(f'{w:.2f}' for w in f['weights'])} | {f['tuning_nDCG@10']:.4f} | "
@@ -215,7 +218,7 @@ def main() -> None:
     write_report(out, cmp, report, f"GLOW on {test_coll.name}/{args.test_split}",
                  {n: i.get("state", {}).get("history", []) for n, i in info.items()})
     write_manifest(out, {"glow": cfg, **vars(args)}, seed=cfg.get("seed", 13), attention=attention,
-                   validation=val, selection=[(list(c), s) for c, s, _ in selection], fusion=fusion,
+                   validation=val, selection=[(list(c), s) for c, s, _, _ in selection], fusion=fusion,
                    throughput=tp, encode_docs_per_s=rates)
 
 
