@@ -153,6 +153,11 @@ def exponent(ns: list[int], values: list[float]) -> float | None:
     return float(np.polyfit(x, y, 1)[0])
 
 
+def _fmt(v: float) -> str:
+    """Three significant digits, but no exponent for the large totals (seconds, MB)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
 def report(results: list[dict], out: Path) -> str:
     import pandas as pd
 
@@ -168,7 +173,7 @@ def report(results: list[dict], out: Path) -> str:
         flag = ""
         if k is not None and kind == "total" and k > 1.15:
             flag = " ⚠ super-linear"
-        rows[label] = [("–" if v is None else f"{v:.3g}") for v in vals] + \
+        rows[label] = [("–" if v is None else _fmt(v)) for v in vals] + \
                       ["–" if k is None else f"{k:.2f}{flag}"]
         fits[label] = (pairs, k)
     cols = [f"{n:,} docs" for n in ns] + ["k (cost ~ N^k)"]
@@ -181,7 +186,7 @@ def report(results: list[dict], out: Path) -> str:
             + (f" Sizes without encoding (lexical and faiss only, `--neural-max`): {', '.join(lexical_only)}."
                if lexical_only else "")
             + (f" Sizes without HNSW (`--hnsw-max`): {', '.join(no_hnsw)}." if no_hnsw else ""))
-    md = "# How costs grow with the collection\n\n" + table.to_markdown() + "\n\n" + note + "\n"
+    md = "# How costs grow with the collection\n\n" + table.to_markdown(disable_numparse=True) + "\n\n" + note + "\n"
     (out / "scale.md").write_text(md)
     table.to_csv(out / "scale.csv")
     import matplotlib
