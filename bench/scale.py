@@ -154,8 +154,9 @@ def exponent(ns: list[int], values: list[float]) -> float | None:
 
 
 def _fmt(v: float) -> str:
-    """Three significant digits, but no exponent for the large totals (seconds, MB)."""
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    """Three significant digits, but no exponent for the large totals (seconds, MB); no thousands
+    separator, so scale.csv's cells still parse as numbers."""
+    return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
 def report(results: list[dict], out: Path) -> str:
