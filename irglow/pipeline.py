@@ -7,7 +7,6 @@ run as a TREC file, the qrels, a markdown/CSV/LaTeX table, a plot and a manifest
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
 import json
 import logging
@@ -26,6 +25,7 @@ from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
+from irglow.utils.digest import file_digest, queries_digest, value_digest
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,7 @@ def _irglow_version() -> str:
     except PackageNotFoundError:
         return "unknown"
 
+STAGE_FORMAT = 2  # raise when what a stage writes changes for the same inputs (2: lossless run scores)
 DEFAULT_MEASURES = ["nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10"]
 
 # what a pipeline configuration may hold; the stages' own sections are checked by their trainers
@@ -52,6 +53,7 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "zero_shot": None,  # irglow.zero_shot checks it
 }
 LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
+DEFAULT_SYSTEMS = ["bm25", "bm25-mf", "bm25f", "tfidf"]
 
 
 def check_config(config: dict[str, Any]) -> None:
@@ -64,12 +66,41 @@ def check_config(config: dict[str, Any]) -> None:
             if not isinstance(config[section], dict):
                 raise ValueError(f"[{section}] must be a table of settings, not {config[section]!r}")
             check_settings(config[section], keys, f"[{section}]")
-    for system in config.get("lexical", {}).get("systems", []):
+    lx = config.get("lexical", {})
+    systems = lx.get("systems", DEFAULT_SYSTEMS)
+    if not isinstance(systems, list) or not systems:
+        raise ValueError(f"lexical.systems = {systems!r} must be a non-empty list, e.g. ['bm25', 'bm25f']")
+    for system in systems:
         name, plus, variant = str(system).partition("+")
         if name not in LEXICAL_SYSTEMS or (plus and variant != "rm3"):
             raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: "
                              f"{', '.join(LEXICAL_SYSTEMS)}, each optionally with '+rm3'")
-    parse_measures(config.get("eval", {}).get("measures", DEFAULT_MEASURES))
+        LexicalConfig(system=name, **{k: lx[k] for k in ("k1", "b", "depth", "threads") if k in lx},
+                      field_weights=lx.get("field_weights", {}) if name in ("bm25f", "bm25-mf") else {}).check()
+    if not isinstance(lx.get("tune_bm25f", False), bool):
+        raise ValueError(f"lexical.tune_bm25f = {lx['tune_bm25f']!r} must be true or false")
+    c = config.get("collection", {})
+    for key in ("max_docs",):
+        if c.get(key) is not None and (isinstance(c[key], bool) or not isinstance(c[key], int) or c[key] < 1):
+            raise ValueError(f"collection.{key} = {c[key]!r} must be an integer >= 1")
+    if "seed" in config and (isinstance(config["seed"], bool) or not isinstance(config["seed"], int)):
+        raise ValueError(f"seed = {config['seed']!r} must be an integer")
+    icfg = config.get("index", {})
+    from irglow.index.lucene_index import check_index_config
+
+    check_index_config(IndexConfig(fields=tuple(icfg["fields"]) if isinstance(icfg.get("fields"), list) else
+                                   icfg.get("fields"), stemmer=icfg.get("stemmer", "porter"),
+                                   keep_stopwords=icfg.get("keep_stopwords", False), threads=icfg.get("threads", 2)))
+    ev = config.get("eval", {})
+    parse_measures(ev.get("measures", DEFAULT_MEASURES))
+    from irglow.stages import check_stage_settings, stage_tags
+
+    tags = [str(s).replace("+", "-") for s in systems] + [t for ts in stage_tags(config).values() for t in ts]
+    baseline = ev.get("baseline", "bm25")
+    if baseline not in tags:
+        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
+                         f"{', '.join(tags)}")
+    check_stage_settings(config)
 
 
 def tune_field_weights(index, queries, qrels, fields, grid=(1.0, 2.0, 4.0), measure="nDCG@10",
@@ -98,14 +129,6 @@ def tune_field_weights(index, queries, qrels, fields, grid=(1.0, 2.0, 4.0), meas
     return weights
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 class StageCache:
     """Skip a stage whose inputs are unchanged: its settings, the collection and index, and the exact
     run files it was given.  A record ``<out>/.stages/<name>.json`` is written only after the stage's
@@ -117,21 +140,21 @@ class StageCache:
         self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
 
     def run(self, name: str, settings: Any, inputs: dict[str, Run], produce) -> dict[str, Run]:
-        key = _digest({"stage": name, "settings": settings, "context": self.context,
-                       "inputs": {t: self.digests.get(t) or _file_digest(self.out / f"{t}.run")
+        key = value_digest({"stage": name, "settings": settings, "context": self.context,
+                       "inputs": {t: self.digests.get(t) or file_digest(self.out / f"{t}.run")
                                   for t in sorted(inputs)}})
         record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
         if record.is_file():
             saved = json.loads(record.read_text())
             files = {t: self.out / f"{t}.run" for t in saved["runs"]}
-            if saved["key"] == key and all(f.is_file() and _file_digest(f) == saved["runs"][t] for t, f in files.items()):
+            if saved["key"] == key and all(f.is_file() and file_digest(f) == saved["runs"][t] for t, f in files.items()):
                 log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
                 self.report[name] = "reused"
                 self.digests.update(saved["runs"])
                 return {t: Run.read(f) for t, f in files.items()}
         produced = produce()  # a stage writes its runs as <out>/<tag>.run; what is on disk is read back
         record.parent.mkdir(parents=True, exist_ok=True)
-        digests = {t: _file_digest(self.out / f"{t}.run") for t in produced}
+        digests = {t: file_digest(self.out / f"{t}.run") for t in produced}
         atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": digests}, indent=1))
         self.digests.update(digests)
         self.report[name] = "ran"
@@ -228,10 +251,12 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     from irglow.stages import TrainSource, neural_stages
 
     source = source or TrainSource(collection, index, stats, train_split)
-    cache = StageCache(out, {"collection": collection.name, "test_split": test_split, "train_split": train_split,
-                             "index": str(index.path), "irglow": _irglow_version(),
-                             "trained_on": [source.collection.name, source.split]})
-    for system in lx.get("systems", ["bm25", "bm25-mf", "bm25f", "tfidf"]):
+    # every stage keys on the content it reads: the index (its name carries the corpus digest and the
+    # analysis settings) and the test queries; the neural stages also on what they train on
+    base_context = {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(index.path).name,
+                    "test_split": test_split, "test_queries": queries_digest(test_queries)}
+    cache = StageCache(out, base_context)
+    for system in lx.get("systems", DEFAULT_SYSTEMS):
         name, _, variant = system.partition("+")
         cfg = LexicalConfig(system=name, k1=k1, b=b, depth=depth, threads=lx.get("threads", 2),
                             field_weights=weights if name in ("bm25f", "bm25-mf") else {}, rm3=variant == "rm3")
@@ -245,7 +270,8 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     for stage in neural_stages(config):
         t = time.perf_counter()
         section = stage.__name__.removesuffix("_stage")
-        runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed")},
+        runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed"),
+                                        "trained_on": source.digest()},
                               dict(runs), lambda: stage(config=config, collection=collection, index=index,
                                                         stats=stats, out=out, runs=dict(runs), source=source)))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t

@@ -32,10 +32,94 @@ class TrainSource:
         """Zero-shot: the models are evaluated on a collection they never saw."""
         return self.collection.name != collection.name
 
+    def digest(self) -> dict[str, str]:
+        """What a model trained here depends on, by content: the corpus (its index, whose name carries the
+        corpus digest and the analysis settings), and the split's queries (ids and text) and judgments."""
+        from irglow.utils.digest import qrels_digest, queries_digest
+
+        key = (self.collection.name, self.split, str(self.index.path))
+        if key not in _SOURCE_DIGESTS:
+            _SOURCE_DIGESTS[key] = {"index": Path(self.index.path).name, "split": self.split,
+                                    "queries": queries_digest(self.queries()), "qrels": qrels_digest(self.qrels())}
+        return _SOURCE_DIGESTS[key]
+
+
+_SOURCE_DIGESTS: dict[tuple, dict[str, str]] = {}
+
+
+def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
+    """``folder`` for a trainer whose checkpoints belong to ``inputs`` (settings and training data digests).
+
+    Trainers resume from the checkpoint they find; one left by training on other data or settings would
+    bring back the old model.  Such a folder is cleared first (and said so); the same inputs resume."""
+    import json
+    import logging
+    import shutil
+
+    from irglow.utils.atomic import atomic_write_text
+    from irglow.utils.digest import value_digest
+
+    key = value_digest(inputs)
+    record = folder / "inputs.json"
+    if folder.exists():
+        previous = json.loads(record.read_text()).get("key") if record.is_file() else None
+        if previous != key:
+            logging.getLogger(__name__).warning(
+                "%s was trained on other data or settings%s; training starts afresh", folder,
+                "" if previous else " (no record of its inputs)")
+            shutil.rmtree(folder)
+    atomic_write_text(record, json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
+    return folder
+
 
 def train_root(config: dict[str, Any], out: Path) -> Path:
     """Where a stage trains its models: shared by every test split of one pipeline run."""
     return Path(config.get("output", {}).get("train_dir") or out)
+
+
+def stage_tags(config: dict[str, Any]) -> dict[str, list[str]]:
+    """The run tags each enabled stage will write, known from its settings alone (so a wrong
+    ``eval.baseline`` is reported before any work, not after every stage has run)."""
+    from irglow.config import stage_settings
+
+    tags: dict[str, list[str]] = {}
+    if config.get("twbert", {}).get("enabled", False):
+        t = stage_settings(config["twbert"], "twbert")
+        tags["twbert"] = ["bm25-ngram", "twbert"] + (["twbert-rm3"] if t.get("rm3", True) else [])
+    if config.get("glow", {}).get("enabled", False):
+        g = stage_settings(config["glow"], "glow")
+        variants = list(g.get("variants", ["glow"]))
+        tags["glow"] = variants + [f"{lex}+{v}" for lex in g.get("fuse_with", ["bm25f"]) for v in variants]
+    if config.get("rerank", {}).get("enabled", False):
+        r = config["rerank"]
+        models = list(r.get("models", ["monobert", "nrmf"]))
+        tags["rerank"] = models + [f"{a}+{m}" for a in r.get("rerank_also", []) for m in models]
+    return tags
+
+
+def check_stage_settings(config: dict[str, Any]) -> None:
+    """Build each enabled stage's training configuration once, before any work, so a misspelt key, a
+    wrong type or an out-of-range value stops the run at once, naming the key."""
+    from irglow.config import stage_settings
+
+    if config.get("twbert", {}).get("enabled", False):
+        from irglow.models.twbert.train import TrainConfig
+
+        t = stage_settings(config["twbert"], "twbert")
+        t.pop("rm3", None), t.pop("model_dir", None)
+        TrainConfig.from_dict(t)
+    if config.get("glow", {}).get("enabled", False):
+        from irglow.models.glow.train import GlowTrainConfig
+
+        g = stage_settings(config["glow"], "glow")
+        g.pop("variants", None), g.pop("fuse_with", None)
+        GlowTrainConfig.from_dict(g)
+    if config.get("rerank", {}).get("enabled", False):
+        from irglow.models.rerank.train import RerankTrainConfig
+
+        r = dict(config["rerank"])
+        for kind in r.get("models", ["monobert", "nrmf"]):
+            RerankTrainConfig.from_dict({**stage_settings(r.get(kind, {}), kind), "kind": kind})
 
 
 def neural_stages(config: dict[str, Any]) -> list[Callable]:

@@ -6,15 +6,15 @@ strings become multi-instance fields), so ``title``, ``text``, ``url``, ``author
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
-from irglow.data.records import Document, Qrel, Query, make_document
+from irglow.data.records import LUCENE_TERM_LIMIT, Document, Qrel, Query, make_document
 from irglow.data.trec import FormatError, read_qrels, read_topics, utf8_lines
+from irglow.utils.digest import file_digest
 
 log = logging.getLogger(__name__)
 
@@ -28,34 +28,55 @@ class BeirCollection:
         self.path = Path(path).resolve()
         if not is_beir_folder(self.path):
             raise FileNotFoundError(f"{self.path} is not a BEIR folder (no corpus.jsonl)")
-        corpus = self.path / "corpus.jsonl"
-        st = corpus.stat()
-        digest = hashlib.sha1(f"{corpus}:{st.st_size}:{int(st.st_mtime)}".encode()).hexdigest()[:8]
-        self.name = f"beir-{self.path.name}-{digest}"
+
+    @cached_property
+    def name(self) -> str:
+        """The folder's name and a digest of corpus.jsonl's *content* (a copy that keeps size and mtime
+        but changes a word is another collection, and gets another index)."""
+        return f"beir-{self.path.name}-{file_digest(self.path / 'corpus.jsonl')[:12]}"
 
     def docs_iter(self) -> Iterator[Document]:
         """Documents in file order; a malformed record, a non-UTF-8 line, an id that cannot appear in
-        a TREC file or a repeated id stops with ``corpus.jsonl:line``."""
+        a TREC file or a Lucene term, or a repeated id stops with ``corpus.jsonl:line``.  Field values
+        that are not text (numbers, objects) are left out and counted in one warning per field."""
         corpus = self.path / "corpus.jsonl"
         first_line: dict[str, int] = {}
+        dropped: dict[str, int] = {}
         for n, line in utf8_lines(corpus):
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
-                doc_id = obj.pop("_id")
-            except (ValueError, KeyError, AttributeError) as e:
+            except ValueError as e:
                 raise FormatError(corpus, n, f"not a BEIR corpus record ({e})", line) from None
+            if not isinstance(obj, dict):
+                raise FormatError(corpus, n, f"expected one JSON object per line (JSON Lines), got a "
+                                             f"{type(obj).__name__}", line)
+            if "_id" not in obj:
+                raise FormatError(corpus, n, "not a BEIR corpus record (no '_id')", line)
+            doc_id = obj.pop("_id")
+            if doc_id is None or isinstance(doc_id, (bool, float, dict, list)):
+                raise FormatError(corpus, n, f"document id must be a string or an integer, not {doc_id!r}", line)
             doc_id = str(doc_id)
             if not doc_id or any(c.isspace() for c in doc_id):
                 raise FormatError(corpus, n, "document id must be non-empty without whitespace (TREC files)", line)
+            if len(doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
+                raise FormatError(corpus, n, f"document id is {len(doc_id.encode('utf-8'))} bytes; Lucene's limit "
+                                             f"for an indexed term is {LUCENE_TERM_LIMIT}", line[:200])
             if doc_id in first_line:
                 raise FormatError(corpus, n, f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})",
                                   line)
             first_line[doc_id] = n
-            fields = {k: v for k, v in obj.items()
-                      if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))}
+            fields = {}
+            for k, v in obj.items():
+                if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                    fields[k] = v
+                elif v is not None:
+                    dropped[k] = dropped.get(k, 0) + 1
             yield make_document(doc_id, **fields)
+        for k, count in dropped.items():
+            log.warning("%s: field %r is not text in %d records (numbers, objects or mixed lists); those "
+                        "values are left out", corpus, k, count)
 
     @cached_property
     def _scan(self) -> tuple[tuple[str, ...], frozenset[str]]:

@@ -38,6 +38,9 @@ _LUCENE_STOPWORDS = {
 }
 
 
+DEMO_GENERATOR_VERSION = 1  # raise when the generator's output changes for the same settings
+
+
 @dataclass(frozen=True)
 class DemoConfig:
     seed: int = 13
@@ -58,7 +61,13 @@ class DemoCollection:
     def __init__(self, config: DemoConfig | None = None):
         self.config = config or DemoConfig()
         c = self.config
-        self.name = f"demo-s{c.seed}-t{c.n_topics}-d{c.docs_per_topic}-r{c.n_roundups}-b{c.n_background}"
+        # every generator setting (and the generator's version) is in the name, which keys the index cache
+        from dataclasses import asdict
+
+        from irglow.utils.digest import value_digest
+
+        settings = value_digest({"generator": DEMO_GENERATOR_VERSION, **asdict(c)})[:8]
+        self.name = f"demo-s{c.seed}-t{c.n_topics}-d{c.docs_per_topic}-r{c.n_roundups}-b{c.n_background}-{settings}"
 
     # -- vocabulary -------------------------------------------------------------------------
     @cached_property

@@ -13,6 +13,7 @@ from ir_measures import Qrel, ScoredDoc  # re-exported: the same records from lo
 __all__ = ["Document", "Query", "Qrel", "ScoredDoc", "make_document"]
 
 INSTANCE_SEPARATOR = "\n"
+LUCENE_TERM_LIMIT = 32766  # bytes: the longest term Lucene indexes; a document id is one term
 
 
 class Document(NamedTuple):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import logging
 import re
 from pathlib import Path
@@ -21,10 +22,18 @@ class FormatError(ValueError):
 log = logging.getLogger(__name__)
 
 
-def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of a UTF-8 file (a BOM is dropped); a byte that is not UTF-8 stops
-    with ``file:line`` and what to do, instead of a bare codec error."""
+def open_binary(path: str | Path):
+    """A file opened for reading bytes; gzip (``.gz``, or any file starting with gzip's magic bytes)
+    decompressed transparently, since TREC runs and qrels are often shipped compressed."""
     with open(path, "rb") as f:
+        magic = f.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 file (a BOM is dropped, gzip read transparently); a byte that
+    is not UTF-8 stops with ``file:line`` and what to do, instead of a bare codec error."""
+    with open_binary(path) as f:
         for n, raw in enumerate(f, 1):
             try:
                 text = raw.decode("utf-8")
@@ -100,7 +109,7 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
     if path.suffix == ".jsonl":
         import json
 
-        out = []
+        out, first = [], {}
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -109,28 +118,43 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
                 qid, qtext = str(obj["_id"]), obj.get("text")
             except (ValueError, KeyError, TypeError) as e:
                 raise FormatError(path, n, f"not a BEIR query record ({e})", line) from None
+            if isinstance(obj.get("_id"), (bool, float)) or obj.get("_id") is None:
+                raise FormatError(path, n, f"query id must be a string or an integer, not {obj.get('_id')!r}", line)
             if not qid or any(c.isspace() for c in qid):
                 raise FormatError(path, n, "query id must be non-empty without whitespace (TREC files)", line)
             if not isinstance(qtext, str):
                 log.warning("%s:%d: query %s has no text (%r); it gets an empty ranking", path, n, qid, qtext)
                 qtext = ""
+            _check_unique(path, n, qid, first, line)
             out.append(Query(qid, qtext))
         return out
     if "<top>" in text.lower():
         return _read_sgml(path, text, field)
-    out = []
+    out, first = [], {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         if "\t" not in line:
             raise FormatError(path, n, "expected 'qid<TAB>query text'", line)
         qid, q = line.split("\t", 1)
-        out.append(Query(qid.strip(), q.strip()))
+        qid = qid.strip()
+        if not qid or any(c.isspace() for c in qid):
+            raise FormatError(path, n, "query id must be non-empty without whitespace (TREC files)", line)
+        _check_unique(path, n, qid, first, line)
+        out.append(Query(qid, q.strip()))
     return out
 
 
+def _check_unique(path, n: int, qid: str, first: dict[str, int], line: str) -> None:
+    """A repeated query id stops with both lines: silently keeping the last text would score another query."""
+    if qid in first:
+        raise FormatError(path, n, f"duplicate query id {qid!r} (first on line {first[qid]})", line)
+    first[qid] = n
+
+
 def _read_sgml(path: Path, text: str, field: str) -> list[Query]:
-    out = []
+    out: list[Query] = []
+    seen: dict[str, int] = {}
     for block in re.findall(r"<top>(.*?)</top>", text, re.S | re.I):
         parts = {m.group(1).lower(): m.end() for m in _TAG.finditer(block)}
         order = sorted(parts.items(), key=lambda kv: kv[1])
@@ -142,5 +166,9 @@ def _read_sgml(path: Path, text: str, field: str) -> list[Query]:
         body = re.sub(r"^(Topic|Description|Narrative):\s*", "", values.get(field, ""), flags=re.I)
         if not num:
             raise FormatError(path, 0, "a <top> block has no <num>", block[:80])
+        if num in seen:
+            raise FormatError(path, 0, f"duplicate topic number {num!r} (topic {seen[num]} and {len(out) + 1})",
+                              block[:80])
+        seen[num] = len(out) + 1
         out.append(Query(num, " ".join(body.split())))
     return out

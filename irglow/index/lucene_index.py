@@ -19,12 +19,13 @@ from typing import Any, NamedTuple
 
 from tqdm.auto import tqdm
 
+from irglow.data.records import LUCENE_TERM_LIMIT
 from irglow.index.jvm import autoclass, start_jvm
 
 log = logging.getLogger(__name__)
 
 RESERVED_FIELDS = {"id", "contents", "raw", "vector"}
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,13 @@ def lucene_field_name(name: str) -> str:
 
 
 def data_dir(explicit: str | Path | None = None) -> Path:
-    return Path(explicit or os.environ.get("IRGLOW_DATA", "data")).resolve()
+    """Where indexes and other caches live: ``explicit``, else ``$IRGLOW_DATA``, else ``./data``."""
+    given = explicit or os.environ.get("IRGLOW_DATA")
+    path = Path(given or "data").resolve()
+    if path.exists() and not path.is_dir():
+        source = "--data-dir" if explicit else "IRGLOW_DATA" if given else "the default ./data"
+        raise NotADirectoryError(f"{source} names {path}, which is a file: the data directory must be a folder")
+    return path
 
 
 class Token(NamedTuple):
@@ -149,20 +156,70 @@ class LuceneIndex:
         return s
 
 
+def _lucene_doc_count(path: Path) -> int:
+    """Documents Lucene actually holds in the index at ``path`` (opens and closes a reader)."""
+    start_jvm()
+    directory = autoclass("org.apache.lucene.store.FSDirectory").open(autoclass("java.io.File")(str(path)).toPath())
+    try:
+        reader = autoclass("org.apache.lucene.index.DirectoryReader").open(directory)
+        try:
+            return int(reader.numDocs())
+        finally:
+            reader.close()
+    finally:
+        directory.close()
+
+
+def _verified(target: Path) -> LuceneIndex | None:
+    """The cached index at ``target`` if it opens and holds the documents its metadata promises; ``None``
+    (and a warning naming the folder) for an incomplete or corrupt one, which is then rebuilt."""
+    try:
+        index = LuceneIndex.open(target)
+        expected = index.meta.get("indexed")
+        held = _lucene_doc_count(target)
+    except FileNotFoundError:
+        log.warning("ignoring incomplete index at %s; rebuilding it", target)
+        return None
+    except Exception as e:  # noqa: BLE001 - a Java CorruptIndexException, a missing segment file …
+        log.warning("the cached index at %s cannot be read (%s); rebuilding it", target,
+                    str(e).splitlines()[0][:200] if str(e) else type(e).__name__)
+        return None
+    if expected is not None and held != expected:
+        log.warning("the cached index at %s holds %d documents, its record says %d; rebuilding it", target,
+                    held, expected)
+        return None
+    (target / "irglow-index.json").touch()  # last use, for `irglow cache list/prune`
+    return index
+
+
 def build_index(collection, config: IndexConfig | None = None, root: str | Path | None = None,
                 force: bool = False) -> LuceneIndex:
-    """Build (or reuse) the index of ``collection`` under ``<data>/indexes/<name>-<settings>``."""
+    """Build (or reuse) the index of ``collection`` under ``<data>/indexes/<name>-<settings>``.
+
+    The collection's name carries a digest of its content, so a changed corpus gets a new index; a
+    cached index is reused only after Lucene opens it and counts the documents its metadata records.
+    A build is published only when Lucene holds every non-empty document that was exported."""
     config = config or IndexConfig()
+    check_index_config(config)
     target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
     if target.exists() and not force:
-        try:
-            return LuceneIndex.open(target)
-        except FileNotFoundError:
-            log.warning("ignoring incomplete index at %s; rebuilding", target)
+        cached = _verified(target)
+        if cached is not None:
+            return cached
     from irglow.utils.atomic import atomic_dir
 
-    fields = tuple(config.fields or collection.fields)
+    available = tuple(collection.fields)
+    if config.fields:
+        unknown = [f for f in config.fields if f not in available]
+        if unknown:
+            raise ValueError(f"fields {unknown} are not in {collection.name}; its fields: {list(available)}")
+    fields = tuple(config.fields or available)
     lucene_fields = tuple(lucene_field_name(f) for f in fields)
+    clash = sorted({lf for lf in lucene_fields if lucene_fields.count(lf) > 1 or lf in RESERVED_FIELDS})
+    if clash:
+        raise ValueError(f"fields {list(fields)} map to the Lucene field names {list(lucene_fields)}: {clash} "
+                         f"would collide (names in {sorted(RESERVED_FIELDS)} get '_field' appended); "
+                         f"index with --fields to leave one out")
     import time
 
     t0 = time.perf_counter()
@@ -175,6 +232,10 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         with open(Path(json_dir) / "docs.jsonl", "w", encoding="utf-8") as out:
             total = collection.docs_count() if hasattr(collection, "docs_count") else None
             for doc in tqdm(collection.docs_iter(), total=total, desc=f"export {collection.name}", unit="doc"):
+                if len(doc.doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
+                    raise ValueError(f"{collection.name}: document {doc.doc_id[:60]!r}… has an id of "
+                                     f"{len(doc.doc_id.encode('utf-8'))} bytes; Lucene's limit for a term is "
+                                     f"{LUCENE_TERM_LIMIT}")
                 record = {"id": doc.doc_id, "contents": doc.contents(fields)}
                 for name, lucene_name in zip(fields, lucene_fields):
                     if name in doc.fields:
@@ -182,6 +243,11 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
                 n_docs += 1
                 n_empty += not record["contents"].strip()
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        if n_docs == 0:
+            raise ValueError(f"{collection.name} has no documents: nothing to index")
+        if n_docs == n_empty:
+            raise ValueError(f"{collection.name}: none of its {n_docs} documents has text in the fields "
+                             f"{list(fields)}; nothing to index")
         start_jvm()
         args = ["-collection", "JsonCollection", "-input", json_dir, "-index", str(tmp_index),
                 "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(config.threads),
@@ -192,12 +258,40 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
             args += ["-fields", *lucene_fields]
         log.info("indexing %d documents with Anserini into %s", n_docs, target)
         autoclass("io.anserini.index.IndexCollection").main(args)
+        held = _lucene_doc_count(Path(tmp_index))
+        if held != n_docs - n_empty:
+            raise RuntimeError(f"indexing {collection.name} failed: Lucene holds {held} documents, {n_docs - n_empty} "
+                               f"non-empty ones were exported (Anserini drops a batch it cannot index: an over-long "
+                               f"term or id, a disk error); nothing was cached")
         meta = {
-            "format": INDEX_FORMAT, "collection": collection.name, "fields": list(fields),
-            "lucene_fields": list(lucene_fields), "config": asdict(config), "documents": n_docs,
-            "skipped_empty": n_empty, "build_seconds": round(time.perf_counter() - t0, 3),
+            "format": INDEX_FORMAT, "collection": collection.name, "source": _source(collection),
+            "fields": list(fields), "lucene_fields": list(lucene_fields), "config": asdict(config),
+            "documents": n_docs, "indexed": held, "skipped_empty": n_empty,
+            "build_seconds": round(time.perf_counter() - t0, 3),
         }
         (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
     return LuceneIndex.open(target)
+
+
+def _source(collection) -> str:
+    """Where a collection comes from (a folder, an ir_datasets id, the demo): groups a source's indexes
+    in ``irglow cache list`` so older versions of the same corpus can be pruned."""
+    base = getattr(collection, "base", collection)
+    return str(getattr(base, "path", None) or getattr(base, "dataset_id", None) or base.name.split("-")[0])
+
+
+STEMMERS = ("porter", "krovetz", "none")
+
+
+def check_index_config(config: IndexConfig) -> None:
+    """Types and allowed values before any work (a config file is not restricted like the CLI)."""
+    if config.stemmer not in STEMMERS:
+        raise ValueError(f"index.stemmer = {config.stemmer!r}; allowed: {', '.join(STEMMERS)}")
+    if not isinstance(config.keep_stopwords, bool):
+        raise ValueError(f"index.keep_stopwords = {config.keep_stopwords!r} must be true or false")
+    if isinstance(config.threads, bool) or not isinstance(config.threads, int) or config.threads < 1:
+        raise ValueError(f"index.threads = {config.threads!r} must be an integer >= 1")
+    if config.fields is not None and (not all(isinstance(f, str) and f for f in config.fields)):
+        raise ValueError(f"index.fields = {list(config.fields)!r} must be a list of field names")

@@ -47,6 +47,26 @@ class LexicalConfig:
     rm3_original_weight: float = 0.5
     batch_size: int = 2000
 
+    def check(self) -> "LexicalConfig":
+        """Types and ranges before any search: Lucene would otherwise answer ``k1 = -1`` or ``b = 2`` with
+        an ``IllegalArgumentException`` mid-run, and a NaN field weight with an empty run."""
+        import math
+
+        from irglow.config import check_values
+
+        if self.system not in SYSTEMS:
+            raise ValueError(f"unknown lexical system {self.system!r}; choose from {', '.join(SYSTEMS)}")
+        check_values(self, "lexical")
+        if not isinstance(self.field_weights, dict):
+            raise ValueError(f"lexical.field_weights = {self.field_weights!r} must be a table field = weight")
+        for f, w in self.field_weights.items():
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
+                raise ValueError(f"field weight {f} = {w!r} must be a finite number > 0")
+            if self.system == "bm25f" and w < 1:
+                raise ValueError(f"field weight {f} = {w!r}: Lucene's CombinedFieldQuery (bm25f) needs weights "
+                                 f">= 1; scale every weight up instead")
+        return self
+
 
 def _warn_empty(qid: str, text: str) -> None:
     log.warning("query %s (%r) has no searchable term after analysis; its ranking is empty", qid, text[:80])
@@ -57,9 +77,7 @@ class LexicalSearcher:
 
     def __init__(self, index: LuceneIndex, config: LexicalConfig | None = None):
         self.index = index
-        self.config = config or LexicalConfig()
-        if self.config.system not in SYSTEMS:
-            raise ValueError(f"unknown lexical system {self.config.system!r}; choose from {SYSTEMS}")
+        self.config = (config or LexicalConfig()).check()
 
     # -- shared helpers -----------------------------------------------------------------------
     def field_weights(self) -> dict[str, float]:

@@ -15,7 +15,7 @@ from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import glow_run, hybrid_runs, validation_queries
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 from irglow.runs.fusion import fuse
-from irglow.stages import TrainSource, train_root
+from irglow.stages import TrainSource, keyed_train_dir, train_root
 
 
 def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
@@ -38,7 +38,9 @@ def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = 
     tune_q, tune_qrels = [], []
     for variant in variants:
         tc = GlowTrainConfig.from_dict({**gcfg, "model": {**model_cfg, "variant": variant}})
-        best = GlowTrainer(tc, train_root(config, out) / f"{variant}-train").train(
+        train_dir = keyed_train_dir(train_root(config, out) / f"{variant}-train",
+                                    {"settings": gcfg, "model": model_cfg, "variant": variant, "source": source.digest()})
+        best = GlowTrainer(tc, train_dir).train(
             source.index, source.stats, train_docs, train_q, train_qrels)
         if not zero_shot:
             tune_q, tune_qrels = validation_queries(best, train_q, train_qrels)

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from irglow.config import check_settings
+from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
 from irglow.dense.encode import dense_search, encode, faiss_index
 from irglow.eval.measures import aggregate, parse_measures
@@ -99,7 +99,7 @@ class GlowTrainConfig:
         d = dict(d)
         model = GlowConfig(**d.pop("model", {}))
         check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "GLOW training", ignore={"enabled", "variants"})
-        return cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        return check_values(cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__}), "glow")
 
 
 class GlowScorer(torch.nn.Module):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 from torch import nn
 
-from irglow.config import check_settings
+from irglow.config import check_settings, check_values
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow.weights import split_words
@@ -39,7 +39,7 @@ class MonoBERTConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "MonoBERTConfig":
         check_settings(d, cls.__dataclass_fields__, "monoBERT model")
-        return cls(**d)
+        return check_values(cls(**d), "monobert.model")
 
 
 class MonoBERT(nn.Module):

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 from torch import nn
 
-from irglow.config import check_settings
+from irglow.config import check_settings, check_values
 from irglow.models.checkpoints import check_model_dir
 from irglow.models.glow.weights import split_words
 
@@ -66,7 +66,7 @@ class NRMFConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "NRMFConfig":
         check_settings(d, cls.__dataclass_fields__, "NRM-F model")
-        return cls(**d)
+        return check_values(cls(**d), "nrmf.model")
 
 
 def trigrams(word: str) -> list[str]:

@@ -9,7 +9,7 @@ from irglow.config import stage_settings
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
-from irglow.stages import TrainSource, train_root
+from irglow.stages import TrainSource, keyed_train_dir, train_root
 
 
 def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
@@ -35,7 +35,9 @@ def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None 
     for kind in models:
         settings = stage_settings(rcfg.get(kind, {}), kind)
         settings["kind"] = kind
-        best = RerankTrainer(RerankTrainConfig.from_dict(settings), train_root(config, out) / f"{kind}-train").train(
+        train_dir = keyed_train_dir(train_root(config, out) / f"{kind}-train",
+                                    {"settings": settings, "source": source.digest()})
+        best = RerankTrainer(RerankTrainConfig.from_dict(settings), train_dir).train(
             source.index, train_docs, source.queries(), source.qrels())
         model = load_reranker(best)
         for name, base in [("bm25", first)] + [(a, (runs or {}).get(a)) for a in also]:

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from irglow.config import check_settings
+from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
@@ -77,7 +77,7 @@ class RerankTrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
         check_settings(d, cls.__dataclass_fields__, "re-ranker training", ignore={"enabled"})
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        return check_values(cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__}), "rerank")
 
     def build_model(self, fields: list[str]):
         if self.kind == "monobert":

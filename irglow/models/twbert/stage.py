@@ -9,7 +9,7 @@ from irglow.config import stage_settings
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
-from irglow.stages import TrainSource, train_root
+from irglow.stages import TrainSource, keyed_train_dir, train_root
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,8 @@ def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None 
     source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
     if not model_dir:
         train_cfg = TrainConfig.from_dict(tcfg)
-        train_dir = train_root(config, out) / "twbert-train"
+        train_dir = keyed_train_dir(train_root(config, out) / "twbert-train",
+                                    {"settings": tcfg, "seed": config.get("seed"), "source": source.digest()})
         model_dir = Trainer(train_cfg, train_dir).train(source.index, source.stats, source.queries(), source.qrels())
     model = TWBert.load(model_dir)
     queries = collection.queries(c.get("test_split", "test"))

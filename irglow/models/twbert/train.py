@@ -48,6 +48,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from irglow.config import check_values
 from irglow.data.records import Qrel, Query
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.forward import ForwardIndex
@@ -113,7 +114,7 @@ class TrainConfig:
             unknown = sorted(set(name) - set(known) - {"model"})
             if unknown:
                 raise KeyError(f"unknown [{section}] key(s) {unknown}; allowed: {sorted(set(known) - {'model'})}")
-        return cls(model=TWBertConfig(**model), **d)
+        return check_values(cls(model=TWBertConfig(**model), **d), "twbert")
 
 
 @dataclass

@@ -1,0 +1,46 @@
+"""Content digests: what every cache in irglow is keyed on (never names, sizes or timestamps).
+
+A copy that keeps size and mtime (``cp -p``, ``rsync -a``, ``tar``) but changes one byte must give
+another key, so files are hashed whole (streaming; SHA-256 runs at several hundred MB/s, little next
+to indexing) and queries and qrels are hashed as the records the code actually reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+DIGEST_CHARS = 16
+
+
+def value_digest(value: Any) -> str:
+    """A digest of a JSON-able value (keys sorted, so dict order does not matter)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:DIGEST_CHARS]
+
+
+def file_digest(path: str | Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes, read in chunks (constant memory whatever the size)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def records_digest(records: Iterable[tuple]) -> str:
+    """A digest of records in order (queries as ``(id, text)``, qrels as ``(qid, docid, label)``)."""
+    h = hashlib.sha256()
+    for r in records:
+        h.update(json.dumps([str(x) if not isinstance(x, (int, float)) else x for x in r]).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+def queries_digest(queries: Iterable) -> str:
+    return records_digest((q.query_id, q.text) for q in queries)
+
+
+def qrels_digest(qrels: Iterable) -> str:
+    return records_digest(sorted((q.query_id, q.doc_id, int(q.relevance)) for q in qrels))
