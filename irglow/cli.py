@@ -53,8 +53,13 @@ def cmd_stats(args) -> int:
 def _weights(items) -> dict[str, float]:
     out = {}
     for item in items or []:
-        k, _, v = item.partition("=")
-        out[k] = float(v)
+        k, eq, v = item.partition("=")
+        try:
+            out[k] = float(v)
+        except ValueError:
+            raise ValueError(f"--field-weight {item!r} must look like FIELD=NUMBER") from None
+        if not eq or not k:
+            raise ValueError(f"--field-weight {item!r} must look like FIELD=NUMBER")
     return out
 
 
@@ -112,18 +117,8 @@ def _qrels(args):
     return load_collection(args.data).qrels(args.split)
 
 
-def cmd_eval(args) -> int:
-    from irglow.eval.compare import compare
-    from irglow.runs.trec import Run
-
-    runs = {Path(p).stem: Run.read(p) for p in args.runs}
-    cmp = compare(runs, _qrels(args), args.measures, baseline=None)
-    print(cmp.render(args.format))
-    return 0
-
-
-def cmd_compare(args) -> int:
-    from irglow.eval.compare import compare
+def _read_runs(args) -> dict:
+    """The runs named on the command line, keyed by one naming rule for ``eval`` and ``compare``."""
     from irglow.runs.trec import Run
 
     runs = {}
@@ -131,7 +126,26 @@ def cmd_compare(args) -> int:
         name = run_name(p, args.runs)
         if name in runs:
             raise SystemExit(f"two runs would both be named {name!r} in the table ({args.runs}); rename one file")
-        runs[name] = Run.read(p)
+        runs[name] = Run.read(p, duplicates=args.duplicates)
+    return runs
+
+
+def cmd_eval(args) -> int:
+    from irglow.eval.compare import compare
+
+    cmp = compare(_read_runs(args), _qrels(args), args.measures, baseline=None)
+    print(cmp.render(args.format))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from irglow.eval.compare import compare
+
+    if args.output:
+        inputs = [Path(p).resolve() for p in [*args.runs, *([args.qrels] if args.qrels else [])]]
+        if Path(args.output).resolve() in inputs:
+            raise SystemExit(f"-o {args.output} is one of the inputs; it would be overwritten: choose another file")
+    runs = _read_runs(args)
     baseline = args.baseline or next(iter(runs))
     cmp = compare(runs, _qrels(args), args.measures, baseline=baseline, alpha=args.alpha)
     text = cmp.render(args.format)
@@ -147,10 +161,18 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def _stem(path: str) -> str:
+    """``runs/bm25.run.gz`` → ``bm25``: the file name without ``.gz`` and its extension."""
+    name = Path(path).name
+    return Path(name[:-3] if name.endswith(".gz") else name).stem
+
+
 def run_name(path: str, all_paths: list[str]) -> str:
-    """A run's row name: its file stem, or its path where two files share a stem."""
-    stem = Path(path).stem
-    return stem if sum(Path(p).stem == stem for p in all_paths) == 1 else str(Path(path).with_suffix(""))
+    """A run's row name: its file stem, or its path (without extension) where two files share a stem."""
+    stem = _stem(path)
+    if sum(_stem(p) == stem for p in all_paths) == 1:
+        return stem
+    return str(Path(path).parent / stem)
 
 
 def cmd_qrels(args) -> int:
@@ -226,6 +248,25 @@ def cmd_zero_shot(args) -> int:
     return 0
 
 
+def cmd_cache(args) -> int:
+    from irglow.index.cache import cached_indexes, describe, prunable, remove
+
+    indexes = cached_indexes(args.data_dir)
+    if args.action == "list":
+        print(describe(indexes) if indexes else "no cached indexes")
+        return 0
+    doomed = prunable(indexes, args.older_than)
+    if not doomed:
+        print("nothing to prune: every cached index is the latest of its source and settings")
+        return 0
+    print(describe(doomed))
+    if args.dry_run:
+        print(f"{len(doomed)} indexes would be removed (--dry-run)")
+        return 0
+    print(f"removed {len(doomed)} indexes, {remove(doomed) / 2**20:.1f} MiB freed")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irglow", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -267,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--split", default="test")
         p.add_argument("-m", "--measures", default="nDCG@10 R@100 R@1000 AP")
         p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
+        p.add_argument("--duplicates", default="error", choices=["error", "keep-max"],
+                       help="a repeated (query, document) line in a run: stop (default) or keep the highest score")
         if name == "compare":
             p.add_argument("--baseline", help="run name (file stem); default: the first run")
             p.add_argument("--alpha", type=float, default=0.05)
@@ -294,6 +337,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=1000)
     p.add_argument("--tag")
     p.set_defaults(func=cmd_fuse)
+
+    p = sub.add_parser("cache", help="list cached indexes, or prune those a newer version replaced")
+    p.add_argument("action", choices=["list", "prune"])
+    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    p.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                   help="prune: also remove indexes unused for this many days")
+    p.add_argument("--dry-run", action="store_true", help="prune: only list what would be removed")
+    p.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("run", help="the end-to-end pipeline from a configuration file")
     p.add_argument("--config", default="configs/demo.toml")
@@ -326,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, KeyError, ValueError) as e:
+    except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, NotADirectoryError, KeyError,
+            ValueError) as e:
         print(f"irglow {args.command}: error: {e}", file=sys.stderr)
         return 2
 

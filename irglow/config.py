@@ -14,28 +14,57 @@ from pathlib import Path
 from typing import Any, Sequence
 
 
-def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: tuple[Path, ...] = ()
+                ) -> dict[str, Any]:
+    """A TOML/YAML configuration with ``--set`` overrides.  ``base = "other.toml"`` starts from another
+    file, and a section's ``config = "…"`` from that file's section; both paths are relative to the file
+    that names them (a path that only exists from the working folder is still accepted)."""
     config: dict[str, Any] = {}
     if path:
         path = Path(path)
-        if path.suffix == ".toml":
-            import tomllib
+        if not path.is_file():
+            raise FileNotFoundError(f"configuration {path} does not exist")
+        if path.resolve() in _chain:
+            cycle = " → ".join(str(p) for p in (*_chain, path.resolve()))
+            raise ValueError(f"{path}: 'base' files form a cycle: {cycle}")
+        try:
+            if path.suffix == ".toml":
+                import tomllib
 
-            config = tomllib.loads(path.read_text())
-        elif path.suffix in (".yaml", ".yml"):
-            import yaml
+                config = tomllib.loads(path.read_text(encoding="utf-8"))
+            elif path.suffix in (".yaml", ".yml"):
+                import yaml
 
-            config = yaml.safe_load(path.read_text()) or {}
-        else:
-            raise ValueError(f"{path}: configuration must be .toml or .yaml")
-        if "base" in config:  # a file that changes another: base = "configs/msmarco.toml"
-            base = Path(config.pop("base"))
-            if not base.is_file():
-                raise FileNotFoundError(f"{path}: base = {str(base)!r} is not a file")
-            config = merged(load_config(base), config)
+                config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            else:
+                raise ValueError(f"{path}: configuration must be .toml or .yaml")
+        except ValueError:
+            raise
+        except Exception as e:  # tomllib.TOMLDecodeError, yaml.YAMLError: say which file
+            raise ValueError(f"{path}: not valid {path.suffix[1:].upper()}: {e}") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{path}: a configuration must be a table of settings, not {type(config).__name__}")
+        _resolve_paths(config, path.parent)
+        if "base" in config:  # a file that changes another: base = "msmarco.toml"
+            base = config.pop("base")
+            config = merged(load_config(base, (), (*_chain, path.resolve())), config)
     for item in overrides:
         apply_override(config, item)
     return config
+
+
+def _relative_to(value: str, folder: Path) -> str:
+    beside = folder / value
+    return str(beside) if beside.exists() or not Path(value).exists() else value
+
+
+def _resolve_paths(node: dict[str, Any], folder: Path) -> None:
+    """``base`` and every section's ``config`` path, relative to the file they are written in."""
+    for key, value in node.items():
+        if key in ("base", "config") and isinstance(value, str):
+            node[key] = _relative_to(value, folder)
+        elif isinstance(value, dict):
+            _resolve_paths(value, folder)
 
 
 def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -54,29 +54,46 @@ def shard_dir(out_dir: str | Path, rank: int, world: int) -> Path:
     return Path(f"{out_dir}.shards") / f"{rank:03d}-of-{world:03d}"
 
 
-def _write_embeddings(folder: Path, vectors: np.ndarray, ids: Sequence[str]) -> None:
+def _write_embeddings(folder: Path, vectors: np.ndarray, ids: Sequence[str], key: str = "") -> None:
     with atomic_dir(folder) as tmp:
         np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
         (tmp / "ids.txt").write_text("".join(i + "\n" for i in ids), encoding="utf-8")
+        (tmp / "key.txt").write_text(key, encoding="utf-8")
+
+
+def model_digest(model: torch.nn.Module, **settings) -> str:
+    """A digest of a model's weights and the settings its encodings depend on (collection statistics,
+    token budgets …): what an encoding on disk belongs to."""
+    import hashlib
+
+    from irglow.utils.digest import value_digest
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return value_digest({"weights": h.hexdigest(), **settings})
 
 
 def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
-                  batch_size: int = 64, rank: int = 0, world: int = 1) -> tuple[Path, float]:
+                  batch_size: int = 64, rank: int = 0, world: int = 1, key: str = "") -> tuple[Path, float]:
     """Write ``embeddings.npy`` and ``ids.txt`` atomically; returns the folder and docs/second.
 
     With ``world`` > 1 this process encodes only its contiguous shard into ``shard_dir(out_dir, rank,
     world)`` (processes on several GPUs or nodes, one shard each); ``merge_shards`` then writes
-    ``out_dir`` once, in corpus order.  A shard already on disk for the same documents is reused."""
+    ``out_dir`` once, in corpus order.  A shard left by an interrupted run is reused only for the same
+    documents *and* the same ``key`` (:func:`model_digest`: the model and its settings)."""
     lo, hi = shard_bounds(len(docs), rank, world)
     target = Path(out_dir) if world == 1 else shard_dir(out_dir, rank, world)
     part = docs[lo:hi]
-    if world > 1 and (target / "ids.txt").is_file() and \
+    if world > 1 and (target / "ids.txt").is_file() and (target / "key.txt").is_file() and \
+            (target / "key.txt").read_text(encoding="utf-8") == key and \
             (target / "ids.txt").read_text(encoding="utf-8").splitlines() == [d.doc_id for d in part]:
         return target, float("nan")
     t = time.perf_counter()
     vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else f"encode shard {rank}/{world}")
     rate = len(part) / max(1e-9, time.perf_counter() - t)
-    _write_embeddings(target, vectors, [d.doc_id for d in part])
+    _write_embeddings(target, vectors, [d.doc_id for d in part], key)
     return target, rate
 
 

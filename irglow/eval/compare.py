@@ -3,6 +3,8 @@ with Holm correction over the compared runs (per measure), rendered to markdown,
 
 from __future__ import annotations
 
+import logging
+import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -13,6 +15,8 @@ from scipy import stats
 from irglow.data.records import Qrel
 from irglow.eval.measures import parse_measures, per_query
 from irglow.runs.trec import Run
+
+log = logging.getLogger(__name__)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
@@ -28,6 +32,15 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+def latex_escape(text: str) -> str:
+    """Run and measure names as LaTeX text (``bm25_title`` would otherwise start a subscript)."""
+    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
 @dataclass
 class Comparison:
     """Means, adjusted p-values and per-query values of a set of runs."""
@@ -40,6 +53,7 @@ class Comparison:
     n_queries: int
     missing: dict[str, int] | None = None  # run → judged queries it has no ranking for (scored 0)
     per_query: dict[str, dict[str, dict[str, float]]] | None = None  # run → measure → query → value
+    notes: list[str] | None = None  # warnings worth a reader's eye (runs sharing few query ids with the qrels)
 
     def marked(self, digits: int = 4) -> pd.DataFrame:
         """Means as strings, with ▲/▼ where the difference to the baseline is significant."""
@@ -56,6 +70,7 @@ class Comparison:
         missed = {r: n for r, n in (self.missing or {}).items() if n}
         note = ("" if not missed else " Judged queries missing from a run score 0 (as `trec_eval -c`): "
                 + ", ".join(f"`{r}` misses {n}" for r, n in missed.items()) + ".")
+        note += "".join(f" Warning: {w}." for w in self.notes or [])
         if self.baseline is None:
             return f"{self.n_queries} queries.{note}"
         return (f"{self.n_queries} queries. ▲/▼: significantly better/worse than `{self.baseline}` "
@@ -72,8 +87,10 @@ class Comparison:
 
     def to_latex(self) -> str:
         marked = self.marked().map(lambda s: s.replace(" ▲", r"$^{\blacktriangle}$").replace(" ▼", r"$^{\blacktriangledown}$"))
+        marked.index = [latex_escape(str(i)) for i in marked.index]
+        marked.columns = [latex_escape(str(c)) for c in marked.columns]
         body = marked.to_latex(escape=False, column_format="l" + "r" * len(marked.columns))
-        return body + "% " + self.caption() + "\n"
+        return body + "% " + " ".join(self.caption().split()) + "\n"
 
     def render(self, fmt: str) -> str:
         return {"markdown": self.to_markdown, "md": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex}[fmt]()
@@ -100,9 +117,33 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
             for n in others:
                 x = np.array([values[n][c][q] for q in qids])
                 diff = x - base
-                raw.append(1.0 if np.allclose(diff, 0) else float(stats.ttest_rel(x, base).pvalue))
+                with warnings.catch_warnings():  # a constant difference: scipy warns, the p-value is NaN
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    raw.append(1.0 if np.allclose(diff, 0) else float(stats.ttest_rel(x, base).pvalue))
             for n, p in zip(others, holm(raw) if raw else []):
                 pvals.loc[n, c] = p
     judged = {q.query_id for q in qrels}
     missing = {n: sum(1 for q in judged if not runs[n].ranking.get(q)) for n in names}
-    return Comparison(means, pvals, deltas, baseline, alpha, len(judged), missing, values)
+    notes = [w for n in names if (w := query_overlap_warning(n, runs[n], judged))]
+    for w in notes:
+        log.warning("%s", w)
+    return Comparison(means, pvals, deltas, baseline, alpha, len(judged), missing, values, notes)
+
+
+def query_overlap_warning(name: str, run: Run, judged: set[str]) -> str | None:
+    """A warning when a run shares few or none of the judged query ids (it would score ~0 silently),
+    naming the likely cause: ids that differ only by leading zeros, or another split's queries."""
+    ran = {q for q, docs in run.ranking.items() if docs}
+    if not ran or not judged:
+        return None
+    shared = len(ran & judged)
+    if shared >= 0.5 * len(judged) or shared >= 0.5 * len(ran):
+        return None
+    unpadded = {q.lstrip("0") or "0" for q in judged}
+    if len({q.lstrip("0") or "0" for q in ran} & unpadded) > shared:
+        cause = ("its query ids differ from the qrels' only by leading zeros (e.g. run "
+                 f"{sorted(ran - judged)[0]!r}); write both with the same ids")
+    else:
+        cause = "is it a run of another split or topic set?"
+    return (f"run `{name}` shares {shared} of its {len(ran)} query ids with the {len(judged)} judged queries: "
+            f"{cause}")

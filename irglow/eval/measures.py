@@ -50,16 +50,29 @@ NCG = _NCGMeasure()
 CUSTOM = {"NCG": NCG}
 
 
+MAX_CUTOFF = 10**9  # pytrec_eval keeps cutoffs in C ints; a larger one overflows into an unreadable error
+
+
 def parse_measure(text: str):
-    """``"nDCG@10"``, ``"R@1000"``, ``"NCG@20"`` … → an ir_measures measure object."""
+    """``"nDCG@10"``, ``"R@1000"``, ``"NCG@20"`` … → an ir_measures measure object.  A cutoff must be a
+    whole number from 1 to 10^9: ``@0`` would score every run 1.0 (NCG) or abort the process inside
+    pytrec_eval (nDCG), and a huge one overflows there."""
     m = re.fullmatch(r"(\w+)(?:@(\d+))?", text.strip())
     if m and m.group(1) in CUSTOM:
         base = CUSTOM[m.group(1)]
-        return base @ int(m.group(2)) if m.group(2) else base
-    try:
-        return ir_measures.parse_measure(text)
-    except (ValueError, NameError, SyntaxError) as e:
-        raise ValueError(f"unknown measure {text!r} ({e}); examples: nDCG@10, RR@10, R@1000, AP, NCG@10") from None
+        measure = base @ int(m.group(2)) if m.group(2) else base
+    else:
+        try:
+            measure = ir_measures.parse_measure(text)
+        except (ValueError, NameError, SyntaxError, TypeError) as e:
+            raise ValueError(f"unknown measure {text!r} ({e}); examples: nDCG@10, RR@10, R@1000, AP, NCG@10"
+                             ) from None
+    cutoff = measure.params.get("cutoff")
+    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int)
+                               or not 1 <= cutoff <= MAX_CUTOFF):
+        raise ValueError(f"measure {text!r}: the cutoff must be a whole number from 1 to {MAX_CUTOFF:,}, "
+                         f"not {cutoff!r}")
+    return measure
 
 
 def parse_measures(texts: Iterable[str] | str) -> list:

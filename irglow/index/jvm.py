@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -184,9 +185,65 @@ def start_jvm() -> JavaRuntime:
             logs = Path(os.environ.get("IRGLOW_DATA", "data")).resolve() / "logs"
             logs.mkdir(parents=True, exist_ok=True)
             jnius_config.add_options(f"-XX:ErrorFile={logs}/hs_err_pid%p.log", "-Xrs")
-        import jnius  # noqa: F401  (starts the JVM)
+            jnius_config.add_options(*quiet_options(runtime.major))
+        with _filtered_stderr():
+            import jnius  # noqa: F401  (starts the JVM)
+        _quiet_lucene_logging()
     _started = runtime
     return runtime
+
+
+# Lines the JVM and Lucene print on every start that say nothing actionable to an irglow user; anything
+# else on stderr while the JVM starts is passed through.
+HARMLESS_STARTUP = re.compile(r"^(WARNING: Using incubator modules: jdk\.incubator\.vector|"
+                              r"SLF4J\(I\): Connected with provider)")
+
+
+def quiet_options(major: int) -> list[str]:
+    """JVM flags that silence known-harmless warnings, only where the runtime accepts them (an unknown
+    ``--`` option would stop the JVM from starting)."""
+    options = ["-Dslf4j.internal.verbosity=WARN"]
+    if major >= 22:
+        options.append("--enable-native-access=ALL-UNNAMED")
+    if major >= 23:  # JEP 471: Lucene 9's MappedByteBuffer cleaner calls sun.misc.Unsafe::invokeCleaner
+        options.append("--sun-misc-unsafe-memory-access=allow")
+    return options
+
+
+@contextmanager
+def _filtered_stderr():
+    """Run the JVM's start with file descriptor 2 captured, then pass on every line but the known-harmless
+    ones (the JVM writes them from C, below Python's ``sys.stderr``)."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            for line in capture.read().decode("utf-8", "replace").splitlines():
+                if not HARMLESS_STARTUP.match(line):
+                    print(line, file=sys.stderr)
+
+
+_QUIET_LOGGERS: list = []  # java.util.logging holds loggers weakly: a level set on one we drop is lost
+
+
+def _quiet_lucene_logging() -> None:
+    """Lucene 9 on Java 22+ logs 'please update Apache Lucene' when it picks its MMapDirectory provider:
+    true, not actionable for irglow's users; only that logger is raised to SEVERE."""
+    from jnius import autoclass as _autoclass
+
+    level = _autoclass("java.util.logging.Level").SEVERE
+    for name in ("org.apache.lucene.store.MMapDirectory",):
+        logger = _autoclass("java.util.logging.Logger").getLogger(name)
+        logger.setLevel(level)
+        _QUIET_LOGGERS.append(logger)
 
 
 def jvm_running() -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import random
 from pathlib import Path
 
@@ -43,6 +44,27 @@ def read_training(model_dir: str | Path) -> dict:
     return json.loads(f.read_text()) if f.is_file() else {}
 
 
+MIN_QUERIES_FOR_VALIDATION = 11
+
+
+def split_validation(ids: list[str], fraction: float, trainer: str) -> tuple[list[str], list[str]]:
+    """``(validation ids, training ids)`` from shuffled query ids: a ``fraction`` held out (at least one)
+    when there are more than ten.  With fewer nothing can be held out: every trainer then keeps the model
+    of its last evaluation (the trained one, not the untrained start) and says so."""
+    import logging
+
+    n_val = max(1, int(len(ids) * fraction)) if len(ids) >= MIN_QUERIES_FOR_VALIDATION else 0
+    val_ids, train_ids = sorted(ids[:n_val]), list(ids[n_val:])
+    log = logging.getLogger(trainer)
+    if n_val == 0:
+        log.warning("%s: only %d training queries with a relevant document: none held out for validation "
+                    "(%d needed), so no early stopping — the model after the last step is kept", trainer, len(ids),
+                    MIN_QUERIES_FOR_VALIDATION)
+    else:
+        log.info("%s: %d training queries, %d validation queries", trainer, len(train_ids), len(val_ids))
+    return val_ids, train_ids
+
+
 def pick_device(requested: str | None = None):
     import torch
 
@@ -81,6 +103,10 @@ def load_encoder(name: str, num_layers: int | None = None):
             hf_logging.set_verbosity(previous)
     except OSError as e:
         raise FileNotFoundError(f"cannot load a BERT checkpoint from {path!r}: {e}") from None
+    except pickle.UnpicklingError:
+        raise ValueError(f"{path}: its pytorch_model.bin holds pickled objects besides tensors, and loading it "
+                         f"could run code, so it is refused; save the model as model.safetensors "
+                         f"(model.save_pretrained(dir, safe_serialization=True) where you trust it)") from None
     import logging
     import re
 

@@ -20,6 +20,7 @@ the two: min-max sums are identical and both tuners pick the same weights; RRF s
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Sequence
 
 import numpy as np
@@ -47,13 +48,20 @@ def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
 def fuse(runs: Sequence[Run], method: str = "rrf", norm: str = "min-max", weights: Sequence[float] | None = None,
          k: float = 60.0, depth: int = 1000, tag: str = "fused") -> Run:
     """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents."""
-    if method not in METHODS:
-        raise ValueError(f"fusion method must be one of {METHODS}, not {method!r}")
+    check_fusion(method, norm, k, depth)
     if not runs:
         raise ValueError("fusion needs at least one run")
     weights = [1.0] * len(runs) if weights is None else list(weights)
     if len(weights) != len(runs):
         raise ValueError(f"{len(weights)} fusion weights for {len(runs)} runs")
+    bad = [w for w in weights if not math.isfinite(w) or w < 0]
+    if bad:
+        raise ValueError(f"fusion weights must be finite and >= 0, got {bad}")
+    if method == "wsum" and norm != "none":
+        for i, run in enumerate(runs):
+            if any(not math.isfinite(s) for docs in run.ranking.values() for _, s in docs):
+                raise ValueError(f"run {i + 1} ({run.tag}) has infinite scores, which {norm} normalisation cannot "
+                                 f"place; use --method rrf, or --norm none")
     ranking: dict[str, list[tuple[str, float]]] = {}
     for qid in sorted({q for r in runs for q in r.ranking}):
         fused: dict[str, float] = {}
@@ -74,8 +82,22 @@ def fuse(runs: Sequence[Run], method: str = "rrf", norm: str = "min-max", weight
     return Run(ranking, tag)
 
 
+def check_fusion(method: str, norm: str, k: float, depth: int) -> None:
+    """Settings that would divide by zero, silently drop documents or mean nothing, refused up front."""
+    if method not in METHODS:
+        raise ValueError(f"fusion method must be one of {METHODS}, not {method!r}")
+    if norm not in NORMS:
+        raise ValueError(f"fusion norm must be one of {NORMS}, not {norm!r}")
+    if not math.isfinite(k) or k < 0:
+        raise ValueError(f"the RRF constant k must be a finite number >= 0, not {k!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"fusion depth must be an integer >= 1, not {depth!r}")
+
+
 def convex_grid(n_runs: int, step: float = 0.05) -> list[tuple[float, ...]]:
-    """Every weight vector on the simplex with entries in multiples of ``step``."""
+    """Every weight vector on the simplex with entries in multiples of ``step`` (``1/step`` whole)."""
+    if not math.isfinite(step) or not 0 < step <= 1 or abs(1 / step - round(1 / step)) > 1e-9:
+        raise ValueError(f"weight grid step must divide 1 into whole steps (0.05, 0.1, 0.25, 0.5, 1), not {step!r}")
     units = round(1 / step)
     return [tuple(c / units for c in combo) for combo in itertools.product(range(units + 1), repeat=n_runs)
             if sum(combo) == units]

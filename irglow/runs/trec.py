@@ -7,6 +7,7 @@ that agree with it, and every measure (ir_measures and irglow's NCG@k) sees the 
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 import re
@@ -34,6 +35,12 @@ def check_token(value: str, what: str) -> str:
         raise ValueError(f"{what} {value!r} cannot be written to a TREC file: it must be non-empty and contain no "
                          f"whitespace")
     return value
+
+
+def format_score(score: float) -> str:
+    """The shortest text that reads back as exactly the same float (Python's ``repr``): fixed decimals
+    would tie scores that differ, and reading the file back would reorder and re-score the run."""
+    return repr(float(score))
 
 
 @dataclass
@@ -77,7 +84,7 @@ class Run:
         with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for qid, docs in self.ranking.items():
                 for rank, (doc_id, score) in enumerate(docs, 1):
-                    f.write(f"{qid} Q0 {doc_id} {rank} {score:.6f} {self.tag}\n")
+                    f.write(f"{qid} Q0 {doc_id} {rank} {format_score(score)} {self.tag}\n")
         return path
 
     @classmethod
@@ -90,7 +97,9 @@ class Run:
         ranking: dict[str, dict[str, tuple[float, int]]] = {}
         tag = None
         dropped = 0
-        with open(path, encoding="utf-8") as f:
+        from irglow.data.trec import open_binary
+
+        with open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:
             n = 0
             try:
                 for n, line in enumerate(f, 1):
@@ -112,8 +121,8 @@ class Run:
                     if doc_id in docs:
                         if duplicates == "error":
                             raise FormatError(path, n, f"duplicate document {doc_id} for query {qid} (first on line "
-                                                       f"{docs[doc_id][1]}); pass duplicates='keep-max' to keep the "
-                                                       f"highest score", line)
+                                                       f"{docs[doc_id][1]}); pass --duplicates keep-max (Python: "
+                                                       f"duplicates='keep-max') to keep the highest score", line)
                         dropped += 1
                         if value <= docs[doc_id][0]:
                             continue

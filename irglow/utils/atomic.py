@@ -95,7 +95,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
-        os.chmod(tmp, 0o777 & ~_umask())
+        mask = _umask()
+        os.chmod(tmp, 0o777 & ~mask)
+        for f in tmp.rglob("*"):  # writers such as safetensors create 0600 files: give them what open() would
+            os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~mask)
         for _ in range(100):
             try:
                 os.replace(tmp, path)  # works when path is absent (or an empty directory)

@@ -61,7 +61,7 @@ def test_fuse_cli_fixed_and_tuned_weights(tmp_path, capsys):
     assert main(["fuse", *runs, "-o", str(tmp_path / "rrf.run")]) == 0
     assert [l.split()[2] for l in (tmp_path / "rrf.run").read_text().splitlines()] == ["d2", "d1", "d4", "d3"]
     assert main(["fuse", *runs, "--method", "wsum", "--weights", "0.5,0.5", "-o", str(tmp_path / "mm.run")]) == 0
-    assert (tmp_path / "mm.run").read_text().splitlines()[0].split()[2:5] == ["d2", "1", "0.750000"]
+    assert (tmp_path / "mm.run").read_text().splitlines()[0].split()[2:5] == ["d2", "1", "0.75"]
     # weights tuned on "training" runs (here the same files): B alone puts d4 highest (see test_fusion)
     assert main(["fuse", *runs, "--method", "wsum", "--tune-runs", *runs, "--tune-qrels", str(tmp_path / "train.qrels"),
                  "--measure", "RR@10", "--step", "0.5", "-o", str(tmp_path / "tuned.run")]) == 0

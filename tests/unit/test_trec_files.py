@@ -8,7 +8,7 @@ from irglow.runs.trec import Run
 def test_run_roundtrip_sorted_and_tagged(tmp_path):
     run = Run({"q1": [("d2", 3.0), ("d1", 1.5)], "q2": [("d9", 0.25)]}, tag="mine")
     path = run.write(tmp_path / "a.run")
-    assert path.read_text().splitlines()[0] == "q1 Q0 d2 1 3.000000 mine"
+    assert path.read_text().splitlines()[0] == "q1 Q0 d2 1 3.0 mine"
     back = Run.read(path)
     assert back.ranking == run.ranking and back.tag == "mine"
     assert not list(tmp_path.glob(".*tmp"))  # no temp file left behind

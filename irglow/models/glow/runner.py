@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 
 from irglow.data.records import Document, Query
-from irglow.dense.encode import dense_search, encode, encode_corpus, faiss_index, load_embeddings, merge_shards
+from irglow.dense.encode import (dense_search, encode, encode_corpus, faiss_index, load_embeddings, merge_shards,
+                                 model_digest)
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device, read_training
@@ -45,7 +46,9 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
         log.warning("%s: fields %s are not in this collection; they encode as empty segments", tag, missing)
     emb_dir = out_dir / f"{tag}.embeddings"
     with torch.no_grad():
-        _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size, rank, world)
+        key = model_digest(model, config=model.config, index=Path(index.path).name) if world > 1 else ""
+        _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size, rank, world,
+                                key)
     if world > 1:
         import torch.distributed as dist
 

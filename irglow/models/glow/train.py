@@ -51,7 +51,8 @@ from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import pick_device, resume_trainer, save_trainer_checkpoint, seed_everything
+from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
+                                       split_validation)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
 from irglow.utils.atomic import atomic_write_text
@@ -196,8 +197,7 @@ class GlowTrainer:
                 positives.setdefault(q.query_id, []).append(q.doc_id)
         ids = sorted(positives)
         random.Random(cfg.seed).shuffle(ids)
-        n_val = max(1, int(len(ids) * cfg.val_fraction)) if len(ids) > 10 else 0
-        val_ids, train_ids = sorted(ids[:n_val]), ids[n_val:]
+        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training")
         bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.hard_negative_depth, cfg.val_pool_depth))
                                ).search([qmap[q] for q in ids])
         hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.hard_negative_depth] if d not in judged.get(q, ())

@@ -33,7 +33,8 @@ from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import pick_device, resume_trainer, save_trainer_checkpoint, seed_everything
+from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
+                                       split_validation)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
 from irglow.runs.trec import Run
@@ -124,8 +125,7 @@ class RerankTrainer:
                 positives.setdefault(r.query_id, []).append((r.doc_id, int(r.relevance)))
         ids = sorted(positives)
         random.Random(cfg.seed).shuffle(ids)
-        n_val = max(1, int(len(ids) * cfg.val_fraction)) if len(ids) > 10 else 0
-        val_ids, train_ids = sorted(ids[:n_val]), ids[n_val:]
+        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"{cfg.kind} training")
         if not train_ids:
             raise ValueError("no training query has a judged-relevant document in the collection")
         bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))

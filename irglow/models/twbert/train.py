@@ -55,7 +55,8 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import pick_device, resume_trainer, save_trainer_checkpoint, seed_everything
+from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
+                                       split_validation)
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
@@ -324,8 +325,8 @@ class Trainer:
         rng.shuffle(ids)
         if cfg.max_train_queries:
             ids = ids[: cfg.max_train_queries]
-        n_val = max(1, int(len(ids) * cfg.val_fraction)) if len(ids) > 10 else 0
-        val_ids, train_ids = set(ids[:n_val]), ids[n_val:]
+        val_list, train_ids = split_validation(ids, cfg.val_fraction, "TW-BERT training")
+        val_ids = set(val_list)
         t0 = time.perf_counter()
         forward = ForwardIndex(index)
         train = prepare_features(index, stats, [qmap[q] for q in train_ids], qrels, cfg, model, True, forward)
@@ -417,7 +418,8 @@ class Trainer:
             log.info("stage %d epoch %d step %d: loss %.4f, nDCG@10 train %.4f, validation %.4f (BM25 %.4f, prior %.4f)",
                      state["stage"], state["epoch"], state["step"], loss_value, entry["train_ndcg@10"], score,
                      state["val_bm25"], state["val_prior"])
-            if score > state["best"] + 1e-5 or (np.isnan(score) and state["best_at"] is None) or state["best"] < 0:
+            # no validation queries (NaN): the latest model is kept, never the untrained start
+            if score > state["best"] + 1e-5 or np.isnan(score) or state["best"] < 0:
                 state["best"], state["bad_epochs"] = score, 0
                 state["best_at"] = {"stage": state["stage"], "epoch": state["epoch"], "step": state["step"]}
                 model.save(self.out / "best")
