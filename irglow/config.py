@@ -38,9 +38,9 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: 
                 config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             else:
                 raise ValueError(f"{path}: configuration must be .toml or .yaml")
-        except ValueError:
-            raise
         except Exception as e:  # tomllib.TOMLDecodeError, yaml.YAMLError: say which file
+            if str(e).startswith(str(path)):
+                raise
             raise ValueError(f"{path}: not valid {path.suffix[1:].upper()}: {e}") from None
         if not isinstance(config, dict):
             raise ValueError(f"{path}: a configuration must be a table of settings, not {type(config).__name__}")

@@ -9,6 +9,7 @@ pipeline never pays for torch.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,17 +35,16 @@ class TrainSource:
 
     def digest(self) -> dict[str, str]:
         """What a model trained here depends on, by content: the corpus (its index, whose name carries the
-        corpus digest and the analysis settings), and the split's queries (ids and text) and judgments."""
+        corpus digest and the analysis settings), and the split's queries (ids and text) and judgments.
+        Computed once per source object (one pipeline run), never kept across runs."""
+        return self._digest
+
+    @cached_property
+    def _digest(self) -> dict[str, str]:
         from irglow.utils.digest import qrels_digest, queries_digest
 
-        key = (self.collection.name, self.split, str(self.index.path))
-        if key not in _SOURCE_DIGESTS:
-            _SOURCE_DIGESTS[key] = {"index": Path(self.index.path).name, "split": self.split,
-                                    "queries": queries_digest(self.queries()), "qrels": qrels_digest(self.qrels())}
-        return _SOURCE_DIGESTS[key]
-
-
-_SOURCE_DIGESTS: dict[tuple, dict[str, str]] = {}
+        return {"index": Path(self.index.path).name, "split": self.split,
+                "queries": queries_digest(self.queries()), "qrels": qrels_digest(self.qrels())}
 
 
 def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:

@@ -143,6 +143,8 @@ def test_trainer_learns_and_resumes(tiny_index, tiny_collection, tmp_path):
 
     info = json.loads((tmp_path / "m" / "training.json").read_text())
     assert info["train_queries"] == 2 and info["state"]["step"] == 4 and (best / "nrmf.json").is_file()
+    # no query could be held out for validation: the trained model is kept, not the untrained start (issue 21)
+    assert info["state"]["best_step"] == 4
     # a third epoch resumes from the checkpoint (weights_only) rather than starting over
     cfg.epochs = 3
     RerankTrainer(cfg, tmp_path / "m").train(tiny_index, docs, tiny_collection.queries(), tiny_collection.qrels())
