@@ -133,7 +133,8 @@ def _read_runs(args) -> dict:
 def cmd_eval(args) -> int:
     from irglow.eval.compare import compare
 
-    cmp = compare(_read_runs(args), _qrels(args), args.measures, baseline=None)
+    cmp = compare(_read_runs(args), _qrels(args), args.measures, baseline=None, judged=not args.no_judged,
+                  judged_only=args.judged_only)
     print(cmp.render(args.format))
     return 0
 
@@ -147,7 +148,10 @@ def cmd_compare(args) -> int:
             raise SystemExit(f"-o {args.output} is one of the inputs; it would be overwritten: choose another file")
     runs = _read_runs(args)
     baseline = args.baseline or next(iter(runs))
-    cmp = compare(runs, _qrels(args), args.measures, baseline=baseline, alpha=args.alpha)
+    risk_alphas = [float(a) for a in args.risk_alpha.split(",") if a.strip()] if args.risk_alpha else []
+    cmp = compare(runs, _qrels(args), args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
+                  correction=args.correction, permutations=args.permutations, seed=args.seed, ci=args.ci,
+                  judged=not args.no_judged, judged_only=args.judged_only, risk_alphas=risk_alphas, pairs=args.pairs)
     text = cmp.render(args.format)
     print(text)
     if args.output:
@@ -158,6 +162,12 @@ def cmd_compare(args) -> int:
         from irglow.eval.plots import plot_comparison
 
         plot_comparison(cmp, args.plot)
+    if args.pairs:
+        from irglow.eval.plots import plot_pairs
+
+        heatmap = Path(args.heatmap or (Path(args.output).with_suffix("") if args.output else Path("pairs")))
+        heatmap = heatmap if heatmap.suffix else heatmap.with_name(heatmap.name + "-pairs.png")
+        print(f"pairs heatmap: {plot_pairs(cmp, heatmap)}", file=sys.stderr)
     return 0
 
 
@@ -310,9 +320,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
         p.add_argument("--duplicates", default="error", choices=["error", "keep-max"],
                        help="a repeated (query, document) line in a run: stop (default) or keep the highest score")
+        p.add_argument("--judged-only", action="store_true",
+                       help="also score condensed lists (unjudged documents removed; columns marked ')")
+        p.add_argument("--no-judged", action="store_true", help="leave out the Judged@10 column")
         if name == "compare":
             p.add_argument("--baseline", help="run name (file stem); default: the first run")
             p.add_argument("--alpha", type=float, default=0.05)
+            p.add_argument("--test", default="randomization", choices=["randomization", "t", "bootstrap", "wilcoxon"],
+                           help="paired test against the baseline (default: randomization; README 'Statistics')")
+            p.add_argument("--correction", default="holm", choices=["holm", "bonferroni", "bh", "none"],
+                           help="multiple-comparison correction over the runs, per measure (default: holm)")
+            p.add_argument("--permutations", type=int, default=10000,
+                           help="randomization/bootstrap draws (exact enumeration when 2^queries is not larger)")
+            p.add_argument("--seed", type=int, default=0)
+            p.add_argument("--ci", action="store_true", help="show Δ to the baseline with its 95%% CI in each cell")
+            p.add_argument("--pairs", choices=["all"], help="all pairs: randomized Tukey HSD matrix, groups, heatmap")
+            p.add_argument("--heatmap", help="where --pairs all writes its heatmap (default: beside -o, or pairs.png)")
+            p.add_argument("--risk-alpha", default="1,5", help="URisk/TRisk α values, comma-separated ('' for none)")
             p.add_argument("-o", "--output")
             p.add_argument("--plot", help="write a bar chart (PNG/PDF/SVG)")
         p.set_defaults(func=func)

@@ -47,7 +47,8 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "collection": ("name", "train_split", "test_split", "max_docs", "max_queries"),
     "index": ("fields", "stemmer", "keep_stopwords", "threads"),
     "lexical": ("systems", "k1", "b", "depth", "threads", "tune_bm25f", "field_weights"),
-    "eval": ("measures", "baseline"),
+    "eval": ("measures", "baseline", "test", "correction", "permutations", "seed", "ci", "judged_only", "risk_alphas",
+             "pairs", "alpha"),
     "output": ("dir", "train_dir"),
     "twbert": None, "glow": None, "rerank": None,
     "zero_shot": None,  # irglow.zero_shot checks it
@@ -93,6 +94,7 @@ def check_config(config: dict[str, Any]) -> None:
                                    keep_stopwords=icfg.get("keep_stopwords", False), threads=icfg.get("threads", 2)))
     ev = config.get("eval", {})
     parse_measures(ev.get("measures", DEFAULT_MEASURES))
+    check_eval_settings(ev)
     from irglow.stages import check_stage_settings, stage_tags
 
     tags = [str(s).replace("+", "-") for s in systems] + [t for ts in stage_tags(config).values() for t in ts]
@@ -101,6 +103,30 @@ def check_config(config: dict[str, Any]) -> None:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
                          f"{', '.join(tags)}")
     check_stage_settings(config)
+
+
+def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
+    """The ``[eval]`` settings that shape a comparison (test, correction, CI, condensed view, risk, pairs)."""
+    keys = {"test": "test", "correction": "correction", "permutations": "permutations", "seed": "seed", "ci": "ci",
+            "judged_only": "judged_only", "risk_alphas": "risk_alphas", "pairs": "pairs", "alpha": "alpha"}
+    return {arg: ev[key] for key, arg in keys.items() if key in ev}
+
+
+def check_eval_settings(ev: dict[str, Any]) -> None:
+    from irglow.eval import significance as sig
+
+    checks = {"test": lambda v: v in sig.TESTS, "correction": lambda v: v in sig.CORRECTIONS,
+              "permutations": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+              "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "ci": lambda v: isinstance(v, bool), "judged_only": lambda v: isinstance(v, bool),
+              "risk_alphas": lambda v: isinstance(v, list) and all(isinstance(a, (int, float)) and a >= 0 for a in v),
+              "pairs": lambda v: v in ("all", None, ""), "alpha": lambda v: isinstance(v, float) and 0 < v < 1}
+    allowed = {"test": ", ".join(sig.TESTS), "correction": ", ".join(sig.CORRECTIONS), "permutations": "an integer >= 1",
+               "seed": "an integer", "ci": "true or false", "judged_only": "true or false",
+               "risk_alphas": "a list of numbers >= 0", "pairs": "'all'", "alpha": "a number between 0 and 1"}
+    for key, ok in checks.items():
+        if key in ev and not ok(ev[key]):
+            raise ValueError(f"eval.{key} = {ev[key]!r}; allowed: {allowed[key]}")
 
 
 def tune_field_weights(index, queries, qrels, fields, grid=(1.0, 2.0, 4.0), measure="nDCG@10",
@@ -277,13 +303,18 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t
 
     ev = config.get("eval", {})
-    cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=ev.get("baseline", "bm25"))
+    cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=ev.get("baseline", "bm25"),
+                  **comparison_settings(ev))
     fields_note = (f"Field weights of bm25-mf and bm25f: {weights or '1.0 per field'}"
                    f"{' (tuned on the training queries)' if lx.get('tune_bm25f') else ''}.\n")
     atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + fields_note)
     atomic_write_text(out / "results.csv", cmp.to_csv())
     atomic_write_text(out / "results.tex", cmp.to_latex())
     plot_comparison(cmp, out / "results.png", title=f"{collection.name} / {test_split}")
+    if cmp.pairs is not None:
+        from irglow.eval.plots import plot_pairs
+
+        plot_pairs(cmp, out / "pairs.png")
     plots = _diagnostic_plots(cmp, out, Path(config.get("output", {}).get("train_dir") or out),
                               [s.__name__.removesuffix("_stage") for s in neural_stages(config)])
     write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),

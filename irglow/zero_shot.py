@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from irglow.config import check_settings, write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
@@ -147,6 +149,17 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     atomic_write_text(out / "zero-shot.tex", table.to_latex())
     grouped_bars(table.values, table.marks, out / "zero-shot.png",
                  f"{measure}, trained on {train_coll.name}" + (f"; ▲/▼ vs {table.baseline}" if table.baseline else ""))
+    pooled = table.pooled()
+    if pooled:
+        from irglow.eval.plots import plot_forest
+
+        z = 1.959963984540054
+        per_collection = {s: {c: (e, e - z * v ** 0.5, e + z * v ** 0.5) for c, (e, v) in table.effects[s].items()}
+                          for s in pooled}
+        plot_forest(pooled, per_collection, out / "zero-shot-forest.png", measure, table.baseline)
+        atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
+            {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
+                 "collections": p.k} for s, p in pooled.items()}).T.to_csv())
     write_manifest(out, config, seed=config.get("seed"), trained_on=[train_coll.name, train_split],
                    collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
                    bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})

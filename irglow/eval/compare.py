@@ -1,35 +1,41 @@
-"""Comparison tables: one row per run, one column per measure, paired t-tests against a baseline
-with Holm correction over the compared runs (per measure), rendered to markdown, CSV or LaTeX."""
+"""Comparison tables: one row per run, one column per measure, rendered to markdown, CSV or LaTeX.
+
+Against a baseline every cell carries a paired significance test (``randomization`` by default,
+or ``t``, ``bootstrap``, ``wilcoxon``; see :mod:`irglow.eval.significance`), corrected over the
+compared runs per measure (``holm``, ``bonferroni``, ``bh``, ``none``), the difference Δ with its
+95% CI, and wins/ties/losses over queries.  Every table also shows ``Judged@10`` (unjudged documents
+count as non-relevant and penalise exactly the new systems), optionally the condensed-list view
+(``judged_only``: unjudged documents removed before scoring, Sakai SIGIR 2007), URisk/TRisk against
+the baseline, and with ``pairs="all"`` a randomized Tukey HSD over every pair with letter groups.
+"""
 
 from __future__ import annotations
 
 import logging
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from irglow.data.records import Qrel
+from irglow.eval import significance as sig
 from irglow.eval.measures import parse_measures, per_query
 from irglow.runs.trec import Run
 
 log = logging.getLogger(__name__)
 
+JUDGED_AT = 10
+JUDGED_GAP = 0.10  # a run whose Judged@10 is this far below the baseline's gets a caption warning
+TEST_NAMES = {"randomization": "paired randomization test", "t": "paired t-test", "bootstrap": "paired bootstrap test",
+              "wilcoxon": "Wilcoxon signed-rank test"}
+CORRECTION_NAMES = {"holm": "Holm-corrected", "bonferroni": "Bonferroni-corrected",
+                    "bh": "Benjamini–Hochberg (FDR) adjusted", "none": "uncorrected"}
+
 
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
-    p = np.asarray(pvalues, dtype=float)
-    order = np.argsort(p)
-    m = len(p)
-    adjusted = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        adjusted[i] = running
-    return adjusted.tolist()
+    return sig.adjust(pvalues, "holm")
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -43,10 +49,10 @@ def latex_escape(text: str) -> str:
 
 @dataclass
 class Comparison:
-    """Means, adjusted p-values and per-query values of a set of runs."""
+    """Means, tests, effect sizes and per-query values of a set of runs."""
 
     means: pd.DataFrame  # run × measure
-    pvalues: pd.DataFrame  # run × measure, Holm-adjusted, NaN for the baseline
+    pvalues: pd.DataFrame  # run × measure, corrected, NaN for the baseline
     deltas: pd.DataFrame  # run × measure, mean − baseline mean
     baseline: str | None
     alpha: float
@@ -54,35 +60,131 @@ class Comparison:
     missing: dict[str, int] | None = None  # run → judged queries it has no ranking for (scored 0)
     per_query: dict[str, dict[str, dict[str, float]]] | None = None  # run → measure → query → value
     notes: list[str] | None = None  # warnings worth a reader's eye (runs sharing few query ids with the qrels)
+    test: str = "t"
+    correction: str = "holm"
+    permutations: int = sig.DEFAULT_PERMUTATIONS
+    raw_pvalues: pd.DataFrame | None = None  # run × measure, before correction
+    ci_low: pd.DataFrame | None = None  # run × measure, 95% CI of Δ
+    ci_high: pd.DataFrame | None = None
+    wtl: dict[str, dict[str, tuple[int, int, int]]] | None = None  # run → measure → (wins, ties, losses)
+    judged: pd.Series | None = None  # run → Judged@10
+    risk: pd.DataFrame | None = None  # run × URisk/TRisk columns, first measure
+    risk_p: pd.DataFrame | None = None
+    pairs: pd.DataFrame | None = None  # run × run: Tukey HSD adjusted p (first measure)
+    groups: dict[str, str] | None = None  # run → letters; runs sharing a letter cannot be told apart
+    show_ci: bool = False
+    condensed: list[str] = field(default_factory=list)  # columns scored on judged documents only
+
+    # -- cells -----------------------------------------------------------------------------------
+    def significant(self, run: str, measure: str) -> bool:
+        p = self.pvalues.loc[run, measure]
+        return bool(p == p and p < self.alpha)
 
     def marked(self, digits: int = 4) -> pd.DataFrame:
-        """Means as strings, with ▲/▼ where the difference to the baseline is significant."""
+        """Means as strings, ▲/▼ where the difference to the baseline is significant, Δ [CI] with ``show_ci``,
+        then Judged@10 and the Tukey groups where computed."""
         out = self.means.map(lambda v: f"{v:.{digits}f}")
         if self.baseline is not None:
             for run in self.means.index:
                 for m in self.means.columns:
-                    p = self.pvalues.loc[run, m]
-                    if not np.isnan(p) and p < self.alpha:
+                    if self.significant(run, m):
                         out.loc[run, m] += " ▲" if self.deltas.loc[run, m] > 0 else " ▼"
+                    if self.show_ci and run != self.baseline and self.ci_low is not None:
+                        out.loc[run, m] += (f" ({self.deltas.loc[run, m]:+.{digits - 1}f} "
+                                            f"[{self.ci_low.loc[run, m]:+.{digits - 1}f}, "
+                                            f"{self.ci_high.loc[run, m]:+.{digits - 1}f}])")
+        if self.judged is not None:
+            out[f"Judged@{JUDGED_AT}"] = [f"{self.judged[r]:.3f}" for r in out.index]
+        if self.groups:
+            out["group"] = [self.groups.get(r, "") for r in out.index]
         return out
+
+    def judged_warnings(self) -> list[str]:
+        if self.judged is None or self.baseline is None:
+            return []
+        base = self.judged[self.baseline]
+        return [f"`{r}` has Judged@{JUDGED_AT} {v:.3f} against the baseline's {base:.3f}: unjudged documents count "
+                f"as non-relevant, so its scores are likely underestimated" + ("" if self.condensed else
+                " (see the condensed view, --judged-only)")
+                for r, v in self.judged.items() if r != self.baseline and v < base - JUDGED_GAP]
 
     def caption(self) -> str:
         missed = {r: n for r, n in (self.missing or {}).items() if n}
         note = ("" if not missed else " Judged queries missing from a run score 0 (as `trec_eval -c`): "
                 + ", ".join(f"`{r}` misses {n}" for r, n in missed.items()) + ".")
-        note += "".join(f" Warning: {w}." for w in self.notes or [])
+        note += "".join(f" Warning: {w}." for w in [*(self.notes or []), *self.judged_warnings()])
+        if self.condensed:
+            note += " Columns marked ' are scored on judged documents only (condensed lists)."
+        if self.groups:
+            note += (f" `group`: runs sharing a letter cannot be told apart on {self.means.columns[0]} (randomized "
+                     f"Tukey HSD over all pairs, {self.permutations:,} permutations, p ≥ {self.alpha}).")
         if self.baseline is None:
             return f"{self.n_queries} queries.{note}"
+        ci = " Δ [95% CI] to the baseline in brackets." if self.show_ci else ""
+        perms = f", {self.permutations:,} permutations" if self.test in ("randomization", "bootstrap") else ""
         return (f"{self.n_queries} queries. ▲/▼: significantly better/worse than `{self.baseline}` "
-                f"(paired t-test, Holm-corrected over {len(self.means) - 1} comparisons, p < {self.alpha}).{note}")
+                f"({TEST_NAMES[self.test]}{perms}, {CORRECTION_NAMES[self.correction]} over "
+                f"{len(self.means) - 1} comparisons, p < {self.alpha}).{ci}{note}")
 
+    # -- extra tables ----------------------------------------------------------------------------
+    def risk_table(self, digits: int = 4) -> pd.DataFrame | None:
+        if self.risk is None or self.risk.empty:
+            return None
+        out = self.risk.map(lambda v: f"{v:.{digits}f}")
+        for c in self.risk.columns:
+            if c.startswith("TRisk"):
+                for r in self.risk.index:
+                    p = self.risk_p.loc[r, c]
+                    if p == p and p < self.alpha:
+                        out.loc[r, c] += " *"
+        return out
+
+    def pairs_table(self) -> pd.DataFrame | None:
+        if self.pairs is None:
+            return None
+        return self.pairs.map(lambda p: "–" if p != p else f"{p:.3f}")
+
+    def extras_markdown(self) -> str:
+        parts = []
+        risk = self.risk_table()
+        if risk is not None:
+            parts.append(f"Risk against `{self.baseline}` on {self.means.columns[0]} (URisk: mean of per-query "
+                         f"gains minus (1+α)·losses; TRisk: its t statistic, * where |TRisk| is significant at "
+                         f"p < {self.alpha}; Dinçer et al., SIGIR 2014):\n\n" + risk.to_markdown(disable_numparse=True))
+        pairs = self.pairs_table()
+        if pairs is not None:
+            parts.append(f"All pairs on {self.means.columns[0]}: randomized Tukey HSD adjusted p-values "
+                         f"({self.permutations:,} permutations):\n\n" + pairs.to_markdown(disable_numparse=True))
+        return "".join("\n" + p + "\n" for p in parts)
+
+    # -- renderings ------------------------------------------------------------------------------
     def to_markdown(self) -> str:
-        return self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
+        return self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n" + \
+            self.extras_markdown()
 
     def to_csv(self) -> str:
+        """Always every number: mean, Δ, CI, raw and adjusted p, wins/ties/losses per measure."""
         frame = self.means.copy()
         for m in self.means.columns:
-            frame[f"{m} p(holm)"] = self.pvalues[m]
+            frame[f"{m} delta"] = self.deltas[m]
+            if self.ci_low is not None:
+                frame[f"{m} ci_low"] = self.ci_low[m]
+                frame[f"{m} ci_high"] = self.ci_high[m]
+            if self.raw_pvalues is not None:
+                frame[f"{m} p"] = self.raw_pvalues[m]
+            frame[f"{m} p({self.correction})"] = self.pvalues[m]
+            if self.wtl:
+                for i, what in enumerate(("wins", "ties", "losses")):
+                    frame[f"{m} {what}"] = [self.wtl.get(r, {}).get(m, (np.nan,) * 3)[i] for r in frame.index]
+        if self.judged is not None:
+            frame[f"Judged@{JUDGED_AT}"] = self.judged
+        if self.risk is not None:
+            for c in self.risk.columns:
+                frame[c] = self.risk[c]
+                if c.startswith("TRisk"):
+                    frame[f"{c} p"] = self.risk_p[c]
+        if self.groups:
+            frame["group"] = pd.Series(self.groups)
         return frame.to_csv()
 
     def to_latex(self) -> str:
@@ -96,38 +198,97 @@ class Comparison:
         return {"markdown": self.to_markdown, "md": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex}[fmt]()
 
 
+def condensed(run: Run, qrels: list[Qrel]) -> Run:
+    """The run with every unjudged document removed (Sakai's condensed lists)."""
+    judged: dict[str, set[str]] = {}
+    for q in qrels:
+        judged.setdefault(q.query_id, set()).add(q.doc_id)
+    return Run({qid: [(d, s) for d, s in docs if d in judged.get(qid, ())] for qid, docs in run.ranking.items()},
+               run.tag)
+
+
 def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str,
-            baseline: str | None = None, alpha: float = 0.05) -> Comparison:
-    """Evaluate ``runs`` on ``qrels``; significance of each run against ``baseline``."""
-    measures = parse_measures(measures) if isinstance(measures, str) or isinstance(next(iter(measures)), str) else list(measures)
+            baseline: str | None = None, alpha: float = 0.05, test: str = sig.DEFAULT_TEST,
+            correction: str = "holm", permutations: int = sig.DEFAULT_PERMUTATIONS, seed: int = 0,
+            ci: bool = False, judged: bool = True, judged_only: bool = False,
+            risk_alphas: Sequence[float] = (1.0, 5.0), pairs: str | None = None) -> Comparison:
+    """Evaluate ``runs`` on ``qrels``; tests, effect sizes and risk of each run against ``baseline``."""
+    if test not in sig.TESTS:
+        raise ValueError(f"test must be one of {', '.join(sig.TESTS)}, not {test!r}")
+    if correction not in sig.CORRECTIONS:
+        raise ValueError(f"correction must be one of {', '.join(sig.CORRECTIONS)}, not {correction!r}")
+    if pairs not in (None, "all"):
+        raise ValueError(f"pairs must be 'all' or unset, not {pairs!r}")
+    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+        raise ValueError(f"permutations must be an integer >= 1, not {permutations!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}")
+    measures = parse_measures(measures) if isinstance(measures, str) or isinstance(next(iter(measures)), str) \
+        else list(measures)
     names = list(runs)
     if baseline is not None and baseline not in runs:
         raise KeyError(f"baseline {baseline!r} is not among the runs {names}")
-    values = {name: per_query(measures, qrels, run) for name, run in runs.items()}
+    judged_measure = parse_measures([f"Judged@{JUDGED_AT}"])[0] if judged else None
+    wanted = measures + ([judged_measure] if judged_measure is not None and judged_measure not in measures else [])
+    values = {name: per_query(wanted, qrels, run) for name, run in runs.items()}
     cols = [str(m) for m in measures]
-    means = pd.DataFrame({c: [np.mean(list(values[n][c].values())) for n in names] for c in cols}, index=names)
+    condensed_cols = []
+    if judged_only:
+        for name, run in runs.items():
+            for m, v in per_query(measures, qrels, condensed(run, qrels)).items():
+                values[name][f"{m}'"] = v
+        condensed_cols = [f"{m}'" for m in cols]
+        cols = cols + condensed_cols
+    qids = sorted({q.query_id for q in qrels})
+    matrix = {c: np.array([[values[n][c][q] for q in qids] for n in names]) for c in cols}  # run × query
+    means = pd.DataFrame({c: matrix[c].mean(axis=1) if qids else np.full(len(names), np.nan) for c in cols},
+                         index=names)
     pvals = pd.DataFrame(np.nan, index=names, columns=cols)
+    raw, low, high = pvals.copy(), pvals.copy(), pvals.copy()
+    wtl: dict[str, dict[str, tuple[int, int, int]]] = {n: {} for n in names}
     deltas = means - means.loc[baseline] if baseline is not None else means * 0
+    risk = risk_p = None
     if baseline is not None:
+        b = names.index(baseline)
         others = [n for n in names if n != baseline]
         for c in cols:
-            qids = sorted(values[baseline][c])
-            base = np.array([values[baseline][c][q] for q in qids])
-            raw = []
-            for n in others:
-                x = np.array([values[n][c][q] for q in qids])
-                diff = x - base
-                with warnings.catch_warnings():  # a constant difference: scipy warns, the p-value is NaN
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    raw.append(1.0 if np.allclose(diff, 0) else float(stats.ttest_rel(x, base).pvalue))
-            for n, p in zip(others, holm(raw) if raw else []):
-                pvals.loc[n, c] = p
-    judged = {q.query_id for q in qrels}
-    missing = {n: sum(1 for q in judged if not runs[n].ranking.get(q)) for n in names}
-    notes = [w for n in names if (w := query_overlap_warning(n, runs[n], judged))]
+            results = sig.paired_tests(matrix[c][b], [matrix[c][names.index(n)] for n in others], test,
+                                       permutations, seed)
+            adjusted = sig.adjust([r.p for r in results], correction)
+            for n, r, p in zip(others, results, adjusted):
+                raw.loc[n, c], pvals.loc[n, c], low.loc[n, c], high.loc[n, c] = r.p, p, r.ci_low, r.ci_high
+                wtl[n][c] = (r.wins, r.ties, r.losses)
+        if risk_alphas and qids:
+            first = cols[0]
+            risk = pd.DataFrame(index=others, dtype=float)
+            risk_p = pd.DataFrame(index=others, dtype=float)
+            for a in risk_alphas:
+                for n in others:
+                    u, t, p = sig.risk(matrix[first][names.index(n)], matrix[first][b], a)
+                    risk.loc[n, f"URisk(α={a:g})"], risk.loc[n, f"TRisk(α={a:g})"] = u, t
+                    risk_p.loc[n, f"TRisk(α={a:g})"] = p
+    pair_p = groups = None
+    if pairs == "all" and len(names) > 1 and qids:
+        first = cols[0]
+        hsd = sig.tukey_hsd(matrix[first].T, permutations, seed)
+        pair_p = pd.DataFrame(hsd, index=names, columns=names)
+        for i in range(len(names)):
+            pair_p.iloc[i, i] = np.nan
+        groups = sig.groups(names, list(means[first]), hsd, alpha)
+    judged_values = None
+    if judged_measure is not None:
+        jm = str(judged_measure)
+        judged_values = pd.Series({n: float(np.mean([values[n][jm][q] for q in qids])) if qids else float("nan")
+                                   for n in names})
+    judged_ids = set(qids)
+    missing = {n: sum(1 for q in judged_ids if not runs[n].ranking.get(q)) for n in names}
+    notes = [w for n in names if (w := query_overlap_warning(n, runs[n], judged_ids))]
     for w in notes:
         log.warning("%s", w)
-    return Comparison(means, pvals, deltas, baseline, alpha, len(judged), missing, values, notes)
+    per_query_values = {n: {c: values[n][c] for c in cols} for n in names}
+    return Comparison(means, pvals, deltas, baseline, alpha, len(qids), missing, per_query_values, notes, test,
+                      correction, permutations, raw, low, high, wtl, judged_values, risk, risk_p, pair_p, groups, ci,
+                      condensed_cols)
 
 
 def query_overlap_warning(name: str, run: Run, judged: set[str]) -> str | None:

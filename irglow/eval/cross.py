@@ -2,8 +2,11 @@
 collections and how many of them a system beats the baseline on — the zero-shot table.
 
 Significance marks come from each collection's own :class:`~irglow.eval.compare.Comparison`
-(paired t-test against the baseline, Holm-corrected within that collection); queries of
-different collections are never pooled into one test.
+(its paired test against the baseline, corrected within that collection); queries of different
+collections are never pooled into one test.  What *is* pooled is the effect: each system's
+per-collection mean difference to the baseline (with its variance, var(d)/n) enters a random-effects
+meta-analysis (DerSimonian–Laird), which gives one Δ with a 95% CI and I², the share of the spread
+across collections that is heterogeneity rather than chance — "is it the same effect everywhere?".
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from irglow.eval import significance as sig
 from irglow.eval.compare import Comparison
 
 
@@ -25,6 +29,8 @@ class CrossCollection:
     baseline: str | None
     queries: dict[str, int]  # collection → judged queries
     notes: list[str] = field(default_factory=list)
+    # system → collection → (Δ to the baseline, its variance var(d)/n), from the per-query values
+    effects: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
 
     @classmethod
     def from_comparisons(cls, comparisons: Mapping[str, Comparison], measure: str,
@@ -41,8 +47,35 @@ class CrossCollection:
                 p = cmp.pvalues.loc[system, measure]
                 if p == p and p < cmp.alpha:
                     marks.loc[system, name] = "▲" if cmp.deltas.loc[system, measure] > 0 else "▼"
-        return cls(values, marks, measure, baselines.pop() if len(baselines) == 1 else None,
-                   {n: c.n_queries for n, c in comparisons.items()}, list(notes or []))
+        baseline = baselines.pop() if len(baselines) == 1 else None
+        effects: dict[str, dict[str, tuple[float, float]]] = {}
+        for name, cmp in comparisons.items():
+            if baseline is None or not cmp.per_query or baseline not in cmp.per_query:
+                continue
+            base = cmp.per_query[baseline][measure]
+            for system in cmp.means.index:
+                if system == baseline:
+                    continue
+                d = np.array([cmp.per_query[system][measure][q] - v for q, v in base.items()])
+                if len(d) > 1:
+                    effects.setdefault(system, {})[name] = (float(d.mean()), float(d.var(ddof=1) / len(d)))
+        return cls(values, marks, measure, baseline, {n: c.n_queries for n, c in comparisons.items()},
+                   list(notes or []), effects)
+
+    def pooled(self) -> dict[str, "sig.Pooled"]:
+        """System → random-effects pooled Δ to the baseline over the collections it ran on (two or more)."""
+        return {s: sig.dersimonian_laird([e for e, _ in per.values()], [v for _, v in per.values()])
+                for s, per in self.effects.items() if len(per) >= 2}
+
+    def pooled_table(self, digits: int = 4) -> pd.DataFrame | None:
+        pooled = self.pooled()
+        if not pooled:
+            return None
+        rows = {s: {f"Δ vs {self.baseline}": f"{p.effect:+.{digits}f}",
+                    "95% CI": f"[{p.ci_low:+.{digits}f}, {p.ci_high:+.{digits}f}]",
+                    "I²": f"{p.i2:.0%}", "τ²": f"{p.tau2:.2e}", "collections": str(p.k),
+                    "": "▲" if p.ci_low > 0 else "▼" if p.ci_high < 0 else ""} for s, p in pooled.items()}
+        return pd.DataFrame.from_dict(rows, orient="index")
 
     def summary(self) -> pd.DataFrame:
         """``mean`` over the collections a system ran on, and ``> baseline``: on how many of those its
@@ -53,8 +86,9 @@ class CrossCollection:
         if self.baseline in self.values.index:
             base = self.values.loc[self.baseline]
             wins = (self.values.gt(base, axis=1) & self.values.notna()).sum(axis=1)
-            out[f"> {self.baseline}"] = [f"{w}/{n}" if s != self.baseline else "–"
-                                         for s, w, n in zip(self.values.index, wins, ran)]
+            significant = (self.marks == "▲").sum(axis=1)
+            out[f"> {self.baseline}"] = [f"{w}/{n} ({k} ▲)" if s != self.baseline else "–"
+                                         for s, w, n, k in zip(self.values.index, wins, ran, significant)]
         out["collections"] = ran
         return out
 
@@ -74,12 +108,20 @@ class CrossCollection:
         text = (f"{self.measure}; judged queries per collection: {sizes}. "
                 "`mean`: over the collections a system ran on (their number in brackets when not all).")
         if self.baseline:
-            text += (f" ▲/▼: significantly better/worse than `{self.baseline}` on that collection (paired t-test, "
-                     f"Holm-corrected within the collection, p < 0.05).")
+            text += (f" ▲/▼: significantly better/worse than `{self.baseline}` on that collection (each collection's "
+                     f"own paired test, corrected within the collection); `> {self.baseline}`: on how many "
+                     f"collections the mean is higher, and on how many of those significantly.")
         return text + "".join(f"\n\n- {n}" for n in self.notes)
 
     def to_markdown(self) -> str:
-        return self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
+        text = self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
+        pooled = self.pooled_table()
+        if pooled is not None:
+            text += (f"\nPooled effect against `{self.baseline}` across collections ({self.measure}; random-effects "
+                     f"meta-analysis, DerSimonian–Laird, of each collection's paired mean difference; ▲/▼: the 95% CI "
+                     f"excludes 0; I²: share of the between-collection spread due to heterogeneity):\n\n"
+                     + pooled.to_markdown(disable_numparse=True) + "\n")
+        return text
 
     def to_csv(self) -> str:
         frame = self.values.copy()

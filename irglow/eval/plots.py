@@ -130,3 +130,56 @@ def plot_training_curves(curves: Mapping[str, Sequence[Mapping]], path: str | Pa
     fig.suptitle(title or "training curves", fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def plot_pairs(cmp: Comparison, path: str | Path, title: str = "") -> Path | None:
+    """Heatmap of the all-pairs (Tukey HSD) adjusted p-values; pairs below alpha outlined, runs labelled
+    with their groups.  ``None`` when the comparison has no pairs."""
+    import numpy as np
+
+    if cmp.pairs is None:
+        return None
+    plt = _pyplot()
+    names = list(cmp.pairs.index)
+    values = cmp.pairs.to_numpy(dtype=float)
+    fig, ax = plt.subplots(figsize=(2.0 + 0.75 * len(names), 1.6 + 0.6 * len(names)))
+    image = ax.imshow(np.nan_to_num(values, nan=1.0), cmap="viridis_r", vmin=0, vmax=1)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            if i != j:
+                p = values[i, j]
+                ax.text(j, i, f"{p:.3f}", ha="center", va="center", fontsize=7,
+                        color="white" if p < 0.5 else "black", fontweight="bold" if p < cmp.alpha else "normal")
+    labels = [f"{n} ({(cmp.groups or {}).get(n, '')})" for n in names]
+    ax.set_xticks(range(len(names)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), labels, fontsize=8)
+    fig.colorbar(image, ax=ax, label="adjusted p")
+    ax.set_title(title or f"{cmp.means.columns[0]}: randomized Tukey HSD (bold: p < {cmp.alpha})", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_forest(pooled: Mapping[str, object], per_collection: Mapping[str, Mapping[str, tuple[float, float, float]]],
+                path: str | Path, measure: str, baseline: str) -> Path:
+    """Forest plot: per system, each collection's Δ to the baseline with its 95% CI, and the pooled
+    random-effects estimate (diamond) with its CI and I²."""
+    plt = _pyplot()
+    systems = list(pooled)
+    rows = sum(len(per_collection[s]) + 2 for s in systems)
+    fig, ax = plt.subplots(figsize=(7, 1.0 + 0.28 * rows))
+    y, ticks, labels = 0, [], []
+    for s in systems:
+        for coll, (d, lo, hi) in per_collection[s].items():
+            ax.errorbar([d], [y], xerr=[[d - lo], [hi - d]], fmt="s", color="tab:blue", markersize=4, capsize=2)
+            ticks.append(y), labels.append(f"{s} · {coll}")
+            y -= 1
+        p = pooled[s]
+        ax.fill([p.ci_low, p.effect, p.ci_high, p.effect], [y, y + 0.3, y, y - 0.3], color="black")
+        ticks.append(y), labels.append(f"{s} · pooled (I² {p.i2:.0%})")
+        y -= 2
+    ax.axvline(0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.set_xlabel(f"Δ {measure} vs {baseline} (95% CI)")
+    ax.set_title(f"zero-shot effects against {baseline}: per collection and pooled (DerSimonian–Laird)", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path)

@@ -32,10 +32,10 @@ def test_cross_collection_table_by_hand():
     assert marked.loc["twbert", "mean"] == "0.4500"  # (0.6 + 0.3) / 2
     assert marked.loc["glow", "mean"] == "0.7000 (1)"  # one collection of two
     assert marked.loc["bm25", "mean"] == "0.4500"
-    assert marked.loc["twbert", "> bm25"] == "1/2" and marked.loc["glow", "> bm25"] == "1/1"
+    assert marked.loc["twbert", "> bm25"] == "1/2 (1 ▲)" and marked.loc["glow", "> bm25"] == "1/1 (0 ▲)"
     assert marked.loc["bm25", "> bm25"] == "–"
     # the markdown keeps 4 decimals (no re-parsing of "0.4500" into 0.45)
-    assert "| twbert | 0.6000 ▲ | 0.3000 ▼ | 0.4500 | 1/2 |" in re.sub(" +", " ", table.to_markdown())
+    assert "| twbert | 0.6000 ▲ | 0.3000 ▼ | 0.4500 | 1/2 (1 ▲) |" in re.sub(" +", " ", table.to_markdown())
     md = table.to_markdown()
     assert "a-test 10, b-test 20" in md and "- c-test not evaluated: offline" in md
     assert table.to_csv().splitlines()[0] == ",a-test,b-test,mean"
@@ -79,3 +79,29 @@ def test_a_failed_download_names_the_file_and_where_it_goes(tmp_path, monkeypatc
     with pytest.raises(ZeroDivisionError):  # only download failures are translated
         with explain_unavailable("beir/fiqa/test"):
             raise ZeroDivisionError
+
+
+def test_pooled_effect_and_significant_wins_across_collections():
+    """Two collections, per-query RR differences 0.5 where the new run puts the relevant document first."""
+    from irglow.data.records import Qrel
+    from irglow.eval import significance as sig
+    from irglow.eval.compare import compare
+    from irglow.eval.cross import CrossCollection
+    from irglow.runs.trec import Run
+
+    comparisons = {}
+    for name, hits in (("c1", [1, 1, 0, 0]), ("c2", [1, 1, 1, 0])):
+        qrels = [Qrel(f"q{i}", "good", 1) for i in range(4)]
+        base = Run({f"q{i}": [("bad", 2.0), ("good", 1.0)] for i in range(4)}, "bm25")
+        new = Run({f"q{i}": [("good", 2.0), ("bad", 1.0)] if h else [("bad", 2.0), ("good", 1.0)]
+                   for i, h in enumerate(hits)}, "new")
+        comparisons[name] = compare({"bm25": base, "new": new}, qrels, ["RR@10"], baseline="bm25", permutations=100)
+    table = CrossCollection.from_comparisons(comparisons, "RR@10")
+    # per query RR goes 0.5 → 1 where hit: d = 0.5·hits; c1: mean 0.25, var(d)=1/12, /4; c2: 0.375, var 1/16·... by numpy
+    d1, d2 = np.array([0.5, 0.5, 0, 0]), np.array([0.5, 0.5, 0.5, 0])
+    assert table.effects["new"]["c1"] == pytest.approx((0.25, d1.var(ddof=1) / 4))
+    assert table.effects["new"]["c2"] == pytest.approx((0.375, d2.var(ddof=1) / 4))
+    expected = sig.dersimonian_laird([0.25, 0.375], [d1.var(ddof=1) / 4, d2.var(ddof=1) / 4])
+    assert table.pooled()["new"] == expected
+    assert "Pooled effect against `bm25`" in table.to_markdown()
+    assert table.summary().loc["new", "> bm25"].startswith("2/2 (")

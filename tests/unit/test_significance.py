@@ -1,0 +1,134 @@
+"""Issue 22: every statistic worked out by hand (or by an independent enumeration in the test)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from irglow.data.records import Qrel
+from irglow.eval import significance as sig
+from irglow.eval.compare import compare, condensed
+from irglow.runs.trec import Run
+
+
+@pytest.mark.parametrize("diffs", [[0.1, 0.2, -0.05, 0.3], [0.5, -0.5, 0.25, 0.0, 0.125, -0.25, 0.75, 0.1, 0.2, -0.3]])
+def test_randomization_p_is_exact_for_small_n(diffs):
+    d = np.array(diffs)
+    observed = abs(d.sum())
+    hits = sum(abs(np.dot(signs, d)) >= observed - 1e-12 for signs in itertools.product([1, -1], repeat=len(d)))
+    assert sig.randomization_pvalues(d, 10_000)[0] == pytest.approx(hits / 2 ** len(d), abs=1e-15)
+
+
+def test_randomization_by_hand():
+    # |sum| of ±0.1 ±0.2 ±0.05 ±0.3 reaches 0.55 for (+,+,−,+), (+,+,+,+) and their negations: 4 of 16
+    assert sig.randomization_pvalues(np.array([0.1, 0.2, -0.05, 0.3]))[0] == 0.25
+
+
+def test_sampled_randomization_counts_the_observed_assignment_and_is_seeded():
+    d = np.full(30, 0.1)  # 2^30 assignments: sampled; only all-plus / all-minus reach the observed sum
+    p = sig.randomization_pvalues(d, 2000, seed=3)[0]
+    assert p == pytest.approx(1 / 2001)
+    assert sig.randomization_pvalues(np.random.default_rng(1).normal(0, 1, 40), 500, seed=5)[0] == \
+        sig.randomization_pvalues(np.random.default_rng(1).normal(0, 1, 40), 500, seed=5)[0]
+
+
+def test_bootstrap_on_tiny_cases():
+    p, low, high = sig.bootstrap(np.array([[0.2], [0.2], [0.2]]), 999, seed=1)
+    assert (p[0], low[0], high[0]) == (pytest.approx(1 / 1000), pytest.approx(0.2), pytest.approx(0.2))
+    p, low, high = sig.bootstrap(np.array([[1.0], [-1.0]]), 999, seed=1)  # observed mean 0: every resample reaches it
+    assert p[0] == 1.0 and low[0] == -1.0 and high[0] == 1.0
+
+
+def test_t_test_equals_scipy_and_wilcoxon_too():
+    rng = np.random.default_rng(0)
+    x, y = rng.random(25), rng.random(25)
+    result = sig.paired_tests(x, [y], "t")[0]
+    assert result.p == pytest.approx(stats.ttest_rel(y, x).pvalue)
+    assert (result.ci_low, result.ci_high) == pytest.approx(stats.ttest_rel(y, x).confidence_interval(0.95))
+    assert sig.paired_tests(x, [y], "wilcoxon")[0].p == pytest.approx(stats.wilcoxon(y - x).pvalue)
+
+
+def test_wins_ties_losses_and_identical_runs():
+    r = sig.paired_tests(np.array([0.1, 0.5, 0.3, 0.2]), [np.array([0.2, 0.5, 0.1, 0.4])], "randomization")[0]
+    assert (r.wins, r.ties, r.losses) == (2, 1, 1) and r.delta == pytest.approx(0.025)
+    same = sig.paired_tests(np.array([0.1, 0.5]), [np.array([0.1, 0.5])], "t")[0]
+    assert same.p == 1.0
+
+
+def test_corrections_by_hand():
+    p = [0.01, 0.04, 0.03, 0.2]
+    assert sig.adjust(p, "holm") == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert sig.adjust(p, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
+    assert sig.adjust(p, "bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    assert sig.adjust(p, "none") == p
+
+
+def test_tukey_groups_on_a_fixture():
+    rng = np.random.default_rng(0)
+    base = rng.random(60)
+    scores = np.stack([base + 0.3, base + 0.01, base, base - 0.3], axis=1)  # A ≫ B ≈ C ≫ D
+    p = sig.tukey_hsd(scores, 1000, seed=0)
+    assert p[1, 2] > 0.05 and p[0, 1] < 0.05 and p[2, 3] < 0.05 and (p == p.T).all()
+    assert sig.groups(["A", "B", "C", "D"], list(scores.mean(0)), p) == {"A": "a", "B": "b", "C": "b", "D": "c"}
+    # overlapping groups: X ≈ Y, Y ≈ Z, X ≠ Z
+    pm = np.array([[1, 0.5, 0.01], [0.5, 1, 0.5], [0.01, 0.5, 1]])
+    assert sig.groups(["X", "Y", "Z"], [3, 2, 1], pm) == {"X": "a", "Y": "ab", "Z": "b"}
+
+
+def test_risk_by_hand():
+    # δ = (0.2, −0.2, 0); α = 1: z = (0.2, −0.4, 0); URisk = −0.2/3; sd(z) = √(0.18667/2)
+    u, t, p = sig.risk(np.array([0.5, 0.2, 0.1]), np.array([0.3, 0.4, 0.1]), 1.0)
+    assert u == pytest.approx(-0.2 / 3)
+    assert t == pytest.approx((-0.2 / 3) / (math.sqrt((0.8 / 3) ** 2 + (1 / 3) ** 2 + (0.2 / 3) ** 2) / math.sqrt(2)
+                                             / math.sqrt(3)))
+    assert p == pytest.approx(2 * stats.t.sf(abs(t), 2))
+    assert sig.risk(np.array([0.5, 0.2, 0.1]), np.array([0.3, 0.4, 0.1]), 5.0)[0] == pytest.approx((0.2 - 1.2) / 3)
+
+
+def test_dersimonian_laird_by_hand():
+    # homogeneous: w = 10000, 2500, 5000; fixed = 0.03; Q = 2500·0.02² + 5000·0.01² = 1.5 < k − 1, so τ² = 0
+    pooled = sig.dersimonian_laird([0.03, 0.01, 0.04], [1e-4, 4e-4, 2e-4])
+    assert (pooled.effect, pooled.tau2, pooled.i2, pooled.q) == pytest.approx((0.03, 0.0, 0.0, 1.5))
+    assert pooled.ci_high - pooled.effect == pytest.approx(stats.norm.ppf(0.975) * math.sqrt(1 / 17500))
+    # heterogeneous: Q = 1000·(0.01 + 0.01) = 20, C = 3000 − 3e6/3000 = 2000, τ² = 18/2000, I² = 18/20
+    pooled = sig.dersimonian_laird([0.1, -0.1, 0.0], [1e-3] * 3)
+    assert (pooled.effect, pooled.tau2, pooled.i2, pooled.q) == pytest.approx((0.0, 0.009, 0.9, 20.0))
+    assert pooled.ci_high == pytest.approx(stats.norm.ppf(0.975) * math.sqrt(1 / 300))
+
+
+def test_judged_at_10_and_condensed_lists_by_hand():
+    qrels = [Qrel("q", "d1", 1), Qrel("q", "d3", 0), Qrel("q", "d5", -1)]
+    run = Run({"q": [(f"d{i}", 20.0 - i) for i in range(1, 13)]}, "r")  # d1..d12, judged: d1, d3, d5 in the top 10
+    cmp = compare({"r": run}, qrels, ["P@2"])
+    assert cmp.judged["r"] == pytest.approx(0.3)
+    assert condensed(run, qrels).ranking == {"q": [("d1", 19.0), ("d3", 17.0), ("d5", 15.0)]}
+    cmp = compare({"r": run}, qrels, ["P@2"], judged_only=True)
+    assert cmp.means.loc["r", "P@2"] == pytest.approx(0.5) and cmp.means.loc["r", "P@2'"] == pytest.approx(0.5)
+
+
+def test_table_warns_when_a_run_is_judged_far_less_than_the_baseline():
+    qrels = [Qrel("q", f"d{i}", 1 if i < 3 else 0) for i in range(10)]
+    base = Run({"q": [(f"d{i}", 10.0 - i) for i in range(10)]}, "base")
+    new = Run({"q": [("d0", 10.0)] + [(f"n{i}", 5.0 - i) for i in range(9)]}, "new")
+    cmp = compare({"base": base, "new": new}, qrels, ["nDCG@10"], baseline="base", permutations=100)
+    assert "`new` has Judged@10 0.100 against the baseline's 1.000" in cmp.caption()
+    assert "Judged@10" in cmp.to_markdown()
+
+
+def test_compare_table_carries_ci_pairs_and_risk():
+    rng = np.random.default_rng(0)
+    qrels = [Qrel(f"q{i}", f"d{j}", int(rng.random() < 0.3)) for i in range(30) for j in range(10)]
+    runs = {name: Run({f"q{i}": [(f"d{j}", float(rng.random() + shift * (j < 3))) for j in range(10)]
+                       for i in range(30)}, name) for name, shift in (("a", 0.0), ("b", 0.5), ("c", 0.0))}
+    cmp = compare(runs, qrels, ["nDCG@10"], baseline="a", ci=True, pairs="all", permutations=500)
+    md = cmp.to_markdown()
+    assert "[" in md and "All pairs on nDCG@10" in md and "URisk(α=1)" in md and "group" in md
+    assert "paired randomization test, 500 permutations, Holm-corrected over 2 comparisons" in cmp.caption()
+    low, high = cmp.ci_low.loc["b", "nDCG@10"], cmp.ci_high.loc["b", "nDCG@10"]
+    assert low <= cmp.deltas.loc["b", "nDCG@10"] <= high
+    csv = cmp.to_csv().splitlines()[0]
+    assert "nDCG@10 ci_low" in csv and "nDCG@10 p(holm)" in csv and "nDCG@10 wins" in csv
