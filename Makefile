@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv run test test-all run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale clean
+.PHONY: venv run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ test: venv
 
 test-all: venv
 	$(BIN)/python -m pytest -q tests
+
+# The reproduction matrix (configs/regressions.yaml): every experiment, ✓/✗ per figure, non-zero on drift.
+# TAGS=lexical runs the seconds-long part (also run by `make test`).
+TAGS ?=
+regressions: venv
+	$(BIN)/irglow regressions $(if $(TAGS),--tags $(TAGS))
 
 # SIZE=full (default): the whole collection; SIZE=small: configs/msmarco-small.toml, about an hour on one GPU
 SIZE ?= full

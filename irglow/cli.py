@@ -277,6 +277,21 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_regressions(args) -> int:
+    from irglow.eval.regressions import run_matrix
+    from irglow.utils.atomic import atomic_write_text
+
+    matrix = run_matrix(args.config, args.output, [t for t in (args.tags or "").split(",") if t] or None,
+                        args.data_dir)
+    text = matrix.to_markdown()
+    atomic_write_text(Path(args.output) / "regressions.md", text)
+    atomic_write_text(Path(args.output) / "regressions.html", matrix.to_html())
+    print("\n## Reproduction matrix\n")
+    print(text)
+    print(f"matrix in {args.output}/regressions.md and .html")
+    return 1 if matrix.failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="irglow", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -369,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prune: also remove indexes unused for this many days")
     p.add_argument("--dry-run", action="store_true", help="prune: only list what would be removed")
     p.set_defaults(func=cmd_cache)
+
+    p = sub.add_parser("regressions", help="the reproduction matrix: rerun checked-in experiments, ✓/✗ per figure")
+    p.add_argument("--config", default="configs/regressions.yaml")
+    p.add_argument("--tags", help="only experiments with one of these tags, comma-separated (e.g. lexical)")
+    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    p.add_argument("-o", "--output", default="out/regressions")
+    p.set_defaults(func=cmd_regressions)
 
     p = sub.add_parser("run", help="the end-to-end pipeline from a configuration file")
     p.add_argument("--config", default="configs/demo.toml")

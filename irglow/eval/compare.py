@@ -100,13 +100,16 @@ class Comparison:
         return out
 
     def judged_warnings(self) -> list[str]:
+        """One warning naming every run whose Judged@10 is well below the baseline's."""
         if self.judged is None or self.baseline is None:
             return []
         base = self.judged[self.baseline]
-        return [f"`{r}` has Judged@{JUDGED_AT} {v:.3f} against the baseline's {base:.3f}: unjudged documents count "
-                f"as non-relevant, so its scores are likely underestimated" + ("" if self.condensed else
-                " (see the condensed view, --judged-only)")
-                for r, v in self.judged.items() if r != self.baseline and v < base - JUDGED_GAP]
+        low = [f"`{r}` {v:.3f}" for r, v in self.judged.items() if r != self.baseline and v < base - JUDGED_GAP]
+        if not low:
+            return []
+        return [f"Judged@{JUDGED_AT} well below the baseline's {base:.3f} for {', '.join(low)}: unjudged documents "
+                f"count as non-relevant, so these scores are likely underestimated"
+                + ("" if self.condensed else " (see the condensed view, --judged-only)")]
 
     def caption(self) -> str:
         missed = {r: n for r, n in (self.missing or {}).items() if n}

@@ -115,7 +115,7 @@ def test_table_warns_when_a_run_is_judged_far_less_than_the_baseline():
     base = Run({"q": [(f"d{i}", 10.0 - i) for i in range(10)]}, "base")
     new = Run({"q": [("d0", 10.0)] + [(f"n{i}", 5.0 - i) for i in range(9)]}, "new")
     cmp = compare({"base": base, "new": new}, qrels, ["nDCG@10"], baseline="base", permutations=100)
-    assert "`new` has Judged@10 0.100 against the baseline's 1.000" in cmp.caption()
+    assert "Judged@10 well below the baseline's 1.000 for `new` 0.100" in cmp.caption()
     assert "Judged@10" in cmp.to_markdown()
 
 

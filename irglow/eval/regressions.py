@@ -1,0 +1,174 @@
+"""The reproduction matrix: Pyserini's two-click reproductions, done with irglow's own pipeline.
+
+``configs/regressions.yaml`` lists experiments: a collection and split, a pipeline configuration (or
+just the lexical systems), and the figures each system must reproduce within a tolerance.  Every
+experiment runs through :func:`irglow.pipeline.run_pipeline` (so its stage cache and manifests apply),
+and the result is a ✓/✗ matrix in markdown and HTML; any drift is a non-zero exit.  An experiment
+whose collection is not on this machine is *skipped* and said so, never counted as passing silently.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ENTRY_KEYS = {"name", "collection", "train_split", "test_split", "config", "set", "tags", "tolerance", "expect"}
+
+
+@dataclass
+class Cell:
+    experiment: str
+    system: str
+    measure: str
+    expected: float
+    tolerance: float
+    actual: float | None = None
+    skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.actual is not None and math.isfinite(self.actual) and \
+            abs(self.actual - self.expected) <= self.tolerance + 1e-12
+
+    def text(self) -> str:
+        if self.skipped:
+            return "– skipped"
+        if self.actual is None:
+            return f"✗ missing (expected {self.expected:.4f})"
+        if self.ok:
+            return f"✓ {self.actual:.4f}"
+        return f"✗ {self.actual:.4f} (expected {self.expected:.4f} ± {self.tolerance:g}, Δ {self.actual - self.expected:+.4f})"
+
+
+@dataclass
+class Matrix:
+    cells: list[Cell] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Cell]:
+        return [c for c in self.cells if not c.skipped and not c.ok]
+
+    def frame(self):
+        import pandas as pd
+
+        rows: dict[tuple[str, str], dict[str, str]] = {}
+        for c in self.cells:
+            rows.setdefault((c.experiment, c.system), {})[c.measure] = c.text()
+        frame = pd.DataFrame.from_dict(rows, orient="index").fillna("")
+        frame.index = [f"{e} / {s}" for e, s in frame.index]
+        return frame
+
+    def summary(self) -> str:
+        checked = [c for c in self.cells if not c.skipped]
+        return (f"{len(checked) - len(self.failed)} of {len(checked)} figures reproduced"
+                + (f", {len(self.cells) - len(checked)} skipped" if len(checked) < len(self.cells) else "")
+                + (f"; {len(self.failed)} drifted" if self.failed else ""))
+
+    def to_markdown(self) -> str:
+        text = self.frame().to_markdown(disable_numparse=True) + "\n\n" + self.summary() + ".\n"
+        return text + "".join(f"\n- {n}" for n in self.notes) + ("\n" if self.notes else "")
+
+    def to_html(self) -> str:
+        frame = self.frame()
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+        body = []
+        for idx, row in frame.iterrows():
+            cells = "".join(f'<td class="{"ok" if v.startswith("✓") else "bad" if v.startswith("✗") else "skip"}">'
+                            f"{html.escape(v)}</td>" for v in row)
+            body.append(f"<tr><th>{html.escape(str(idx))}</th>{cells}</tr>")
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return ("<!doctype html><meta charset='utf-8'><title>irglow regressions</title><style>"
+                "td,th{padding:4px 8px;border:1px solid #ccc;font-family:monospace}.ok{background:#e6f4ea}"
+                ".bad{background:#fce8e6}.skip{color:#888}</style>"
+                f"<table><tr><th></th>{head}</tr>{''.join(body)}</table><p>{html.escape(self.summary())}.</p>"
+                f"<ul>{notes}</ul>")
+
+
+def load_matrix_spec(path: str | Path) -> list[dict[str, Any]]:
+    import yaml
+
+    path = Path(path)
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: not valid YAML: {e}") from None
+    entries = spec.get("experiments") if isinstance(spec, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected 'experiments:' with a list of experiments")
+    default_tolerance = float(spec.get("tolerance", 1e-4))
+    for i, e in enumerate(entries):
+        where = f"{path}: experiments[{i}]"
+        if not isinstance(e, dict) or not {"name", "collection", "expect"} <= set(e):
+            raise ValueError(f"{where} needs name, collection and expect")
+        unknown = set(e) - ENTRY_KEYS
+        if unknown:
+            raise ValueError(f"{where} ({e['name']}): unknown key(s) {sorted(unknown)}; known: {sorted(ENTRY_KEYS)}")
+        e.setdefault("tolerance", default_tolerance)
+        e.setdefault("tags", [])
+        if e.get("config"):
+            e["config"] = str((path.parent / e["config"]) if (path.parent / e["config"]).exists() else e["config"])
+        for system, values in e["expect"].items():
+            for measure, value in values.items():
+                if not isinstance(value, (int, float)):
+                    raise ValueError(f"{where} ({e['name']}): expect.{system}.{measure} = {value!r} is not a number")
+    return entries
+
+
+def _available(collection: str) -> str | None:
+    """Why a collection cannot be run here, or ``None``."""
+    if collection.startswith("demo"):
+        return None
+    if "/" in collection and not Path(collection).exists() and not collection.startswith((".", "/")):
+        return None  # an ir_datasets id: load_collection says if it cannot be had
+    return None if (Path(collection) / "corpus.jsonl").is_file() else f"{collection} is not on this machine"
+
+
+def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = None,
+               data_dir: str | None = None) -> Matrix:
+    """Run every experiment of ``spec_path`` (those with one of ``tags``, when given) and check its figures."""
+    from irglow.config import load_config
+    from irglow.pipeline import LEXICAL_SYSTEMS, run_pipeline
+
+    matrix = Matrix()
+    out = Path(out)
+    for e in load_matrix_spec(spec_path):
+        if tags and not set(tags) & set(e["tags"]):
+            continue
+        cells = [Cell(e["name"], s, m, float(v), float(e["tolerance"])) for s, ms in e["expect"].items()
+                 for m, v in ms.items()]
+        matrix.cells.extend(cells)
+        missing = _available(str(e["collection"]))
+        if missing:
+            for c in cells:
+                c.skipped = missing
+            matrix.notes.append(f"{e['name']}: skipped, {missing}")
+            continue
+        config = load_config(e.get("config"), e.get("set", []))
+        measures = list(dict.fromkeys(c.measure for c in cells))
+        config["collection"] = {**config.get("collection", {}), "name": str(e["collection"]),
+                                "train_split": e.get("train_split", "train"), "test_split": e.get("test_split", "test")}
+        config.setdefault("eval", {})
+        config["eval"].update({"measures": measures, "permutations": 100, "pairs": None})
+        if not e.get("config"):
+            systems = [s.replace("-rm3", "+rm3") for s in e["expect"]]
+            config["lexical"] = {**config.get("lexical", {}),
+                                 "systems": [s for s in systems if s.split("+")[0] in LEXICAL_SYSTEMS]}
+            config["eval"]["baseline"] = config["lexical"]["systems"][0]
+        if data_dir:
+            config["data_dir"] = data_dir
+        config.setdefault("output", {})["dir"] = str(out / e["name"])
+        import pandas as pd
+
+        result_dir = run_pipeline(config)
+        table = pd.read_csv(result_dir / "results.csv", index_col=0)
+        for c in cells:
+            if c.system in table.index and c.measure in table.columns:
+                c.actual = float(table.loc[c.system, c.measure])
+    return matrix
