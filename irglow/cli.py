@@ -119,14 +119,14 @@ def _qrels(args):
 
 def _read_runs(args) -> dict:
     """The runs named on the command line, keyed by one naming rule for ``eval`` and ``compare``."""
-    from irglow.runs.trec import Run
+    from irglow.runs.columns import read_ranked
 
     runs = {}
     for p in args.runs:
         name = run_name(p, args.runs)
         if name in runs:
             raise SystemExit(f"two runs would both be named {name!r} in the table ({args.runs}); rename one file")
-        runs[name] = Run.read(p, duplicates=args.duplicates)
+        runs[name] = read_ranked(p, duplicates=args.duplicates)
     return runs
 
 

@@ -201,13 +201,23 @@ class Comparison:
         return {"markdown": self.to_markdown, "md": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex}[fmt]()
 
 
-def condensed(run: Run, qrels: list[Qrel]) -> Run:
+def condensed(run, qrels: list[Qrel]):
     """The run with every unjudged document removed (Sakai's condensed lists)."""
     judged: dict[str, set[str]] = {}
     for q in qrels:
         judged.setdefault(q.query_id, set()).add(q.doc_id)
+    if hasattr(run, "ranked"):
+        from irglow.runs.columns import RankedRun
+
+        return RankedRun({qid: {d: v for d, v in docs.items() if d in judged.get(qid, ())}
+                          for qid, docs in run.ranked.items()}, run.tag)
     return Run({qid: [(d, s) for d, s in docs if d in judged.get(qid, ())] for qid, docs in run.ranking.items()},
                run.tag)
+
+
+def _queries_with_documents(run) -> set[str]:
+    docs_per_query = getattr(run, "ranked", None) or run.ranking
+    return {q for q, docs in docs_per_query.items() if docs}
 
 
 def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str,
@@ -284,8 +294,9 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
         judged_values = pd.Series({n: float(np.mean([values[n][jm][q] for q in qids])) if qids else float("nan")
                                    for n in names})
     judged_ids = set(qids)
-    missing = {n: sum(1 for q in judged_ids if not runs[n].ranking.get(q)) for n in names}
-    notes = [w for n in names if (w := query_overlap_warning(n, runs[n], judged_ids))]
+    answered = {n: _queries_with_documents(runs[n]) for n in names}
+    missing = {n: len(judged_ids - answered[n]) for n in names}
+    notes = [w for n in names if (w := query_overlap_warning(n, answered[n], judged_ids))]
     for w in notes:
         log.warning("%s", w)
     per_query_values = {n: {c: values[n][c] for c in cols} for n in names}
@@ -294,10 +305,10 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
                       condensed_cols)
 
 
-def query_overlap_warning(name: str, run: Run, judged: set[str]) -> str | None:
-    """A warning when a run shares few or none of the judged query ids (it would score ~0 silently),
-    naming the likely cause: ids that differ only by leading zeros, or another split's queries."""
-    ran = {q for q, docs in run.ranking.items() if docs}
+def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | None:
+    """A warning when a run (``ran``: the query ids it has documents for) shares few or none of the judged
+    query ids (it would score ~0 silently), naming the likely cause: ids that differ only by leading
+    zeros, or another split's queries."""
     if not ran or not judged:
         return None
     shared = len(ran & judged)

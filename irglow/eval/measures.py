@@ -90,7 +90,10 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict
         # ir_measures routes each measure to a provider, and they break score ties differently (RR@k goes
         # to the msmarco provider, which does not use trec_eval's doc-id-descending order).  Rank-valued
         # scores in the Run's (trec_eval) order make every provider see one and the same ranking.
-        ranked = {qid: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)} for qid, docs in run.ranking.items()}
+        ranked = getattr(run, "ranked", None)  # a RankedRun (irglow.runs.columns) is already in this form
+        if ranked is None:
+            ranked = {qid: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
+                      for qid, docs in run.ranking.items()}
         for metric in ir_measures.iter_calc(list(measures), qrels, ranked):
             if metric.query_id in out[str(metric.measure)]:
                 out[str(metric.measure)][metric.query_id] = float(metric.value)

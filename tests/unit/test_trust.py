@@ -292,3 +292,30 @@ def test_query_digest_covers_ids_and_text():
     assert queries_digest(base) != queries_digest([Query("01", "lemon tart"), Query("2", "x")])
     assert qrels_digest([Qrel("1", "d", 1), Qrel("2", "e", 0)]) == qrels_digest([Qrel("2", "e", 0), Qrel("1", "d", 1)])
     assert qrels_digest([Qrel("1", "d", 1)]) != qrels_digest([Qrel("1", "d", 2)])
+
+
+def test_columnar_reader_equals_the_strict_one(tmp_path):
+    """The fast path for evaluation (Arrow + numpy) ranks exactly as Run.read, ties and unsorted files included,
+    and hands anything unusual to the strict reader."""
+    import irglow.runs.columns as columns
+    from irglow.runs.columns import RankedRun, read_ranked
+
+    text = ("q2 Q0 b 1 1.5 t\nq1 Q0 a 1 2.0 t\nq1 Q0 c 2 2.0 t\nq1 Q0 b 3 3.0 t\nq2 Q0 a 2 1.5 t\n"
+            "q1 Q0 d 4 -1.0 t\nq2 Q0 z 3 0.25 t\n")
+    (tmp_path / "r.run").write_text(text)
+    strict = RankedRun.from_run(Run.read(tmp_path / "r.run"))
+    assert columns._fast(tmp_path / "r.run") is not None
+    fast = read_ranked(tmp_path / "r.run")
+    assert fast.ranked == strict.ranked and fast.tag == "t"
+    assert list(fast.ranked["q1"]) == ["b", "c", "a", "d"]  # 3.0, then the 2.0 tie by id descending
+    (tmp_path / "tabs.run").write_text(text.replace(" ", "\t"))
+    assert columns._fast(tmp_path / "tabs.run") is None and read_ranked(tmp_path / "tabs.run").ranked == strict.ranked
+    (tmp_path / "dup.run").write_text(text + "q1 Q0 a 9 0.1 t\n")
+    with pytest.raises(FormatError, match="dup.run:8: duplicate document a"):
+        read_ranked(tmp_path / "dup.run")
+    (tmp_path / "nan.run").write_text(text + "q1 Q0 e 9 nan t\n")
+    with pytest.raises(FormatError, match="nan.run:8: score is NaN"):
+        read_ranked(tmp_path / "nan.run")
+    with gzip.open(tmp_path / "r.run.gz", "wt") as f:
+        f.write(text)
+    assert read_ranked(tmp_path / "r.run.gz").ranked == strict.ranked
