@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale clean
+.PHONY: venv run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale bench-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,12 @@ bench-glow: venv
 
 bench-rerank: venv
 	$(BIN)/python bench/rerank.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(DEPTH),--rerank-depth $(DEPTH)) $(if $(MODELS),--models $(MODELS))
+
+# Evaluation at MS MARCO scale: generated runs (RUNS × 7,000 queries × 1,000 documents), irglow eval and
+# compare against ir_measures alone, peak memory
+RUNS ?= 10
+bench-eval: venv
+	$(BIN)/python bench/eval.py --runs $(RUNS) --out $(if $(call given,OUT),$(OUT),out/bench-eval)
 
 # How costs grow: demo collections of SIZES documents (lexical + faiss at all sizes, encoding up to NEURAL_MAX,
 # HNSW build up to HNSW_MAX when given)

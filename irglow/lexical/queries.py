@@ -47,7 +47,9 @@ def disjunction(clauses: Iterable) -> object | None:
     if not clauses:
         return None
     BooleanQuery = J("org.apache.lucene.search.BooleanQuery")
-    BooleanQuery.setMaxClauseCount(max(1024, len(clauses) + 1))
+    # a process-wide Lucene setting: only ever raised, since queries built now may be searched later (in bulk)
+    if len(clauses) + 1 > BooleanQuery.getMaxClauseCount():
+        BooleanQuery.setMaxClauseCount(len(clauses) + 1)
     builder = J("org.apache.lucene.search.BooleanQuery$Builder")()
     should = J("org.apache.lucene.search.BooleanClause$Occur").SHOULD
     for c in clauses:

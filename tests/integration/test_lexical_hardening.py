@@ -76,3 +76,36 @@ def test_surface_spans_survive_characters_outside_the_bmp(ties_index):
     assert terms.unigrams == ["😀", "𠀋", "appl", "pie"]
     assert terms.unigram_surface == ["😀", "𠀋", "Apple", "pie"]
     assert terms.bigram_surface == ["😀 𠀋", "𠀋 Apple", "Apple pie"]
+
+
+@pytest.mark.parametrize("system", ["bm25", "bm25f", "tfidf"])
+def test_bulk_hits_equal_hit_by_hit_reading_byte_for_byte(ties_index, tmp_path, monkeypatch, system):
+    """Issue 23: irglow.BulkSearch (primitive arrays, two threads) and the per-hit fallback give the same run
+    file, ties and repeated query terms included."""
+    import irglow.lexical.searchers as searchers
+    from irglow.index.jvm import bulk_search_available, find_java
+
+    if (find_java().home / "bin" / "javac").exists():
+        assert bulk_search_available()  # a JDK with javac compiles the helper: the fast path is the one in use
+    if not bulk_search_available():
+        pytest.skip("this Java runtime has no javac: only the per-hit path exists")
+    queries = TiesCollection().queries() * 3  # the same texts under other ids exercise every thread
+    queries = [Query(f"{q.query_id}-{i}", q.text) for i, q in enumerate(queries)]
+    runs = {}
+    for bulk in (True, False):
+        real = searchers.search_queries
+        monkeypatch.setattr(searchers, "search_queries",
+                            lambda *a, **k: real(*a, **{**k, "bulk": bulk}))
+        run = LexicalSearcher(ties_index, LexicalConfig(system, depth=7, threads=2)).search(queries, tag=system)
+        runs[bulk] = run.write(tmp_path / f"{system}-{bulk}.run").read_bytes()
+        monkeypatch.undo()
+    assert runs[True] == runs[False] and runs[True].count(b"\n") > 20
+
+
+def test_doc_id_table_read_in_bulk_equals_stored_fields(ties_index):
+    import irglow.lexical.searchers as searchers
+
+    searchers._DOC_IDS.pop(str(ties_index.path), None)
+    bulk = searchers.doc_ids(ties_index)
+    stored = ties_index.reader.reader.storedFields()
+    assert bulk == [stored.document(i).get("id") for i in range(ties_index.reader.reader.maxDoc())]

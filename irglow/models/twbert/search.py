@@ -79,7 +79,7 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
                   tag: str = "twbert", expansion: str | None = None, fb_terms: int = 10, fb_docs: int = 10,
                   original_weight: float = 0.5,
                   weighted: list[tuple[QueryTerms, list[float]]] | None = None,
-                  config: TWBertConfig | None = None) -> Run:
+                  config: TWBertConfig | None = None, threads: int = 2) -> Run:
     """One TREC run of TW-BERT-weighted queries (``expansion="rm3"`` for the two-pass variant).
 
     ``weighted``: :func:`weigh_queries` output for ``queries``, to share it between runs; with
@@ -88,11 +88,10 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     config = config or model.config
     if model is None and (weighted is None or expansion):
         raise ValueError("without a model, pass the weights (prior_queries) and no expansion")
-    from irglow.lexical.searchers import doc_ids, index_searcher, search_lucene_query
+    from irglow.lexical.searchers import index_searcher, search_queries
 
     # exact float scores (Pyserini's hits are rounded to 4 decimals)
     searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
-    ids = doc_ids(index)
     if weighted is None:
         weighted = weigh_queries(model, index, queries)
     feedback = None
@@ -103,13 +102,13 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
         feedback = fb
     elif expansion is not None:
         raise ValueError(f"unknown expansion {expansion!r}; offered: rm3")
-    ranking = {}
-    for q, (terms, weights) in tqdm(list(zip(queries, weighted)), desc=f"{tag} search", unit="q",
-                                    disable=len(queries) < 200):
+    items: list[tuple[str, object | None]] = []
+    for q, (terms, weights) in tqdm(list(zip(queries, weighted)), desc=f"{tag} queries", unit="q",
+                                    disable=len(queries) < 200 or feedback is None):
         if terms.n_terms == 0:
             log.warning("query %s (%r) has no searchable term after analysis; its ranking is empty",
                         q.query_id, q.text[:80])
-            ranking[q.query_id] = []
+            items.append((q.query_id, None))
             continue
         if not any(w > 0 for w in weights):
             log.warning("TW-BERT gave every term of query %s weight 0; falling back to uniform weights", q.query_id)
@@ -119,9 +118,8 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
         if feedback is not None:
             extra = _expansion_weights(model, index, feedback, q, terms, original_weight)
             weights = [original_weight * w for w in weights]
-        query = lucene_query(terms, weights, extra)
-        ranking[q.query_id] = search_lucene_query(searcher, query, depth, ids)
-    return Run(ranking, tag)
+        items.append((q.query_id, lucene_query(terms, weights, extra)))
+    return Run(search_queries(index, searcher, items, depth, threads, tag), tag)
 
 
 def _expansion_weights(model: TWBert, index: LuceneIndex, feedback, q: Query, terms: QueryTerms,
