@@ -117,23 +117,29 @@ def _qrels(args):
     return load_collection(args.data).qrels(args.split)
 
 
-def _read_runs(args) -> dict:
-    """The runs named on the command line, keyed by one naming rule for ``eval`` and ``compare``."""
-    from irglow.runs.columns import read_ranked
+def _read_runs(args, qrels) -> dict:
+    """The runs named on the command line, keyed by one naming rule for ``eval`` and ``compare``, read and
+    evaluated in parallel processes (only their per-query values come back)."""
+    from irglow.eval.compare import evaluate_files
+    from irglow.eval.measures import parse_measures
 
-    runs = {}
+    names = []
     for p in args.runs:
         name = run_name(p, args.runs)
-        if name in runs:
+        if name in names:
             raise SystemExit(f"two runs would both be named {name!r} in the table ({args.runs}); rename one file")
-        runs[name] = read_ranked(p, duplicates=args.duplicates)
-    return runs
+        names.append(name)
+    measures = [str(m) for m in parse_measures(args.measures)]
+    evaluated = evaluate_files(args.runs, qrels, measures, judged=not args.no_judged, judged_only=args.judged_only,
+                               duplicates=args.duplicates)
+    return dict(zip(names, evaluated))
 
 
 def cmd_eval(args) -> int:
     from irglow.eval.compare import compare
 
-    cmp = compare(_read_runs(args), _qrels(args), args.measures, baseline=None, judged=not args.no_judged,
+    qrels = _qrels(args)
+    cmp = compare(_read_runs(args, qrels), qrels, args.measures, baseline=None, judged=not args.no_judged,
                   judged_only=args.judged_only)
     print(cmp.render(args.format))
     return 0
@@ -146,10 +152,11 @@ def cmd_compare(args) -> int:
         inputs = [Path(p).resolve() for p in [*args.runs, *([args.qrels] if args.qrels else [])]]
         if Path(args.output).resolve() in inputs:
             raise SystemExit(f"-o {args.output} is one of the inputs; it would be overwritten: choose another file")
-    runs = _read_runs(args)
+    qrels = _qrels(args)
+    runs = _read_runs(args, qrels)
     baseline = args.baseline or next(iter(runs))
     risk_alphas = [float(a) for a in args.risk_alpha.split(",") if a.strip()] if args.risk_alpha else []
-    cmp = compare(runs, _qrels(args), args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
+    cmp = compare(runs, qrels, args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
                   correction=args.correction, permutations=args.permutations, seed=args.seed, ci=args.ci,
                   judged=not args.no_judged, judged_only=args.judged_only, risk_alphas=risk_alphas, pairs=args.pairs)
     text = cmp.render(args.format)

@@ -16,7 +16,10 @@ class FormatError(ValueError):
 
     def __init__(self, path: str | Path, line_no: int, problem: str, line: str):
         super().__init__(f"{path}:{line_no}: {problem}: {line.rstrip()[:200]!r}")
-        self.path, self.line_no = str(path), line_no
+        self.path, self.line_no, self._parts = str(path), line_no, (str(path), line_no, problem, line)
+
+    def __reduce__(self):  # crosses process boundaries (runs are evaluated in worker processes)
+        return (FormatError, self._parts)
 
 
 log = logging.getLogger(__name__)

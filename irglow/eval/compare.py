@@ -201,6 +201,63 @@ class Comparison:
         return {"markdown": self.to_markdown, "md": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex}[fmt]()
 
 
+@dataclass
+class EvaluatedRun:
+    """A run reduced to what a comparison needs: per-query values (measure → query → value; condensed-list
+    measures marked ') and the query ids it answered.  Lets many large runs be evaluated in parallel
+    processes (:func:`evaluate_files`) and only these values travel back."""
+
+    values: dict[str, dict[str, float]]
+    answered: set[str]
+    tag: str = ""
+
+
+def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True, judged_only: bool = False
+                 ) -> EvaluatedRun:
+    measures = parse_measures(measures) if isinstance(measures, str) or isinstance(next(iter(measures)), str) \
+        else list(measures)
+    wanted = list(measures)
+    if judged:
+        judged_measure = parse_measures([f"Judged@{JUDGED_AT}"])[0]
+        wanted += [] if judged_measure in measures else [judged_measure]
+    values = per_query(wanted, qrels, run)
+    if judged_only:
+        for m, v in per_query(measures, qrels, condensed(run, qrels)).items():
+            values[f"{m}'"] = v
+    return EvaluatedRun(values, _queries_with_documents(run), getattr(run, "tag", ""))
+
+
+_WORKER: dict = {}
+
+
+def _evaluate_file(args) -> EvaluatedRun:
+    from irglow.runs.columns import read_ranked
+
+    path, duplicates = args
+    w = _WORKER
+    return evaluate_run(read_ranked(path, duplicates), w["qrels"], w["measures"], w["judged"], w["judged_only"])
+
+
+def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[str], judged: bool = True,
+                   judged_only: bool = False, duplicates: str = "error", workers: int | None = None
+                   ) -> list[EvaluatedRun]:
+    """Read and evaluate run files, ``workers`` at a time in forked processes (default: one per core, at
+    most one per file); the runs themselves never leave their process, so memory stays at one run per
+    worker."""
+    import os
+
+    workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
+    _WORKER.update(qrels=qrels, measures=list(measures), judged=judged, judged_only=judged_only)
+    jobs = [(str(p), duplicates) for p in paths]
+    if workers == 1:
+        return [_evaluate_file(j) for j in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(_evaluate_file, jobs))
+
+
 def condensed(run, qrels: list[Qrel]):
     """The run with every unjudged document removed (Sakai's condensed lists)."""
     judged: dict[str, set[str]] = {}
@@ -242,16 +299,12 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     if baseline is not None and baseline not in runs:
         raise KeyError(f"baseline {baseline!r} is not among the runs {names}")
     judged_measure = parse_measures([f"Judged@{JUDGED_AT}"])[0] if judged else None
-    wanted = measures + ([judged_measure] if judged_measure is not None and judged_measure not in measures else [])
-    values = {name: per_query(wanted, qrels, run) for name, run in runs.items()}
+    evaluated = {name: run if isinstance(run, EvaluatedRun) else evaluate_run(run, qrels, measures, judged, judged_only)
+                 for name, run in runs.items()}
+    values = {name: e.values for name, e in evaluated.items()}
     cols = [str(m) for m in measures]
-    condensed_cols = []
-    if judged_only:
-        for name, run in runs.items():
-            for m, v in per_query(measures, qrels, condensed(run, qrels)).items():
-                values[name][f"{m}'"] = v
-        condensed_cols = [f"{m}'" for m in cols]
-        cols = cols + condensed_cols
+    condensed_cols = [f"{m}'" for m in cols] if judged_only else []
+    cols = cols + condensed_cols
     qids = sorted({q.query_id for q in qrels})
     matrix = {c: np.array([[values[n][c][q] for q in qids] for n in names]) for c in cols}  # run × query
     means = pd.DataFrame({c: matrix[c].mean(axis=1) if qids else np.full(len(names), np.nan) for c in cols},
@@ -294,7 +347,7 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
         judged_values = pd.Series({n: float(np.mean([values[n][jm][q] for q in qids])) if qids else float("nan")
                                    for n in names})
     judged_ids = set(qids)
-    answered = {n: _queries_with_documents(runs[n]) for n in names}
+    answered = {n: evaluated[n].answered for n in names}
     missing = {n: len(judged_ids - answered[n]) for n in names}
     notes = [w for n in names if (w := query_overlap_warning(n, answered[n], judged_ids))]
     for w in notes:

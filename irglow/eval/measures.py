@@ -8,6 +8,7 @@ feeding a re-ranker should be judged on.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Iterable, Sequence
 
@@ -94,10 +95,29 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict
         if ranked is None:
             ranked = {qid: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
                       for qid, docs in run.ranking.items()}
-        for metric in ir_measures.iter_calc(list(measures), qrels, ranked):
-            if metric.query_id in out[str(metric.measure)]:
-                out[str(metric.measure)][metric.query_id] = float(metric.value)
+        longest = max((len(d) for d in ranked.values()), default=0)
+        for group, depth in _by_depth(measures, longest):
+            view = ranked if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in ranked.items()}
+            for metric in ir_measures.iter_calc(group, qrels, view):
+                if metric.query_id in out[str(metric.measure)]:
+                    out[str(metric.measure)][metric.query_id] = float(metric.value)
     return out
+
+
+# measures whose value at cutoff k depends on the top k documents only (trec_eval's *_cut, ir_measures'
+# Judged@k, irglow's NCG@k): they are computed on each ranking's top k, which at MS MARCO depth (1,000
+# per query) saves most of the evaluation and changes no value (tested)
+TOP_K_ONLY = {"nDCG", "RR", "P", "R", "AP", "Judged", "NCG", "Success", "Rprec_cut"}
+
+
+def _by_depth(measures: Sequence, longest: int | None = None) -> list[tuple[list, int | None]]:
+    """Measures grouped by how deep a ranking they read: one group per cutoff of the top-k-only measures,
+    and ``None`` (the whole ranking) for the rest and for cutoffs at least as deep as the longest ranking."""
+    groups: dict[int | None, list] = {}
+    for m in measures:
+        k = m.params.get("cutoff") if m.NAME in TOP_K_ONLY else None
+        groups.setdefault(None if k is None or (longest is not None and k >= longest) else k, []).append(m)
+    return [(g, k) for k, g in sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
 
 
 def aggregate(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, float]:

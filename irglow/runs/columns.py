@@ -53,7 +53,7 @@ def _fast(path: Path) -> RankedRun | None:
                             parse_options=pc.ParseOptions(delimiter=" "),
                             convert_options=pc.ConvertOptions(
                                 column_types={"q": pa.string(), "z": pa.string(), "d": pa.string(), "r": pa.int64(),
-                                              "s": pa.float64(), "t": pa.string()}, include_columns=["q", "d", "s", "t"]))
+                                              "s": pa.float64(), "t": pa.string()}, include_columns=["q", "d", "r", "s", "t"]))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
         return None  # not six single-space columns everywhere, a rank that is not an integer …
     if table.num_rows == 0 or table.column("q").null_count or table.column("d").null_count \

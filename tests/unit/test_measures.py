@@ -48,3 +48,26 @@ def test_compare_marks_significant_improvement_only():
     assert math.isnan(cmp.pvalues.loc["base", "RR@10"])
     assert cmp.means.loc["base", "RR@10"] == pytest.approx(1 / 3)
     assert "Holm" in cmp.to_markdown() and "\\toprule" in cmp.to_latex() and "p(holm)" in cmp.to_csv()
+
+
+def test_cutoff_measures_computed_on_the_top_k_equal_the_whole_ranking():
+    """per_query evaluates top-k-only measures on each ranking's top k (MS MARCO speed): same values."""
+    import random
+
+    import ir_measures
+
+    from irglow.data.records import Qrel
+    from irglow.eval.measures import _by_depth, parse_measures, per_query
+    from irglow.runs.trec import Run
+
+    rng = random.Random(0)
+    qrels = [Qrel(f"q{i}", f"d{j}", rng.choice([0, 1, 2, -1])) for i in range(40) for j in rng.sample(range(300), 30)]
+    run = Run({f"q{i}": [(f"d{j}", float(rng.randint(0, 20))) for j in rng.sample(range(300), 200)]  # ties
+               for i in range(40)})
+    measures = parse_measures("nDCG@10 RR@10 R@100 R@1000 AP AP@5 P@5 Judged@10 NCG@10 nDCG")
+    assert [k for _, k in _by_depth(measures, 200)] == [5, 10, 100, None]
+    fast = per_query(measures, qrels, run)
+    ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)} for q, docs in run.ranking.items()}
+    for m in measures:
+        whole = {x.query_id: x.value for x in ir_measures.iter_calc([m], qrels, ranked)}
+        assert all(abs(fast[str(m)][q] - whole.get(q, 0.0)) < 1e-12 for q in fast[str(m)]), m

@@ -319,3 +319,20 @@ def test_columnar_reader_equals_the_strict_one(tmp_path):
     with gzip.open(tmp_path / "r.run.gz", "wt") as f:
         f.write(text)
     assert read_ranked(tmp_path / "r.run.gz").ranked == strict.ranked
+
+
+def test_parallel_evaluation_reports_a_bad_line_and_equals_the_serial_one(tmp_path, capsys):
+    from irglow.eval.compare import evaluate_files
+
+    (tmp_path / "q.qrels").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    for name, docs in (("a", ["d1", "d2"]), ("b", ["d2", "d1"]), ("c", ["d9", "d1"])):
+        Run({q: [(d, 2.0 - i) for i, d in enumerate(docs)] for q in ("q1", "q2")}, name).write(tmp_path / f"{name}.run")
+    paths = [tmp_path / f"{n}.run" for n in "abc"]
+    qrels = read_qrels(tmp_path / "q.qrels")
+    parallel = evaluate_files(paths, qrels, ["RR@10", "AP"], workers=2)
+    serial = evaluate_files(paths, qrels, ["RR@10", "AP"], workers=1)
+    assert [e.values for e in parallel] == [e.values for e in serial]
+    assert parallel[0].values["RR@10"] == {"q1": 1.0, "q2": 0.5}
+    (tmp_path / "b.run").write_text("q1 Q0 d1 1 2.0 b\nq1 Q0 d2 x 1.0 b\n")
+    assert main(["compare", *map(str, paths), "--qrels", str(tmp_path / "q.qrels")]) == 2
+    assert "b.run:2: rank must be an integer" in capsys.readouterr().err
