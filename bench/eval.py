@@ -8,7 +8,7 @@ Generates (once, seeded) ``--runs`` TREC runs of ``--queries`` × ``--depth`` li
 * ``irglow eval``: the same file and measures through the CLI path (columnar reader + ir_measures);
 * ``irglow compare``: all runs with the randomization test (``--permutations``), Judged@10 and risk.
 
-Prints a markdown table (seconds, peak MB) and the ratio lines ``irglow eval / ir_measures`` and
+Prints a markdown table (seconds, peak MB of the largest process: the command or one of its workers) and the ratio lines ``irglow eval / ir_measures`` and
 ``compare of N runs``; writes ``eval.md`` and ``eval.csv`` into ``--out``.
 """
 
@@ -61,7 +61,8 @@ def _child(code: str) -> tuple[float, float, str]:
     """Run ``code`` in a fresh interpreter; it prints its own wall time. Returns (seconds, peak MB, output)."""
     wrapped = ("import resource, time, json\nt0 = time.perf_counter()\n" + code +
                "\nprint(json.dumps({'s': time.perf_counter() - t0, "
-               "'mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))")
+               "'mb': max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
+               "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024}))")
     out = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, check=True)
     last = json.loads(out.stdout.strip().splitlines()[-1])
     return last["s"], last["mb"], out.stdout

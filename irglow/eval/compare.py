@@ -317,11 +317,15 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     if baseline is not None:
         b = names.index(baseline)
         others = [n for n in names if n != baseline]
+        # every (measure, run) difference in one call: the draws are shared; corrections stay per measure
+        pairs_tested = [(c, n) for c in cols for n in others]
+        diffs = np.stack([matrix[c][names.index(n)] - matrix[c][b] for c, n in pairs_tested], axis=1) \
+            if pairs_tested and qids else np.zeros((len(qids), 0))
+        results = dict(zip(pairs_tested, sig.test_differences(diffs, test, permutations, seed)))
         for c in cols:
-            results = sig.paired_tests(matrix[c][b], [matrix[c][names.index(n)] for n in others], test,
-                                       permutations, seed)
-            adjusted = sig.adjust([r.p for r in results], correction)
-            for n, r, p in zip(others, results, adjusted):
+            tested = [results[(c, n)] for n in others if (c, n) in results]
+            adjusted = sig.adjust([r.p for r in tested], correction)
+            for n, r, p in zip(others, tested, adjusted):
                 raw.loc[n, c], pvals.loc[n, c], low.loc[n, c], high.loc[n, c] = r.p, p, r.ci_low, r.ci_high
                 wtl[n][c] = (r.wins, r.ties, r.losses)
         if risk_alphas and qids:

@@ -124,15 +124,25 @@ def paired_tests(x: np.ndarray, ys: Sequence[np.ndarray] | np.ndarray, test: str
                  permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0, level: float = 0.95) -> list[TestResult]:
     """Each of ``ys`` (per-query values, same query order) against ``x``: p, Δ = mean(y) − mean(x),
     its CI (the bootstrap's percentile CI, or the t-interval for the t-test) and wins/ties/losses."""
-    from scipy import stats
-
-    if test not in TESTS:
-        raise ValueError(f"test must be one of {', '.join(TESTS)}, not {test!r}")
     x = np.asarray(x, dtype=np.float64)
     ys = [np.asarray(y, dtype=np.float64) for y in ys]
     if not ys:
         return []
-    diffs = np.stack([y - x for y in ys], axis=1)  # queries × comparisons
+    return test_differences(np.stack([y - x for y in ys], axis=1), test, permutations, seed, level)
+
+
+def test_differences(diffs: np.ndarray, test: str = DEFAULT_TEST, permutations: int = DEFAULT_PERMUTATIONS,
+                     seed: int = 0, level: float = 0.95) -> list[TestResult]:
+    """One result per column of ``diffs`` (queries × comparisons, system − baseline).  Every column of a
+    table — all runs and measures — goes through one call, so the permutation and bootstrap draws are
+    made once and shared (common random numbers)."""
+    from scipy import stats
+
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {', '.join(TESTS)}, not {test!r}")
+    diffs = np.asarray(diffs, dtype=np.float64)
+    if diffs.ndim != 2 or diffs.shape[1] == 0:
+        return []
     zero = np.all(np.isclose(diffs, 0.0, atol=1e-12), axis=0)
     boot_p, low, high = bootstrap(diffs, permutations, seed + 1, level)
     if test == "randomization":
@@ -140,14 +150,14 @@ def paired_tests(x: np.ndarray, ys: Sequence[np.ndarray] | np.ndarray, test: str
     elif test == "bootstrap":
         p = boot_p
     else:
-        p = np.ones(len(ys))
+        p = np.ones(diffs.shape[1])
         for j, d in enumerate(diffs.T):
             if zero[j]:
                 continue
             with warnings.catch_warnings():  # constant differences: scipy warns and returns NaN
                 warnings.simplefilter("ignore", RuntimeWarning)
-                if test == "t":
-                    value = stats.ttest_rel(ys[j], x).pvalue
+                if test == "t":  # the paired t-test is the one-sample t-test of the differences
+                    value = stats.ttest_1samp(d, 0.0).pvalue
                     p[j] = 0.0 if np.isnan(value) else value  # a constant non-zero difference
                 else:
                     p[j] = stats.wilcoxon(d, zero_method="wilcox").pvalue
