@@ -101,9 +101,6 @@ def main() -> None:
             best_lucene = max(best_lucene, len(queries) / (time.perf_counter() - t))
 
     cmp = compare(runs, qrels, ["nDCG@10", "R@100", "R@1000", "AP"], baseline="bm25")
-    cmp.means = cmp.means.rename(columns={"AP": "MAP"})
-    cmp.pvalues = cmp.pvalues.rename(columns={"AP": "MAP"})
-    cmp.deltas = cmp.deltas.rename(columns={"AP": "MAP"})
     table = cmp.to_markdown()
     lines = [
         f"# Lexical benchmark: {collection.name} / {args.split} ({len(queries)} queries, depth {args.depth})", "",

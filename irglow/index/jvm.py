@@ -202,7 +202,7 @@ def bulk_search_available() -> bool:
 
 def start_jvm() -> JavaRuntime:
     """Start the JVM once, with Anserini on the classpath. Idempotent."""
-    global _started
+    global _started, _bulk_classes
     if _started is not None:
         return _started
     if "jnius" in sys.modules:
@@ -232,7 +232,6 @@ def start_jvm() -> JavaRuntime:
             logs.mkdir(parents=True, exist_ok=True)
             jnius_config.add_options(f"-XX:ErrorFile={logs}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
-            global _bulk_classes
             _bulk_classes = compile_bulk_helper(runtime)
             if _bulk_classes is not None:
                 jnius_config.add_classpath(str(_bulk_classes))

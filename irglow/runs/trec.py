@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+import operator
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +25,15 @@ log = logging.getLogger(__name__)
 _BAD_TOKEN = re.compile(r"\s")
 
 
+_SCORE_THEN_ID = operator.itemgetter(1, 0)
+
+
 def trec_order(docs: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """trec_eval's order: score descending, then document id descending."""
-    return sorted(docs, key=lambda x: (x[1], x[0]), reverse=True)
+    """trec_eval's order: score descending, then document id descending (a list already strictly
+    descending in score, as most Lucene results are, is returned as it is)."""
+    if all(a[1] > b[1] for a, b in zip(docs, docs[1:])):
+        return list(docs)
+    return sorted(docs, key=_SCORE_THEN_ID, reverse=True)
 
 
 def check_token(value: str, what: str) -> str:

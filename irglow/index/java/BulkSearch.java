@@ -7,6 +7,12 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import org.apache.lucene.index.IndexReader;
+import org.apache.lucene.index.Term;
+import org.apache.lucene.search.BooleanClause;
+import org.apache.lucene.search.BooleanQuery;
+import org.apache.lucene.search.BoostQuery;
+import org.apache.lucene.search.TermQuery;
+import org.apache.lucene.util.BytesRef;
 import org.apache.lucene.index.StoredFields;
 import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
@@ -63,6 +69,22 @@ public final class BulkSearch {
       }
     }
     return out;
+  }
+
+  /**
+   * Anserini's bag-of-words query in one call: a SHOULD clause per distinct term, wrapped in a BoostQuery
+   * where its boost (the term's count in the query) is not 1 — the query irglow builds clause by clause.
+   */
+  public static Query bagOfWords(String field, String[] terms, float[] boosts) {
+    if (terms.length + 1 > IndexSearcher.getMaxClauseCount()) {
+      IndexSearcher.setMaxClauseCount(terms.length + 1);
+    }
+    BooleanQuery.Builder builder = new BooleanQuery.Builder();
+    for (int i = 0; i < terms.length; i++) {
+      Query q = new TermQuery(new Term(field, new BytesRef(terms[i])));
+      builder.add(boosts[i] != 1.0f ? new BoostQuery(q, boosts[i]) : q, BooleanClause.Occur.SHOULD);
+    }
+    return builder.build();
   }
 
   /** Lucene alone, the ceiling for the benchmarks: the same searches, hits counted but never read out. */
