@@ -149,7 +149,7 @@ def plot_pairs(cmp: Comparison, path: str | Path, title: str = "") -> Path | Non
             if i != j:
                 p = values[i, j]
                 ax.text(j, i, f"{p:.3f}", ha="center", va="center", fontsize=7,
-                        color="white" if p < 0.5 else "black", fontweight="bold" if p < cmp.alpha else "normal")
+                        color="black" if p < 0.5 else "white", fontweight="bold" if p < cmp.alpha else "normal")
     labels = [f"{n} ({(cmp.groups or {}).get(n, '')})" for n in names]
     ax.set_xticks(range(len(names)), labels, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(names)), labels, fontsize=8)
