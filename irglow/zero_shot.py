@@ -32,7 +32,7 @@ from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
 from irglow.pipeline import check_config, evaluate_split, field_weights, index_and_stats
-from irglow.stages import TrainSource
+from irglow.models.source import TrainSource
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)

@@ -6,6 +6,7 @@ import gzip
 import json
 import logging
 import os
+from pathlib import Path
 
 import pytest
 
@@ -336,3 +337,51 @@ def test_parallel_evaluation_reports_a_bad_line_and_equals_the_serial_one(tmp_pa
     (tmp_path / "b.run").write_text("q1 Q0 d1 1 2.0 b\nq1 Q0 d2 x 1.0 b\n")
     assert main(["compare", *map(str, paths), "--qrels", str(tmp_path / "q.qrels")]) == 2
     assert "b.run:2: rank must be an integer" in capsys.readouterr().err
+
+
+def test_a_shard_left_by_another_model_is_encoded_again(tmp_path):
+    """Issue 21.11: an interrupted sharded encoding is reused only for the same documents and model key."""
+    import torch
+
+    from irglow.data.records import make_document
+    from irglow.dense.encode import encode_corpus, load_embeddings, shard_dir
+
+    docs = [make_document(f"d{i}", body="x" * (i + 1)) for i in range(6)]
+    calls = []
+
+    def encoder(scale):
+        def run(batch):
+            calls.append(len(batch))
+            return torch.tensor([[float(len(d.text("body"))) * scale, 1.0] for d in batch])
+        return run
+
+    encode_corpus(docs, encoder(1.0), tmp_path / "emb", batch_size=8, rank=0, world=2, key="model-a")
+    assert calls == [3]
+    encode_corpus(docs, encoder(1.0), tmp_path / "emb", batch_size=8, rank=0, world=2, key="model-a")
+    assert calls == [3]  # same documents, same model: reused
+    encode_corpus(docs, encoder(-1.0), tmp_path / "emb", batch_size=8, rank=0, world=2, key="model-b")
+    assert calls == [3, 3]  # another model: encoded again
+    vectors, ids = load_embeddings(shard_dir(tmp_path / "emb", 0, 2))
+    assert ids == ["d0", "d1", "d2"] and vectors[0, 0] < 0
+
+
+def test_a_pickled_checkpoint_is_refused_in_one_line(tmp_path):
+    import shutil
+
+    import torch
+
+    from irglow.models.checkpoints import default_checkpoint, load_encoder
+
+    src = default_checkpoint()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (Path(src) / name).is_file():
+            shutil.copy(Path(src) / name, tmp_path / name)
+
+    class Code:
+        def __reduce__(self):
+            return (print, ("this would run",))
+
+    torch.save({"weights": Code()}, tmp_path / "pytorch_model.bin")
+    with pytest.raises(ValueError, match="pickled objects besides tensors") as e:
+        load_encoder(str(tmp_path))
+    assert "\n" not in str(e.value)

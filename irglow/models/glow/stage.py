@@ -15,7 +15,7 @@ from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import glow_run, hybrid_runs, validation_queries
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 from irglow.runs.fusion import fuse
-from irglow.stages import TrainSource, keyed_train_dir, train_root
+from irglow.models.source import TrainSource, keyed_train_dir, train_root
 
 
 def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = None,

@@ -9,7 +9,7 @@ from irglow.config import stage_settings
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
-from irglow.stages import TrainSource, keyed_train_dir, train_root
+from irglow.models.source import TrainSource, keyed_train_dir, train_root
 
 
 def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None,

@@ -9,7 +9,7 @@ from irglow.config import stage_settings
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
-from irglow.stages import TrainSource, keyed_train_dir, train_root
+from irglow.models.source import TrainSource, keyed_train_dir, train_root
 
 log = logging.getLogger(__name__)
 
