@@ -61,11 +61,17 @@ zero-shot: venv
 	  $(if $(call given,TRAIN_SPLIT),--train-split $(TRAIN_SPLIT)) $(if $(COLLECTIONS),--collections $(COLLECTIONS)) \
 	  $(if $(call given,OUT),-o $(OUT))
 
+# Quality tables run through the pipeline (configs/bench/*.toml: stage cache, manifests, one report format);
+# bench/ measures costs only.
 bench-lexical: venv
-	$(BIN)/python bench/lexical.py --data $(DATA) --split $(SPLIT) --out $(OUT)
+	$(BIN)/irglow run --config configs/bench/lexical.toml --set collection.name=$(DATA) \
+	  --set collection.test_split=$(SPLIT) --set output.dir=$(OUT)
+	$(BIN)/python bench/lexical.py --data $(DATA) --split $(SPLIT) --out $(OUT)/speed
 
 bench-twbert: venv
-	$(BIN)/python bench/twbert.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL))
+	$(BIN)/irglow run --config configs/bench/twbert.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
+	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
+	  $(if $(MODEL),--set twbert.model_dir=$(MODEL))
 
 bench-twbert-diagnose: venv
 	$(BIN)/python bench/twbert_diagnose.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --out $(OUT) $(if $(VARIANTS),--variants $(VARIANTS)) $(if $(ATTENTION),--attention $(ATTENTION))

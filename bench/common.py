@@ -1,4 +1,4 @@
-"""Arguments and configuration shared by the train → test benchmarks (bench/twbert.py, bench/glow.py)."""
+"""Arguments and configuration shared by the train → test benchmarks (bench/glow.py, bench/rerank.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Lexical benchmark: index, statistics, four TREC runs, a significance table and throughput.
+"""Lexical costs: index build, statistics export, and throughput of every system against Pyserini's
+``batch_search`` and Lucene alone (the quality table is the pipeline's: ``configs/bench/lexical.toml``).
 
-    python bench/lexical.py --data ../shared/data/scifact --split test --out out/lexical
-    (or: make bench-lexical DATA=<BEIR folder | ir_datasets id> SPLIT=<split> OUT=<dir>)
+    python bench/lexical.py --data ../shared/data/scifact --split test --out out/lexical/speed
+    (or: make bench-lexical DATA=<BEIR folder | ir_datasets id> SPLIT=<split> OUT=<dir>, which runs both)
 
 Works on any collection irglow can load; nothing here knows which one it is given.
 """
@@ -15,8 +16,6 @@ from pathlib import Path
 
 from irglow.config import write_manifest
 from irglow.data.collection import load_collection
-from irglow.eval.compare import compare
-from irglow.eval.report import write_report
 from irglow.index.jvm import bulk_search_available
 from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.index.stats import export_stats
@@ -63,7 +62,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     collection = load_collection(args.data)
-    queries, qrels = collection.queries(args.split), collection.qrels(args.split)
+    queries = collection.queries(args.split)
     t = time.perf_counter()
     index = build_index(collection, IndexConfig(threads=args.threads), root=args.data_dir)
     index_wall = time.perf_counter() - t
@@ -72,16 +71,15 @@ def main() -> None:
     stats_s = time.perf_counter() - t
 
     weights = {k: float(v) for k, v in (w.split("=") for w in args.field_weight)}
-    runs, timing = {}, {}
+    timing = {}
     for system in ("bm25", "bm25-mf", "bm25f", "tfidf"):
         cfg = LexicalConfig(system=system, k1=args.k1, b=args.b, depth=args.depth, threads=args.threads,
                             field_weights=weights if system in ("bm25-mf", "bm25f") else {})
         searcher = LexicalSearcher(index, cfg)
         searcher.search(queries[:20])  # warm-up (JIT, caches)
         t = time.perf_counter()
-        runs[system] = searcher.search(queries, tag=system)
+        searcher.search(queries, tag=system)
         timing[system] = len(queries) / (time.perf_counter() - t)
-        runs[system].write(out / f"{system}.run")
 
     # throughput: irglow bm25 vs a direct Pyserini batch_search on the same index and vs Lucene alone (the
     # same BM25 queries searched on the same threads, hits never read out), best of 3 alternating
@@ -100,11 +98,8 @@ def main() -> None:
             lucene_alone()
             best_lucene = max(best_lucene, len(queries) / (time.perf_counter() - t))
 
-    cmp = compare(runs, qrels, ["nDCG@10", "R@100", "R@1000", "AP"], baseline="bm25")
-    table = cmp.to_markdown()
     lines = [
-        f"# Lexical benchmark: {collection.name} / {args.split} ({len(queries)} queries, depth {args.depth})", "",
-        table,
+        f"# Lexical costs: {collection.name} / {args.split} ({len(queries)} queries, depth {args.depth})", "",
         "| stage | value |", "|:--|--:|",
         f"| index build (Anserini, {args.threads} threads) | {index.meta['build_seconds']:.2f} s"
         f"{' (cached; this call ' + format(index_wall, '.2f') + ' s)' if index_wall < index.meta['build_seconds'] else ''} |",
@@ -124,13 +119,15 @@ def main() -> None:
         f"BM25F / multi-field weights: {weights or '1.0 per field'}; fields: {', '.join(index.fields)}.",
     ]
     report = "\n".join(lines)
-    write_report(out, cmp, report, f"{collection.name} / {args.split}")
+    print(report)
+    atomic_write_text(out / "speed.md", report + "\n")
     write_manifest(out, vars(args), index=str(index.path),
                    timings={"index_build_s": index.meta["build_seconds"], "stats_s": stats_s, "qps": timing,
-                            "pyserini_direct_qps": best_pyserini, "irglow_bm25_qps": best_irglow})
-    atomic_write_text(out / "bench.json", json.dumps({"means": cmp.means.to_dict(), "qps": timing,
+                            "pyserini_direct_qps": best_pyserini, "irglow_bm25_qps": best_irglow,
+                            "lucene_alone_qps": best_lucene})
+    atomic_write_text(out / "bench.json", json.dumps({"qps": timing, "pyserini_qps": best_pyserini,
+                                                       "lucene_alone_qps": best_lucene,
                                                        "ratio": best_irglow / best_pyserini}, indent=2))
-
 
 if __name__ == "__main__":
     from irglow.index.jvm import exit_process

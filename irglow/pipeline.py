@@ -44,7 +44,7 @@ DEFAULT_MEASURES = ["nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10"]
 # what a pipeline configuration may hold; the stages' own sections are checked by their trainers
 SECTIONS: dict[str, tuple[str, ...] | None] = {
     "seed": None, "data_dir": None,
-    "collection": ("name", "train_split", "test_split", "max_docs", "max_queries"),
+    "collection": ("name", "train", "train_split", "test_split", "max_docs", "max_queries"),
     "index": ("fields", "stemmer", "keep_stopwords", "threads"),
     "lexical": ("systems", "k1", "b", "depth", "threads", "tune_bm25f", "field_weights"),
     "eval": ("measures", "baseline", "test", "correction", "permutations", "seed", "ci", "judged_only", "risk_alphas",
@@ -197,20 +197,33 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     train_split, test_split = c.get("train_split", "train"), c.get("test_split", "test")
     splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]
-    collection = load_collection(c.get("name", "demo"))
+    name = c.get("name", "demo")
+    other_train = c.get("train") not in (None, "", name)  # models trained on another collection: zero-shot
+    collection = load_collection(name)
     if c.get("max_docs") or c.get("max_queries"):
         from irglow.data.collection import SampledCollection
 
-        collection = SampledCollection(collection, [train_split, *splits], c.get("max_docs"),
-                                       c.get("max_queries") or {}, seed=config.get("seed", 13))
+        collection = SampledCollection(collection, splits if other_train else [train_split, *splits],
+                                       c.get("max_docs"), c.get("max_queries") or {}, seed=config.get("seed", 13))
     timings: dict[str, float] = {}
     index, stats = index_and_stats(collection, config, timings)
-    weights = field_weights(config, index, collection.queries(train_split), collection.qrels(train_split), timings)
+    source = None
+    if other_train:
+        from irglow.models.source import TrainSource
+
+        train_coll = load_collection(c["train"])
+        train_index, train_stats = index_and_stats(train_coll, config, timings)
+        source = TrainSource(train_coll, train_index, train_stats, train_split)
+        weights = field_weights(config, train_index, source.queries, source.qrels, timings)
+        weights = {f: w for f, w in weights.items() if f in index.fields}
+    else:
+        weights = field_weights(config, index, lambda: collection.queries(train_split),
+                                lambda: collection.qrels(train_split), timings)
     config.setdefault("output", {})["train_dir"] = str(out)  # one training per stage, whatever the split
     for split in splits:
         split_config = {**config, "collection": {**c, "test_split": split}}
         evaluate_split(split_config, collection, index, stats, out / split if len(splits) > 1 else out,
-                        dict(timings), weights)
+                       dict(timings), weights, source=source)
     return out
 
 
@@ -231,11 +244,14 @@ def index_and_stats(collection, config: dict[str, Any], timings: dict[str, float
 
 def field_weights(config: dict[str, Any], index, train_queries, train_qrels, timings: dict[str, float]) -> dict:
     """BM25F/multi-field weights: as configured, or (``tune_bm25f``) tuned on the training queries; the
-    stages' fusion then uses the same bm25f."""
+    stages' fusion then uses the same bm25f.  ``train_queries``/``train_qrels`` may be callables, so a
+    collection without a training split is only asked for one when weights are tuned."""
     lx = config.setdefault("lexical", {})
     weights = dict(lx.get("field_weights", {}))
     if lx.get("tune_bm25f", False):
         t = time.perf_counter()
+        train_queries = train_queries() if callable(train_queries) else train_queries
+        train_qrels = train_qrels() if callable(train_qrels) else train_qrels
         weights = tune_field_weights(index, train_queries, train_qrels, list(index.fields),
                                      k1=lx.get("k1", 0.9), b=lx.get("b", 0.4))
         timings["bm25f_tuning_s"] = time.perf_counter() - t

@@ -69,3 +69,17 @@ def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
     again = copy.deepcopy(changed)
     run_pipeline(again)
     assert json.loads((out / "manifest.json").read_text())["stages"]["rerank"] == "reused"
+
+
+def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
+    """collection.train: the evaluated collection's training split is never read; the trainer's recorded
+    inputs name the other collection's index (what `make bench-twbert TRAIN=a TEST=b` relies on)."""
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    config = _config(tmp_path / "zs", tmp_path / "data")
+    config["collection"]["train"] = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
+    config["rerank"]["nrmf"]["epochs"] = 1
+    out = run_pipeline(config)
+    inputs = json.loads((out / "nrmf-train" / "inputs.json").read_text())["inputs"]["source"]
+    assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()
