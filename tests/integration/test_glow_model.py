@@ -166,3 +166,28 @@ def test_weight_exponent_alpha():
         sqrt = glow(*args, w.sqrt())
     assert torch.allclose(zero, ref, atol=1e-5) and not torch.allclose(full, ref, atol=1e-3)
     assert torch.allclose(half, sqrt, atol=1e-5)
+
+
+def test_untrained_unweighted_encoder_reproduces_the_checkpoint():
+    """Issue 25.2, the single-field case: GLOW's input ([CLS] words [SEP], fields as segment-0 copies, mean
+    pooling) with weights off and no training gives the checkpoint's own sentence embeddings, so whatever
+    training adds is measured from the checkpoint's ranking, not from below it."""
+    import torch
+
+    from irglow.data.records import make_document
+    from irglow.dense.encode import MeanPoolEncoder
+    from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
+
+    texts = ["Lyme disease is treated with antibiotics such as doxycycline or amoxicillin.",
+             "The quick brown fox jumps over the lazy dog; it's 3.5 times faster (really!).",
+             "Vitamin D deficiency is associated with fractures in older adults.",
+             "mRNA-1273 and BNT162b2 vaccines reduce hospitalization in phase-3 trials."]
+    docs = [make_document(f"d{i}", text=t) for i, t in enumerate(texts)]
+    checkpoint = torch.nn.functional.normalize(MeanPoolEncoder("default", max_tokens=256, fields=["text"])(docs), dim=-1)
+    config = GlowConfig(variant="bert", fields=["text"], url_fields=[], default_field_tokens=254)
+    model = GlowEncoder.from_pretrained_bert(config).eval()
+    with torch.no_grad():
+        glow = torch.nn.functional.normalize(model(**Featurizer(config, model.tokenizer, None).documents(docs)), dim=-1)
+    assert torch.allclose(checkpoint, glow, atol=1e-5)
+    query = torch.nn.functional.normalize(MeanPoolEncoder("default")(["lyme disease antibiotics"]), dim=-1)
+    assert torch.equal((query @ checkpoint.T).argsort(descending=True), (query @ glow.T).argsort(descending=True))
