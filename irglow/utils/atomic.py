@@ -93,6 +93,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale(path.parent, f".{path.name}.")
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
+    aside: list[Path] = []  # earlier versions moved out of the way, removed once the new one is in place
     try:
         yield tmp
         mask = _umask()
@@ -104,14 +105,18 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
                 os.replace(tmp, path)  # works when path is absent (or an empty directory)
                 break
             except OSError:
-                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+                old = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".old", dir=path.parent))
                 try:
-                    os.replace(path, old)  # move the current one aside, then try again
+                    os.replace(path, old)  # move the current one aside, then try again at once
+                    aside.append(old)
                 except OSError:
-                    pass
-                shutil.rmtree(old, ignore_errors=True)
+                    shutil.rmtree(old, ignore_errors=True)
         else:
             raise OSError(f"could not replace {path}: other processes keep replacing it")
     finally:
         if tmp.exists():
+            if aside and not path.exists():  # interrupted between moving the old one out and the new one in
+                os.replace(aside.pop(), path)
             shutil.rmtree(tmp, ignore_errors=True)
+        for old in aside:
+            shutil.rmtree(old, ignore_errors=True)

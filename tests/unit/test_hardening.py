@@ -181,3 +181,29 @@ def test_leftovers_of_a_killed_writer_are_swept(tmp_path):
         assert tmp.name.startswith(f".index.{os.getpid()}.")
     assert not stale.exists() and live.exists() and other.exists() and (tmp_path / "index" / "done").is_file()
     assert sweep_stale(tmp_path, ".index.") == []
+
+
+def test_atomic_dir_interrupted_mid_swap_keeps_the_previous_version(tmp_path, monkeypatch):
+    """Ctrl-C between moving the old directory aside and moving the new one in leaves the old one in place."""
+    import os
+
+    from irglow.utils import atomic
+
+    target = tmp_path / "checkpoint"
+    with atomic.atomic_dir(target) as tmp:
+        (tmp / "trainer.pt").write_text("epoch 1")
+    real, calls = os.replace, []
+
+    def interrupted(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 3:  # 1: new onto the full old one (fails), 2: old aside, 3: new in → Ctrl-C here
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic.atomic_dir(target) as tmp:
+            (tmp / "trainer.pt").write_text("epoch 2")
+    monkeypatch.undo()
+    assert (target / "trainer.pt").read_text() == "epoch 1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
