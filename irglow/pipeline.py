@@ -17,10 +17,10 @@ from typing import Any
 from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.data.trec import write_qrels
-from irglow.eval.compare import compare
+from irglow.eval.compare import COMPARISON_SETTINGS, check_comparison_settings, compare
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.eval.plots import plot_comparison
-from irglow.index.lucene_index import IndexConfig, build_index
+from irglow.index.lucene_index import IndexConfig, build_index, check_index_config
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.runs.trec import Run
@@ -81,23 +81,18 @@ def check_config(config: dict[str, Any]) -> None:
     if not isinstance(lx.get("tune_bm25f", False), bool):
         raise ValueError(f"lexical.tune_bm25f = {lx['tune_bm25f']!r} must be true or false")
     c = config.get("collection", {})
-    for key in ("max_docs",):
-        if c.get(key) is not None and (isinstance(c[key], bool) or not isinstance(c[key], int) or c[key] < 1):
-            raise ValueError(f"collection.{key} = {c[key]!r} must be an integer >= 1")
+    max_docs = c.get("max_docs")
+    if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1):
+        raise ValueError(f"collection.max_docs = {max_docs!r} must be an integer >= 1")
     if "seed" in config and (isinstance(config["seed"], bool) or not isinstance(config["seed"], int)):
         raise ValueError(f"seed = {config['seed']!r} must be an integer")
-    icfg = config.get("index", {})
-    from irglow.index.lucene_index import check_index_config
-
-    check_index_config(IndexConfig(fields=tuple(icfg["fields"]) if isinstance(icfg.get("fields"), list) else
-                                   icfg.get("fields"), stemmer=icfg.get("stemmer", "porter"),
-                                   keep_stopwords=icfg.get("keep_stopwords", False), threads=icfg.get("threads", 2)))
+    check_index_config(index_config(config))
     ev = config.get("eval", {})
     parse_measures(ev.get("measures", DEFAULT_MEASURES))
-    check_eval_settings(ev)
+    check_comparison_settings("eval.", **comparison_settings(ev))
     from irglow.stages import check_stage_settings, stage_tags
 
-    tags = [str(s).replace("+", "-") for s in systems] + [t for ts in stage_tags(config).values() for t in ts]
+    tags = [lexical_tag(str(s)) for s in systems] + [t for ts in stage_tags(config).values() for t in ts]
     baseline = ev.get("baseline", "bm25")
     if baseline not in tags:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
@@ -107,26 +102,7 @@ def check_config(config: dict[str, Any]) -> None:
 
 def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
     """The ``[eval]`` settings that shape a comparison (test, correction, CI, condensed view, risk, pairs)."""
-    keys = {"test": "test", "correction": "correction", "permutations": "permutations", "seed": "seed", "ci": "ci",
-            "judged_only": "judged_only", "risk_alphas": "risk_alphas", "pairs": "pairs", "alpha": "alpha"}
-    return {arg: ev[key] for key, arg in keys.items() if key in ev}
-
-
-def check_eval_settings(ev: dict[str, Any]) -> None:
-    from irglow.eval import significance as sig
-
-    checks = {"test": lambda v: v in sig.TESTS, "correction": lambda v: v in sig.CORRECTIONS,
-              "permutations": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
-              "seed": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "ci": lambda v: isinstance(v, bool), "judged_only": lambda v: isinstance(v, bool),
-              "risk_alphas": lambda v: isinstance(v, list) and all(isinstance(a, (int, float)) and a >= 0 for a in v),
-              "pairs": lambda v: v in ("all", None, ""), "alpha": lambda v: isinstance(v, float) and 0 < v < 1}
-    allowed = {"test": ", ".join(sig.TESTS), "correction": ", ".join(sig.CORRECTIONS), "permutations": "an integer >= 1",
-               "seed": "an integer", "ci": "true or false", "judged_only": "true or false",
-               "risk_alphas": "a list of numbers >= 0", "pairs": "'all'", "alpha": "a number between 0 and 1"}
-    for key, ok in checks.items():
-        if key in ev and not ok(ev[key]):
-            raise ValueError(f"eval.{key} = {ev[key]!r}; allowed: {allowed[key]}")
+    return {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}
 
 
 def tune_field_weights(index, queries, qrels, fields, grid=(1.0, 2.0, 4.0), measure="nDCG@10",
@@ -167,8 +143,8 @@ class StageCache:
 
     def run(self, name: str, settings: Any, inputs: dict[str, Run], produce) -> dict[str, Run]:
         key = value_digest({"stage": name, "settings": settings, "context": self.context,
-                       "inputs": {t: self.digests.get(t) or file_digest(self.out / f"{t}.run")
-                                  for t in sorted(inputs)}})
+                            "inputs": {t: self.digests.get(t) or file_digest(self.out / f"{t}.run")
+                                       for t in sorted(inputs)}})
         record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
         if record.is_file():
             saved = json.loads(record.read_text())
@@ -227,14 +203,25 @@ def run_pipeline(config: dict[str, Any]) -> Path:
     return out
 
 
+def lexical_tag(system: str) -> str:
+    """A lexical system's run tag (and file stem): ``bm25+rm3`` → ``bm25-rm3``."""
+    return system.replace("+", "-")
+
+
+def index_config(config: dict[str, Any]) -> IndexConfig:
+    """The ``[index]`` section as an :class:`IndexConfig` (a list of fields becomes a tuple; anything else is
+    passed on as it is, for :func:`check_index_config` to name)."""
+    icfg = config.get("index", {})
+    fields = icfg.get("fields")
+    return IndexConfig(fields=tuple(fields) if isinstance(fields, list) else (fields or None),
+                       stemmer=icfg.get("stemmer", "porter"), keep_stopwords=icfg.get("keep_stopwords", False),
+                       threads=icfg.get("threads", 2))
+
+
 def index_and_stats(collection, config: dict[str, Any], timings: dict[str, float]):
     """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics."""
     t = time.perf_counter()
-    icfg = config.get("index", {})
-    index = build_index(collection, IndexConfig(fields=tuple(icfg["fields"]) if icfg.get("fields") else None,
-                                                stemmer=icfg.get("stemmer", "porter"),
-                                                keep_stopwords=icfg.get("keep_stopwords", False),
-                                                threads=icfg.get("threads", 2)), root=config.get("data_dir"))
+    index = build_index(collection, index_config(config), root=config.get("data_dir"))
     timings["index_s"] = time.perf_counter() - t
     t = time.perf_counter()
     stats = CollectionStats.load(index)
@@ -281,7 +268,7 @@ def _written(run: Run, path: Path) -> Run:
 def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, timings: dict[str, float],
                     weights: dict[str, float], source=None):
     """One test split: lexical runs, the neural stages, the comparison table, plot and manifest.
-    ``source`` (a :class:`~irglow.stages.TrainSource`): where models train, when not this collection's
+    ``source`` (a :class:`~irglow.models.source.TrainSource`): where models train, when not this collection's
     train split (zero-shot).  Returns the comparison."""
     out.mkdir(parents=True, exist_ok=True)
     c, lx = config["collection"], config.get("lexical", {})
@@ -290,7 +277,8 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     test_queries, test_qrels = collection.queries(test_split), collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     runs: dict[str, Run] = {}
-    from irglow.stages import TrainSource, neural_stages
+    from irglow.models.source import TrainSource
+    from irglow.stages import neural_stages
 
     source = source or TrainSource(collection, index, stats, train_split)
     # every stage keys on the content it reads: the index (its name carries the corpus digest and the
@@ -303,7 +291,7 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
         cfg = LexicalConfig(system=name, k1=k1, b=b, depth=depth, threads=lx.get("threads", 2),
                             field_weights=weights if name in ("bm25f", "bm25-mf") else {}, rm3=variant == "rm3")
         t = time.perf_counter()
-        tag = system.replace("+", "-")
+        tag = lexical_tag(system)
         runs.update(cache.run(f"lexical:{tag}", dataclasses.asdict(cfg), {},
                               lambda: {tag: _written(LexicalSearcher(index, cfg).search(test_queries, tag=tag),
                                                      out / f"{tag}.run")}))
@@ -313,7 +301,7 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
         t = time.perf_counter()
         section = stage.__name__.removesuffix("_stage")
         runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed"),
-                                        "trained_on": source.digest()},
+                                        "trained_on": source.digest},
                               dict(runs), lambda: stage(config=config, collection=collection, index=index,
                                                         stats=stats, out=out, runs=dict(runs), source=source)))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t

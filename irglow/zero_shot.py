@@ -153,10 +153,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     if pooled:
         from irglow.eval.plots import plot_forest
 
-        z = 1.959963984540054
-        per_collection = {s: {c: (e, e - z * v ** 0.5, e + z * v ** 0.5) for c, (e, v) in table.effects[s].items()}
-                          for s in pooled}
-        plot_forest(pooled, per_collection, out / "zero-shot-forest.png", measure, table.baseline)
+        plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
         atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
             {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
                  "collections": p.k} for s, p in pooled.items()}).T.to_csv())

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import LUCENE_TERM_LIMIT, Document, Qrel, Query, make_document
-from irglow.data.trec import FormatError, read_qrels, read_topics, utf8_lines
+from irglow.data.trec import FormatError, read_qrels, read_topics, record_id, utf8_lines
 from irglow.utils.digest import file_digest
 
 log = logging.getLogger(__name__)
@@ -54,12 +54,7 @@ class BeirCollection:
                                              f"{type(obj).__name__}", line)
             if "_id" not in obj:
                 raise FormatError(corpus, n, "not a BEIR corpus record (no '_id')", line)
-            doc_id = obj.pop("_id")
-            if doc_id is None or isinstance(doc_id, (bool, float, dict, list)):
-                raise FormatError(corpus, n, f"document id must be a string or an integer, not {doc_id!r}", line)
-            doc_id = str(doc_id)
-            if not doc_id or any(c.isspace() for c in doc_id):
-                raise FormatError(corpus, n, "document id must be non-empty without whitespace (TREC files)", line)
+            doc_id = record_id(corpus, n, obj.pop("_id"), "document", line)
             if len(doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
                 raise FormatError(corpus, n, f"document id is {len(doc_id.encode('utf-8'))} bytes; Lucene's limit "
                                              f"for an indexed term is {LUCENE_TERM_LIMIT}", line[:200])

@@ -25,12 +25,16 @@ class FormatError(ValueError):
 log = logging.getLogger(__name__)
 
 
-def open_binary(path: str | Path):
-    """A file opened for reading bytes; gzip (``.gz``, or any file starting with gzip's magic bytes)
-    decompressed transparently, since TREC runs and qrels are often shipped compressed."""
+def is_gzip(path: str | Path) -> bool:
+    """Whether the file starts with gzip's magic bytes (whatever its name)."""
     with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+        return f.read(2) == b"\x1f\x8b"
+
+
+def open_binary(path: str | Path):
+    """A file opened for reading bytes; gzip decompressed transparently, since TREC runs and qrels are
+    often shipped compressed."""
+    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
 def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
@@ -118,13 +122,10 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
                 continue
             try:
                 obj = json.loads(line)
-                qid, qtext = str(obj["_id"]), obj.get("text")
-            except (ValueError, KeyError, TypeError) as e:
+                raw_id, qtext = obj["_id"], obj.get("text")
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
                 raise FormatError(path, n, f"not a BEIR query record ({e})", line) from None
-            if isinstance(obj.get("_id"), (bool, float)) or obj.get("_id") is None:
-                raise FormatError(path, n, f"query id must be a string or an integer, not {obj.get('_id')!r}", line)
-            if not qid or any(c.isspace() for c in qid):
-                raise FormatError(path, n, "query id must be non-empty without whitespace (TREC files)", line)
+            qid = record_id(path, n, raw_id, "query", line)
             if not isinstance(qtext, str):
                 log.warning("%s:%d: query %s has no text (%r); it gets an empty ranking", path, n, qid, qtext)
                 qtext = ""
@@ -140,12 +141,21 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
         if "\t" not in line:
             raise FormatError(path, n, "expected 'qid<TAB>query text'", line)
         qid, q = line.split("\t", 1)
-        qid = qid.strip()
-        if not qid or any(c.isspace() for c in qid):
-            raise FormatError(path, n, "query id must be non-empty without whitespace (TREC files)", line)
+        qid = record_id(path, n, qid.strip(), "query", line)
         _check_unique(path, n, qid, first, line)
         out.append(Query(qid, q.strip()))
     return out
+
+
+def record_id(path, n: int, value, what: str, line: str) -> str:
+    """A document or query id as it must appear in a TREC file: a string or an integer (``null``, ``true``,
+    ``2.0`` would silently become "None", "True", "2.0"), non-empty, without whitespace."""
+    if value is None or isinstance(value, (bool, float, dict, list)):
+        raise FormatError(path, n, f"{what} id must be a string or an integer, not {value!r}", line)
+    value = str(value)
+    if not value or any(c.isspace() for c in value):
+        raise FormatError(path, n, f"{what} id must be non-empty without whitespace (TREC files)", line)
+    return value
 
 
 def _check_unique(path, n: int, qid: str, first: dict[str, int], line: str) -> None:

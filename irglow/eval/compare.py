@@ -21,11 +21,13 @@ import pandas as pd
 from irglow.data.records import Qrel
 from irglow.eval import significance as sig
 from irglow.eval.measures import parse_measures, per_query
+from irglow.runs.columns import RankedRun, read_ranked
 from irglow.runs.trec import Run
 
 log = logging.getLogger(__name__)
 
 JUDGED_AT = 10
+JUDGED = f"Judged@{JUDGED_AT}"
 JUDGED_GAP = 0.10  # a run whose Judged@10 is this far below the baseline's gets a caption warning
 TEST_NAMES = {"randomization": "paired randomization test", "t": "paired t-test", "bootstrap": "paired bootstrap test",
               "wilcoxon": "Wilcoxon signed-rank test"}
@@ -94,7 +96,7 @@ class Comparison:
                                             f"[{self.ci_low.loc[run, m]:+.{digits - 1}f}, "
                                             f"{self.ci_high.loc[run, m]:+.{digits - 1}f}])")
         if self.judged is not None:
-            out[f"Judged@{JUDGED_AT}"] = [f"{self.judged[r]:.3f}" for r in out.index]
+            out[JUDGED] = [f"{self.judged[r]:.3f}" for r in out.index]
         if self.groups:
             out["group"] = [self.groups.get(r, "") for r in out.index]
         return out
@@ -107,7 +109,7 @@ class Comparison:
         low = [f"`{r}` {v:.3f}" for r, v in self.judged.items() if r != self.baseline and v < base - JUDGED_GAP]
         if not low:
             return []
-        return [f"Judged@{JUDGED_AT} well below the baseline's {base:.3f} for {', '.join(low)}: unjudged documents "
+        return [f"{JUDGED} well below the baseline's {base:.3f} for {', '.join(low)}: unjudged documents "
                 f"count as non-relevant, so these scores are likely underestimated"
                 + ("" if self.condensed else " (see the condensed view, --judged-only)")]
 
@@ -180,7 +182,7 @@ class Comparison:
                 for i, what in enumerate(("wins", "ties", "losses")):
                     frame[f"{m} {what}"] = [self.wtl.get(r, {}).get(m, (np.nan,) * 3)[i] for r in frame.index]
         if self.judged is not None:
-            frame[f"Judged@{JUDGED_AT}"] = self.judged
+            frame[JUDGED] = self.judged
         if self.risk is not None:
             for c in self.risk.columns:
                 frame[c] = self.risk[c]
@@ -209,30 +211,26 @@ class EvaluatedRun:
 
     values: dict[str, dict[str, float]]
     answered: set[str]
-    tag: str = ""
 
 
 def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True, judged_only: bool = False
                  ) -> EvaluatedRun:
-    measures = parse_measures(measures) if isinstance(measures, str) or isinstance(next(iter(measures)), str) \
-        else list(measures)
+    measures = parse_measures(measures)
     wanted = list(measures)
     if judged:
-        judged_measure = parse_measures([f"Judged@{JUDGED_AT}"])[0]
+        judged_measure = parse_measures([JUDGED])[0]
         wanted += [] if judged_measure in measures else [judged_measure]
     values = per_query(wanted, qrels, run)
     if judged_only:
         for m, v in per_query(measures, qrels, condensed(run, qrels)).items():
             values[f"{m}'"] = v
-    return EvaluatedRun(values, _queries_with_documents(run), getattr(run, "tag", ""))
+    return EvaluatedRun(values, _queries_with_documents(run))
 
 
 _WORKER: dict = {}
 
 
 def _evaluate_file(args) -> EvaluatedRun:
-    from irglow.runs.columns import read_ranked
-
     path, duplicates = args
     w = _WORKER
     return evaluate_run(read_ranked(path, duplicates), w["qrels"], w["measures"], w["judged"], w["judged_only"])
@@ -263,9 +261,7 @@ def condensed(run, qrels: list[Qrel]):
     judged: dict[str, set[str]] = {}
     for q in qrels:
         judged.setdefault(q.query_id, set()).add(q.doc_id)
-    if hasattr(run, "ranked"):
-        from irglow.runs.columns import RankedRun
-
+    if isinstance(run, RankedRun):
         return RankedRun({qid: {d: v for d, v in docs.items() if d in judged.get(qid, ())}
                           for qid, docs in run.ranked.items()}, run.tag)
     return Run({qid: [(d, s) for d, s in docs if d in judged.get(qid, ())] for qid, docs in run.ranking.items()},
@@ -273,8 +269,35 @@ def condensed(run, qrels: list[Qrel]):
 
 
 def _queries_with_documents(run) -> set[str]:
-    docs_per_query = getattr(run, "ranked", None) or run.ranking
+    docs_per_query = run.ranked if isinstance(run, RankedRun) else run.ranking
     return {q for q, docs in docs_per_query.items() if docs}
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# what each comparison setting accepts: the one check behind `compare` and a pipeline's [eval] section
+COMPARISON_SETTINGS = {
+    "test": (lambda v: v in sig.TESTS, ", ".join(sig.TESTS)),
+    "correction": (lambda v: v in sig.CORRECTIONS, ", ".join(sig.CORRECTIONS)),
+    "permutations": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
+    "seed": (_whole, "an integer"),
+    "ci": (lambda v: isinstance(v, bool), "true or false"),
+    "judged_only": (lambda v: isinstance(v, bool), "true or false"),
+    "risk_alphas": (lambda v: isinstance(v, (list, tuple)) and all(
+        isinstance(a, (int, float)) and not isinstance(a, bool) and a >= 0 for a in v), "a list of numbers >= 0"),
+    "pairs": (lambda v: v in ("all", None, ""), "'all' or unset"),
+    "alpha": (lambda v: isinstance(v, float) and 0 < v < 1, "a number between 0 and 1"),
+}
+
+
+def check_comparison_settings(prefix: str = "", **settings) -> None:
+    """Stop on a comparison setting of the wrong type or value, naming it (``prefix``: e.g. ``eval.``)."""
+    for key, value in settings.items():
+        ok, allowed = COMPARISON_SETTINGS[key]
+        if not ok(value):
+            raise ValueError(f"{prefix}{key} = {value!r}; allowed: {allowed}")
 
 
 def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str,
@@ -283,22 +306,12 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
             ci: bool = False, judged: bool = True, judged_only: bool = False,
             risk_alphas: Sequence[float] = (1.0, 5.0), pairs: str | None = None) -> Comparison:
     """Evaluate ``runs`` on ``qrels``; tests, effect sizes and risk of each run against ``baseline``."""
-    if test not in sig.TESTS:
-        raise ValueError(f"test must be one of {', '.join(sig.TESTS)}, not {test!r}")
-    if correction not in sig.CORRECTIONS:
-        raise ValueError(f"correction must be one of {', '.join(sig.CORRECTIONS)}, not {correction!r}")
-    if pairs not in (None, "all"):
-        raise ValueError(f"pairs must be 'all' or unset, not {pairs!r}")
-    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
-        raise ValueError(f"permutations must be an integer >= 1, not {permutations!r}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be between 0 and 1, not {alpha!r}")
-    measures = parse_measures(measures) if isinstance(measures, str) or isinstance(next(iter(measures)), str) \
-        else list(measures)
+    check_comparison_settings(test=test, correction=correction, permutations=permutations, seed=seed, ci=ci,
+                              judged_only=judged_only, risk_alphas=risk_alphas, pairs=pairs, alpha=alpha)
+    measures = parse_measures(measures)
     names = list(runs)
     if baseline is not None and baseline not in runs:
         raise KeyError(f"baseline {baseline!r} is not among the runs {names}")
-    judged_measure = parse_measures([f"Judged@{JUDGED_AT}"])[0] if judged else None
     evaluated = {name: run if isinstance(run, EvaluatedRun) else evaluate_run(run, qrels, measures, judged, judged_only)
                  for name, run in runs.items()}
     values = {name: e.values for name, e in evaluated.items()}
@@ -346,9 +359,8 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
             pair_p.iloc[i, i] = np.nan
         groups = sig.groups(names, list(means[first]), hsd, alpha)
     judged_values = None
-    if judged_measure is not None:
-        jm = str(judged_measure)
-        judged_values = pd.Series({n: float(np.mean([values[n][jm][q] for q in qids])) if qids else float("nan")
+    if judged:
+        judged_values = pd.Series({n: float(np.mean([values[n][JUDGED][q] for q in qids])) if qids else float("nan")
                                    for n in names})
     judged_ids = set(qids)
     answered = {n: evaluated[n].answered for n in names}

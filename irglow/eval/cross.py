@@ -44,8 +44,7 @@ class CrossCollection:
                 raise KeyError(f"{measure} is not among the measures of {name}: {list(cmp.means.columns)}")
             for system in cmp.means.index:
                 values.loc[system, name] = cmp.means.loc[system, measure]
-                p = cmp.pvalues.loc[system, measure]
-                if p == p and p < cmp.alpha:
+                if cmp.significant(system, measure):
                     marks.loc[system, name] = "▲" if cmp.deltas.loc[system, measure] > 0 else "▼"
         baseline = baselines.pop() if len(baselines) == 1 else None
         effects: dict[str, dict[str, tuple[float, float]]] = {}
@@ -66,6 +65,14 @@ class CrossCollection:
         """System → random-effects pooled Δ to the baseline over the collections it ran on (two or more)."""
         return {s: sig.dersimonian_laird([e for e, _ in per.values()], [v for _, v in per.values()])
                 for s, per in self.effects.items() if len(per) >= 2}
+
+    def intervals(self, level: float = 0.95) -> dict[str, dict[str, tuple[float, float, float]]]:
+        """System → collection → (Δ, CI low, CI high): each collection's effect with its normal interval."""
+        from scipy import stats
+
+        z = float(stats.norm.ppf(0.5 + level / 2))
+        return {s: {c: (e, e - z * v ** 0.5, e + z * v ** 0.5) for c, (e, v) in per.items()}
+                for s, per in self.effects.items()}
 
     def pooled_table(self, digits: int = 4) -> pd.DataFrame | None:
         pooled = self.pooled()

@@ -16,6 +16,7 @@ import ir_measures
 from ir_measures import Metric
 
 from irglow.data.records import Qrel
+from irglow.runs.columns import RankedRun
 from irglow.runs.trec import Run
 
 
@@ -76,10 +77,11 @@ def parse_measure(text: str):
     return measure
 
 
-def parse_measures(texts: Iterable[str] | str) -> list:
+def parse_measures(texts: Iterable | str) -> list:
+    """``"nDCG@10 AP"``, ``["nDCG@10", "AP"]`` or measure objects (passed through) → measure objects."""
     if isinstance(texts, str):
         texts = [t for t in re.split(r"[\s,]+", texts) if t]
-    return [parse_measure(t) for t in texts]
+    return [parse_measure(t) if isinstance(t, str) else t for t in texts]
 
 
 def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict[str, float]]:
@@ -91,10 +93,7 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict
         # ir_measures routes each measure to a provider, and they break score ties differently (RR@k goes
         # to the msmarco provider, which does not use trec_eval's doc-id-descending order).  Rank-valued
         # scores in the Run's (trec_eval) order make every provider see one and the same ranking.
-        ranked = getattr(run, "ranked", None)  # a RankedRun (irglow.runs.columns) is already in this form
-        if ranked is None:
-            ranked = {qid: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
-                      for qid, docs in run.ranking.items()}
+        ranked = (run if isinstance(run, RankedRun) else RankedRun.from_run(run)).ranked
         longest = max((len(d) for d in ranked.values()), default=0)
         for group, depth in _by_depth(measures, longest):
             view = ranked if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in ranked.items()}

@@ -60,8 +60,7 @@ def plot_comparison(cmp: Comparison, path: str | Path, title: str = "") -> Path:
     marks = cmp.pvalues.copy().astype(object)
     for run in cmp.means.index:
         for m in cmp.means.columns:
-            p = cmp.pvalues.loc[run, m]
-            marks.loc[run, m] = ("▲" if cmp.deltas.loc[run, m] > 0 else "▼") if p == p and p < cmp.alpha else ""
+            marks.loc[run, m] = ("▲" if cmp.deltas.loc[run, m] > 0 else "▼") if cmp.significant(run, m) else ""
     return grouped_bars(cmp.means, marks, path,
                         title or f"{cmp.n_queries} queries" + (f", ▲/▼ vs {cmp.baseline}" if cmp.baseline else ""))
 
@@ -133,7 +132,7 @@ def plot_training_curves(curves: Mapping[str, Sequence[Mapping]], path: str | Pa
 
 
 def plot_pairs(cmp: Comparison, path: str | Path, title: str = "") -> Path | None:
-    """Heatmap of the all-pairs (Tukey HSD) adjusted p-values; pairs below alpha outlined, runs labelled
+    """Heatmap of the all-pairs (Tukey HSD) adjusted p-values; pairs below alpha in bold, runs labelled
     with their groups.  ``None`` when the comparison has no pairs."""
     import numpy as np
 

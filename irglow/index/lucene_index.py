@@ -215,7 +215,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
             raise ValueError(f"fields {unknown} are not in {collection.name}; its fields: {list(available)}")
     fields = tuple(config.fields or available)
     lucene_fields = tuple(lucene_field_name(f) for f in fields)
-    clash = sorted({lf for lf in lucene_fields if lucene_fields.count(lf) > 1 or lf in RESERVED_FIELDS})
+    clash = sorted({lf for lf in lucene_fields if lucene_fields.count(lf) > 1})
     if clash:
         raise ValueError(f"fields {list(fields)} map to the Lucene field names {list(lucene_fields)}: {clash} "
                          f"would collide (names in {sorted(RESERVED_FIELDS)} get '_field' appended); "
@@ -287,11 +287,11 @@ STEMMERS = ("porter", "krovetz", "none")
 
 def check_index_config(config: IndexConfig) -> None:
     """Types and allowed values before any work (a config file is not restricted like the CLI)."""
+    from irglow.config import check_values
+
     if config.stemmer not in STEMMERS:
         raise ValueError(f"index.stemmer = {config.stemmer!r}; allowed: {', '.join(STEMMERS)}")
-    if not isinstance(config.keep_stopwords, bool):
-        raise ValueError(f"index.keep_stopwords = {config.keep_stopwords!r} must be true or false")
-    if isinstance(config.threads, bool) or not isinstance(config.threads, int) or config.threads < 1:
-        raise ValueError(f"index.threads = {config.threads!r} must be an integer >= 1")
-    if config.fields is not None and (not all(isinstance(f, str) and f for f in config.fields)):
-        raise ValueError(f"index.fields = {list(config.fields)!r} must be a list of field names")
+    check_values(config, "index")  # keep_stopwords a boolean, threads a whole number > 0
+    if config.fields is not None and not (isinstance(config.fields, tuple) and
+                                          all(isinstance(f, str) and f for f in config.fields)):
+        raise ValueError(f"index.fields = {config.fields!r} must be a list of field names")

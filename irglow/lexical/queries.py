@@ -10,7 +10,7 @@ from collections import Counter
 from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
-from irglow.index.jvm import autoclass
+from irglow.index.jvm import autoclass, bulk_search_available
 
 
 @lru_cache(maxsize=None)
@@ -63,8 +63,6 @@ def bag_of_words(terms: Sequence[str], field: str = "contents"):
     counts = Counter(terms)
     if not counts:
         return None
-    from irglow.index.jvm import bulk_search_available
-
     if bulk_search_available():
         return J("irglow.BulkSearch").bagOfWords(field, list(counts), [float(c) for c in counts.values()])
     return disjunction(boost(term_query(field, t), c) if c != 1 else term_query(field, t) for t, c in counts.items())

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 from tqdm.auto import tqdm
 
 from irglow.data.records import Query
+from irglow.index.jvm import bulk_search_available
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical import queries as lq
 from irglow.runs.trec import Run
@@ -183,8 +184,6 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
     With irglow's bulk helper (``irglow.BulkSearch``, compiled where the JDK has ``javac``) a batch of
     queries is searched on ``threads`` Java threads and its hits come back as three primitive arrays;
     otherwise each hit crosses JNI on its own.  Both give the same hits and float scores (tested)."""
-    from irglow.index.jvm import bulk_search_available
-
     ids = doc_ids(index)
     use_bulk = bulk_search_available() if bulk is None else bulk
     ranking: dict[str, list[tuple[str, float]]] = {}
@@ -214,8 +213,6 @@ def doc_ids(index: LuceneIndex) -> list[str]:
     helper (a newline-joined string), else one stored-fields call per document."""
     key = str(index.path)
     if key not in _DOC_IDS:
-        from irglow.index.jvm import bulk_search_available
-
         reader = index.reader.reader
         if bulk_search_available():
             n = reader.maxDoc()

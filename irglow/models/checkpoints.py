@@ -55,7 +55,7 @@ def split_validation(ids: list[str], fraction: float, trainer: str) -> tuple[lis
 
     n_val = max(1, int(len(ids) * fraction)) if len(ids) >= MIN_QUERIES_FOR_VALIDATION else 0
     val_ids, train_ids = sorted(ids[:n_val]), list(ids[n_val:])
-    log = logging.getLogger(trainer)
+    log = logging.getLogger(__name__)
     if n_val == 0:
         log.warning("%s: only %d training queries with a relevant document: none held out for validation "
                     "(%d needed), so no early stopping — the model after the last step is kept", trainer, len(ids),

@@ -29,14 +29,11 @@ class TrainSource:
         """Zero-shot: the models are evaluated on a collection they never saw."""
         return self.collection.name != collection.name
 
+    @cached_property
     def digest(self) -> dict[str, str]:
         """What a model trained here depends on, by content: the corpus (its index, whose name carries the
         corpus digest and the analysis settings), and the split's queries (ids and text) and judgments.
         Computed once per source object (one pipeline run), never kept across runs."""
-        return self._digest
-
-    @cached_property
-    def _digest(self) -> dict[str, str]:
         from irglow.utils.digest import qrels_digest, queries_digest
 
         return {"index": Path(self.index.path).name, "split": self.split,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irglow.data.trec import is_gzip
 from irglow.runs.trec import Run
 
 
@@ -30,8 +31,8 @@ class RankedRun:
 
     @classmethod
     def from_run(cls, run: Run) -> "RankedRun":
-        return cls({qid: {d: len(docs) - i for i, (d, _) in enumerate(docs)} for qid, docs in run.ranking.items()},
-                   run.tag)
+        return cls({qid: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
+                    for qid, docs in run.ranking.items()}, run.tag)
 
     def __len__(self) -> int:
         return len(self.ranked)
@@ -94,9 +95,7 @@ def read_ranked(path: str | Path, duplicates: str = "error") -> RankedRun:
     """A run file as a :class:`RankedRun`: the columnar fast path, or ``Run.read``'s strict one (gzip,
     other whitespace, duplicates with ``keep-max``, and every error message naming file and line)."""
     path = Path(path)
-    with open(path, "rb") as f:
-        plain = f.read(2) != b"\x1f\x8b"  # gzip goes through the strict reader, which decompresses
-    fast = _fast(path) if plain else None
+    fast = None if is_gzip(path) else _fast(path)  # gzip goes through the strict reader, which decompresses
     if fast is not None:
         if not fast.tag:
             fast.tag = path.stem

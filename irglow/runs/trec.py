@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from irglow.data.records import ScoredDoc
-from irglow.data.trec import FormatError
+from irglow.data.trec import FormatError, open_binary
 from irglow.utils.atomic import atomic_file
 
 log = logging.getLogger(__name__)
@@ -104,8 +104,6 @@ class Run:
         ranking: dict[str, dict[str, tuple[float, int]]] = {}
         tag = None
         dropped = 0
-        from irglow.data.trec import open_binary
-
         with open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:
             n = 0
             try:

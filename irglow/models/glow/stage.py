@@ -18,11 +18,26 @@ from irglow.runs.fusion import fuse
 from irglow.models.source import TrainSource, keyed_train_dir, train_root
 
 
+def settings(config) -> tuple[dict, list[str], list[str]]:
+    """The ``[glow]`` section as (training settings, model variants, lexical runs each variant is fused with)."""
+    gcfg = stage_settings(config.get("glow", {}), "glow")
+    return gcfg, list(gcfg.pop("variants", ["glow"])), list(gcfg.pop("fuse_with", ["bm25f"]))
+
+
+def tags(config) -> list[str]:
+    """The runs this stage writes."""
+    _, variants, fuse_with = settings(config)
+    return variants + [f"{lexical}+{v}" for lexical in fuse_with for v in variants]
+
+
+def check(config) -> None:
+    """Stop on a wrong training setting before any work."""
+    GlowTrainConfig.from_dict(settings(config)[0])
+
+
 def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
                source: TrainSource | None = None) -> dict:
-    gcfg = stage_settings(config.get("glow", {}), "glow")
-    variants = gcfg.pop("variants", ["glow"])
-    fuse_with = gcfg.pop("fuse_with", ["bm25f"])
+    gcfg, variants, fuse_with = settings(config)
     c, lx = config.get("collection", {}), config.get("lexical", {})
     depth = lx.get("depth", 1000)
     given = dict(runs or {})
@@ -39,7 +54,7 @@ def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = 
     for variant in variants:
         tc = GlowTrainConfig.from_dict({**gcfg, "model": {**model_cfg, "variant": variant}})
         train_dir = keyed_train_dir(train_root(config, out) / f"{variant}-train",
-                                    {"settings": gcfg, "model": model_cfg, "variant": variant, "source": source.digest()})
+                                    {"settings": gcfg, "model": model_cfg, "variant": variant, "source": source.digest})
         best = GlowTrainer(tc, train_dir).train(
             source.index, source.stats, train_docs, train_q, train_qrels)
         if not zero_shot:

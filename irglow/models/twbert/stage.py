@@ -14,17 +14,31 @@ from irglow.models.source import TrainSource, keyed_train_dir, train_root
 log = logging.getLogger(__name__)
 
 
+def settings(config) -> tuple[dict, bool, str | None]:
+    """The ``[twbert]`` section as (training settings, whether to add the RM3 run, a trained model to reuse)."""
+    tcfg = stage_settings(config.get("twbert", {}), "twbert")
+    return tcfg, tcfg.pop("rm3", True), tcfg.pop("model_dir", None)
+
+
+def tags(config) -> list[str]:
+    """The runs this stage writes."""
+    return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if settings(config)[1] else [])
+
+
+def check(config) -> None:
+    """Stop on a wrong training setting before any work."""
+    TrainConfig.from_dict(settings(config)[0])
+
+
 def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
                  source: TrainSource | None = None) -> dict:
-    tcfg = stage_settings(config.get("twbert", {}), "twbert")
-    expansion = tcfg.pop("rm3", True)
-    model_dir = tcfg.pop("model_dir", None)
+    tcfg, expansion, model_dir = settings(config)
     c = config.get("collection", {})
     source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
     if not model_dir:
         train_cfg = TrainConfig.from_dict(tcfg)
         train_dir = keyed_train_dir(train_root(config, out) / "twbert-train",
-                                    {"settings": tcfg, "seed": config.get("seed"), "source": source.digest()})
+                                    {"settings": tcfg, "seed": config.get("seed"), "source": source.digest})
         model_dir = Trainer(train_cfg, train_dir).train(source.index, source.stats, source.queries(), source.qrels())
     model = TWBert.load(model_dir)
     queries = collection.queries(c.get("test_split", "test"))
