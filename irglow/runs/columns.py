@@ -71,9 +71,8 @@ def _fast(path: Path) -> RankedRun | None:
     doc_names = np.array(d.dictionary.to_pylist(), dtype=object)
     doc_order = np.empty(len(doc_names), np.int64)
     doc_order[np.argsort(doc_names, kind="stable")] = np.arange(len(doc_names))
-    import pandas as pd
-
-    if pd.Series(qi * len(doc_names) + di).duplicated().any():
+    pairs = np.sort(qi * len(doc_names) + di)  # one number per (query, document)
+    if (pairs[1:] == pairs[:-1]).any():
         return None  # a repeated (query, document): the strict reader names it (or keeps the highest score)
     dr = doc_order[di]
     # most run files are already in trec_eval's order (queries contiguous, score desc, id desc): check, else sort
