@@ -56,6 +56,7 @@ run-msmarco: venv
 ZS_CONFIG ?= configs/zero-shot.toml
 COLLECTIONS ?=
 given = $(filter command line environment,$(origin $(1)))
+comma := ,
 zero-shot: venv
 	$(BIN)/irglow -v zero-shot --config $(ZS_CONFIG) $(if $(call given,TRAIN),--train $(TRAIN)) \
 	  $(if $(call given,TRAIN_SPLIT),--train-split $(TRAIN_SPLIT)) $(if $(COLLECTIONS),--collections $(COLLECTIONS)) \
@@ -73,14 +74,31 @@ bench-twbert: venv
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(MODEL),--set twbert.model_dir=$(MODEL))
 
+# TW-BERT training variants ([presets.*] of configs/bench/twbert-diagnose.toml; VARIANTS=a,b picks some): validation
+# and training-query curves per preset, the test split once with the preset validation chose
 bench-twbert-diagnose: venv
-	$(BIN)/python bench/twbert_diagnose.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --out $(OUT) $(if $(VARIANTS),--variants $(VARIANTS)) $(if $(ATTENTION),--attention $(ATTENTION))
+	$(BIN)/irglow run --config configs/bench/twbert-diagnose.toml --set collection.name=$(TRAIN) \
+	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
+	  --grid preset=$(if $(VARIANTS),$(VARIANTS),all) --select-on validation
 
+# GLOW/BERT and the untrained checkpoint, hybrids with BM25F (configs/bench/glow.toml). ATTENTION=auto (default)
+# chooses the attention side on validation; GRID="glow.model.weight_alpha=0.25,0.5,1 …" adds axes, chosen the same way.
+ATTENTION ?= auto
+GRID ?=
+# a reused MODEL= carries its own attention side: nothing to choose
+GLOW_ATTENTION = $(if $(MODEL),,$(if $(filter auto,$(ATTENTION)),--grid glow.model.attention=key$(comma)row,--set glow.model.attention=$(ATTENTION)))
 bench-glow: venv
-	$(BIN)/python bench/glow.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(VARIANTS),--variants $(VARIANTS)) $(if $(ATTENTION),--attention $(ATTENTION))
+	$(BIN)/irglow run --config configs/bench/glow.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
+	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
+	  $(if $(MODEL),--set glow.model_dir=$(MODEL)) $(if $(VARIANTS),--set glow.variants=$(VARIANTS)) \
+	  $(GLOW_ATTENTION) $(foreach g,$(GRID),--grid $(g)) $(if $(or $(GRID),$(filter --grid%,$(GLOW_ATTENTION))),--select-on validation)
+	$(BIN)/python bench/glow.py --models $(if $(MODEL),$(MODEL),$(OUT)) --data $(TEST) --out $(OUT)/throughput
 
 bench-rerank: venv
-	$(BIN)/python bench/rerank.py --train $(TRAIN) --train-split $(TRAIN_SPLIT) --test $(TEST) --test-split $(TEST_SPLIT) --out $(OUT) $(if $(MODEL),--model $(MODEL)) $(if $(DEPTH),--rerank-depth $(DEPTH)) $(if $(MODELS),--models $(MODELS))
+	$(BIN)/irglow run --config configs/bench/rerank.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
+	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
+	  $(if $(MODEL),--set rerank.model_dir=$(MODEL)) $(if $(MODELS),--set rerank.models=$(MODELS)) \
+	  $(if $(DEPTH),--set rerank.depth=$(DEPTH))
 
 # Evaluation at MS MARCO scale: generated runs (RUNS × 7,000 queries × 1,000 documents), irglow eval and
 # compare against ir_measures alone, peak memory

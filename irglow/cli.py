@@ -239,7 +239,15 @@ def cmd_run(args) -> int:
     from irglow.config import load_config
     from irglow.pipeline import run_pipeline
 
-    run_pipeline(load_config(args.config, args.set))
+    config = load_config(args.config, args.set)
+    if args.grid:
+        from irglow.grid import run_grid
+
+        run_grid(config, args.grid, args.select_on)
+    elif args.select_on:
+        raise SystemExit("--select-on needs --grid KEY=V1,V2 (the settings to choose between)")
+    else:
+        run_pipeline(config)
     return 0
 
 
@@ -402,6 +410,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="the end-to-end pipeline from a configuration file")
     p.add_argument("--config", default="configs/demo.toml")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. lexical.depth=100")
+    p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
+                   help="a grid of settings, e.g. glow.model.weight_alpha=0.25,0.5,1 or preset=a,b ([presets.<name>])")
+    p.add_argument("--select-on", choices=["validation"],
+                   help="train every grid point, keep the best on the validation queries carved from the training "
+                        "split, run the pipeline once with it (without: every point is a full run)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("zero-shot", help="train once, evaluate every system on a list of collections: one table")

@@ -75,6 +75,11 @@ def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def as_names(value: Any) -> list[str]:
+    """A list of names, or a comma-separated string as ``make … VARIANTS=a,b`` and ``--set`` pass one."""
+    return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
+
+
 def stage_settings(settings: dict[str, Any], section: str) -> dict[str, Any]:
     """A stage's settings without ``enabled``, laid on the ``[section]`` of the file its ``config`` key names
     (if any) — e.g. ``[glow] config = "configs/glow-paper.toml"`` starts from that file's ``[glow]``."""

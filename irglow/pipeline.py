@@ -52,6 +52,8 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "output": ("dir", "train_dir"),
     "twbert": None, "glow": None, "rerank": None,
     "zero_shot": None,  # irglow.zero_shot checks it
+    "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
+    "grid": None,  # written by irglow.grid: the points and the one chosen on validation
 }
 LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
 DEFAULT_SYSTEMS = ["bm25", "bm25-mf", "bm25f", "tfidf"]
@@ -163,10 +165,30 @@ class StageCache:
         return {t: Run.read(self.out / f"{t}.run") for t in produced}
 
 
-def run_pipeline(config: dict[str, Any]) -> Path:
-    """Index once, tune once, train once; then every test split (``test_split`` may be a list, e.g.
-    MS MARCO dev, TREC DL 2019 and 2020) gets its runs, table, plot and manifest — in ``out`` for one
-    split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared."""
+@dataclasses.dataclass
+class Prepared:
+    """What every test split and every grid point shares: the collection, its index and statistics, where
+    the models train, the field weights and the time each took."""
+
+    collection: Any
+    index: Any
+    stats: Any
+    source: Any  # a TrainSource on another collection (zero-shot), or None: this collection's train split
+    weights: dict[str, float]
+    timings: dict[str, float]
+    splits: list[str]
+    out: Path
+
+    def train_source(self, config: dict[str, Any]):
+        from irglow.models.source import TrainSource
+
+        return self.source or TrainSource(self.collection, self.index, self.stats,
+                                          config.get("collection", {}).get("train_split", "train"))
+
+
+def prepare(config: dict[str, Any]) -> Prepared:
+    """Check the configuration, load and index the collection (and the training collection), tune the
+    field weights; the models' training root is ``out``, shared by every split."""
     check_config(config)
     c = config.get("collection", {})
     out = Path(config.get("output", {}).get("dir", "runs/demo"))
@@ -196,11 +218,21 @@ def run_pipeline(config: dict[str, Any]) -> Path:
         weights = field_weights(config, index, lambda: collection.queries(train_split),
                                 lambda: collection.qrels(train_split), timings)
     config.setdefault("output", {})["train_dir"] = str(out)  # one training per stage, whatever the split
-    for split in splits:
+    return Prepared(collection, index, stats, source, weights, timings, splits, out)
+
+
+def run_pipeline(config: dict[str, Any], prepared: Prepared | None = None, notes: str = "") -> Path:
+    """Index once, tune once, train once; then every test split (``test_split`` may be a list, e.g.
+    MS MARCO dev, TREC DL 2019 and 2020) gets its runs, table, plot and manifest — in ``out`` for one
+    split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared.
+    ``prepared``: what :func:`prepare` already did (a grid search); ``notes``: markdown for the reports."""
+    p = prepared or prepare(config)
+    c = config.get("collection", {})
+    for split in p.splits:
         split_config = {**config, "collection": {**c, "test_split": split}}
-        evaluate_split(split_config, collection, index, stats, out / split if len(splits) > 1 else out,
-                       dict(timings), weights, source=source)
-    return out
+        evaluate_split(split_config, p.collection, p.index, p.stats, p.out / split if len(p.splits) > 1 else p.out,
+                       dict(p.timings), p.weights, source=p.source, notes=notes)
+    return p.out
 
 
 def lexical_tag(system: str) -> str:
@@ -250,14 +282,46 @@ def _diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> lis
     """``per-query.png`` (each system's per-query difference to the baseline, first measure) and
     ``training-curves.png`` (loss and validation per step of every model the stages trained)."""
     from irglow.eval.plots import plot_per_query, plot_training_curves
+    from irglow.models.source import trained_models
 
     made = [plot_per_query(cmp, str(cmp.means.columns[0]), out / "per-query.png")]
     curves = {}
     if stages:
-        for f in sorted(train_dir.glob("*-train/training.json")):
-            curves[f.parent.name.removesuffix("-train")] = json.loads(f.read_text()).get("state", {}).get("history", [])
+        for name, folder in trained_models(train_dir).items():
+            f = folder / "training.json"
+            if f.is_file():
+                curves[name] = json.loads(f.read_text()).get("state", {}).get("history", [])
     made.append(plot_training_curves(curves, out / "training-curves.png"))
     return [p.name for p in made if p is not None]
+
+
+def stage_report(out: Path, sections: list[str]) -> str:
+    """Markdown lines on what the neural stages did: each model's validation (start → kept, at which step)
+    and training time, fusion weights and throughput, from the notes each stage leaves."""
+    from irglow.models.checkpoints import training_summary
+    from irglow.models.source import read_stage_notes
+
+    def num(x, fmt="{:.4f}"):
+        return "–" if x is None else fmt.format(x)
+
+    rows, lines = [], []
+    for section in sections:
+        notes = read_stage_notes(out, section)
+        for name, model_dir in notes.get("models", {}).items():
+            t = training_summary(model_dir)
+            rows.append(f"| {name} | {num(t['start'])} | {num(t['validation'])} | {num(t['step'], '{}')} | "
+                        f"{num(t['seconds'], '{:.0f}')} |")
+        for tag, f in notes.get("fusion", {}).items():
+            tuned = (f" (tuned on {f['tuning_queries']} held-out training queries, nDCG@10 "
+                     f"{f['tuning_nDCG@10']:.4f})" if f.get("tuning_queries") else "")
+            lines.append(f"- {tag}: {f['method']} fusion, weights {', '.join(f'{w:.2f}' for w in f['weights'])}{tuned}")
+        for key, unit in (("pairs_per_s", "query-document pairs/s"), ("encode_docs_per_s", "documents encoded/s")):
+            if notes.get(key):
+                lines.append(f"- {section} throughput ({unit}): " + ", ".join(
+                    f"{n} {r:.1f}" for n, r in notes[key].items() if r == r))
+    if rows:
+        rows = ["| model | validation nDCG@10 at step 0 | kept | step | training s |", "|:--|--:|--:|--:|--:|", *rows]
+    return "\n".join(rows + ([""] if rows and lines else []) + lines)
 
 
 def _written(run: Run, path: Path) -> Run:
@@ -266,7 +330,7 @@ def _written(run: Run, path: Path) -> Run:
 
 
 def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, timings: dict[str, float],
-                    weights: dict[str, float], source=None):
+                    weights: dict[str, float], source=None, notes: str = ""):
     """One test split: lexical runs, the neural stages, the comparison table, plot and manifest.
     ``source`` (a :class:`~irglow.models.source.TrainSource`): where models train, when not this collection's
     train split (zero-shot).  Returns the comparison."""
@@ -311,7 +375,10 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
                   **comparison_settings(ev))
     fields_note = (f"Field weights of bm25-mf and bm25f: {weights or '1.0 per field'}"
                    f"{' (tuned on the training queries)' if lx.get('tune_bm25f') else ''}.\n")
-    atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + fields_note)
+    sections = [s.__name__.removesuffix("_stage") for s in neural_stages(config)]
+    training = stage_report(out, sections)
+    atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + fields_note
+                      + (f"\n{training}\n" if training else "") + (f"\n{notes}\n" if notes else ""))
     atomic_write_text(out / "results.csv", cmp.to_csv())
     atomic_write_text(out / "results.tex", cmp.to_latex())
     plot_comparison(cmp, out / "results.png", title=f"{collection.name} / {test_split}")
@@ -319,8 +386,7 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
         from irglow.eval.plots import plot_pairs
 
         plot_pairs(cmp, out / "pairs.png")
-    plots = _diagnostic_plots(cmp, out, Path(config.get("output", {}).get("train_dir") or out),
-                              [s.__name__.removesuffix("_stage") for s in neural_stages(config)])
+    plots = _diagnostic_plots(cmp, out, Path(config.get("output", {}).get("train_dir") or out), sections)
     write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),
                    bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()},
                    statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report, plots=plots)

@@ -44,6 +44,20 @@ def read_training(model_dir: str | Path) -> dict:
     return json.loads(f.read_text()) if f.is_file() else {}
 
 
+def training_summary(model_dir: str | Path) -> dict:
+    """One trained model in numbers, whatever trained it: validation nDCG@10 of the starting checkpoint
+    (step 0, when it was evaluated) and of the kept model, the step it was kept at, training seconds and
+    the number of training / validation queries."""
+    info = read_training(model_dir)
+    state = info.get("state", {})
+    history = state.get("history", [])
+    start = history[0].get("val_ndcg@10") if history and history[0].get("step") == 0 else None
+    at = state.get("best_step", state.get("best_at"))
+    return {"validation": state.get("best"), "start": start,
+            "step": at.get("step") if isinstance(at, dict) else at, "seconds": state.get("train_seconds"),
+            "train_queries": info.get("train_queries"), "val_queries": info.get("val_queries")}
+
+
 MIN_QUERIES_FOR_VALIDATION = 11
 
 

@@ -41,30 +41,73 @@ class TrainSource:
 
 
 def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
-    """``folder`` for a trainer whose checkpoints belong to ``inputs`` (settings and training data digests).
+    """``folder/<key>`` for a trainer whose checkpoints belong to ``inputs`` (settings and training data digests).
 
-    Trainers resume from the checkpoint they find; one left by training on other data or settings would
-    bring back the old model.  Such a folder is cleared first (and said so); the same inputs resume."""
+    Trainers resume from the checkpoint they find, so each set of inputs trains in its own folder: the same
+    inputs resume (or find the training finished), other inputs never see its checkpoints, and a grid of
+    settings (``irglow run --grid``) keeps every point's model side by side.  ``folder/current`` names the
+    folder the latest run used (reports and plots read it)."""
     import json
-    import logging
-    import shutil
 
     from irglow.utils.atomic import atomic_write_text
     from irglow.utils.digest import value_digest
 
-    key = value_digest(inputs)
-    record = folder / "inputs.json"
-    if folder.exists():
-        previous = json.loads(record.read_text()).get("key") if record.is_file() else None
-        if previous != key:
-            logging.getLogger(__name__).warning(
-                "%s was trained on other data or settings%s; training starts afresh", folder,
-                "" if previous else " (no record of its inputs)")
-            shutil.rmtree(folder)
-    atomic_write_text(record, json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
-    return folder
+    key = value_digest(inputs)[:16]
+    keyed = folder / key
+    keyed.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(keyed / "inputs.json", json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
+    atomic_write_text(folder / "current", key + "\n")
+    return keyed
+
+
+def current_train_dir(folder: Path) -> Path | None:
+    """The keyed training folder under ``folder`` that the latest run used (see :func:`keyed_train_dir`)."""
+    marker = Path(folder) / "current"
+    if not marker.is_file():
+        return None
+    keyed = Path(folder) / marker.read_text().strip()
+    return keyed if keyed.is_dir() else None
+
+
+def trained_models(root: Path) -> dict[str, Path]:
+    """``{name: training folder}`` for every ``<name>-train`` under ``root`` that a run used last."""
+    found = {}
+    for folder in sorted(Path(root).glob("*-train")):
+        keyed = current_train_dir(folder)
+        if keyed is not None:
+            found[folder.name.removesuffix("-train")] = keyed
+    return found
+
+
+def reused_model(root: str | Path, name: str) -> Path:
+    """A trained model to reuse instead of training (``MODEL=``): ``root`` is a previous run's training
+    root (``<name>-train/<current>/best``) or a folder of model folders (``<name>/best``)."""
+    root = Path(root)
+    keyed = current_train_dir(root / f"{name}-train")
+    for candidate in ([keyed / "best"] if keyed else []) + [root / name / "best"]:
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no trained {name!r} model in {root}: looked for {root}/{name}-train/<current>/best "
+                            f"and {root}/{name}/best (model_dir must be a previous run's output or training folder)")
 
 
 def train_root(config: dict[str, Any], out: Path) -> Path:
     """Where a stage trains its models: shared by every test split of one pipeline run."""
     return Path(config.get("output", {}).get("train_dir") or out)
+
+
+def write_stage_notes(out: Path, stage: str, notes: dict[str, Any]) -> None:
+    """What a stage did beside its runs (the models it used, fusion weights, throughput), for the report:
+    ``<out>/.stages/<stage>.notes.json``, next to the stage cache's record, so a reused stage keeps its notes."""
+    import json
+
+    from irglow.utils.atomic import atomic_write_text
+
+    atomic_write_text(Path(out) / ".stages" / f"{stage}.notes.json", json.dumps(notes, indent=1, default=str))
+
+
+def read_stage_notes(out: Path, stage: str) -> dict[str, Any]:
+    import json
+
+    f = Path(out) / ".stages" / f"{stage}.notes.json"
+    return json.loads(f.read_text()) if f.is_file() else {}

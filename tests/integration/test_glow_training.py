@@ -114,5 +114,7 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     for tag, run in runs.items():
         assert set(run.ranking) == test_ids and (tmp_path / f"{tag}.run").is_file()
         assert all(len(docs) <= 20 for docs in run.ranking.values())
-    held_out = json.loads((tmp_path / "glow-train" / "training.json").read_text())["val_query_ids"]
+    from irglow.models.source import current_train_dir
+
+    held_out = json.loads((current_train_dir(tmp_path / "glow-train") / "training.json").read_text())["val_query_ids"]
     assert held_out and not set(held_out) & test_ids

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from irglow.models.source import current_train_dir
+
 DATA = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
 
 
@@ -81,5 +83,5 @@ def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
     config["collection"]["train"] = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
     config["rerank"]["nrmf"]["epochs"] = 1
     out = run_pipeline(config)
-    inputs = json.loads((out / "nrmf-train" / "inputs.json").read_text())["inputs"]["source"]
+    inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
     assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()

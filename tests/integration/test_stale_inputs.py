@@ -10,6 +10,7 @@ import os
 import pytest
 
 from irglow.data.demo import DemoCollection, DemoConfig
+from irglow.models.source import current_train_dir
 
 
 def _beir_from_demo(folder) -> None:
@@ -82,7 +83,7 @@ def test_exactly_the_dependent_stages_rerun(tmp_path, monkeypatch):
     (folder / "qrels" / "train.tsv").write_text("\n".join(train[:-1]) + "\n")
     run_pipeline(_config(folder, out, data))
     assert _stages(out) == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank": "ran"}
-    inputs = json.loads((out / "nrmf-train" / "inputs.json").read_text())["inputs"]["source"]
+    inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
     from irglow.data.beir import BeirCollection
     from irglow.utils.digest import qrels_digest
 

@@ -344,6 +344,9 @@ class GlowTrainer:
             state["epoch"] += 1
             set_alpha()
             evaluate(running / max(1, n))
+            # seconds travel in the checkpoint: a finished training found again reports its own time, not ~0
+            state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
+            t0 = time.perf_counter()
             if self.rank == 0:
                 save_trainer_checkpoint(self.out / "checkpoint", state, rng=False, model=model, scorer=scorer,
                                         optimizer=opt, scheduler=sched)

@@ -30,17 +30,23 @@ def check(config) -> None:
     TrainConfig.from_dict(settings(config)[0])
 
 
+def train(config, source: TrainSource, out: Path) -> dict[str, Path]:
+    """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``."""
+    tcfg, _, model_dir = settings(config)
+    if model_dir:
+        return {"twbert": Path(model_dir)}
+    train_dir = keyed_train_dir(train_root(config, out) / "twbert-train",
+                                {"settings": tcfg, "seed": config.get("seed"), "source": source.digest})
+    return {"twbert": Trainer(TrainConfig.from_dict(tcfg), train_dir).train(source.index, source.stats,
+                                                                            source.queries(), source.qrels())}
+
+
 def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
                  source: TrainSource | None = None) -> dict:
-    tcfg, expansion, model_dir = settings(config)
+    _, expansion, _ = settings(config)
     c = config.get("collection", {})
     source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
-    if not model_dir:
-        train_cfg = TrainConfig.from_dict(tcfg)
-        train_dir = keyed_train_dir(train_root(config, out) / "twbert-train",
-                                    {"settings": tcfg, "seed": config.get("seed"), "source": source.digest})
-        model_dir = Trainer(train_cfg, train_dir).train(source.index, source.stats, source.queries(), source.qrels())
-    model = TWBert.load(model_dir)
+    model = TWBert.load(train(config, source, out)["twbert"])
     queries = collection.queries(c.get("test_split", "test"))
     depth = config.get("lexical", {}).get("depth", 1000)
     weighted = weigh_queries(model, index, queries)

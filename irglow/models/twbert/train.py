@@ -14,7 +14,7 @@ default residual head (``model.TWBertConfig``) the untrained model *is* that pri
 only needed for the paper's ReLU head.  Stage 2 is the end-to-end fine-tuning, early-stopped on
 nDCG@10 of a validation split carved from the training queries.
 
-Why the paper's stage 2 made validation worse here (evidence: ``bench/twbert_diagnose.py``,
+Why the paper's stage 2 made validation worse here (evidence: ``make bench-twbert-diagnose``,
 BENCHMARKS.md): the scorer's gradient is right (finite-difference check in the tests), but
 
 1. AMSE (measured: alone it halves its loss in 40 steps while training-query nDCG@10 falls

@@ -1,0 +1,115 @@
+"""Grids of settings (irglow.grid), named settings, stage variants and training folders keyed on inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from irglow.grid import grid_points, point_labels, split_values, trained_sections
+
+
+def test_values_split_on_top_level_commas_only():
+    assert split_values("0.25,0.5,1") == ["0.25", "0.5", "1"]
+    assert split_values('["bert","glow"],["glow"]') == ['["bert","glow"]', '["glow"]']
+    assert split_values("'a,b',c") == ["'a,b'", "c"]
+    assert split_values("x,,y,") == ["x", "y"]
+
+
+def test_grid_points_are_the_product_in_grid_order():
+    points = grid_points(["glow.loss=contrastive,bce", "glow.model.weight_alpha=0.25,1"])
+    assert points == [["glow.loss=contrastive", "glow.model.weight_alpha=0.25"],
+                      ["glow.loss=contrastive", "glow.model.weight_alpha=1"],
+                      ["glow.loss=bce", "glow.model.weight_alpha=0.25"],
+                      ["glow.loss=bce", "glow.model.weight_alpha=1"]]
+    assert point_labels(["glow.loss=contrastive,bce", "glow.model.weight_alpha=0.25,1"]) == [
+        "loss=contrastive,weight_alpha=0.25", "loss=contrastive,weight_alpha=1",
+        "loss=bce,weight_alpha=0.25", "loss=bce,weight_alpha=1"]
+
+
+def test_presets_expand_to_their_settings_and_all_means_every_one():
+    presets = {"paper": {"twbert.loss": "amse", "twbert.model.head": "relu"}, "default": {},
+               "frozen": {"twbert.freeze_encoder": True}}
+    assert grid_points(["preset=paper,default"], presets) == [["twbert.loss='amse'", "twbert.model.head='relu'"], []]
+    assert grid_points(["preset=all"], presets)[2] == ["twbert.freeze_encoder=True"]
+    assert point_labels(["preset=all"], presets) == ["paper", "default", "frozen"]
+    with pytest.raises(ValueError, match=r"preset=nope: no \[presets.nope\].*paper, default, frozen"):
+        grid_points(["preset=nope"], presets)
+    with pytest.raises(ValueError, match="must look like section.key=value1,value2"):
+        grid_points(["glow.loss"])
+
+
+def test_a_preset_value_reads_back_as_the_value():
+    from irglow.config import apply_override
+
+    config: dict = {}
+    for item in grid_points(["preset=p"], {"p": {"a.s": "x y", "a.b": False, "a.n": 3e-5, "a.l": ["t", "u"]}})[0]:
+        apply_override(config, item)
+    assert config == {"a": {"s": "x y", "b": False, "n": 3e-5, "l": ["t", "u"]}}
+
+
+def test_selection_needs_a_trained_stage():
+    config = {"glow": {"enabled": True}, "twbert": {"enabled": False}}
+    assert trained_sections([["glow.lr=1e-5"], ["glow.lr=2e-5"]], config) == ["glow"]
+    with pytest.raises(ValueError, match="name no enabled model stage"):
+        trained_sections([["lexical.k1=0.9"], ["twbert.lr=1"]], config)
+
+
+def test_rerank_variants_start_from_their_kind_and_expand_per_field():
+    from irglow.models.rerank.stage import settings
+
+    config = {"rerank": {"models": "nrmf,nrmf-{field},nrmf-shared", "depth": 20,
+                         "nrmf": {"epochs": 3, "model": {"dim": 64, "fields": ["title", "text"]}},
+                         "variants": {"nrmf-{field}": {"kind": "nrmf", "model": {"fields": ["{field}"]}},
+                                      "nrmf-shared": {"kind": "nrmf", "model": {"query_per_field": False}}}}}
+    models, depth, _, trainers = settings(config, ["title", "text"])
+    assert models == ["nrmf", "nrmf-title", "nrmf-text", "nrmf-shared"] and depth == 20
+    assert trainers["nrmf-text"] == {"epochs": 3, "model": {"dim": 64, "fields": ["text"]}, "kind": "nrmf"}
+    assert trainers["nrmf-shared"]["model"] == {"dim": 64, "fields": ["title", "text"], "query_per_field": False}
+    assert settings(config, ["text"])[0] == ["nrmf", "nrmf-shared"]  # one field: no per-field ablation
+    config["rerank"]["models"] = ["nrmf-typo"]
+    with pytest.raises(ValueError, match="'nrmf-typo' is neither a kind"):
+        settings(config, ["title"])
+    config["rerank"]["models"], config["rerank"]["variants"]["x"] = ["x"], {"model": {}}
+    with pytest.raises(ValueError, match=r"\[rerank.variants.x\] needs kind"):
+        settings(config, ["title"])
+
+
+def test_bert_does_not_key_on_weighting_settings():
+    from irglow.models.glow.stage import training_inputs
+
+    gcfg = {"lr": 2e-5, "alpha_ramp": 0.5}
+    a = {"attention": "key", "weight_alpha": 0.25, "fields": ["title"]}
+    b = {"attention": "row", "weight_alpha": 1.0, "fields": ["title"]}
+    assert training_inputs(gcfg, a, "bert", {}) == training_inputs({"lr": 2e-5}, b, "bert", {})
+    assert training_inputs(gcfg, a, "glow", {}) != training_inputs(gcfg, b, "glow", {})
+
+
+def test_training_folders_are_keyed_on_inputs_and_kept_side_by_side(tmp_path):
+    from irglow.models.source import current_train_dir, keyed_train_dir, reused_model, trained_models
+
+    a = keyed_train_dir(tmp_path / "glow-train", {"lr": 1})
+    (a / "best").mkdir()
+    b = keyed_train_dir(tmp_path / "glow-train", {"lr": 2})
+    assert a != b and a.parent == b.parent and a.is_dir() and b.is_dir()
+    assert current_train_dir(tmp_path / "glow-train") == b
+    assert keyed_train_dir(tmp_path / "glow-train", {"lr": 1}) == a  # the same inputs: the same folder
+    assert trained_models(tmp_path) == {"glow": a}
+    assert reused_model(tmp_path, "glow") == a / "best"
+    with pytest.raises(FileNotFoundError, match="no trained 'bert' model"):
+        reused_model(tmp_path, "bert")
+
+
+def test_training_summary_reads_every_trainer(tmp_path):
+    from irglow.models.checkpoints import training_summary
+
+    (tmp_path / "best").mkdir()
+    (tmp_path / "training.json").write_text(json.dumps({"state": {
+        "best": 0.7, "best_at": {"stage": 2, "step": 40}, "train_seconds": 12.5,
+        "history": [{"step": 0, "val_ndcg@10": 0.6}, {"step": 40, "val_ndcg@10": 0.7}]}}))
+    assert training_summary(tmp_path / "best") == {"validation": 0.7, "start": 0.6, "step": 40, "seconds": 12.5,
+                                                   "train_queries": None, "val_queries": None}
+    (tmp_path / "training.json").write_text(json.dumps({"state": {"best": 0.5, "best_step": 9, "history": [
+        {"step": 9, "val_ndcg@10": 0.5}]}, "train_queries": 10, "val_queries": 2}))
+    assert training_summary(tmp_path / "best") == {"validation": 0.5, "start": None, "step": 9, "seconds": None,
+                                                   "train_queries": 10, "val_queries": 2}
