@@ -115,6 +115,11 @@ def trained_sections(points: list[list[str]], config: dict[str, Any]) -> list[st
     from irglow.stages import STAGES
 
     named = {o.partition("=")[0].split(".")[0] for overrides in points for o in overrides}
+    other = sorted(named - set(STAGES))
+    if other:  # the points share one index, statistics and field weights: only model settings may differ
+        raise ValueError(f"--select-on validation chooses model settings ({', '.join(STAGES)}); {other} would change "
+                         "what every point shares (collection, index, lexical runs) — run such a grid without "
+                         "--select-on, or set them with --set")
     sections = [s for s in STAGES if s in named and config.get(s, {}).get("enabled", False)]
     if not sections:
         raise ValueError(f"--select-on validation scores a point by the models it trains, but {sorted(named)} "
@@ -154,11 +159,10 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         return out
 
     sections = trained_sections(points, base)
-    prepared = prepare(base)
+    prepared = prepare(base)  # sets what every point shares: output.train_dir, tuned lexical.field_weights
     scored, curves = [], {}
     for label, overrides in zip(labels, points):
-        point = _with(config, overrides)
-        point.setdefault("output", {})["train_dir"] = str(out)
+        point = _with(base, overrides)
         source = prepared.train_source(point)
         models = {}
         for section in sections:
@@ -185,7 +189,7 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         f"{p['point']},{p['validation']:.6f},{p['seconds']:.1f},{int(p is chosen)}\n" for p in scored))
     plot_training_curves(curves, out / "grid-curves.png")
     log.info("chosen on validation: %s", chosen["point"])
-    final = _with(config, chosen["overrides"])
+    final = _with(base, chosen["overrides"])
     final["grid"] = {"select_on": select_on, "chosen": chosen["point"], "points": scored}
     return run_pipeline(final, prepared, notes=table)
 

@@ -23,6 +23,7 @@ from irglow.eval.plots import plot_comparison
 from irglow.index.lucene_index import IndexConfig, build_index, check_index_config
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.runs import hybrid
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, queries_digest, value_digest
@@ -51,6 +52,7 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
              "pairs", "alpha"),
     "output": ("dir", "train_dir"),
     "twbert": None, "glow": None, "rerank": None,
+    "fusion": hybrid.SETTINGS,
     "zero_shot": None,  # irglow.zero_shot checks it
     "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
     "grid": None,  # written by irglow.grid: the points and the one chosen on validation
@@ -95,6 +97,8 @@ def check_config(config: dict[str, Any]) -> None:
     from irglow.stages import check_stage_settings, stage_tags
 
     tags = [lexical_tag(str(s)) for s in systems] + [t for ts in stage_tags(config).values() for t in ts]
+    hybrid.check(config, tags)
+    tags += hybrid.fused_tags(config)
     baseline = ev.get("baseline", "bm25")
     if baseline not in tags:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
@@ -324,6 +328,31 @@ def stage_report(out: Path, sections: list[str]) -> str:
     return "\n".join(rows + ([""] if rows and lines else []) + lines)
 
 
+def lexical_configs(lx: dict[str, Any], weights: dict[str, float]) -> dict[str, LexicalConfig]:
+    """``{run tag: LexicalConfig}`` for the ``[lexical]`` systems (field weights as tuned or configured)."""
+    configs = {}
+    for system in lx.get("systems", DEFAULT_SYSTEMS):
+        name, _, variant = system.partition("+")
+        configs[lexical_tag(system)] = LexicalConfig(
+            system=name, k1=lx.get("k1", 0.9), b=lx.get("b", 0.4), depth=lx.get("depth", 1000),
+            threads=lx.get("threads", 2), field_weights=weights if name in ("bm25f", "bm25-mf") else {},
+            rm3=variant == "rm3")
+    return configs
+
+
+def _hybrids(config, runs: dict[str, Run], out: Path, source, collection, lexical: dict[str, LexicalConfig]):
+    """The ``[fusion]`` hybrids (:mod:`irglow.runs.hybrid`), with their notes for the report."""
+    from irglow.models.source import read_stage_notes, write_stage_notes
+
+    rerank = read_stage_notes(out, "rerank")
+    cut = {m: rerank["depth"] for m in rerank.get("models", {})} if "depth" in rerank else {}
+    produced, info = hybrid.fuse_configured(
+        config, runs, out, source, source.is_other_than(collection),
+        lambda tag: LexicalSearcher(source.index, lexical[tag]), set(lexical), cut)
+    write_stage_notes(out, "fusion", {"fusion": info})
+    return produced
+
+
 def _written(run: Run, path: Path) -> Run:
     run.write(path)
     return run
@@ -337,7 +366,6 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     out.mkdir(parents=True, exist_ok=True)
     c, lx = config["collection"], config.get("lexical", {})
     train_split, test_split = c.get("train_split", "train"), c["test_split"]
-    k1, b, depth = lx.get("k1", 0.9), lx.get("b", 0.4), lx.get("depth", 1000)
     test_queries, test_qrels = collection.queries(test_split), collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     runs: dict[str, Run] = {}
@@ -350,12 +378,9 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     base_context = {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(index.path).name,
                     "test_split": test_split, "test_queries": queries_digest(test_queries)}
     cache = StageCache(out, base_context)
-    for system in lx.get("systems", DEFAULT_SYSTEMS):
-        name, _, variant = system.partition("+")
-        cfg = LexicalConfig(system=name, k1=k1, b=b, depth=depth, threads=lx.get("threads", 2),
-                            field_weights=weights if name in ("bm25f", "bm25-mf") else {}, rm3=variant == "rm3")
+    lexical = lexical_configs(lx, weights)
+    for tag, cfg in lexical.items():
         t = time.perf_counter()
-        tag = lexical_tag(system)
         runs.update(cache.run(f"lexical:{tag}", dataclasses.asdict(cfg), {},
                               lambda: {tag: _written(LexicalSearcher(index, cfg).search(test_queries, tag=tag),
                                                      out / f"{tag}.run")}))
@@ -369,6 +394,12 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
                               dict(runs), lambda: stage(config=config, collection=collection, index=index,
                                                         stats=stats, out=out, runs=dict(runs), source=source)))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t
+    if hybrid.components(config):
+        t = time.perf_counter()
+        runs.update(cache.run("fusion", {"section": config["fusion"], "lexical": lx, "trained_on": source.digest},
+                              dict(runs), lambda: _hybrids(config, runs, out, source, collection, lexical)))
+        timings["fusion_s"] = time.perf_counter() - t
+    runs = {t: r for t, r in runs.items() if not t.startswith(hybrid.TUNING)}  # tuning runs are not compared
 
     ev = config.get("eval", {})
     cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=ev.get("baseline", "bm25"),
@@ -376,7 +407,7 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     fields_note = (f"Field weights of bm25-mf and bm25f: {weights or '1.0 per field'}"
                    f"{' (tuned on the training queries)' if lx.get('tune_bm25f') else ''}.\n")
     sections = [s.__name__.removesuffix("_stage") for s in neural_stages(config)]
-    training = stage_report(out, sections)
+    training = stage_report(out, sections + (["fusion"] if hybrid.components(config) else []))
     atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + fields_note
                       + (f"\n{training}\n" if training else "") + (f"\n{notes}\n" if notes else ""))
     atomic_write_text(out / "results.csv", cmp.to_csv())

@@ -52,7 +52,9 @@ def test_selection_needs_a_trained_stage():
     config = {"glow": {"enabled": True}, "twbert": {"enabled": False}}
     assert trained_sections([["glow.lr=1e-5"], ["glow.lr=2e-5"]], config) == ["glow"]
     with pytest.raises(ValueError, match="name no enabled model stage"):
-        trained_sections([["lexical.k1=0.9"], ["twbert.lr=1"]], config)
+        trained_sections([["twbert.lr=1"], ["twbert.lr=2"]], config)
+    with pytest.raises(ValueError, match=r"\['lexical'\] would change what every point shares"):
+        trained_sections([["lexical.k1=0.9", "glow.lr=1"], ["glow.lr=2"]], config)
 
 
 def test_rerank_variants_start_from_their_kind_and_expand_per_field():

@@ -22,6 +22,7 @@ from irglow.models.glow.runner import featurizer_for, glow_run, hybrid_runs, val
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 from irglow.models.source import TrainSource, keyed_train_dir, reused_model, train_root, write_stage_notes
 from irglow.runs.fusion import fuse
+from irglow.runs.hybrid import wants_tuning, write_tuning_run
 
 UNTRAINED = ("minilm", "minilm-fields", "minilm-glow")
 STAGE_KEYS = ("variants", "fuse_with", "untrained", "zero_shot_tokens", "model_dir")
@@ -150,6 +151,8 @@ def glow_stage(config, collection, index, stats, out: Path, runs: dict | None = 
         run.write(out / f"{name}.run")
         runs[name], rates[name] = run, info["docs_per_s"]
         dense[name] = (run, info["also"].get("tune"))
+        if dense[name][1] is not None and wants_tuning(config, name):  # for the pipeline's own fusion
+            runs.update([write_tuning_run(out, name, dense[name][1])])
     fusion = {}
     if zero_shot:
         for lexical in fuse_with:

@@ -24,6 +24,7 @@ from irglow.models.rerank.rerank import load_reranker, rerank
 from irglow.models.rerank.train import KINDS, RerankTrainConfig, RerankTrainer
 from irglow.models.source import TrainSource, keyed_train_dir, reused_model, train_root, write_stage_notes
 from irglow.runs.fusion import fuse, fuse_tuned
+from irglow.runs.hybrid import wants_tuning, write_tuning_run
 from irglow.runs.trec import Run
 
 OPTIONS = ("models", "depth", "rerank_also", "fuse", "model_dir", "variants")
@@ -146,15 +147,20 @@ def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None 
                 tag = f"{base_tag}+{name}"
                 produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
                 produced[tag].write(out / f"{tag}.run")
-        if _fuse(config):
+        held_out = wants_tuning(config, name) and not source.is_other_than(collection)
+        if _fuse(config) or held_out:
             val_ids = set(read_training(trained[name]).get("val_query_ids", []))
             tune_q = [q for q in source.queries() if q.query_id in val_ids]  # none held out: equal weights
             train_docs = train_docs or (docs if not source.is_other_than(collection)
                                         else {d.doc_id: d for d in source.collection.docs_iter()})
-            tag = f"bm25+{name}"
             tune_bm25 = LexicalSearcher(source.index, bm25).search(tune_q, tag="bm25") if tune_q else None
-            if tune_bm25 is not None:
-                tune_run = rerank(model, tune_bm25, tune_q, train_docs, depth, desc=f"{name} (fusion tuning)")
+            tune_run = rerank(model, tune_bm25, tune_q, train_docs, depth, tag=name,
+                              desc=f"{name} (held-out training queries)") if tune_q else None
+            if held_out and tune_run is not None:  # the re-ranked block, for the pipeline's own fusion
+                produced.update([write_tuning_run(out, name, _top(tune_run, depth))])
+        if _fuse(config):
+            tag = f"bm25+{name}"
+            if tune_run is not None:
                 tune_qrels = [r for r in source.qrels() if r.query_id in val_ids]
                 produced[tag], fusion[tag] = fuse_tuned([first, _top(produced[name], depth)],
                                                         [tune_bm25, _top(tune_run, depth)], tune_qrels, "wsum",

@@ -9,7 +9,9 @@ from irglow.config import stage_settings
 from irglow.models.twbert.model import TWBert
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
-from irglow.models.source import TrainSource, keyed_train_dir, train_root
+from irglow.models.checkpoints import read_training
+from irglow.models.source import TrainSource, keyed_train_dir, train_root, write_stage_notes
+from irglow.runs.hybrid import wants_tuning, write_tuning_run
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +48,8 @@ def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None 
     _, expansion, _ = settings(config)
     c = config.get("collection", {})
     source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
-    model = TWBert.load(train(config, source, out)["twbert"])
+    model_dir = train(config, source, out)["twbert"]
+    model = TWBert.load(model_dir)
     queries = collection.queries(c.get("test_split", "test"))
     depth = config.get("lexical", {}).get("depth", 1000)
     weighted = weigh_queries(model, index, queries)
@@ -58,4 +61,13 @@ def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None 
                                            weighted=weighted)
     for tag, run in runs.items():
         run.write(out / f"{tag}.run")
+    if not source.is_other_than(collection):  # the held-out training queries, for the pipeline's fusion
+        for tag in [t for t in ("twbert", "bm25-ngram") if wants_tuning(config, t)]:
+            ids = set(read_training(model_dir).get("val_query_ids", []))
+            tune_q = [q for q in source.queries() if q.query_id in ids]
+            run = twbert_search(model if tag == "twbert" else None, source.index, tune_q, depth=depth, tag=tag,
+                                weighted=weigh_queries(model, source.index, tune_q) if tag == "twbert" else
+                                prior_queries(source.index, tune_q, model.config), config=model.config)
+            runs.update([write_tuning_run(out, tag, run)])
+    write_stage_notes(out, "twbert", {"models": {"twbert": str(model_dir)}})
     return runs

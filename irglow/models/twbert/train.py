@@ -468,7 +468,9 @@ class Trainer:
             self._save_checkpoint(model, opt, state)
         state["train_seconds"] += time.perf_counter() - t0
         report = {"config": asdict(cfg), "state": state, "n_train": len(data.train), "n_val": len(data.val),
-                  "feature_seconds": data.seconds}
+                  "train_queries": len(data.train), "val_queries": len(data.val), "feature_seconds": data.seconds,
+                  # the held-out queries, as every trainer records them: what fusion may be tuned on
+                  "val_query_ids": sorted({f.terms.query_id for f in data.val})}
         atomic_write_text(self.out / "training.json", json.dumps(report, indent=2, default=_json_default))
         return self.out / "best"
 

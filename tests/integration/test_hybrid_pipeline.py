@@ -1,0 +1,56 @@
+"""`[fusion]` in a whole pipeline: TW-BERT, GLOW and NRM-F each write the runs of the queries their training
+held out, the hybrids are tuned on the queries all of them held out (training queries, never the test split),
+and a second run reuses every stage, the fusion included."""
+
+from __future__ import annotations
+
+import json
+
+DATA = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
+
+
+def _config(out, data) -> dict:
+    return {"seed": 13, "data_dir": str(data),
+            "collection": {"name": DATA, "train_split": "train", "test_split": "test"},
+            "index": {"threads": 1},
+            "lexical": {"systems": ["bm25", "bm25f"], "depth": 50},
+            "eval": {"measures": ["nDCG@10"], "baseline": "bm25"},
+            "output": {"dir": str(out)},
+            "twbert": {"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
+            "glow": {"enabled": True, "variants": ["glow"], "fuse_with": [], "max_steps": 2, "batch_size": 4,
+                     "val_max_docs": 0, "val_pool_depth": 5, "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}},
+            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
+                       "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
+            "fusion": {"enabled": True, "runs": [["twbert", "glow"], ["bm25f", "glow", "nrmf"]]}}
+
+
+def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
+    from irglow.data.collection import load_collection
+    from irglow.models.checkpoints import read_training
+    from irglow.pipeline import run_pipeline
+    from irglow.runs.trec import Run
+
+    monkeypatch.chdir(tmp_path)
+    out = run_pipeline(_config(tmp_path / "out", tmp_path / "data"))
+    coll = load_collection(DATA)
+    test_ids = {q.query_id for q in coll.queries("test")}
+    train_ids = {q.query_id for q in coll.queries("train")}
+    notes = {s: json.loads((out / ".stages" / f"{s}.notes.json").read_text()) for s in ("twbert", "glow", "rerank")}
+    held_out = {name: set(read_training(d)["val_query_ids"]) for n in notes.values() for name, d in n["models"].items()}
+    assert set(held_out) == {"twbert", "glow", "nrmf"}
+    for tag in ("twbert", "glow", "nrmf"):
+        tuning = set(Run.read(out / "tuning" / f"{tag}.run").ranking)
+        assert tuning == held_out[tag] and tuning <= train_ids and not tuning & test_ids
+    assert not (out / "tuning" / "bm25f.run").exists()  # lexical tuning runs are searched, not kept
+    fusion = json.loads((out / ".stages" / "fusion.notes.json").read_text())["fusion"]
+    assert fusion["twbert+glow"]["tuning_queries"] == len(held_out["twbert"] & held_out["glow"]) > 0
+    assert fusion["bm25f+glow+nrmf"]["tuning_queries"] == len(held_out["glow"] & held_out["nrmf"])
+    assert len(fusion["bm25f+glow+nrmf"]["weights"]) == 3
+    for tag in ("twbert+glow", "bm25f+glow+nrmf"):
+        assert set(Run.read(out / f"{tag}.run").ranking) == test_ids
+    table = (out / "results.md").read_text()
+    assert "| twbert+glow " in table and "tuning" not in table.split("Field weights")[0]
+
+    run_pipeline(_config(tmp_path / "out", tmp_path / "data"))
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert set(stages.values()) == {"reused"} and "fusion" in stages

@@ -1,0 +1,72 @@
+"""The pipeline's own fusion ([fusion], irglow.runs.hybrid): settings checked before work, tuning only on
+queries every fused model held out, RRF where nothing was held out."""
+
+from __future__ import annotations
+
+import pytest
+
+from irglow.data.records import Qrel, Query
+from irglow.runs.hybrid import TUNING, check, components, fuse_configured, fused_tags, wants_tuning
+from irglow.runs.trec import Run
+
+
+def _config(runs, **more) -> dict:
+    return {"lexical": {"systems": ["bm25"], "depth": 10}, "fusion": {"enabled": True, "runs": runs, **more}}
+
+
+def test_components_read_lists_and_plus_joined_strings():
+    config = _config([["twbert", "glow"], "bm25+glow+monobert"])
+    assert components(config) == [["twbert", "glow"], ["bm25", "glow", "monobert"]]
+    assert fused_tags(config) == ["twbert+glow", "bm25+glow+monobert"]
+    assert wants_tuning(config, "glow") and not wants_tuning(config, "bert")
+    assert components({"fusion": {"enabled": False, "runs": [["a", "b"]]}}) == []
+
+
+@pytest.mark.parametrize("runs, more, message", [
+    ([["twbert", "glow"]], {}, r"needs runs this configuration does not produce: \['glow'\]"),
+    ([["twbert"]], {}, "fuses nothing"),
+    ([["bm25", "twbert"]], {"method": "max"}, "fusion.method must be one of"),
+    ([["bm25", "twbert"]], {"step": 0}, r"fusion.step = 0 must be a number in \(0, 0.5\]"),
+    ([], {}, "must be a non-empty list"),
+])
+def test_bad_fusion_settings_stop_before_work(runs, more, message):
+    with pytest.raises(ValueError, match=message):
+        check(_config(runs, **more), ["bm25", "twbert", "bm25+twbert2"])
+
+
+def test_a_hybrid_may_not_shadow_another_stage_run():
+    with pytest.raises(ValueError, match="bm25f\\+glow is already a run of another stage"):
+        check(_config([["bm25f", "glow"]]), ["bm25f", "glow", "bm25f+glow"])
+
+
+class _Source:
+    def __init__(self, queries, qrels):
+        self._q, self._r = queries, qrels
+
+    def queries(self):
+        return self._q
+
+    def qrels(self):
+        return self._r
+
+
+def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
+    """a held out q1, q2; b held out q2, q3: only q2 tunes.  On q2 run a ranks the relevant d1 first and b
+    ranks it last; equal weights tie d1 and d2, and trec_eval's order (docid descending) puts d2 first, so
+    only weights favouring a rank d1 first.  RRF (zero-shot) takes both equally."""
+    test = {"a": Run({"t": [("d1", 3.0), ("d2", 2.0)]}, "a"), "b": Run({"t": [("d2", 3.0), ("d1", 1.0)]}, "b")}
+    tuning = {
+        TUNING + "a": Run({"q1": [("d2", 2.0), ("d1", 1.0)], "q2": [("d1", 2.0), ("d2", 1.0)]}, "a"),
+        TUNING + "b": Run({"q2": [("d2", 2.0), ("d1", 1.0)], "q3": [("d2", 2.0), ("d1", 1.0)]}, "b")}
+    source = _Source([Query(q, q) for q in ("q1", "q2", "q3")], [Qrel(q, "d1", 1) for q in ("q1", "q2", "q3")])
+    config = _config([["a", "b"]])
+    produced, info = fuse_configured(config, {**test, **tuning}, tmp_path, source, False, None, set())
+    weights = info["a+b"]["weights"]
+    assert weights[0] > weights[1] and info["a+b"]["tuning_queries"] == 1 and info["a+b"]["tuning_nDCG@10"] == 1.0
+    assert [d for d, _ in produced["a+b"].ranking["t"]] == ["d1", "d2"]
+    assert (tmp_path / "a+b.run").is_file()
+    produced, info = fuse_configured(config, {**test, **tuning}, tmp_path, source, True, None, set())
+    assert info["a+b"]["method"] == "rrf" and info["a+b"]["why"] == "zero-shot"
+    produced, info = fuse_configured(config, {**test, TUNING + "a": tuning[TUNING + "a"]}, tmp_path, source,
+                                     False, None, set())
+    assert info["a+b"]["method"] == "rrf" and info["a+b"]["why"] == "no held-out runs of b"
