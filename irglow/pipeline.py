@@ -200,7 +200,8 @@ def prepare(config: dict[str, Any]) -> Prepared:
     train_split, test_split = c.get("train_split", "train"), c.get("test_split", "test")
     splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]
     name = c.get("name", "demo")
-    other_train = c.get("train") not in (None, "", name)  # models trained on another collection: zero-shot
+    # models trained on another collection (zero-shot), or on several at once (a union of sources)
+    other_train = c.get("train") not in (None, "", [], name)
     collection = load_collection(name)
     if c.get("max_docs") or c.get("max_queries"):
         from irglow.data.collection import SampledCollection
@@ -213,9 +214,9 @@ def prepare(config: dict[str, Any]) -> Prepared:
     if other_train:
         from irglow.models.source import TrainSource
 
-        train_coll = load_collection(c["train"])
+        train_coll, split = training_collection(c["train"], train_split)
         train_index, train_stats = index_and_stats(train_coll, config, timings)
-        source = TrainSource(train_coll, train_index, train_stats, train_split)
+        source = TrainSource(train_coll, train_index, train_stats, split)
         weights = field_weights(config, train_index, source.queries, source.qrels, timings)
         weights = {f: w for f, w in weights.items() if f in index.fields}
     else:
@@ -237,6 +238,17 @@ def run_pipeline(config: dict[str, Any], prepared: Prepared | None = None, notes
         evaluate_split(split_config, p.collection, p.index, p.stats, p.out / split if len(p.splits) > 1 else p.out,
                        dict(p.timings), p.weights, source=p.source, notes=notes)
     return p.out
+
+
+def training_collection(value, default_split: str):
+    """``collection.train`` as (collection, split): one source (``"a"``, ``"a@split"``), or several
+    (``["a@train", "b@train"]``, ``"a@train,b@train"``) as one :class:`~irglow.data.union.UnionCollection`."""
+    from irglow.data.union import SPLIT, UnionCollection, parse_sources
+
+    sources = parse_sources(value, default_split)
+    if len(sources) == 1:
+        return load_collection(sources[0][0]), sources[0][1]
+    return UnionCollection([(load_collection(spec), split) for spec, split in sources]), SPLIT
 
 
 def lexical_tag(system: str) -> str:

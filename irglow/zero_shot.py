@@ -31,7 +31,7 @@ from irglow.config import check_settings, write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
-from irglow.pipeline import check_config, evaluate_split, field_weights, index_and_stats
+from irglow.pipeline import check_config, evaluate_split, field_weights, index_and_stats, training_collection
 from irglow.models.source import TrainSource
 from irglow.utils.atomic import atomic_write_text
 
@@ -112,8 +112,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    train_coll = load_collection(zs["train"])
-    train_split = zs.get("train_split", "train")
+    train_coll, train_split = training_collection(zs["train"], zs.get("train_split", "train"))  # one or several
     train_index, train_stats = index_and_stats(train_coll, config, timings)
     source = TrainSource(train_coll, train_index, train_stats, train_split)
     weights = field_weights(config, train_index, source.queries(), source.qrels(), timings)

@@ -85,3 +85,31 @@ def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
     out = run_pipeline(config)
     inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
     assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()
+
+
+def test_models_can_train_on_several_collections_at_once(tmp_path, monkeypatch):
+    """collection.train = ["a@train", "b@train"]: every trainer gets one union of the sources (ids prefixed by
+    source), so its batches and held-out queries come from both; the evaluated collection is another one."""
+    from irglow.data.collection import load_collection
+    from irglow.models.checkpoints import read_training
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    a = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
+    b = "demo:seed=7,n_topics=10,docs_per_topic=4,n_roundups=10,n_background=10"
+    config = _config(tmp_path / "multi", tmp_path / "data")
+    config["collection"]["train"] = [f"{a}@train", f"{b}@train"]
+    config["rerank"]["nrmf"].update(epochs=1, val_fraction=0.3)
+    config["twbert"] = {"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0,
+                        "val_fraction": 0.3}
+    out = run_pipeline(config)
+    judged = {f"{k}/{r.query_id}" for k, spec in enumerate((a, b)) for r in load_collection(spec).qrels("train")
+              if r.relevance > 0}
+    for model in ("nrmf", "twbert"):
+        keyed = current_train_dir(out / f"{model}-train")
+        assert json.loads((keyed / "inputs.json").read_text())["inputs"]["source"]["index"].startswith("union-")
+        info = read_training(keyed / "best")
+        held_out = set(info["val_query_ids"])
+        assert held_out <= judged and {q.split("/")[0] for q in held_out} == {"0", "1"}
+        assert info["train_queries"] + info["val_queries"] == len(judged)
+    assert {p.stem for p in out.glob("*.run")} == {"bm25", "bm25f", "nrmf", "bm25-ngram", "twbert"}

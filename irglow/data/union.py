@@ -1,0 +1,71 @@
+"""Several training sources as one collection: ``collection.train = ["a@train", "b@train"]``.
+
+Every trainer (TW-BERT, GLOW/BERT, monoBERT, NRM-F) takes one index, one corpus and one set of judged
+queries; the union gives it exactly that, so each trains on all sources at once with no change: its
+batches are drawn from the shuffled union of the sources' queries, graded labels stay as each source
+gives them, and validation queries are carved from the union (so from every source).  Ids are
+prefixed with the source's position (``0/…``, ``1/…``) so that two sources' "1" stay two queries.
+
+What the union changes, on purpose and said here: it is indexed as one corpus, so collection
+statistics (N, df, average field lengths) are the union's while a model trains, and BM25 candidates
+or hard negatives for a query may come from another source's documents (they are unjudged there, so
+non-relevant to it, which they are).  At test time every model reads the evaluated collection's own
+statistics, as always.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from irglow.data.records import Document, Qrel, Query
+
+SPLIT = "train"  # the union has one split: each source's named split, together
+
+
+def parse_sources(value, default_split: str) -> list[tuple[str, str]]:
+    """``"a@train,b@dev"``, ``["a@train", "b"]`` or ``"a"`` → ``[(spec, split), …]`` (``spec@split``; the last ``@``
+    splits, so a path may hold one; no ``@``: ``default_split``)."""
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    sources = []
+    for item in filter(None, items):
+        spec, at, split = item.rpartition("@")
+        sources.append((spec, split) if at and spec and split else (item, default_split))
+    if not sources:
+        raise ValueError(f"collection.train = {value!r} names no collection")
+    return sources
+
+
+class UnionCollection:
+    """The named splits of several collections as one corpus with one split, ``train``."""
+
+    def __init__(self, parts: list[tuple[object, str]]):
+        if len(parts) < 2:
+            raise ValueError("a union needs two sources or more")
+        from irglow.utils.digest import value_digest
+
+        self.parts = list(parts)
+        self.name = "union-" + value_digest([[c.name, s] for c, s in self.parts])[:12]
+        self.labels = [f"{c.name}@{s}" for c, s in self.parts]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f for c, _ in self.parts for f in c.fields))
+
+    def docs_iter(self) -> Iterator[Document]:
+        for k, (coll, _) in enumerate(self.parts):
+            for d in coll.docs_iter():
+                yield d._replace(doc_id=f"{k}/{d.doc_id}")
+
+    def _check(self, split: str) -> None:
+        if split != SPLIT:
+            raise ValueError(f"a union of training sources ({', '.join(self.labels)}) has one split, "
+                             f"{SPLIT!r}, not {split!r}")
+
+    def queries(self, split: str = SPLIT) -> list[Query]:
+        self._check(split)
+        return [Query(f"{k}/{q.query_id}", q.text) for k, (c, s) in enumerate(self.parts) for q in c.queries(s)]
+
+    def qrels(self, split: str = SPLIT) -> list[Qrel]:
+        self._check(split)
+        return [r._replace(query_id=f"{k}/{r.query_id}", doc_id=f"{k}/{r.doc_id}")
+                for k, (c, s) in enumerate(self.parts) for r in c.qrels(s)]

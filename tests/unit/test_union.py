@@ -1,0 +1,47 @@
+"""Several training sources as one collection (collection.train = ["a@train", "b@train"])."""
+
+from __future__ import annotations
+
+import pytest
+
+from irglow.data.records import Qrel, Query, make_document
+from irglow.data.union import UnionCollection, parse_sources
+
+
+class _Coll:
+    def __init__(self, name, fields, docs, queries, qrels):
+        self.name, self.fields, self._d, self._q, self._r = name, fields, docs, queries, qrels
+
+    def docs_iter(self):
+        return iter(self._d)
+
+    def queries(self, split):
+        return self._q[split]
+
+    def qrels(self, split):
+        return self._r[split]
+
+
+def test_sources_parse_from_lists_and_comma_strings():
+    assert parse_sources("a@train,b@dev", "train") == [("a", "train"), ("b", "dev")]
+    assert parse_sources(["../x@y/c@train", "d"], "train") == [("../x@y/c", "train"), ("d", "train")]
+    assert parse_sources("solo", "dev") == [("solo", "dev")]
+    with pytest.raises(ValueError, match="names no collection"):
+        parse_sources(",", "train")
+
+
+def test_union_keeps_every_source_apart_by_prefix():
+    a = _Coll("a", ("title", "text"), [make_document("1", title="t", text="x")],
+              {"train": [Query("1", "q a")], "test": [Query("9", "no")]}, {"train": [Qrel("1", "1", 1)]})
+    b = _Coll("b", ("text", "url"), [make_document("1", text="y", url="u")],
+              {"dev": [Query("1", "q b")]}, {"dev": [Qrel("1", "1", 2)]})
+    u = UnionCollection([(a, "train"), (b, "dev")])
+    assert u.fields == ("title", "text", "url")
+    assert [d.doc_id for d in u.docs_iter()] == ["0/1", "1/1"]
+    assert u.queries("train") == [Query("0/1", "q a"), Query("1/1", "q b")]
+    assert u.qrels("train") == [Qrel("0/1", "0/1", 1), Qrel("1/1", "1/1", 2)]  # graded labels as given
+    assert u.name.startswith("union-") and u.name != UnionCollection([(b, "dev"), (a, "train")]).name
+    with pytest.raises(ValueError, match="has one split, 'train', not 'test'"):
+        u.queries("test")
+    with pytest.raises(ValueError, match="two sources or more"):
+        UnionCollection([(a, "train")])
