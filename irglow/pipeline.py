@@ -10,6 +10,7 @@ import dataclasses
 import itertools
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,9 @@ def _irglow_version() -> str:
     except PackageNotFoundError:
         return "unknown"
 
-STAGE_FORMAT = 2  # raise when what a stage writes changes for the same inputs (2: lossless run scores)
+# raise when what a stage writes changes for the same inputs (2: lossless run scores; 3: stage notes, runs of the
+# held-out training queries for [fusion])
+STAGE_FORMAT = 3
 DEFAULT_MEASURES = ["nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10"]
 
 # what a pipeline configuration may hold; the stages' own sections are checked by their trainers
@@ -401,8 +404,11 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
     for stage in neural_stages(config):
         t = time.perf_counter()
         section = stage.__name__.removesuffix("_stage")
+        # a stage also writes its runs of the held-out training queries that a [fusion] names
         runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed"),
-                                        "trained_on": source.digest},
+                                        "trained_on": source.digest, "held_out_runs": [
+                                            t for t in sys.modules[stage.__module__].tags(config)
+                                            if hybrid.wants_tuning(config, t)]},
                               dict(runs), lambda: stage(config=config, collection=collection, index=index,
                                                         stats=stats, out=out, runs=dict(runs), source=source)))
         timings[f"{stage.__name__}_s"] = time.perf_counter() - t

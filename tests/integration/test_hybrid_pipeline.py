@@ -54,3 +54,11 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     run_pipeline(_config(tmp_path / "out", tmp_path / "data"))
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     assert set(stages.values()) == {"reused"} and "fusion" in stages
+
+    # a fusion that no longer names nrmf: the re-ranker's held-out run is not wanted, so that stage (and the
+    # fusion) run again; TW-BERT and GLOW, whose held-out runs are still wanted, are reused
+    config = _config(tmp_path / "out", tmp_path / "data")
+    config["fusion"]["runs"] = [["twbert", "glow"], ["bm25f", "glow"]]
+    run_pipeline(config)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert (stages["twbert"], stages["glow"], stages["rerank"], stages["fusion"]) == ("reused", "reused", "ran", "ran")
