@@ -15,6 +15,7 @@ statistics, as always.
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from irglow.data.records import Document, Qrel, Query
@@ -22,10 +23,22 @@ from irglow.data.records import Document, Qrel, Query
 SPLIT = "train"  # the union has one split: each source's named split, together
 
 
+def _split_sources(value: str) -> list[str]:
+    """Split ``"a@train,b@train"`` on commas, but keep a spec's own options together: a piece that reads
+    ``key=value`` (``demo:n_topics=12,docs_per_topic=4``) continues the source before it."""
+    items: list[str] = []
+    for piece in (p.strip() for p in value.split(",")):
+        if items and re.match(r"^\w+=", piece):
+            items[-1] += "," + piece
+        else:
+            items.append(piece)
+    return items
+
+
 def parse_sources(value, default_split: str) -> list[tuple[str, str]]:
     """``"a@train,b@dev"``, ``["a@train", "b"]`` or ``"a"`` → ``[(spec, split), …]`` (``spec@split``; the last ``@``
     splits, so a path may hold one; no ``@``: ``default_split``)."""
-    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    items = _split_sources(value) if isinstance(value, str) else [str(v).strip() for v in value]
     sources = []
     for item in filter(None, items):
         spec, at, split = item.rpartition("@")

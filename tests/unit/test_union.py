@@ -26,6 +26,10 @@ def test_sources_parse_from_lists_and_comma_strings():
     assert parse_sources("a@train,b@dev", "train") == [("a", "train"), ("b", "dev")]
     assert parse_sources(["../x@y/c@train", "d"], "train") == [("../x@y/c", "train"), ("d", "train")]
     assert parse_sources("solo", "dev") == [("solo", "dev")]
+    # a demo spec's own options stay with it; a second source follows after its split
+    assert parse_sources("demo:n_topics=12,docs_per_topic=4", "train") == [("demo:n_topics=12,docs_per_topic=4", "train")]
+    assert parse_sources("demo:n_topics=3,seed=2@train,beir/x@dev", "t") == [("demo:n_topics=3,seed=2", "train"),
+                                                                               ("beir/x", "dev")]
     with pytest.raises(ValueError, match="names no collection"):
         parse_sources(",", "train")
 
