@@ -3,7 +3,9 @@
 Every trainer (TW-BERT, GLOW/BERT, monoBERT, NRM-F) takes one index, one corpus and one set of judged
 queries; the union gives it exactly that, so each trains on all sources at once with no change: its
 batches are drawn from the shuffled union of the sources' queries, graded labels stay as each source
-gives them, and validation queries are carved from the union (so from every source).  Ids are
+gives them, and validation queries are carved from the union (so from every source) and scored as the
+mean of each source's mean (:func:`mean_over_sources`), so that the largest source does not choose the
+checkpoint alone.  Ids are
 prefixed with the source's position (``0/…``, ``1/…``) so that two sources' "1" stay two queries.
 
 What the union changes, on purpose and said here: it is indexed as one corpus, so collection
@@ -21,6 +23,30 @@ from typing import Iterator
 from irglow.data.records import Document, Qrel, Query
 
 SPLIT = "train"  # the union has one split: each source's named split, together
+_UNION_ID = re.compile(r"^(\d+)/")
+# what a union's trainers select checkpoints on; part of the union's name, so models trained under
+# another rule are not reused
+VALIDATION = "mean over sources of each source's mean"
+
+
+def source_of(record_id: str) -> str | None:
+    """The source (``"0"``, ``"1"``, …) of a union id ``"0/…"``; ``None`` for any other id."""
+    m = _UNION_ID.match(record_id)
+    return m.group(1) if m else None
+
+
+def mean_over_sources(per_query: dict[str, float]) -> float:
+    """The validation mean a trainer selects on: for union ids, each source's mean, averaged (every
+    source one vote — else the source with most queries picks the checkpoint alone); otherwise the plain
+    mean.  One source, or any id that is not a union id, gives the plain mean."""
+    if not per_query:
+        return float("nan")
+    groups: dict[str | None, list[float]] = {}
+    for qid, value in per_query.items():
+        groups.setdefault(source_of(qid), []).append(value)
+    if None in groups or len(groups) < 2:
+        return sum(per_query.values()) / len(per_query)
+    return sum(sum(v) / len(v) for v in groups.values()) / len(groups)
 
 
 def _split_sources(value: str) -> list[str]:
@@ -57,7 +83,8 @@ class UnionCollection:
         from irglow.utils.digest import value_digest
 
         self.parts = list(parts)
-        self.name = "union-" + value_digest([[c.name, s] for c, s in self.parts])[:12]
+        self.name = "union-" + value_digest({"parts": [[c.name, s] for c, s in self.parts],
+                                             "validation": VALIDATION})[:12]
         self.labels = [f"{c.name}@{s}" for c, s in self.parts]
 
     @property

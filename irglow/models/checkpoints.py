@@ -79,6 +79,15 @@ def split_validation(ids: list[str], fraction: float, trainer: str) -> tuple[lis
     return val_ids, train_ids
 
 
+def validation_score(measures, qrels, run, name: str = "nDCG@10") -> float:
+    """The score every trainer selects its checkpoint on: ``name`` per validation query, averaged per
+    training source when the queries come from several (:func:`irglow.data.union.mean_over_sources`)."""
+    from irglow.data.union import mean_over_sources
+    from irglow.eval.measures import per_query
+
+    return mean_over_sources(per_query(measures, qrels, run)[name])
+
+
 def pick_device(requested: str | None = None):
     import torch
 

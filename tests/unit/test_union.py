@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from irglow.data.records import Qrel, Query, make_document
@@ -49,3 +51,15 @@ def test_union_keeps_every_source_apart_by_prefix():
         u.queries("test")
     with pytest.raises(ValueError, match="two sources or more"):
         UnionCollection([(a, "train")])
+
+
+def test_validation_gives_every_source_one_vote():
+    from irglow.data.union import mean_over_sources, source_of
+
+    assert source_of("0/PLAIN-1") == "0" and source_of("12/x/y") == "12" and source_of("PLAIN-1") is None
+    # source 0: (1 + 0 + 0.5) / 3 = 0.5, source 1: 0.2 → (0.5 + 0.2) / 2 = 0.35, not the plain mean 0.425
+    assert mean_over_sources({"0/a": 1.0, "0/b": 0.0, "0/c": 0.5, "1/x": 0.2}) == pytest.approx(0.35)
+    assert mean_over_sources({"a": 1.0, "b": 0.0, "c": 0.5, "x": 0.2}) == pytest.approx(0.425)  # one collection
+    assert mean_over_sources({"0/a": 1.0, "b": 0.0}) == pytest.approx(0.5)  # not all union ids: plain mean
+    assert mean_over_sources({"0/a": 1.0, "0/b": 0.0}) == pytest.approx(0.5)  # one source
+    assert math.isnan(mean_over_sources({}))

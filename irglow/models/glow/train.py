@@ -47,12 +47,12 @@ from tqdm.auto import tqdm
 from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
 from irglow.dense.encode import dense_search, encode, faiss_index
-from irglow.eval.measures import aggregate, parse_measures
+from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
-                                       split_validation)
+                                       split_validation, validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
 from irglow.utils.atomic import atomic_write_text
@@ -247,7 +247,7 @@ class GlowTrainer:
                             cfg.encode_batch)
             run = dense_search(faiss_index(dv), [d.doc_id for d in val_docs], val_queries, qv, depth=100)
             model.train()
-            return aggregate(measure, val_qrels, run)["nDCG@10"]
+            return validation_score(measure, val_qrels, run)
 
         def evaluate(loss: float | None) -> None:
             """Rank 0 validates, keeps the best model (the checkpoint counts: step 0) and logs the curve;

@@ -30,11 +30,11 @@ from tqdm.auto import tqdm
 
 from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
-from irglow.eval.measures import aggregate, parse_measures
+from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
-                                       split_validation)
+                                       split_validation, validation_score)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
 from irglow.runs.trec import Run
@@ -157,7 +157,7 @@ class RerankTrainer:
             if val_queries:
                 run = rerank(model, val_run, val_queries, docs, cfg.val_depth, cfg.score_batch, device=self.device,
                              desc="validation")
-                score = aggregate(measure, val_qrels, run)["nDCG@10"]
+                score = validation_score(measure, val_qrels, run)
             model.train()
             state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss,
                                      "val_ndcg@10": score})

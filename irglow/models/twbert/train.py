@@ -50,13 +50,13 @@ from tqdm.auto import tqdm
 
 from irglow.config import check_values
 from irglow.data.records import Qrel, Query
-from irglow.eval.measures import aggregate, parse_measures
+from irglow.eval.measures import parse_measures
 from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
-                                       split_validation)
+                                       split_validation, validation_score)
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
@@ -374,7 +374,7 @@ class Trainer:
         def ndcg(feats, qrels, weights="model") -> float:
             if not feats:
                 return float("nan")
-            return aggregate(measure, qrels, rerank_run(model, feats, self.device, cfg.model.k3, weights))["nDCG@10"]
+            return validation_score(measure, qrels, rerank_run(model, feats, self.device, cfg.model.k3, weights))
 
         if "val_bm25" not in state:
             state["val_bm25"] = ndcg(data.val, data.val_qrels, "bm25")
