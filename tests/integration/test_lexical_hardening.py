@@ -109,3 +109,30 @@ def test_doc_id_table_read_in_bulk_equals_stored_fields(ties_index):
     bulk = searchers.doc_ids(ties_index)
     stored = ties_index.reader.reader.storedFields()
     assert bulk == [stored.document(i).get("id") for i in range(ties_index.reader.reader.maxDoc())]
+
+
+@pytest.mark.parametrize("system,rm3", [("bm25", True), ("bm25-mf", False), ("bm25-mf", True)])
+def test_pyserini_systems_in_bulk_equal_batch_search_byte_for_byte(ties_index, tmp_path, monkeypatch, system, rm3):
+    """Issue 23: RM3 and bm25-mf through irglow.BulkSearch.pyserini (Anserini's query, expansion and score
+    rounding; hits as arrays on two threads) write the run file Pyserini's batch_search gives, rounded ties
+    included."""
+    import irglow.lexical.searchers as searchers
+    from irglow.index.jvm import bulk_search_available
+
+    if not bulk_search_available():
+        pytest.skip("this Java runtime has no javac: these systems go through Pyserini only")
+    queries = [Query(f"{q.query_id}-{i}", q.text) for i, q in enumerate(TiesCollection().queries() * 3)]
+    weights = {"title": 2.0, "body": 1.0} if system == "bm25-mf" else {}
+    runs = {}
+    for bulk in (True, False):
+        if not bulk:
+            monkeypatch.setattr(searchers, "bulk_search_available", lambda: False)
+        cfg = LexicalConfig(system, rm3=rm3, rm3_fb_docs=3, rm3_fb_terms=4, depth=7, threads=2, field_weights=weights)
+        run = LexicalSearcher(ties_index, cfg).search(queries, tag=system)
+        runs[bulk] = run.write(tmp_path / f"{system}-{rm3}-{bulk}.run").read_bytes()
+        monkeypatch.undo()
+    assert runs[True] == runs[False] and runs[True].count(b"\n") > 20
+    if rm3:  # the expansion did something: RM3 reaches documents the query alone does not
+        plain = LexicalSearcher(ties_index, LexicalConfig(system, depth=7, field_weights=weights)).search(queries,
+                                                                                                      tag=system)
+        assert plain.write(tmp_path / "plain.run").read_bytes() != runs[True]

@@ -18,6 +18,22 @@ import org.apache.lucene.search.IndexSearcher;
 import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
+import org.apache.lucene.search.Sort;
+import org.apache.lucene.search.TopFieldDocs;
+import org.apache.lucene.search.TotalHits;
+import org.apache.lucene.analysis.Analyzer;
+import org.apache.lucene.document.Document;
+
+import io.anserini.analysis.AnalyzerUtils;
+import io.anserini.rerank.Reranker;
+import io.anserini.rerank.RerankerCascade;
+import io.anserini.rerank.RerankerContext;
+import io.anserini.rerank.lib.Rm3Reranker;
+import io.anserini.rerank.lib.ScoreTiesAdjusterReranker;
+import io.anserini.search.ScoredDocs;
+import io.anserini.search.SearchCollection;
+import io.anserini.search.SimpleSearcher;
+import io.anserini.search.query.QueryGenerator;
 
 /**
  * Lucene hits in bulk for irglow: every query of a batch searched on a thread pool, the hits returned as
@@ -104,5 +120,140 @@ public final class BulkSearch {
       if (i + 1 < n) sb.append('\n');
     }
     return sb.toString();
+  }
+
+  /**
+   * Pyserini's {@code batch_search} (with {@code fields}: {@code batch_search_fields}; after {@code set_rm3}: RM3)
+   * with its hits in bulk: the same query generator, first-stage search and the searcher's own reranker
+   * cascade (Anserini's Rm3Reranker builds the expanded query, its ScoreTiesAdjusterReranker rounds the
+   * scores), but the final k hits are taken as Lucene doc numbers instead of k stored documents loaded and
+   * wrapped as objects — which is what Pyserini spends its time on at depth 1000.  Any other reranker in the
+   * cascade: an exception, and irglow falls back to Pyserini.
+   */
+  public static BulkSearch pyserini(SimpleSearcher ss, String[] texts, java.util.Map<String, Float> fields, int k,
+                                    int threads) throws Exception {
+    Analyzer analyzer = (Analyzer) field(SimpleSearcher.class, ss, "analyzer");
+    IndexReader reader = (IndexReader) field(SimpleSearcher.class, ss, "reader");
+    QueryGenerator generator = (QueryGenerator) field(SimpleSearcher.class, ss, "generator");
+    boolean lucene8 = (Boolean) field(SimpleSearcher.class, ss, "backwardsCompatibilityLucene8");
+    Sort tieBreak = (Sort) field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID");
+    RerankerCascade<?> cascade = (RerankerCascade<?>) field(SimpleSearcher.class, ss, "cascade");
+    @SuppressWarnings("unchecked")
+    List<Reranker<Object>> rerankers = (List<Reranker<Object>>) field(RerankerCascade.class, cascade, "rerankers");
+    for (Reranker<Object> r : rerankers) {
+      if (!(r instanceof Rm3Reranker) && !(r instanceof ScoreTiesAdjusterReranker)) {
+        throw new UnsupportedOperationException("reranker " + r.getClass().getName() + " needs stored documents");
+      }
+    }
+    boolean rm3 = ss.use_rm3();
+    IndexSearcher searcher = new IndexSearcher(reader);
+    searcher.setSimilarity(ss.get_similarity());
+    List<java.util.concurrent.Callable<ScoredDocs>> tasks = new ArrayList<>();
+    for (String text : texts) {
+      tasks.add(() -> searchOne(searcher, reader, analyzer, generator, fields, rerankers, rm3, tieBreak, lucene8,
+                                text, k));
+    }
+    ScoredDocs[] results = new ScoredDocs[texts.length];
+    if (threads <= 1 || texts.length < 2) {
+      for (int i = 0; i < texts.length; i++) results[i] = tasks.get(i).call();
+    } else {
+      ExecutorService pool = Executors.newFixedThreadPool(Math.min(threads, texts.length));
+      try {
+        List<Future<ScoredDocs>> futures = pool.invokeAll(tasks);
+        for (int i = 0; i < texts.length; i++) results[i] = futures.get(i).get();
+      } finally {
+        pool.shutdown();
+      }
+    }
+    BulkSearch out = new BulkSearch();
+    out.offsets = new int[texts.length + 1];
+    int total = 0;
+    for (int i = 0; i < texts.length; i++) {
+      out.offsets[i] = total;
+      total += results[i].lucene_docids.length;
+    }
+    out.offsets[texts.length] = total;
+    out.docs = new int[total];
+    out.scores = new float[total];
+    for (int i = 0; i < texts.length; i++) {
+      System.arraycopy(results[i].lucene_docids, 0, out.docs, out.offsets[i], results[i].lucene_docids.length);
+      System.arraycopy(results[i].scores, 0, out.scores, out.offsets[i], results[i].scores.length);
+    }
+    return out;
+  }
+
+  // SimpleSearcher.search(String, int) / search_fields(…) → _search, step for step
+  private static ScoredDocs searchOne(IndexSearcher searcher, IndexReader reader, Analyzer analyzer,
+                                      QueryGenerator generator, java.util.Map<String, Float> fields,
+                                      List<Reranker<Object>> rerankers, boolean rm3, Sort tieBreak, boolean lucene8,
+                                      String text, int k) throws Exception {
+    Query query = fields == null || fields.isEmpty() ? generator.buildQuery("contents", analyzer, text)
+                                                     : generator.buildQuery(fields, analyzer, text);
+    List<String> tokens = AnalyzerUtils.analyze(analyzer, text);
+    SearchCollection.Args args = new SearchCollection.Args();
+    args.arbitraryScoreTieBreak = lucene8;
+    args.hits = k;
+    int n = rm3 ? args.rerankcutoff : k;
+    TopDocs first = lucene8 ? searcher.search(query, n) : searcher.search(query, n, tieBreak, true);
+    Recording recording = new Recording(reader);
+    RerankerContext<Object> context = new RerankerContext<>(recording, null, query, null, text, tokens, null, args);
+    // RM3 reads its feedback documents; without it nothing downstream reads a stored document
+    ScoredDocs docs = rm3 ? ScoredDocs.fromTopDocs(first, searcher) : hitsOnly(first);
+    for (Reranker<Object> r : rerankers) {
+      recording.query = null;
+      ScoredDocs next = r.rerank(docs, context);
+      if (recording.query != null) {  // the reranker's own search, replayed on the real searcher
+        next = hitsOnly(recording.sort == null ? searcher.search(recording.query, recording.n)
+                                               : searcher.search(recording.query, recording.n, recording.sort, true));
+      }
+      docs = next;
+    }
+    return docs;
+  }
+
+  private static ScoredDocs hitsOnly(TopDocs hits) {
+    ScoredDocs docs = new ScoredDocs();
+    int n = hits.scoreDocs.length;
+    docs.lucene_docids = new int[n];
+    docs.scores = new float[n];
+    docs.lucene_documents = new Document[n];  // never loaded: only their count is read downstream
+    for (int i = 0; i < n; i++) {
+      docs.lucene_docids[i] = hits.scoreDocs[i].doc;
+      docs.scores[i] = hits.scoreDocs[i].score;
+    }
+    return docs;
+  }
+
+  /** A searcher that records the one search a reranker makes and answers it with no hits. */
+  private static final class Recording extends IndexSearcher {
+    Query query;
+    int n;
+    Sort sort;
+
+    Recording(IndexReader reader) {
+      super(reader);
+    }
+
+    @Override
+    public TopDocs search(Query q, int n) {
+      this.query = q;
+      this.n = n;
+      this.sort = null;
+      return new TopDocs(new TotalHits(0, TotalHits.Relation.EQUAL_TO), new ScoreDoc[0]);
+    }
+
+    @Override
+    public TopFieldDocs search(Query q, int n, Sort sort, boolean doDocScores) {
+      this.query = q;
+      this.n = n;
+      this.sort = sort;
+      return new TopFieldDocs(new TotalHits(0, TotalHits.Relation.EQUAL_TO), new ScoreDoc[0], sort.getSort());
+    }
+  }
+
+  private static Object field(Class<?> owner, Object target, String name) throws Exception {
+    java.lang.reflect.Field f = owner.getDeclaredField(name);
+    f.setAccessible(true);
+    return f.get(target);
   }
 }
