@@ -2,6 +2,7 @@ package irglow;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -45,44 +46,52 @@ public final class BulkSearch {
   public int[] docs;
   public float[] scores;
 
+  private static final TopDocs NO_HITS = new TopDocs(new TotalHits(0, TotalHits.Relation.EQUAL_TO), new ScoreDoc[0]);
+
   public static BulkSearch search(IndexSearcher searcher, Query[] queries, int k, int threads) throws Exception {
-    TopDocs[] tops = new TopDocs[queries.length];
-    if (threads <= 1 || queries.length < 2) {
-      for (int i = 0; i < queries.length; i++) {
-        tops[i] = queries[i] == null ? null : searcher.search(queries[i], k);
-      }
-    } else {
-      ExecutorService pool = Executors.newFixedThreadPool(Math.min(threads, queries.length));
-      try {
-        List<Future<TopDocs>> futures = new ArrayList<>();
-        for (Query q : queries) {
-          futures.add(q == null ? null : pool.submit(() -> searcher.search(q, k)));
-        }
-        for (int i = 0; i < queries.length; i++) {
-          tops[i] = futures.get(i) == null ? null : futures.get(i).get();
-        }
-      } finally {
-        pool.shutdown();
-      }
+    List<Callable<TopDocs>> tasks = new ArrayList<>();
+    for (Query q : queries) {
+      tasks.add(() -> q == null ? null : searcher.search(q, k));
     }
+    List<ScoredDocs> hits = new ArrayList<>();
+    for (TopDocs top : runAll(tasks, threads)) {
+      hits.add(hitsOnly(top == null ? NO_HITS : top));
+    }
+    return pack(hits);
+  }
+
+  /** Each query's hits, one after the other, as three arrays. */
+  private static BulkSearch pack(List<ScoredDocs> hits) {
     BulkSearch out = new BulkSearch();
-    out.offsets = new int[queries.length + 1];
+    out.offsets = new int[hits.size() + 1];
     int total = 0;
-    for (int i = 0; i < queries.length; i++) {
+    for (int i = 0; i < hits.size(); i++) {
       out.offsets[i] = total;
-      total += tops[i] == null ? 0 : tops[i].scoreDocs.length;
+      total += hits.get(i).lucene_docids.length;
     }
-    out.offsets[queries.length] = total;
+    out.offsets[hits.size()] = total;
     out.docs = new int[total];
     out.scores = new float[total];
-    for (int i = 0; i < queries.length; i++) {
-      if (tops[i] == null) continue;
-      int at = out.offsets[i];
-      for (ScoreDoc sd : tops[i].scoreDocs) {
-        out.docs[at] = sd.doc;
-        out.scores[at] = sd.score;
-        at++;
-      }
+    for (int i = 0; i < hits.size(); i++) {
+      ScoredDocs r = hits.get(i);
+      System.arraycopy(r.lucene_docids, 0, out.docs, out.offsets[i], r.lucene_docids.length);
+      System.arraycopy(r.scores, 0, out.scores, out.offsets[i], r.scores.length);
+    }
+    return out;
+  }
+
+  /** Every task, in order: on a pool of {@code threads} threads, or on this one. */
+  static <T> List<T> runAll(List<Callable<T>> tasks, int threads) throws Exception {
+    List<T> out = new ArrayList<>();
+    if (threads <= 1 || tasks.size() < 2) {
+      for (Callable<T> t : tasks) out.add(t.call());
+      return out;
+    }
+    ExecutorService pool = Executors.newFixedThreadPool(Math.min(threads, tasks.size()));
+    try {
+      for (Future<T> f : pool.invokeAll(tasks)) out.add(f.get());
+    } finally {
+      pool.shutdown();
     }
     return out;
   }
@@ -148,38 +157,12 @@ public final class BulkSearch {
     boolean rm3 = ss.use_rm3();
     IndexSearcher searcher = new IndexSearcher(reader);
     searcher.setSimilarity(ss.get_similarity());
-    List<java.util.concurrent.Callable<ScoredDocs>> tasks = new ArrayList<>();
+    List<Callable<ScoredDocs>> tasks = new ArrayList<>();
     for (String text : texts) {
       tasks.add(() -> searchOne(searcher, reader, analyzer, generator, fields, rerankers, rm3, tieBreak, lucene8,
                                 text, k));
     }
-    ScoredDocs[] results = new ScoredDocs[texts.length];
-    if (threads <= 1 || texts.length < 2) {
-      for (int i = 0; i < texts.length; i++) results[i] = tasks.get(i).call();
-    } else {
-      ExecutorService pool = Executors.newFixedThreadPool(Math.min(threads, texts.length));
-      try {
-        List<Future<ScoredDocs>> futures = pool.invokeAll(tasks);
-        for (int i = 0; i < texts.length; i++) results[i] = futures.get(i).get();
-      } finally {
-        pool.shutdown();
-      }
-    }
-    BulkSearch out = new BulkSearch();
-    out.offsets = new int[texts.length + 1];
-    int total = 0;
-    for (int i = 0; i < texts.length; i++) {
-      out.offsets[i] = total;
-      total += results[i].lucene_docids.length;
-    }
-    out.offsets[texts.length] = total;
-    out.docs = new int[total];
-    out.scores = new float[total];
-    for (int i = 0; i < texts.length; i++) {
-      System.arraycopy(results[i].lucene_docids, 0, out.docs, out.offsets[i], results[i].lucene_docids.length);
-      System.arraycopy(results[i].scores, 0, out.scores, out.offsets[i], results[i].scores.length);
-    }
-    return out;
+    return pack(runAll(tasks, threads));
   }
 
   // SimpleSearcher.search(String, int) / search_fields(…) → _search, step for step
@@ -239,7 +222,7 @@ public final class BulkSearch {
       this.query = q;
       this.n = n;
       this.sort = null;
-      return new TopDocs(new TotalHits(0, TotalHits.Relation.EQUAL_TO), new ScoreDoc[0]);
+      return NO_HITS;
     }
 
     @Override
