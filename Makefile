@@ -87,18 +87,23 @@ ATTENTION ?= auto
 GRID ?=
 # a reused MODEL= carries its own attention side: nothing to choose
 GLOW_ATTENTION = $(if $(MODEL),,$(if $(filter auto,$(ATTENTION)),--grid glow.model.attention=key$(comma)row,--set glow.model.attention=$(ATTENTION)))
+# FUSE=twbert+glow,twbert+bert sets the hybrids ([fusion] runs); FUSE=none turns them off; with VARIANTS or
+# MODELS given and no FUSE, the config's hybrids are off (they may name a run the subset does not produce)
+FUSION = $(if $(filter none,$(FUSE)),--set fusion.enabled=false,$(if $(FUSE),--set fusion.runs=$(FUSE),$(if $(or $(VARIANTS),$(MODELS)),--set fusion.enabled=false)))
+
 bench-glow: venv
 	$(BIN)/irglow run --config configs/bench/glow.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(MODEL),--set glow.model_dir=$(MODEL)) $(if $(VARIANTS),--set glow.variants=$(VARIANTS)) \
-	  $(GLOW_ATTENTION) $(foreach g,$(GRID),--grid $(g)) $(if $(or $(GRID),$(filter --grid%,$(GLOW_ATTENTION))),--select-on validation)
+	  $(GLOW_ATTENTION) $(foreach g,$(GRID),--grid $(g)) $(if $(or $(GRID),$(filter --grid%,$(GLOW_ATTENTION))),--select-on validation) \
+	  $(FUSION)
 	$(BIN)/python bench/glow.py --models $(if $(MODEL),$(MODEL),$(OUT)) --data $(TEST) --out $(OUT)/throughput
 
 bench-rerank: venv
 	$(BIN)/irglow run --config configs/bench/rerank.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(MODEL),--set rerank.model_dir=$(MODEL)) $(if $(MODELS),--set rerank.models=$(MODELS)) \
-	  $(if $(DEPTH),--set rerank.depth=$(DEPTH))
+	  $(if $(DEPTH),--set rerank.depth=$(DEPTH)) $(FUSION)
 
 # Evaluation at MS MARCO scale: generated runs (RUNS × 7,000 queries × 1,000 documents), irglow eval and
 # compare against ir_measures alone, peak memory

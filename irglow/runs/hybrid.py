@@ -3,7 +3,7 @@ hybrid, its weights tuned on training queries that *no* fused model trained on.
 
     [fusion]
     enabled = true
-    runs = [["twbert", "glow"], ["twbert", "glow", "monobert"]]   # or "twbert+glow"; the tag joins them with +
+    runs = [["twbert", "glow"], ["twbert", "glow", "monobert"]]   # or "twbert+glow,twbert+glow+monobert"
     method = "wsum"      # wsum (normalised score sums) | rrf
     norm = "min-max"
     step = 0.05          # convex weight grid
@@ -24,6 +24,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from irglow.config import as_names
 from irglow.runs.fusion import METHODS, NORMS, fuse, fuse_tuned
 from irglow.runs.trec import Run
 
@@ -39,7 +40,8 @@ def components(config: dict[str, Any]) -> list[list[str]]:
     if not fs.get("enabled", False):
         return []
     out = []
-    for entry in fs.get("runs", []):
+    entries = fs.get("runs", [])
+    for entry in as_names(entries) if isinstance(entries, str) else entries:  # "a+b,a+b+c" from --set / FUSE=
         parts = entry.split("+") if isinstance(entry, str) else list(entry)
         out.append([str(p) for p in parts])
     return out
@@ -60,6 +62,7 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     if not fs.get("enabled", False):
         return
     entries = fs.get("runs", [])
+    entries = as_names(entries) if isinstance(entries, str) else entries
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
     for parts in components(config):

@@ -20,6 +20,10 @@ def test_components_read_lists_and_plus_joined_strings():
     assert fused_tags(config) == ["twbert+glow", "bm25+glow+monobert"]
     assert wants_tuning(config, "glow") and not wants_tuning(config, "bert")
     assert components({"fusion": {"enabled": False, "runs": [["a", "b"]]}}) == []
+    # make bench-… FUSE=twbert+glow,twbert+glow+monobert passes one string
+    assert components(_config("twbert+glow, twbert+glow+monobert")) == [["twbert", "glow"],
+                                                                       ["twbert", "glow", "monobert"]]
+    check(_config("twbert+glow"), ["twbert", "glow"])
 
 
 @pytest.mark.parametrize("runs, more, message", [
