@@ -144,13 +144,14 @@ class LexicalSearcher:
         valid = [q for q, terms in analyzed if terms and q.query_id not in skip]
         bs = self.config.batch_size
         bulk = bulk_search_available()
+        from jnius import JavaException  # importable now: bulk_search_available started the JVM
         with tqdm(total=len(valid), desc=f"{tag} search", unit="q", disable=len(valid) < 200) as bar:
             for start in range(0, len(valid), bs):
                 chunk = valid[start:start + bs]
                 if bulk:
                     try:
                         ranking.update(self._pyserini_bulk(chunk, fields))
-                    except Exception as err:  # a reranker the bulk path does not know: Pyserini's own path
+                    except JavaException as err:  # a reranker the bulk path does not know: Pyserini's own path
                         log.warning("%s: hits in bulk failed (%s); searching through Pyserini", tag, err)
                         bulk = False
                 if not bulk:
@@ -170,13 +171,7 @@ class LexicalSearcher:
             jfields.put(f, lq.J("java.lang.Float")(float(w)))
         hits = lq.J("irglow.BulkSearch").pyserini(self.pyserini.object, [q.text for q in chunk], jfields,
                                                   int(self.config.depth), int(max(1, self.config.threads)))
-        ids = doc_ids(self.index)
-        offsets, docs, scores = list(hits.offsets), list(hits.docs), list(hits.scores)
-        out = {}
-        for i, q in enumerate(chunk):
-            a, b = offsets[i], offsets[i + 1]
-            out[q.query_id] = list(zip([ids[d] for d in docs[a:b]], scores[a:b]))
-        return out
+        return unpack_hits(hits, [q.query_id for q in chunk], doc_ids(self.index))
 
     def _loop(self, queries: Sequence[Query], build, similarity, tag: str) -> Run:
         searcher = index_searcher(self.index, similarity)
@@ -223,12 +218,19 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
         for start in range(0, len(items), BULK_BATCH):
             chunk = items[start:start + BULK_BATCH]
             hits = helper.search(searcher, [q for _, q in chunk], int(depth), int(max(1, threads)))
-            offsets, docs, scores = list(hits.offsets), list(hits.docs), list(hits.scores)
-            for i, (qid, _) in enumerate(chunk):
-                a, b = offsets[i], offsets[i + 1]
-                ranking[qid] = list(zip([ids[d] for d in docs[a:b]], scores[a:b]))
+            ranking.update(unpack_hits(hits, [qid for qid, _ in chunk], ids))
             bar.update(len(chunk))
     return ranking
+
+
+def unpack_hits(hits, qids: Sequence[str], ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+    """An ``irglow.BulkSearch`` result (three arrays, one JNI transfer each) → ``{qid: [(doc_id, score)]}``."""
+    offsets, docs, scores = list(hits.offsets), list(hits.docs), list(hits.scores)
+    out = {}
+    for i, qid in enumerate(qids):
+        a, b = offsets[i], offsets[i + 1]
+        out[qid] = list(zip([ids[d] for d in docs[a:b]], scores[a:b]))
+    return out
 
 
 _DOC_IDS: dict[str, list[str]] = {}

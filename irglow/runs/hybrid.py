@@ -40,11 +40,16 @@ def components(config: dict[str, Any]) -> list[list[str]]:
     if not fs.get("enabled", False):
         return []
     out = []
-    entries = fs.get("runs", [])
-    for entry in as_names(entries) if isinstance(entries, str) else entries:  # "a+b,a+b+c" from --set / FUSE=
+    for entry in _entries(fs):
         parts = entry.split("+") if isinstance(entry, str) else list(entry)
         out.append([str(p) for p in parts])
     return out
+
+
+def _entries(fs: dict[str, Any]):
+    """``fusion.runs`` as written: a list, or one ``"a+b,a+b+c"`` string (``--set``, ``FUSE=``)."""
+    entries = fs.get("runs", [])
+    return as_names(entries) if isinstance(entries, str) else entries
 
 
 def fused_tags(config: dict[str, Any]) -> list[str]:
@@ -61,8 +66,7 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     fs = config.get("fusion", {})
     if not fs.get("enabled", False):
         return
-    entries = fs.get("runs", [])
-    entries = as_names(entries) if isinstance(entries, str) else entries
+    entries = _entries(fs)
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
     for parts in components(config):
