@@ -88,6 +88,17 @@ def validation_score(measures, qrels, run, name: str = "nDCG@10") -> float:
     return mean_over_sources(per_query(measures, qrels, run)[name])
 
 
+def clipped_step(opt, scaler, params, max_norm: float = 1.0) -> None:
+    """One optimizer step under (maybe disabled) AMP, the gradient norm clipped to ``max_norm`` first: every
+    trainer steps this way, so a change to the rule (clip value, unscaling) reaches them all."""
+    import torch
+
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(params, max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
 def pick_device(requested: str | None = None):
     import torch
 

@@ -6,18 +6,13 @@ from __future__ import annotations
 import csv
 import json
 
-DATA = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
+from tests.integration.pipelines import small_pipeline
 
 
 def _config(out, data) -> dict:
-    return {"seed": 13, "data_dir": str(data),
-            "collection": {"name": DATA, "train_split": "train", "test_split": "test"},
-            "index": {"threads": 1},
-            "lexical": {"systems": ["bm25"], "depth": 30},
-            "eval": {"measures": ["nDCG@10"], "baseline": "bm25"},
-            "output": {"dir": str(out)},
-            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "fuse": True,
-                       "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2, "batch_queries": 4}}}
+    return small_pipeline(out, data, systems=["bm25"], depth=30,
+                          rerank={"enabled": True, "models": ["nrmf"], "depth": 10, "fuse": True,
+                                  "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2, "batch_queries": 4}})
 
 
 def test_grid_selects_on_validation_and_runs_the_chosen_point_once(tmp_path, monkeypatch):

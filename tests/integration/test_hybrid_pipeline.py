@@ -6,22 +6,18 @@ from __future__ import annotations
 
 import json
 
-DATA = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
+from tests.integration.pipelines import SMALL_DEMO, small_pipeline
 
 
 def _config(out, data) -> dict:
-    return {"seed": 13, "data_dir": str(data),
-            "collection": {"name": DATA, "train_split": "train", "test_split": "test"},
-            "index": {"threads": 1},
-            "lexical": {"systems": ["bm25", "bm25f"], "depth": 50},
-            "eval": {"measures": ["nDCG@10"], "baseline": "bm25"},
-            "output": {"dir": str(out)},
-            "twbert": {"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
-            "glow": {"enabled": True, "variants": ["glow"], "fuse_with": [], "max_steps": 2, "batch_size": 4,
-                     "val_max_docs": 0, "val_pool_depth": 5, "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}},
-            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
-                       "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
-            "fusion": {"enabled": True, "runs": [["twbert", "glow"], ["bm25f", "glow", "nrmf"]]}}
+    return small_pipeline(
+        out, data,
+        twbert={"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
+        glow={"enabled": True, "variants": ["glow"], "fuse_with": [], "max_steps": 2, "batch_size": 4,
+              "val_max_docs": 0, "val_pool_depth": 5, "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}},
+        rerank={"enabled": True, "models": ["nrmf"], "depth": 10,
+                "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
+        fusion={"enabled": True, "runs": [["twbert", "glow"], ["bm25f", "glow", "nrmf"]]})
 
 
 def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
@@ -32,7 +28,7 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     out = run_pipeline(_config(tmp_path / "out", tmp_path / "data"))
-    coll = load_collection(DATA)
+    coll = load_collection(SMALL_DEMO)
     test_ids = {q.query_id for q in coll.queries("test")}
     train_ids = {q.query_id for q in coll.queries("train")}
     notes = {s: json.loads((out / ".stages" / f"{s}.notes.json").read_text()) for s in ("twbert", "glow", "rerank")}

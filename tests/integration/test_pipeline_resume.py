@@ -9,19 +9,13 @@ import json
 import pytest
 
 from irglow.models.source import current_train_dir
-
-DATA = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
+from tests.integration.pipelines import small_pipeline
 
 
 def _config(out, data) -> dict:
-    return {"seed": 13, "data_dir": str(data),
-            "collection": {"name": DATA, "train_split": "train", "test_split": "test"},
-            "index": {"threads": 1},
-            "lexical": {"systems": ["bm25", "bm25f"], "depth": 50},
-            "eval": {"measures": ["nDCG@10"], "baseline": "bm25"},
-            "output": {"dir": str(out)},
-            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
-                       "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2, "batch_queries": 4}}}
+    return small_pipeline(out, data, rerank={"enabled": True, "models": ["nrmf"], "depth": 10,
+                                             "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2,
+                                                      "batch_queries": 4}})
 
 
 def _runs(folder) -> dict[str, bytes]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 from irglow.data.demo import DemoCollection, DemoConfig
 from irglow.models.source import current_train_dir
 

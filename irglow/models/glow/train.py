@@ -51,8 +51,8 @@ from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
-                                       split_validation, validation_score)
+from irglow.models.checkpoints import (clipped_step, pick_device, resume_trainer, save_trainer_checkpoint,
+                                       seed_everything, split_validation, validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
 from irglow.utils.atomic import atomic_write_text
@@ -327,10 +327,7 @@ class GlowTrainer:
                         for p in scorer.parameters():
                             dist.all_reduce(p.grad)
                             p.grad /= self.world
-                    scaler.unscale_(opt)
-                    torch.nn.utils.clip_grad_norm_(params, 1.0)
-                    scaler.step(opt)
-                    scaler.update()
+                    clipped_step(opt, scaler, params)
                     opt.zero_grad(set_to_none=True)
                     sched.step()
                     state["step"] += 1

@@ -33,8 +33,8 @@ from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
-                                       split_validation, validation_score)
+from irglow.models.checkpoints import (clipped_step, pick_device, resume_trainer, save_trainer_checkpoint,
+                                       seed_everything, split_validation, validation_score)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
 from irglow.runs.trec import Run
@@ -195,10 +195,7 @@ class RerankTrainer:
                 loss = softmax_loss(scores) if cfg.loss == "softmax" else pairwise_loss(scores, lab)
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
-                scaler.unscale_(opt)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                scaler.step(opt)
-                scaler.update()
+                clipped_step(opt, scaler, model.parameters())
                 sched.step()
                 state["step"] += 1
                 running += float(loss.detach())

@@ -55,8 +55,8 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (pick_device, resume_trainer, save_trainer_checkpoint, seed_everything,
-                                       split_validation, validation_score)
+from irglow.models.checkpoints import (clipped_step, pick_device, resume_trainer, save_trainer_checkpoint,
+                                       seed_everything, split_validation, validation_score)
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
@@ -446,10 +446,7 @@ class Trainer:
                 loss = ranking_loss(model, w[:, :m], enc["prior"][:, :m], batch, cfg, data.max_rel, gen)
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
-                scaler.unscale_(opt)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                scaler.step(opt)
-                scaler.update()
+                clipped_step(opt, scaler, model.parameters())
                 value = float(loss.detach())
                 total, n_batches = total + value, n_batches + 1
                 since_eval.append(value)
