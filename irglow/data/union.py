@@ -2,7 +2,8 @@
 
 Every trainer (TW-BERT, GLOW/BERT, monoBERT, NRM-F) takes one index, one corpus and one set of judged
 queries; the union gives it exactly that, so each trains on all sources at once with no change: its
-batches are drawn from the shuffled union of the sources' queries, graded labels stay as each source
+batches are drawn from the shuffled union of the sources' queries (TW-BERT's ``balance_sources``: as
+many of each source per batch, :func:`epoch_order`), graded labels stay as each source
 gives them, and validation queries are carved from the union (so from every source) and scored as the
 mean of each source's mean (:func:`mean_over_sources`), so that the largest source does not choose the
 checkpoint alone.  Ids are
@@ -17,8 +18,9 @@ statistics, as always.
 
 from __future__ import annotations
 
+import random
 import re
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from irglow.data.records import Document, Qrel, Query
 
@@ -47,6 +49,28 @@ def mean_over_sources(per_query: dict[str, float]) -> float:
     if None in groups or len(groups) < 2:
         return sum(per_query.values()) / len(per_query)
     return sum(sum(v) / len(v) for v in groups.values()) / len(groups)
+
+
+def epoch_order(ids: Sequence[str], seed: int, balanced: bool = False) -> list[int]:
+    """The positions of ``ids`` in the order one training epoch visits them: shuffled with ``seed``.
+
+    ``balanced`` (for union ids from two or more sources): each source's positions are shuffled and taken
+    in turn, so every batch holds as many queries of each source (±1) — in the plain shuffle three in four
+    would be NFCorpus's when it joins SciFact — and the epoch ends when the smallest source is used up: a
+    pass over the smallest source, with a fresh draw from the larger ones each epoch.  Anything else
+    (one source, plain ids) is the plain shuffle, whatever ``balanced`` says."""
+    rng = random.Random(seed)
+    order = list(range(len(ids)))
+    groups: dict[str | None, list[int]] = {}
+    for i in order:
+        groups.setdefault(source_of(ids[i]), []).append(i)
+    if not balanced or None in groups or len(groups) < 2:
+        rng.shuffle(order)
+        return order
+    lists = [groups[k] for k in sorted(groups, key=int)]
+    for g in lists:
+        rng.shuffle(g)
+    return [g[i] for i in range(min(map(len, lists))) for g in lists]
 
 
 def _split_sources(value: str) -> list[str]:

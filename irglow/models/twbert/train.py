@@ -50,6 +50,7 @@ from tqdm.auto import tqdm
 
 from irglow.config import check_values
 from irglow.data.records import Qrel, Query
+from irglow.data.union import epoch_order
 from irglow.eval.measures import parse_measures
 from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
@@ -94,6 +95,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True
     max_train_queries: int | None = None
+    balance_sources: bool = False  # several training sources: as many queries of each per batch (epoch_order)
     scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
     eval_every: int = 0  # also validate every N stage-2 steps (0: once per epoch)
     train_eval_queries: int = 200  # training queries whose nDCG@10 is tracked beside validation
@@ -434,8 +436,8 @@ class Trainer:
 
         while state["stage"] == 2 and state["epoch"] < cfg.epochs and state["bad_epochs"] < cfg.patience:
             train_mode()
-            order = list(range(len(data.train)))
-            random.Random(cfg.seed + 1000 + state["epoch"]).shuffle(order)
+            order = epoch_order([f.terms.query_id for f in data.train], cfg.seed + 1000 + state["epoch"],
+                                cfg.balance_sources)
             total, n_batches, since_eval = 0.0, 0, []
             bar = tqdm(range(0, len(order), cfg.batch_queries), desc=f"stage 2 epoch {state['epoch'] + 1}", unit="batch")
             for start in bar:
