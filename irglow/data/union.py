@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence, TypeVar
 
 from irglow.data.records import Document, Qrel, Query
+
+T = TypeVar("T")
 
 SPLIT = "train"  # the union has one split: each source's named split, together
 _UNION_ID = re.compile(r"^(\d+)/")
@@ -43,12 +45,20 @@ def mean_over_sources(per_query: dict[str, float]) -> float:
     mean.  One source, or any id that is not a union id, gives the plain mean."""
     if not per_query:
         return float("nan")
-    groups: dict[str | None, list[float]] = {}
-    for qid, value in per_query.items():
-        groups.setdefault(source_of(qid), []).append(value)
-    if None in groups or len(groups) < 2:
+    groups = by_source(per_query.items())
+    if groups is None:
         return sum(per_query.values()) / len(per_query)
     return sum(sum(v) / len(v) for v in groups.values()) / len(groups)
+
+
+def by_source(pairs: Iterable[tuple[str, T]]) -> dict[str, list[T]] | None:
+    """``(id, value)`` pairs grouped by the ids' source, in the order sources first appear; ``None`` when
+    they are not a union of two or more sources (an id that is not a union id, or one source): then
+    the caller treats them as one collection."""
+    groups: dict[str | None, list[T]] = {}
+    for record_id, value in pairs:
+        groups.setdefault(source_of(record_id), []).append(value)
+    return None if None in groups or len(groups) < 2 else groups
 
 
 def epoch_order(ids: Sequence[str], seed: int, balanced: bool = False) -> list[int]:
@@ -60,11 +70,9 @@ def epoch_order(ids: Sequence[str], seed: int, balanced: bool = False) -> list[i
     pass over the smallest source, with a fresh draw from the larger ones each epoch.  Anything else
     (one source, plain ids) is the plain shuffle, whatever ``balanced`` says."""
     rng = random.Random(seed)
-    order = list(range(len(ids)))
-    groups: dict[str | None, list[int]] = {}
-    for i in order:
-        groups.setdefault(source_of(ids[i]), []).append(i)
-    if not balanced or None in groups or len(groups) < 2:
+    groups = by_source((record_id, i) for i, record_id in enumerate(ids)) if balanced else None
+    if groups is None:
+        order = list(range(len(ids)))
         rng.shuffle(order)
         return order
     lists = [groups[k] for k in sorted(groups, key=int)]
