@@ -204,14 +204,16 @@ def save_trainer_checkpoint(folder: str | Path, state: dict, rng: bool = True, *
 
     import torch
 
-    from irglow.utils.atomic import atomic_dir
+    from irglow.utils.atomic import atomic_file
 
     saved = {name: part.state_dict() for name, part in parts.items()}
     saved["state"] = json.dumps(state, default=float)
     if rng:
         saved["rng"] = rng_state()
-    with atomic_dir(folder) as tmp:
-        torch.save(saved, tmp / "trainer.pt")
+    # A file rename, not a folder swap: replacing a folder leaves a moment with no checkpoint at all, and a
+    # kill in that moment would lose the last one (a reader polling for it saw it vanish, too).
+    with atomic_file(Path(folder) / "trainer.pt") as tmp:
+        torch.save(saved, tmp)
     return Path(folder) / "trainer.pt"
 
 

@@ -207,3 +207,28 @@ def test_atomic_dir_interrupted_mid_swap_keeps_the_previous_version(tmp_path, mo
     monkeypatch.undo()
     assert (target / "trainer.pt").read_text() == "epoch 1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint"]
+
+
+def test_a_new_checkpoint_replaces_the_old_without_a_moment_of_none(tmp_path, monkeypatch):
+    """A checkpoint is one file renamed over the last: at no point is there no ``trainer.pt`` (a kill then
+    would lose it; a folder swap had such a moment, and a test polling for the file saw it vanish)."""
+    import torch
+
+    from irglow.models.checkpoints import load_trainer_checkpoint, save_trainer_checkpoint
+    from irglow.utils import atomic
+
+    folder = tmp_path / "checkpoint"
+    layer = torch.nn.Linear(2, 1)
+    save_trainer_checkpoint(folder, {"epoch": 1}, rng=False, model=layer)
+    real, seen = os.replace, []
+
+    def watched(src, dst):
+        seen.append((str(dst), (folder / "trainer.pt").is_file()))
+        return real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", watched)
+    save_trainer_checkpoint(folder, {"epoch": 2}, rng=False, model=layer)
+    monkeypatch.undo()
+    assert seen == [(str(folder / "trainer.pt"), True)]
+    assert json.loads(load_trainer_checkpoint(folder / "trainer.pt")["state"]) == {"epoch": 2}
+    assert sorted(p.name for p in folder.iterdir()) == ["trainer.pt"]
