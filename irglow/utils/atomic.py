@@ -69,13 +69,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale(parent: str | Path, prefix: str) -> list[Path]:
+def sweep_stale(parent: str | Path, prefix: str, target: str | Path | None = None) -> list[Path]:
     """Remove ``{prefix}{pid}.*`` folders left by a process that no longer runs (killed mid-write:
-    ``finally`` never ran).  A live process's folders, and names without a pid, are left alone."""
+    ``finally`` never ran).  A live process's folders, and names without a pid, are left alone.
+
+    With ``target``: a process killed between moving ``target`` aside (``*.old``) and moving its new
+    version in left no ``target`` at all; the version it moved aside is put back instead of removed."""
     removed = []
-    for p in Path(parent).glob(f"{glob.escape(prefix)}*"):
+    for p in sorted(Path(parent).glob(f"{glob.escape(prefix)}*")):
         pid = p.name[len(prefix):].split(".", 1)[0].split("-", 1)[0]
         if p.is_dir() and pid.isdigit() and not _alive(int(pid)):
+            if target is not None and p.name.endswith(".old") and not os.path.lexists(target):
+                os.replace(p, target)
+                continue
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
@@ -91,7 +97,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(path.parent, f".{path.name}.")
+    sweep_stale(path.parent, f".{path.name}.", target=path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     aside: list[Path] = []  # earlier versions moved out of the way, removed once the new one is in place
     try:

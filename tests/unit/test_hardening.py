@@ -183,6 +183,27 @@ def test_leftovers_of_a_killed_writer_are_swept(tmp_path):
     assert sweep_stale(tmp_path, ".index.") == []
 
 
+def test_a_version_moved_aside_by_a_killed_writer_is_put_back(tmp_path):
+    """Killed (no ``finally``) between moving the old folder aside and moving the new one in: the next
+    writer finds no target and puts the old version back before it starts, so a failed rewrite still
+    leaves it; with the target present, the stale copy is only removed."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    aside = tmp_path / f".model.{int(dead.stdout)}.wxyz.old"
+    half = tmp_path / f".model.{int(dead.stdout)}.abcd.tmp"
+    (aside / "weights").mkdir(parents=True)
+    (aside / "weights" / "w").write_text("version 1")
+    half.mkdir()
+    with pytest.raises(RuntimeError):
+        with atomic_dir(tmp_path / "model") as tmp:
+            (tmp / "w").write_text("version 2, never finished")
+            raise RuntimeError("training crashed")
+    assert (tmp_path / "model" / "weights" / "w").read_text() == "version 1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
 def test_atomic_dir_interrupted_mid_swap_keeps_the_previous_version(tmp_path, monkeypatch):
     """Ctrl-C between moving the old directory aside and moving the new one in leaves the old one in place."""
     import os
