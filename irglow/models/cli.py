@@ -1,26 +1,37 @@
-"""Sub-commands of the neural models, registered into ``irglow``'s parser (imports deferred)."""
+"""Sub-commands of the neural models, registered into ``irglow``'s parser (imports deferred), and the
+``train`` sub-command every model shares."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from typing import Callable
+
+_MODEL_COMMANDS = (("irglow.models.twbert.cli", "add_twbert_command"), ("irglow.models.glow.cli", "add_glow_command"),
+                   ("irglow.models.rerank.cli", "add_rerank_commands"))
 
 
 def add_model_commands(sub: argparse._SubParsersAction) -> None:
-    try:
-        from irglow.models.twbert.cli import add_twbert_command
-    except ImportError:
-        add_twbert_command = None
-    if add_twbert_command:
-        add_twbert_command(sub)
-    try:
-        from irglow.models.glow.cli import add_glow_command
-    except ImportError:
-        add_glow_command = None
-    if add_glow_command:
-        add_glow_command(sub)
-    try:
-        from irglow.models.rerank.cli import add_rerank_commands
-    except ImportError:
-        add_rerank_commands = None
-    if add_rerank_commands:
-        add_rerank_commands(sub)
+    """Each model's commands; a model whose dependencies are missing (torch, transformers) is left out."""
+    for module, name in _MODEL_COMMANDS:
+        try:
+            add = getattr(importlib.import_module(module), name)
+        except ImportError:
+            continue
+        add(sub)
+
+
+def add_train_parser(group: argparse._SubParsersAction, help: str, func: Callable, *, config: str | None,
+                     config_help: str, example: str) -> argparse.ArgumentParser:
+    """``… train DATA --out DIR [--split] [--config] [--set KEY=VALUE …] [--no-resume] [--data-dir]``: one
+    shape for every trainer, so a training command learnt for one model works for the others."""
+    t = group.add_parser("train", help=help)
+    t.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
+    t.add_argument("--split", default="train")
+    t.add_argument("--out", required=True, help="training directory (checkpoint/, the best model)")
+    t.add_argument("--config", default=config, help=config_help)
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"e.g. {example}")
+    t.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint is there")
+    t.add_argument("--data-dir", help="where indexes and statistics are kept")
+    t.set_defaults(func=func)
+    return t

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from irglow.models.cli import add_train_parser
+
 
 def add_glow_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("glow", help="GLOW/BISON BM25-weighted attention encoders: train, search, explain")
     g = p.add_subparsers(dest="glow_command", required=True)
 
-    t = g.add_parser("train", help="train a Siamese encoder (variant: bert, glow, glow-idf, glow-tw, glow-us, glow-wt)")
-    t.add_argument("data")
-    t.add_argument("--split", default="train")
-    t.add_argument("--out", required=True)
-    t.add_argument("--config", default="configs/glow.toml")
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. model.variant=glow-idf")
-    t.add_argument("--no-resume", action="store_true")
-    t.add_argument("--data-dir")
-    t.set_defaults(func=cmd_train)
+    add_train_parser(g, "train a Siamese encoder (variant: bert, glow, glow-idf, glow-tw, glow-us, glow-wt)", cmd_train,
+                     config="configs/glow.toml", config_help="TOML/YAML with a [glow] section",
+                     example="model.variant=glow-idf")
 
     s = g.add_parser("search", help="encode the corpus (embeddings on disk), faiss search → TREC run")
     s.add_argument("data")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from irglow.models.cli import add_train_parser
+
 
 def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("rerank", help="re-rank the top k of a run with a monoBERT or NRM-F model")
@@ -19,15 +21,10 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     for kind, title in (("monobert", "monoBERT cross-encoder"), ("nrmf", "NRM-F multi-field ranker")):
         p = sub.add_parser(kind, help=f"{title}: train, explain")
         g = p.add_subparsers(dest=f"{kind}_command", required=True)
-        t = g.add_parser("train", help=f"train a {title} on a collection's judged queries")
-        t.add_argument("data")
-        t.add_argument("--split", default="train")
-        t.add_argument("--out", required=True)
-        t.add_argument("--config", default="configs/rerank.toml", help=f"its [{kind}] section")
-        t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. epochs=2, model.dim=128")
-        t.add_argument("--no-resume", action="store_true")
-        t.add_argument("--data-dir")
-        t.set_defaults(func=cmd_train, kind=kind)
+        t = add_train_parser(g, f"train a {title} on a collection's judged queries", cmd_train,
+                             config="configs/rerank.toml", config_help=f"its [{kind}] section",
+                             example="epochs=2, model.dim=128")
+        t.set_defaults(kind=kind)
         e = g.add_parser("explain", help="a query's documents: score, and its change without each field")
         e.add_argument("data")
         e.add_argument("--model", required=True)

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from irglow.models.cli import add_train_parser
+
 
 def add_twbert_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("twbert", help="TW-BERT query term weighting: train, search, explain")
     tw = p.add_subparsers(dest="twbert_command", required=True)
 
-    t = tw.add_parser("train", help="train on a collection's split (BM25 candidates, qrels labels)")
-    t.add_argument("data")
-    t.add_argument("--split", default="train")
-    t.add_argument("--out", required=True, help="training directory (checkpoints, best/ model)")
-    t.add_argument("--config", help="TOML/YAML with a [twbert] section")
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="e.g. epochs=4, model.k3=8")
-    t.add_argument("--no-resume", action="store_true")
-    t.add_argument("--data-dir")
-    t.set_defaults(func=cmd_train)
+    add_train_parser(tw, "train on a collection's split (BM25 candidates, qrels labels)", cmd_train, config=None,
+                     config_help="TOML/YAML with a [twbert] section", example="epochs=4, model.k3=8")
 
     s = tw.add_parser("search", help="run TW-BERT-weighted queries in Lucene → TREC run")
     s.add_argument("data")
