@@ -43,11 +43,13 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path in the target's directory; rename it over ``path`` on success.
 
     The file gets the permissions a plain ``open`` would give (0666 less the umask), not
-    ``mkstemp``'s private 0600.
+    ``mkstemp``'s private 0600.  Its name carries the pid, so the half-written file of a writer that
+    was killed (a trainer checkpoint can be hundreds of MB) is swept by the next write of ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale(path.parent, f".{path.name}.")
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -70,20 +72,24 @@ def _alive(pid: int) -> bool:
 
 
 def sweep_stale(parent: str | Path, prefix: str, target: str | Path | None = None) -> list[Path]:
-    """Remove ``{prefix}{pid}.*`` folders left by a process that no longer runs (killed mid-write:
-    ``finally`` never ran).  A live process's folders, and names without a pid, are left alone.
+    """Remove ``{prefix}{pid}.*`` folders and files left by a process that no longer runs (killed
+    mid-write: ``finally`` never ran).  A live process's, and names without a pid, are left alone.
 
     With ``target``: a process killed between moving ``target`` aside (``*.old``) and moving its new
     version in left no ``target`` at all; the version it moved aside is put back instead of removed."""
     removed = []
-    for p in sorted(Path(parent).glob(f"{glob.escape(prefix)}*")):
+    for p in sorted(Path(parent).glob(f"{glob.escape(prefix)}*")):  # sorted: which ``.old`` returns is fixed
         pid = p.name[len(prefix):].split(".", 1)[0].split("-", 1)[0]
-        if p.is_dir() and pid.isdigit() and not _alive(int(pid)):
-            if target is not None and p.name.endswith(".old") and not os.path.lexists(target):
-                os.replace(p, target)
-                continue
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        if p.is_dir() and p.name.endswith(".old") and target is not None and not os.path.lexists(target):
+            os.replace(p, target)
+            continue
+        if p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
-            removed.append(p)
+        else:
+            p.unlink(missing_ok=True)
+        removed.append(p)
     return removed
 
 

@@ -186,7 +186,7 @@ def test_leftovers_of_a_killed_writer_are_swept(tmp_path):
 def test_a_version_moved_aside_by_a_killed_writer_is_put_back(tmp_path):
     """Killed (no ``finally``) between moving the old folder aside and moving the new one in: the next
     writer finds no target and puts the old version back before it starts, so a failed rewrite still
-    leaves it; with the target present, the stale copy is only removed."""
+    leaves it; with the target present, a stale copy is only removed."""
     import subprocess
     import sys
 
@@ -202,6 +202,30 @@ def test_a_version_moved_aside_by_a_killed_writer_is_put_back(tmp_path):
             raise RuntimeError("training crashed")
     assert (tmp_path / "model" / "weights" / "w").read_text() == "version 1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    (tmp_path / f".model.{int(dead.stdout)}.efgh.old").mkdir()  # a stale copy beside a target that is there
+    with atomic_dir(tmp_path / "model") as tmp:
+        (tmp / "w").write_text("version 2")
+    assert (tmp_path / "model" / "w").read_text() == "version 2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_a_killed_writers_half_file_is_swept_by_the_next_write(tmp_path):
+    """``atomic_file`` temp names carry the pid: a dead writer's is removed, a live one's and a file
+    without a pid are kept."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f".trainer.pt.{int(dead.stdout)}.abcd.tmp"
+    live = tmp_path / f".trainer.pt.{os.getpid()}.efgh.tmp"
+    other = tmp_path / ".trainer.pt.notapid.tmp"
+    for p in (stale, live, other):
+        p.write_bytes(b"half")
+    with atomic_file(tmp_path / "trainer.pt") as tmp:
+        assert tmp.name.startswith(f".trainer.pt.{os.getpid()}.")
+        tmp.write_bytes(b"whole")
+    assert (tmp_path / "trainer.pt").read_bytes() == b"whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["trainer.pt", live.name, other.name])
 
 
 def test_atomic_dir_interrupted_mid_swap_keeps_the_previous_version(tmp_path, monkeypatch):
