@@ -147,11 +147,10 @@ def cmd_eval(args) -> int:
 
 def cmd_compare(args) -> int:
     from irglow.eval.compare import compare
+    from irglow.utils.atomic import check_not_input
 
     if args.output:
-        inputs = [Path(p).resolve() for p in [*args.runs, *([args.qrels] if args.qrels else [])]]
-        if Path(args.output).resolve() in inputs:
-            raise SystemExit(f"-o {args.output} is one of the inputs; it would be overwritten: choose another file")
+        check_not_input(args.output, [*args.runs, args.qrels])
     qrels = _qrels(args)
     runs = _read_runs(args, qrels)
     baseline = args.baseline or next(iter(runs))
@@ -206,9 +205,9 @@ def cmd_fuse(args) -> int:
     from irglow.data.trec import read_qrels
     from irglow.runs.fusion import fuse, tune_weights
     from irglow.runs.trec import Run, check_token
-    from irglow.utils.atomic import check_writable
+    from irglow.utils.atomic import check_not_input, check_writable
 
-    output = Path(args.output)
+    output = check_not_input(args.output, [*args.runs, *(args.tune_runs or []), args.tune_qrels])
     check_writable(output)
     tag = check_token(args.tag or output.stem, "--tag")
     if len(args.runs) < 2:

@@ -80,6 +80,16 @@ def as_names(value: Any) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else list(value)
 
 
+def flag(config: dict[str, Any], section: str, key: str = "enabled", default: bool = False) -> bool:
+    """A true/false setting read strictly: ``enabled = "false"`` or ``--set twbert.enabled=no`` is an error
+    naming the key, never a non-empty string that Python would take as true."""
+    node = config.get(section, {})
+    value = node.get(key, default) if isinstance(node, dict) else default
+    if not isinstance(value, bool):
+        raise ValueError(f"{section}.{key} = {value!r} must be true or false (a boolean, not a string)")
+    return value
+
+
 def stage_settings(settings: dict[str, Any], section: str) -> dict[str, Any]:
     """A stage's settings without ``enabled``, laid on the ``[section]`` of the file its ``config`` key names
     (if any) — e.g. ``[glow] config = "configs/glow-paper.toml"`` starts from that file's ``[glow]``."""

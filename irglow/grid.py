@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from irglow.config import apply_override
+from irglow.config import apply_override, flag
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def trained_sections(points: list[list[str]], config: dict[str, Any]) -> list[st
         raise ValueError(f"--select-on validation chooses model settings ({', '.join(STAGES)}); {other} would change "
                          "what every point shares (collection, index, lexical runs) — run such a grid without "
                          "--select-on, or set them with --set")
-    sections = [s for s in STAGES if s in named and config.get(s, {}).get("enabled", False)]
+    sections = [s for s in STAGES if s in named and flag(config, s)]
     if not sections:
         raise ValueError(f"--select-on validation scores a point by the models it trains, but {sorted(named)} "
                          f"name no enabled model stage ({', '.join(STAGES)}); lexical settings have no "

@@ -27,7 +27,7 @@ from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.runs import hybrid
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
-from irglow.utils.digest import file_digest, queries_digest, value_digest
+from irglow.utils.digest import file_digest, local_paths_digest, queries_digest, tree_digest, value_digest
 
 log = logging.getLogger(__name__)
 
@@ -321,14 +321,16 @@ def stage_report(out: Path, sections: list[str]) -> str:
     from irglow.models.source import read_stage_notes
 
     def num(x, fmt="{:.4f}"):
-        return "–" if x is None else fmt.format(x)
+        return "–" if x is None or x != x else fmt.format(x)
 
     rows, lines = [], []
     for section in sections:
         notes = read_stage_notes(out, section)
         for name, model_dir in notes.get("models", {}).items():
             t = training_summary(model_dir)
-            rows.append(f"| {name} | {num(t['start'])} | {num(t['validation'])} | {num(t['step'], '{}')} | "
+            val = t["validation"] if t["validation"] == t["validation"] else None  # NaN: nothing held out
+            rows.append(f"| {name} | {num(t['train_queries'], '{}')} | {num(t['val_queries'], '{}')} | "
+                        f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(val)} | {num(t['step'], '{}')} | "
                         f"{num(t['seconds'], '{:.0f}')} |")
         for tag, f in notes.get("fusion", {}).items():
             tuned = (f" (tuned on {f['tuning_queries']} held-out training queries, nDCG@10 "
@@ -339,7 +341,8 @@ def stage_report(out: Path, sections: list[str]) -> str:
                 lines.append(f"- {section} throughput ({unit}): " + ", ".join(
                     f"{n} {r:.1f}" for n, r in notes[key].items() if r == r))
     if rows:
-        rows = ["| model | validation nDCG@10 at step 0 | kept | step | training s |", "|:--|--:|--:|--:|--:|", *rows]
+        rows = ["| model | training queries | validation queries | optimizer steps | validation nDCG@10 at step 0 | "
+                "kept | at step | training s |", "|:--|--:|--:|--:|--:|--:|--:|--:|", *rows]
     return "\n".join(rows + ([""] if rows and lines else []) + lines)
 
 
@@ -405,9 +408,14 @@ def evaluate_split(config: dict[str, Any], collection, index, stats, out: Path, 
         t = time.perf_counter()
         section = stage.__name__.removesuffix("_stage")
         # a stage also writes its runs of the held-out training queries that a [fusion] names
+        module = sys.modules[stage.__module__]
+        # the content of every model it loads from a path (model_dir, a checkpoint) and of a settings file
+        loaded = {**{f"model:{n}": tree_digest(p) for n, p in module.reused_models(config, list(source.index.fields)
+                                                                                    ).items()},
+                  **local_paths_digest(config.get(section), skip=("model_dir",))}
         runs.update(cache.run(section, {"section": config.get(section), "lexical": lx, "seed": config.get("seed"),
-                                        "trained_on": source.digest, "held_out_runs": [
-                                            t for t in sys.modules[stage.__module__].tags(config)
+                                        "trained_on": source.digest, "loads": loaded, "held_out_runs": [
+                                            t for t in module.tags(config)
                                             if hybrid.wants_tuning(config, t)]},
                               dict(runs), lambda: stage(config=config, collection=collection, index=index,
                                                         stats=stats, out=out, runs=dict(runs), source=source)))

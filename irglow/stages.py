@@ -21,8 +21,9 @@ STAGES = {"twbert": "irglow.models.twbert.stage", "glow": "irglow.models.glow.st
 def _enabled(config: dict[str, Any]) -> list[tuple[str, Any]]:
     import importlib
 
-    return [(name, importlib.import_module(module)) for name, module in STAGES.items()
-            if config.get(name, {}).get("enabled", False)]
+    from irglow.config import flag
+
+    return [(name, importlib.import_module(module)) for name, module in STAGES.items() if flag(config, name)]
 
 
 def stage_tags(config: dict[str, Any]) -> dict[str, list[str]]:

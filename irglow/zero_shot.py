@@ -96,6 +96,11 @@ def _load(name: str, split: str, config: dict[str, Any], notes: list[str], colum
     return None
 
 
+def training_names(train_coll) -> set[str]:
+    """The names of the collections the models learn from: the training collection, or each source of a union."""
+    return {train_coll.name, *(c.name for c, _ in getattr(train_coll, "parts", []))}
+
+
 def run_zero_shot(config: dict[str, Any]) -> Path:
     check_config(config)
     zs = dict(config.get("zero_shot", {}))
@@ -119,7 +124,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     config.setdefault("output", {})["train_dir"] = str(out / "train")  # models trained once, for every collection
     timings["train_collection_s"] = time.perf_counter() - t
 
-    results, notes, folders = {}, [], {}
+    results, notes, folders, in_domain = {}, [], {}, []
     for name, split in specs:
         column = label(name, split)
         while column in folders or any(n.startswith(f"{column} not evaluated") for n in notes):
@@ -135,13 +140,15 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
             results[column] = evaluate_split(split_config, collection, index, stats, out / column, {}, here,
                                              source=source)
             folders[column] = str(out / column)
-            if collection.name == train_coll.name:
-                notes.append(f"{column} is the training collection ({split} split): in-domain, not zero-shot.")
+            if collection.name in training_names(train_coll):
+                in_domain.append(column)
+                notes.append(f"{column} is a training collection ({split} split): in-domain, not zero-shot, so it "
+                             f"is left out of the pooled effect.")
         timings[f"{column}_s"] = time.perf_counter() - t
 
     if not results:
         raise NoCollectionError("no collection could be evaluated:\n" + "\n".join(notes))
-    table = CrossCollection.from_comparisons(results, measure, notes)
+    table = CrossCollection.from_comparisons(results, measure, notes, in_domain)
     atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
                       + table.to_markdown())
     atomic_write_text(out / "zero-shot.csv", table.to_csv())
@@ -155,7 +162,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
         atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
             {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
-                 "collections": p.k} for s, p in pooled.items()}).T.to_csv())
+                 "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())
     write_manifest(out, config, seed=config.get("seed"), trained_on=[train_coll.name, train_split],
                    collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
                    bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 JUDGED_AT = 10
 JUDGED = f"Judged@{JUDGED_AT}"
-JUDGED_GAP = 0.10  # a run whose Judged@10 is this far below the baseline's gets a caption warning
+JUDGED_SHARE = 0.75  # a run whose Judged@10 is below this share of the baseline's gets a caption warning
 TEST_NAMES = {"randomization": "paired randomization test", "t": "paired t-test", "bootstrap": "paired bootstrap test",
               "wilcoxon": "Wilcoxon signed-rank test"}
 CORRECTION_NAMES = {"holm": "Holm-corrected", "bonferroni": "Bonferroni-corrected",
@@ -47,6 +47,26 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 def latex_escape(text: str) -> str:
     """Run and measure names as LaTeX text (``bm25_title`` would otherwise start a subscript)."""
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
+
+
+def latex_caption(text: str) -> str:
+    """A markdown caption as LaTeX text: escaped, `code` as \\texttt, the marks and symbols as math."""
+    import re
+
+    out = latex_escape(" ".join(text.split()))
+    out = re.sub(r"`([^`]*)`", r"\\texttt{\1}", out)
+    for plain, tex in (("▲", r"$^{\blacktriangle}$"), ("▼", r"$^{\blacktriangledown}$"), ("Δ", r"$\Delta$"),
+                       ("≥", r"$\geq$"), ("≤", r"$\leq$"), ("−", "-"), ("–", "--"), ("α", r"$\alpha$"),
+                       ("τ²", r"$\tau^2$"), ("I²", r"$I^2$"), ("·", r"$\cdot$"), ("ⁿ", r"$^n$"), ("→", r"$\to$")):
+        out = out.replace(plain, tex)
+    return out
+
+
+def latex_table(tabular: str, caption: str) -> str:
+    """A ``table`` float: the tabular and its caption (the legend of every mark), so a compiled table
+    explains itself; needs ``amssymb`` for the marks."""
+    return ("% needs \\usepackage{amssymb} (the marks) and \\usepackage{booktabs}\n\\begin{table}\n\\centering\n"
+            + tabular + f"\\caption{{{latex_caption(caption)}}}\n\\end{{table}}\n")
 
 
 @dataclass
@@ -76,6 +96,7 @@ class Comparison:
     groups: dict[str, str] | None = None  # run → letters; runs sharing a letter cannot be told apart
     show_ci: bool = False
     condensed: list[str] = field(default_factory=list)  # columns scored on judged documents only
+    tested: bool = True  # False: too few queries for any test (no p-values, no marks)
 
     # -- cells -----------------------------------------------------------------------------------
     def significant(self, run: str, measure: str) -> bool:
@@ -91,7 +112,7 @@ class Comparison:
                 for m in self.means.columns:
                     if self.significant(run, m):
                         out.loc[run, m] += " ▲" if self.deltas.loc[run, m] > 0 else " ▼"
-                    if self.show_ci and run != self.baseline and self.ci_low is not None:
+                    if self.show_ci and self.tested and run != self.baseline and self.ci_low is not None:
                         out.loc[run, m] += (f" ({self.deltas.loc[run, m]:+.{digits - 1}f} "
                                             f"[{self.ci_low.loc[run, m]:+.{digits - 1}f}, "
                                             f"{self.ci_high.loc[run, m]:+.{digits - 1}f}])")
@@ -106,12 +127,35 @@ class Comparison:
         if self.judged is None or self.baseline is None:
             return []
         base = self.judged[self.baseline]
-        low = [f"`{r}` {v:.3f}" for r, v in self.judged.items() if r != self.baseline and v < base - JUDGED_GAP]
+        # relative: on sparse qrels (SciFact: the baseline's Judged@10 is 0.088) an absolute gap never fires
+        low = [f"`{r}` {v:.3f}" for r, v in self.judged.items() if r != self.baseline and v < JUDGED_SHARE * base]
         if not low:
             return []
-        return [f"{JUDGED} well below the baseline's {base:.3f} for {', '.join(low)}: unjudged documents "
+        return [f"{JUDGED} below {JUDGED_SHARE:.0%} of the baseline's {base:.3f} for {', '.join(low)}: unjudged documents "
                 f"count as non-relevant, so these scores are likely underestimated"
                 + ("" if self.condensed else " (see the condensed view, --judged-only)")]
+
+    def test_description(self) -> str:
+        """The test as a reader needs it: name, draws (every sign vector enumerated, or how many sampled),
+        sidedness, correction and the threshold."""
+        n = self.n_queries
+        if self.test == "randomization":
+            draws = (f"exact: all {2 ** n:,} sign vectors" if n <= 20 and 2 ** n <= self.permutations
+                     else f"{self.permutations:,} random sign flips")
+        elif self.test == "bootstrap":
+            draws = f"{self.permutations:,} resamples, shift method"
+        elif self.test == "wilcoxon":
+            draws = "zero differences dropped (Wilcoxon's method), normal approximation above 50 queries"
+        else:
+            draws = "Student's t with n − 1 degrees of freedom"
+        return (f"{TEST_NAMES[self.test]} ({draws}), two-sided, {CORRECTION_NAMES[self.correction]} over "
+                f"{len(self.means) - 1} comparison{'s' if len(self.means) != 2 else ''} per measure, p < {self.alpha}")
+
+    def ci_description(self) -> str:
+        if self.test == "t":
+            return "95% CI: Student's t interval, not adjusted for multiple comparisons"
+        return (f"95% CI: paired bootstrap percentile interval ({self.permutations:,} resamples), not adjusted "
+                f"for multiple comparisons, so it can exclude 0 where the corrected test gives no mark")
 
     def caption(self) -> str:
         missed = {r: n for r, n in (self.missing or {}).items() if n}
@@ -123,13 +167,15 @@ class Comparison:
         if self.groups:
             note += (f" `group`: runs sharing a letter cannot be told apart on {self.means.columns[0]} (randomized "
                      f"Tukey HSD over all pairs, {self.permutations:,} permutations, p ≥ {self.alpha}).")
+        queries = f"{self.n_queries} quer{'y' if self.n_queries == 1 else 'ies'}."
         if self.baseline is None:
-            return f"{self.n_queries} queries.{note}"
-        ci = " Δ [95% CI] to the baseline in brackets." if self.show_ci else ""
-        perms = f", {self.permutations:,} permutations" if self.test in ("randomization", "bootstrap") else ""
-        return (f"{self.n_queries} queries. ▲/▼: significantly better/worse than `{self.baseline}` "
-                f"({TEST_NAMES[self.test]}{perms}, {CORRECTION_NAMES[self.correction]} over "
-                f"{len(self.means) - 1} comparisons, p < {self.alpha}).{ci}{note}")
+            return f"{queries}{note}"
+        if not self.tested:
+            return (f"{queries} No significance marks: fewer than {sig.min_queries(self.alpha)} queries, the fewest "
+                    f"on which an exact paired test can reach p < {self.alpha}.{note}")
+        ci = f" Δ [{self.ci_description()}] to the baseline in brackets." if self.show_ci else ""
+        return (f"{queries} ▲/▼: significantly better/worse than `{self.baseline}` ({self.test_description()})."
+                f"{ci}{note}")
 
     # -- extra tables ----------------------------------------------------------------------------
     def risk_table(self, digits: int = 4) -> pd.DataFrame | None:
@@ -197,7 +243,7 @@ class Comparison:
         marked.index = [latex_escape(str(i)) for i in marked.index]
         marked.columns = [latex_escape(str(c)) for c in marked.columns]
         body = marked.to_latex(escape=False, column_format="l" + "r" * len(marked.columns))
-        return body + "% " + " ".join(self.caption().split()) + "\n"
+        return latex_table(body, self.caption())
 
     def render(self, fmt: str) -> str:
         return {"markdown": self.to_markdown, "md": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex}[fmt]()
@@ -309,6 +355,10 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     check_comparison_settings(test=test, correction=correction, permutations=permutations, seed=seed, ci=ci,
                               judged_only=judged_only, risk_alphas=risk_alphas, pairs=pairs, alpha=alpha)
     measures = parse_measures(measures)
+    if not measures:
+        raise ValueError("no measures to compute: name at least one, e.g. -m 'nDCG@10 AP'")
+    if not qrels:
+        raise ValueError("the qrels hold no judgments: there is nothing to evaluate the runs against")
     names = list(runs)
     if baseline is not None and baseline not in runs:
         raise KeyError(f"baseline {baseline!r} is not among the runs {names}")
@@ -327,7 +377,8 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     wtl: dict[str, dict[str, tuple[int, int, int]]] = {n: {} for n in names}
     deltas = means - means.loc[baseline] if baseline is not None else means * 0
     risk = risk_p = None
-    if baseline is not None:
+    can_test = len(qids) >= sig.min_queries(alpha)  # below: no test can mean anything (no p, CI or mark)
+    if baseline is not None and can_test:
         b = names.index(baseline)
         others = [n for n in names if n != baseline]
         # every (measure, run) difference in one call: the draws are shared; corrections stay per measure
@@ -351,7 +402,7 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
                     risk.loc[n, f"URisk(α={a:g})"], risk.loc[n, f"TRisk(α={a:g})"] = u, t
                     risk_p.loc[n, f"TRisk(α={a:g})"] = p
     pair_p = groups = None
-    if pairs == "all" and len(names) > 1 and qids:
+    if pairs == "all" and len(names) > 1 and can_test:
         first = cols[0]
         hsd = sig.tukey_hsd(matrix[first].T, permutations, seed)
         pair_p = pd.DataFrame(hsd, index=names, columns=names)
@@ -366,12 +417,15 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     answered = {n: evaluated[n].answered for n in names}
     missing = {n: len(judged_ids - answered[n]) for n in names}
     notes = [w for n in names if (w := query_overlap_warning(n, answered[n], judged_ids))]
+    if judged_only and not any(q.relevance <= 0 for q in qrels):
+        notes.append("the qrels judge no document non-relevant, so condensed lists keep only relevant documents "
+                     "and score near 1 for every run: the condensed view needs judged non-relevant documents")
     for w in notes:
         log.warning("%s", w)
     per_query_values = {n: {c: values[n][c] for c in cols} for n in names}
     return Comparison(means, pvals, deltas, baseline, alpha, len(qids), missing, per_query_values, notes, test,
                       correction, permutations, raw, low, high, wtl, judged_values, risk, risk_p, pair_p, groups, ci,
-                      condensed_cols)
+                      condensed_cols, can_test)
 
 
 def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | None:

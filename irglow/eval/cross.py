@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from irglow.eval import significance as sig
-from irglow.eval.compare import Comparison
+from irglow.eval.compare import Comparison, latex_caption, latex_escape, latex_table
 
 
 @dataclass
@@ -31,10 +31,11 @@ class CrossCollection:
     notes: list[str] = field(default_factory=list)
     # system → collection → (Δ to the baseline, its variance var(d)/n), from the per-query values
     effects: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    in_domain: set[str] = field(default_factory=set)  # collections the models trained on: shown, never pooled
 
     @classmethod
     def from_comparisons(cls, comparisons: Mapping[str, Comparison], measure: str,
-                         notes: list[str] | None = None) -> CrossCollection:
+                         notes: list[str] | None = None, in_domain=()) -> CrossCollection:
         systems = list(dict.fromkeys(s for c in comparisons.values() for s in c.means.index))
         values = pd.DataFrame(np.nan, index=systems, columns=list(comparisons), dtype=float)
         marks = pd.DataFrame("", index=systems, columns=list(comparisons), dtype=object)
@@ -59,12 +60,28 @@ class CrossCollection:
                 if len(d) > 1:
                     effects.setdefault(system, {})[name] = (float(d.mean()), float(d.var(ddof=1) / len(d)))
         return cls(values, marks, measure, baseline, {n: c.n_queries for n, c in comparisons.items()},
-                   list(notes or []), effects)
+                   list(notes or []), effects, set(in_domain))
+
+    def unseen(self, system: str) -> dict[str, tuple[float, float]]:
+        """A system's per-collection effects on the collections its models never trained on."""
+        return {c: ev for c, ev in self.effects.get(system, {}).items() if c not in self.in_domain}
 
     def pooled(self) -> dict[str, "sig.Pooled"]:
-        """System → random-effects pooled Δ to the baseline over the collections it ran on (two or more)."""
-        return {s: sig.dersimonian_laird([e for e, _ in per.values()], [v for _, v in per.values()])
-                for s, per in self.effects.items() if len(per) >= 2}
+        """System → random-effects pooled Δ to the baseline over the unseen collections it ran on (two or more
+        with within-collection variance; a collection where it equals the baseline on every query is left
+        out and counted in ``excluded``)."""
+        out = {}
+        for s in self.effects:
+            per = self.unseen(s)
+            if len(per) >= 2:
+                p = sig.dersimonian_laird([e for e, _ in per.values()], [v for _, v in per.values()])
+                if p.k >= 2:
+                    out[s] = p
+        return out
+
+    def identical(self) -> dict[str, list[str]]:
+        """System → the unseen collections where its per-query values equal the baseline's (no variance)."""
+        return {s: ids for s in self.effects if (ids := [c for c, (_, v) in self.unseen(s).items() if v == 0])}
 
     def intervals(self, level: float = 0.95) -> dict[str, dict[str, tuple[float, float, float]]]:
         """System → collection → (Δ, CI low, CI high): each collection's effect with its normal interval."""
@@ -80,7 +97,8 @@ class CrossCollection:
             return None
         rows = {s: {f"Δ vs {self.baseline}": f"{p.effect:+.{digits}f}",
                     "95% CI": f"[{p.ci_low:+.{digits}f}, {p.ci_high:+.{digits}f}]",
-                    "I²": f"{p.i2:.0%}", "τ²": f"{p.tau2:.2e}", "collections": str(p.k),
+                    "I²": f"{p.i2:.0%}", "τ²": f"{p.tau2:.2e}",
+                    "collections": str(p.k) + (f" (+{p.excluded} identical)" if p.excluded else ""),
                     "": "▲" if p.ci_low > 0 else "▼" if p.ci_high < 0 else ""} for s, p in pooled.items()}
         return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -120,14 +138,23 @@ class CrossCollection:
                      f"collections the mean is higher, and on how many of those significantly.")
         return text + "".join(f"\n\n- {n}" for n in self.notes)
 
+    def pooled_caption(self) -> str:
+        text = (f"Pooled effect against `{self.baseline}` across the unseen collections ({self.measure}; "
+                f"random-effects meta-analysis, DerSimonian–Laird, of each collection's paired mean difference; ▲/▼: "
+                f"the 95% CI excludes 0; I²: share of the between-collection spread due to heterogeneity).")
+        if self.in_domain:
+            text += f" Not pooled, as in-domain: {', '.join(sorted(self.in_domain))}."
+        same = self.identical()
+        if same:
+            text += (" Left out of a system's weights where it equals the baseline on every query (no variance, an "
+                     "infinite weight): " + "; ".join(f"`{s}` on {', '.join(c)}" for s, c in same.items()) + ".")
+        return text
+
     def to_markdown(self) -> str:
         text = self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
         pooled = self.pooled_table()
         if pooled is not None:
-            text += (f"\nPooled effect against `{self.baseline}` across collections ({self.measure}; random-effects "
-                     f"meta-analysis, DerSimonian–Laird, of each collection's paired mean difference; ▲/▼: the 95% CI "
-                     f"excludes 0; I²: share of the between-collection spread due to heterogeneity):\n\n"
-                     + pooled.to_markdown(disable_numparse=True) + "\n")
+            text += f"\n{self.pooled_caption()}\n\n" + pooled.to_markdown(disable_numparse=True) + "\n"
         return text
 
     def to_csv(self) -> str:
@@ -138,6 +165,15 @@ class CrossCollection:
     def to_latex(self) -> str:
         marked = self.marked().map(lambda s: s.replace(" ▲", r"$^{\blacktriangle}$")
                                    .replace(" ▼", r"$^{\blacktriangledown}$").replace("–", "--"))
-        marked.columns = [str(c).replace("_", r"\_") for c in marked.columns]
-        body = marked.to_latex(escape=False, column_format="l" + "r" * len(marked.columns))
-        return body + "% " + self.caption().replace("\n", "\n% ") + "\n"
+        marked.index = [latex_escape(str(i)) for i in marked.index]
+        marked.columns = [latex_escape(str(c)) for c in marked.columns]
+        text = latex_table(marked.to_latex(escape=False, column_format="l" + "r" * len(marked.columns)),
+                           self.caption())
+        pooled = self.pooled_table()
+        if pooled is not None:
+            pooled = pooled.map(lambda v: latex_caption(str(v)))
+            pooled.index = [latex_escape(str(i)) for i in pooled.index]
+            pooled.columns = [latex_caption(str(c)) for c in pooled.columns]
+            text += "\n" + latex_table(pooled.to_latex(escape=False, column_format="l" + "r" * len(pooled.columns)),
+                                       self.pooled_caption())
+        return text

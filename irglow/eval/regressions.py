@@ -18,7 +18,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-ENTRY_KEYS = {"name", "collection", "train_split", "test_split", "config", "set", "tags", "tolerance", "expect"}
+ENTRY_KEYS = {"name", "collection", "train_split", "test_split", "config", "set", "tags", "tolerance", "expect",
+              "optional"}
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Cell:
     tolerance: float
     actual: float | None = None
     skipped: str | None = None
+    failed: str | None = None  # why the experiment could not run (a required collection that is missing)
 
     @property
     def ok(self) -> bool:
@@ -39,6 +41,8 @@ class Cell:
     def text(self) -> str:
         if self.skipped:
             return "– skipped"
+        if self.failed:
+            return f"✗ {self.failed}"
         if self.actual is None:
             return f"✗ missing (expected {self.expected:.4f})"
         if self.ok:
@@ -112,8 +116,11 @@ def load_matrix_spec(path: str | Path) -> list[dict[str, Any]]:
             raise ValueError(f"{where} ({e['name']}): unknown key(s) {sorted(unknown)}; known: {sorted(ENTRY_KEYS)}")
         e.setdefault("tolerance", default_tolerance)
         e.setdefault("tags", [])
+        if not isinstance(e.get("optional", False), bool):
+            raise ValueError(f"{where} ({e['name']}): optional = {e['optional']!r} must be true or false")
         if e.get("config"):
             e["config"] = str((path.parent / e["config"]) if (path.parent / e["config"]).exists() else e["config"])
+        e["collection"] = resolve_collection(str(e["collection"]), path.parent)
         for system, values in e["expect"].items():
             for measure, value in values.items():
                 if not isinstance(value, (int, float)):
@@ -121,11 +128,28 @@ def load_matrix_spec(path: str | Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _is_path(collection: str) -> bool:
+    """A folder (``./x``, ``../x``, ``/x``, ``~/x``), not a demo spec or an ir_datasets id (``beir/scifact``)."""
+    return collection.startswith((".", "/", "~"))
+
+
+def resolve_collection(collection: str, folder: Path) -> str:
+    """A collection folder named in a matrix file, relative to that file (wherever irglow runs from); demo
+    specs and ir_datasets ids as they are."""
+    if collection.startswith("demo"):
+        return collection
+    beside = folder / Path(collection).expanduser()
+    if _is_path(collection) or beside.exists():
+        return str(beside.resolve()) if not Path(collection).expanduser().is_absolute() else \
+            str(Path(collection).expanduser())
+    return collection
+
+
 def _available(collection: str) -> str | None:
     """Why a collection cannot be run here, or ``None``."""
     if collection.startswith("demo"):
         return None
-    if "/" in collection and not Path(collection).exists() and not collection.startswith((".", "/")):
+    if not _is_path(collection) and not Path(collection).exists():
         return None  # an ir_datasets id: load_collection says if it cannot be had
     return None if (Path(collection) / "corpus.jsonl").is_file() else f"{collection} is not on this machine"
 
@@ -147,10 +171,10 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
                  for m, v in ms.items()]
         matrix.cells.extend(cells)
         missing = _available(str(e["collection"]))
-        if missing:
+        if missing:  # skipped only when the matrix says the experiment is optional; else a failure
             for c in cells:
-                c.skipped = missing
-            matrix.notes.append(f"{e['name']}: skipped, {missing}")
+                c.skipped, c.failed = (missing, None) if e.get("optional") else (None, "collection not found")
+            matrix.notes.append(f"{e['name']}: {'skipped (optional)' if e.get('optional') else 'FAILED'}, {missing}")
             continue
         config = load_config(e.get("config"), e.get("set", []))
         measures = list(dict.fromkeys(c.measure for c in cells))

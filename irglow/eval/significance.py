@@ -48,6 +48,15 @@ class TestResult:
     losses: int
 
 
+def min_queries(alpha: float = 0.05) -> int:
+    """The fewest queries on which a paired test can mark a difference at ``alpha``: the smallest n whose
+    exact two-sided sign-flip test can reach p < α (2 of its 2ⁿ sign vectors are as extreme as the data at
+    best, so 2/2ⁿ < α; 6 at α = 0.05).  Below it every test is refused: the randomization test cannot
+    reject, the t-test's normality and the bootstrap's resampling mean nothing on a handful of queries
+    (3 all-positive queries: bootstrap p ≈ 0.0001, exact p = 0.25)."""
+    return int(math.floor(math.log2(2 / alpha))) + 1
+
+
 def _sign_blocks(n: int, permutations: int, seed: int):
     """Blocks of ±1 sign vectors (rows): all 2^n of them when that is within the budget, else seeded
     random ones.  Yields ``(signs, exact)``."""
@@ -156,9 +165,9 @@ def test_differences(diffs: np.ndarray, test: str = DEFAULT_TEST, permutations: 
                 continue
             with warnings.catch_warnings():  # constant differences: scipy warns and returns NaN
                 warnings.simplefilter("ignore", RuntimeWarning)
-                if test == "t":  # the paired t-test is the one-sample t-test of the differences
-                    value = stats.ttest_1samp(d, 0.0).pvalue
-                    p[j] = 0.0 if np.isnan(value) else value  # a constant non-zero difference
+                if test == "t":  # the paired t-test is the one-sample t-test of the differences; a constant
+                    # non-zero difference has no variance, t is undefined: NaN (no mark), never p = 0
+                    p[j] = stats.ttest_1samp(d, 0.0).pvalue if np.ptp(d) > 1e-12 else np.nan
                 else:
                     p[j] = stats.wilcoxon(d, zero_method="wilcox").pvalue
     out = []
@@ -171,8 +180,15 @@ def test_differences(diffs: np.ndarray, test: str = DEFAULT_TEST, permutations: 
 
 
 def adjust(pvalues: Sequence[float], method: str = "holm") -> list[float]:
-    """Adjusted p-values: Holm's step-down, Bonferroni, Benjamini–Hochberg (false discovery rate) or none."""
-    p = np.asarray(pvalues, dtype=float)
+    """Adjusted p-values: Holm's step-down, Bonferroni, Benjamini–Hochberg (false discovery rate) or none.
+    An undefined p (NaN: a test that cannot be computed) stays undefined and is not counted in the family."""
+    p_all = np.asarray(pvalues, dtype=float)
+    defined = ~np.isnan(p_all)
+    if not defined.all():
+        out = np.full(len(p_all), np.nan)
+        out[defined] = adjust(p_all[defined].tolist(), method)
+        return out.tolist()
+    p = p_all
     m = len(p)
     if method not in CORRECTIONS:
         raise ValueError(f"correction must be one of {', '.join(CORRECTIONS)}, not {method!r}")
@@ -252,9 +268,11 @@ def risk(system: np.ndarray, baseline: np.ndarray, alpha: float = 1.0) -> tuple[
     z = np.where(d > 0, d, (1 + alpha) * d)
     n = len(z)
     urisk = float(z.mean()) if n else float("nan")
-    sd = float(z.std(ddof=1)) if n > 1 else 0.0
-    if sd == 0:
-        return urisk, (0.0 if urisk == 0 else math.copysign(math.inf, urisk)), (1.0 if urisk == 0 else 0.0)
+    if n < 2:  # no spread to estimate: TRisk and its p are undefined, never significant
+        return urisk, float("nan"), float("nan")
+    sd = float(z.std(ddof=1))
+    if sd == 0:  # every query the same z: TRisk is 0 (no effect) or undefined (±∞), never a mark
+        return urisk, (0.0 if urisk == 0 else math.copysign(math.inf, urisk)), (1.0 if urisk == 0 else float("nan"))
     trisk = urisk / (sd / math.sqrt(n))
     return urisk, trisk, float(2 * stats.t.sf(abs(trisk), n - 1))
 
@@ -267,17 +285,28 @@ class Pooled:
     tau2: float
     i2: float  # share of the variation across collections due to heterogeneity, 0..1
     q: float
-    k: int
+    k: int  # collections pooled
+    excluded: int = 0  # collections left out: no within-collection variance (see dersimonian_laird)
 
 
 def dersimonian_laird(effects: Sequence[float], variances: Sequence[float], level: float = 0.95) -> Pooled:
     """Random-effects meta-analysis of per-collection effects (DerSimonian & Laird, 1986): inverse-
-    variance weights, between-collection variance τ² from Cochran's Q, I² = (Q − (k−1)) / Q."""
+    variance weights, between-collection variance τ² from Cochran's Q, I² = (Q − (k−1)) / Q.
+
+    A collection whose per-query differences have no variance (a system identical to the baseline there)
+    would get an infinite weight; a floor in its place makes the interval's width follow the floor.  Such
+    collections are left out of the weights and counted in ``excluded``; with fewer than two left, nothing
+    is pooled (NaN)."""
     from scipy import stats
 
-    y = np.asarray(effects, float)
-    v = np.maximum(np.asarray(variances, float), 1e-12)
-    k = len(y)
+    y_all = np.asarray(effects, float)
+    v_all = np.asarray(variances, float)
+    keep = v_all > 0
+    y, v = y_all[keep], v_all[keep]
+    k, excluded = len(y), int((~keep).sum())
+    if k < 2:
+        nan = float("nan")
+        return Pooled(float(y[0]) if k == 1 else nan, nan, nan, nan, nan, nan, k, excluded)
     w = 1 / v
     fixed = (w * y).sum() / w.sum()
     q = float((w * (y - fixed) ** 2).sum())
@@ -288,7 +317,7 @@ def dersimonian_laird(effects: Sequence[float], variances: Sequence[float], leve
     se = math.sqrt(1 / ws.sum())
     z = stats.norm.ppf(0.5 + level / 2)
     i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
-    return Pooled(pooled, pooled - z * se, pooled + z * se, tau2, i2, q, k)
+    return Pooled(pooled, pooled - z * se, pooled + z * se, tau2, i2, q, k, excluded)
 
 
 def all_pairs(names: Sequence[str]) -> list[tuple[str, str]]:

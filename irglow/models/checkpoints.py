@@ -55,7 +55,7 @@ def training_summary(model_dir: str | Path) -> dict:
     at = state.get("best_step", state.get("best_at"))
     return {"validation": state.get("best"), "start": start,
             "step": at.get("step") if isinstance(at, dict) else at, "seconds": state.get("train_seconds"),
-            "train_queries": info.get("train_queries"), "val_queries": info.get("val_queries")}
+            "steps": state.get("step"), "train_queries": info.get("train_queries"), "val_queries": info.get("val_queries")}
 
 
 MIN_QUERIES_FOR_VALIDATION = 11
@@ -217,15 +217,89 @@ def save_trainer_checkpoint(folder: str | Path, state: dict, rng: bool = True, *
     return Path(folder) / "trainer.pt"
 
 
-def resume_trainer(path: str | Path, map_location=None, **parts) -> dict:
+def resume_trainer(path: str | Path, map_location=None, inputs: dict | None = None, **parts) -> dict:
     """Load each of ``parts`` from a ``save_trainer_checkpoint`` file, restore the RNGs if it holds them,
-    and return the trainer state."""
+    and return the trainer state.  ``inputs`` (:func:`training_inputs`): refuse, before loading anything,
+    a checkpoint whose recorded data or settings differ."""
     import json
 
     saved = load_trainer_checkpoint(path, map_location=map_location)
+    state = saved["state"]
+    check_resumable(path, json.loads(state) if isinstance(state, str) else state, inputs)
     for name, part in parts.items():
         part.load_state_dict(saved[name])
     if "rng" in saved:
         set_rng_state(saved["rng"])
-    state = saved["state"]
     return json.loads(state) if isinstance(state, str) else state  # older TW-BERT checkpoints: a dict
+
+
+# what may change between a checkpoint and its resumption: where it runs, and how long training goes on
+# (resuming to train longer is what a checkpoint is for); anything else would continue another training
+_RESUMABLE_SETTINGS = ("device", "epochs", "max_steps", "patience")
+
+
+def training_inputs(config, queries, qrels, index=None) -> dict:
+    """What a trainer's checkpoint belongs to: its settings (less the device) and the digests of the training
+    queries, judgments and index.  Stored in every checkpoint and compared before resuming, so a folder is
+    never continued on other data or settings (:func:`resume_trainer`)."""
+    from dataclasses import asdict, is_dataclass
+
+    from irglow.utils.digest import qrels_digest, queries_digest
+
+    settings = asdict(config) if is_dataclass(config) else dict(config)
+    for key in _RESUMABLE_SETTINGS:
+        settings.pop(key, None)
+    data = {"queries": queries_digest(queries), "qrels": qrels_digest(qrels)}
+    if index is not None:
+        data["index"] = Path(index.path).name
+    import json
+
+    return json.loads(json.dumps({"settings": settings, "data": data}, default=str))  # as a checkpoint stores it
+
+
+def _differences(saved, current, prefix: str = "") -> list[str]:
+    """``key: old → new`` for every leaf that differs between two nested dicts."""
+    out = []
+    for key in sorted(set(saved) | set(current), key=str):
+        a, b = saved.get(key, "(absent)"), current.get(key, "(absent)")
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} → {b!r}")
+    return out
+
+
+def check_resumable(path: str | Path, saved_state: dict, inputs: dict | None) -> None:
+    """Refuse to continue a checkpoint trained on other data or with other settings, naming what differs."""
+    if inputs is None:
+        return
+    saved = saved_state.get("inputs")
+    if saved is None:
+        raise ValueError(f"{path} does not record the data and settings it was trained with (an older irglow), so "
+                         f"resuming it could continue on other data; train into a new --out folder or pass "
+                         f"--no-resume")
+    diff = _differences(saved, inputs)
+    if diff:
+        shown = "; ".join(d if len(d) < 200 else d[:197] + "…" for d in diff[:6])
+        raise ValueError(f"{path} was trained on other data or settings, so it is not resumed ({shown}"
+                         f"{'; …' if len(diff) > 6 else ''}); train into a new --out folder, or pass --no-resume "
+                         f"to start afresh here")
+
+
+def fit_batch(batch: int, n_train: int, trainer: str, what: str = "batch size", per_batch: int = 1) -> int:
+    """The batch a trainer can fill: training queries come in whole batches, so with fewer queries than
+    ``batch × per_batch`` (``per_batch``: processes × accumulation) no step would ever be taken and the
+    untouched checkpoint would be kept as if trained.  The batch shrinks to what the queries fill, and
+    says so; with fewer queries than ``per_batch`` nothing can be trained, and that is an error."""
+    import logging
+
+    if n_train < per_batch or n_train == 0:
+        raise ValueError(f"{trainer}: {n_train} training queries with a relevant document, too few for one "
+                         f"optimizer step ({per_batch} needed); add training queries or judgments")
+    fits = n_train // per_batch
+    if fits < batch:
+        logging.getLogger(__name__).warning(
+            "%s: %d training queries cannot fill one batch of %d; the %s is %d for this run", trainer, n_train,
+            batch * per_batch, what, fits)
+        return fits
+    return batch

@@ -52,6 +52,11 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
     from irglow.utils.atomic import atomic_write_text
     from irglow.utils.digest import value_digest
 
+    from irglow.utils.digest import local_paths_digest
+
+    # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew
+    files = local_paths_digest(inputs)
+    inputs = {**inputs, "files": files} if files else inputs
     key = value_digest(inputs)[:16]
     keyed = folder / key
     keyed.mkdir(parents=True, exist_ok=True)

@@ -103,10 +103,36 @@ def convex_grid(n_runs: int, step: float = 0.05) -> list[tuple[float, ...]]:
             if sum(combo) == units]
 
 
+FEW_TUNING_QUERIES = 10
+
+
+def check_tuning_overlap(runs: Sequence[Run], qrels: list[Qrel]) -> int:
+    """How many queries of the tuning runs have a relevant judgment in ``qrels``: none is an error naming both
+    sides' ids, few a warning (weights chosen on a handful of queries are noise)."""
+    judged = {q.query_id for q in qrels if q.relevance > 0}
+    ran = set().union(*(r.ranking for r in runs)) if runs else set()
+    shared = judged & ran
+    if not shared:
+        def some(ids):
+            return ", ".join(sorted(ids)[:3]) + (" …" if len(ids) > 3 else "") if ids else "none"
+        raise ValueError(f"fusion tuning: the tuning runs and the tuning qrels share no query with a relevant "
+                         f"judgment (runs: {len(ran)} queries, e.g. {some(ran)}; qrels: {len(judged)} judged, "
+                         f"e.g. {some(judged)}); are they of the same queries?")
+    if len(shared) < FEW_TUNING_QUERIES:
+        import logging
+
+        logging.getLogger(__name__).warning("fusion tuning: only %d tuning queries have a relevant judgment; weights "
+                                            "chosen on so few are unreliable", len(shared))
+    return len(shared)
+
+
 def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", norm: str = "min-max",
                  measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
                  depth: int = 1000) -> tuple[tuple[float, ...], float, list[tuple[tuple[float, ...], float]]]:
-    """(best weights, best score, every (weights, score)) over the convex grid; ties keep the first."""
+    """(best weights, best score, every (weights, score)) over the convex grid; ties keep the first.
+    Refused when no tuning query has a relevant judgment (every point would score 0 and the "tuned" weights
+    would be the grid's last point); a warning when fewer than :data:`FEW_TUNING_QUERIES` have one."""
+    check_tuning_overlap(runs, qrels)
     m = parse_measures([measure])
     curve = []
     for w in convex_grid(len(runs), step):

@@ -24,7 +24,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from irglow.config import as_names
+from irglow.config import as_names, flag
 from irglow.runs.fusion import METHODS, NORMS, fuse, fuse_tuned
 from irglow.runs.trec import Run
 
@@ -37,7 +37,7 @@ SETTINGS = ("enabled", "runs", "method", "norm", "step", "measure")
 def components(config: dict[str, Any]) -> list[list[str]]:
     """The configured hybrids, each as its list of run tags."""
     fs = config.get("fusion", {})
-    if not fs.get("enabled", False):
+    if not flag(config, "fusion"):
         return []
     out = []
     for entry in _entries(fs):
@@ -64,7 +64,7 @@ def wants_tuning(config: dict[str, Any], tag: str) -> bool:
 def check(config: dict[str, Any], produced: list[str]) -> None:
     """Stop before any work on a hybrid of runs the configuration does not produce, or a bad setting."""
     fs = config.get("fusion", {})
-    if not fs.get("enabled", False):
+    if not flag(config, "fusion"):
         return
     entries = _entries(fs)
     if not isinstance(entries, list) or not entries:

@@ -25,6 +25,15 @@ def check_writable(path: str | Path) -> Path:
     return path
 
 
+def check_not_input(output: str | Path, inputs, option: str = "-o") -> Path:
+    """Fail before the work if the output file is one of the inputs (``fuse a.run b.run -o a.run``): the
+    result would replace what it was computed from."""
+    output = Path(output)
+    if output.resolve() in {Path(p).resolve() for p in inputs if p}:
+        raise SystemExit(f"{option} {output} is one of the inputs; it would be overwritten: choose another file")
+    return output
+
+
 def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     with atomic_file(path) as tmp:

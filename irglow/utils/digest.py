@@ -44,3 +44,39 @@ def queries_digest(queries: Iterable) -> str:
 
 def qrels_digest(qrels: Iterable) -> str:
     return records_digest(sorted((q.query_id, q.doc_id, int(q.relevance)) for q in qrels))
+
+
+def tree_digest(path: str | Path) -> str:
+    """A file's digest, or a folder's: every file below it (relative name and bytes), in sorted order."""
+    path = Path(path)
+    if path.is_file():
+        return file_digest(path)
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        h.update(f"{f.relative_to(path).as_posix()}\0{file_digest(f)}\n".encode())
+    return h.hexdigest()[:DIGEST_CHARS]
+
+
+# settings whose value may name a local file or folder that a stage loads: a checkpoint, a model, a settings file
+PATH_KEYS = ("base_model", "config", "model_dir")
+
+
+def local_paths_digest(settings: Any, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """``{setting path: content digest}`` for every setting of :data:`PATH_KEYS` (at any depth) that names an
+    existing local file or folder: a model replaced in place, or an edited settings file, changes the key
+    of whatever was built from it, though its name stayed the same."""
+    found: dict[str, str] = {}
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in PATH_KEYS and key not in skip and isinstance(value, str) and value and Path(value).exists():
+                    found[f"{prefix}{key}"] = tree_digest(value)
+                else:
+                    walk(value, f"{prefix}{key}.")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{prefix}{i}.")
+
+    walk(settings, "")
+    return found

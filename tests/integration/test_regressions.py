@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_lexical_reproduction_matrix_is_green(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(ROOT)  # the matrix names its collections relative to the repository root
+    monkeypatch.chdir(ROOT)
     code = main(["regressions", "--tags", "lexical", "-o", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -27,7 +27,7 @@ def test_an_edited_expectation_turns_the_matrix_red_with_a_readable_diff(tmp_pat
     demo = next(e for e in spec["experiments"] if e["name"] == "demo-lexical")
     demo["expect"] = {"bm25": {"nDCG@10": 0.7400, "AP": demo["expect"]["bm25"]["AP"]}}
     spec["experiments"] = [demo, {"name": "elsewhere", "collection": str(tmp_path / "absent"), "tags": ["lexical"],
-                                  "expect": {"bm25": {"nDCG@10": 0.5}}}]
+                                  "expect": {"bm25": {"nDCG@10": 0.5}}, "optional": True}]
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
     code = main(["regressions", "--config", str(tmp_path / "r.yaml"), "-o", str(tmp_path / "out"),
                  "--data-dir", str(tmp_path / "data")])
@@ -35,3 +35,32 @@ def test_an_edited_expectation_turns_the_matrix_red_with_a_readable_diff(tmp_pat
     assert code == 1
     assert "✗ 0.7363 (expected 0.7400 ± 0.0001, Δ -0.0037)" in out and "✓ 0.6219" in out
     assert "elsewhere: skipped" in out and "1 of 2 figures reproduced, 1 skipped; 1 drifted" in out
+
+
+def test_collections_resolve_against_the_matrix_file_and_a_missing_one_fails(tmp_path, monkeypatch, capsys):
+    """Issue 30.9: run from another folder, a matrix's relative collection paths are the file's, and a required
+    collection that is not there turns the matrix red (an optional one is skipped, and said so)."""
+    (tmp_path / "configs").mkdir()
+    corpus = tmp_path / "coll"
+    corpus.mkdir()
+    (corpus / "corpus.jsonl").write_text('{"_id": "d1", "title": "a", "text": "lyme disease"}\n'
+                                        '{"_id": "d2", "title": "b", "text": "other words"}\n')
+    (corpus / "queries.jsonl").write_text('{"_id": "q1", "text": "lyme"}\n')
+    (corpus / "qrels").mkdir()
+    (corpus / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    spec = {"experiments": [
+        {"name": "here", "collection": "../coll", "tags": ["lexical"], "expect": {"bm25": {"nDCG@10": 1.0}}},
+        {"name": "gone", "collection": "../absent", "tags": ["lexical"], "expect": {"bm25": {"nDCG@10": 0.5}}},
+        {"name": "maybe", "collection": "../absent", "tags": ["lexical"], "optional": True,
+         "expect": {"bm25": {"nDCG@10": 0.5}}}]}
+    (tmp_path / "configs" / "m.yaml").write_text(yaml.safe_dump(spec))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    code = main(["regressions", "--config", str(tmp_path / "configs" / "m.yaml"), "-o", str(tmp_path / "out"),
+                 "--data-dir", str(tmp_path / "data")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "here / bm25" in out and "✓ 1.0000" in out
+    assert "gone / bm25" in out and "✗ collection not found" in out
+    assert "maybe: skipped (optional)" in out and "1 of 2 figures reproduced, 1 skipped; 1 drifted" in out

@@ -100,6 +100,30 @@ def test_dersimonian_laird_by_hand():
     assert pooled.ci_high == pytest.approx(stats.norm.ppf(0.975) * math.sqrt(1 / 300))
 
 
+def test_dersimonian_laird_leaves_out_collections_without_variance():
+    """Issue 30.8: two collections where a system equals the baseline (variance 0) got a 1e-12 floor, so the CI's
+    width followed the floor.  They are left out; the pooled figures are those of the three others, by hand:
+    w = 1/v = (628930.82, 33003.30, 190114.07); fixed = Σwy/Σw = −0.0013297; Q = Σw(y − fixed)² = 3.71280;
+    c = Σw − Σw²/Σw = 3.3977e5; τ² = (Q − 2)/c = 5.0402e-6 … (the code's exact arithmetic below)."""
+    y, v = [-0.00166, 0.00880, -0.00252], [1.59e-6, 3.03e-5, 5.26e-6]
+    w = [1 / x for x in v]
+    fixed = sum(a * b for a, b in zip(w, y)) / sum(w)
+    q = sum(a * (b - fixed) ** 2 for a, b in zip(w, y))
+    c = sum(w) - sum(a * a for a in w) / sum(w)
+    tau2 = (q - 2) / c
+    ws = [1 / (x + tau2) for x in v]
+    effect = sum(a * b for a, b in zip(ws, y)) / sum(ws)
+    half = stats.norm.ppf(0.975) / math.sqrt(sum(ws))
+    pooled = sig.dersimonian_laird(y + [0, 0], v + [0, 0])
+    assert pooled.k == 3 and pooled.excluded == 2
+    assert pooled.q == pytest.approx(3.712798, rel=1e-5) and pooled.q == pytest.approx(q)
+    assert pooled.tau2 == pytest.approx(tau2) and pooled.effect == pytest.approx(effect)
+    assert pooled.effect == pytest.approx(-0.00089641, rel=1e-4)
+    assert pooled.ci_low == pytest.approx(effect - half) and pooled.ci_high - pooled.ci_low > 1e-3  # not ±2e-6
+    lone = sig.dersimonian_laird([0.01, 0, 0], [1e-4, 0, 0])
+    assert lone.k == 1 and lone.excluded == 2 and math.isnan(lone.ci_low)
+
+
 def test_judged_at_10_and_condensed_lists_by_hand():
     qrels = [Qrel("q", "d1", 1), Qrel("q", "d3", 0), Qrel("q", "d5", -1)]
     run = Run({"q": [(f"d{i}", 20.0 - i) for i in range(1, 13)]}, "r")  # d1..d12, judged: d1, d3, d5 in the top 10
@@ -115,8 +139,89 @@ def test_table_warns_when_a_run_is_judged_far_less_than_the_baseline():
     base = Run({"q": [(f"d{i}", 10.0 - i) for i in range(10)]}, "base")
     new = Run({"q": [("d0", 10.0)] + [(f"n{i}", 5.0 - i) for i in range(9)]}, "new")
     cmp = compare({"base": base, "new": new}, qrels, ["nDCG@10"], baseline="base", permutations=100)
-    assert "Judged@10 well below the baseline's 1.000 for `new` 0.100" in cmp.caption()
+    assert "Judged@10 below 75% of the baseline's 1.000 for `new` 0.100" in cmp.caption()
     assert "Judged@10" in cmp.to_markdown()
+
+
+def test_judged_warning_is_relative_so_sparse_qrels_still_warn():
+    """Issue 30: SciFact's baseline has Judged@10 0.088; a run with none judged got no warning (absolute 0.10)."""
+    qrels = [Qrel("q", "d0", 1)]
+    base = Run({"q": [(f"d{i}", 10.0 - i) for i in range(10)]}, "base")  # Judged@10 = 1/10
+    new = Run({"q": [(f"n{i}", 10.0 - i) for i in range(10)]}, "new")  # 0/10
+    same = Run({"q": [(f"d{i}", 10.0 - i) for i in range(10)]}, "same")
+    cmp = compare({"base": base, "new": new, "same": same}, qrels, ["nDCG@10"], baseline="base")
+    assert "for `new` 0.000" in cmp.caption() and "`same`" not in cmp.caption()
+
+
+def test_condensed_view_on_qrels_without_non_relevant_judgments_says_it_is_meaningless():
+    qrels = [Qrel("q", "d1", 1), Qrel("q", "d2", 2)]
+    run = Run({"q": [("x", 3.0), ("d1", 2.0)]}, "r")
+    cmp = compare({"r": run}, qrels, ["nDCG@10"], judged_only=True)
+    assert "condensed view needs judged non-relevant documents" in cmp.caption()
+    cmp = compare({"r": run}, qrels + [Qrel("q", "x", 0)], ["nDCG@10"], judged_only=True)
+    assert "condensed view needs" not in cmp.caption()
+
+
+def test_empty_qrels_and_no_measures_are_errors():
+    run = Run({"q": [("d1", 1.0)]}, "r")
+    with pytest.raises(ValueError, match="the qrels hold no judgments"):
+        compare({"r": run}, [], ["nDCG@10"])
+    with pytest.raises(ValueError, match="no measures"):
+        compare({"r": run}, [Qrel("q", "d1", 1)], "")
+
+
+def _tiny(n: int, gain: float = 0.5):
+    """``n`` queries where ``new`` finds the relevant document at rank 1 and ``base`` at rank 2."""
+    qrels = [Qrel(f"q{i}", "rel", 1) for i in range(n)]
+    base = Run({f"q{i}": [("x", 2.0), ("rel", 1.0)] for i in range(n)}, "base")
+    new = Run({f"q{i}": [("rel", 2.0), ("x", 1.0)] for i in range(n)}, "new")
+    return qrels, {"base": base, "new": new}
+
+
+@pytest.mark.parametrize("test", sig.TESTS)
+@pytest.mark.parametrize("n", [1, 3, 5])
+def test_too_few_queries_give_no_mark_whatever_the_test(test, n):
+    """Issue 30.7: on 1 query the t-test gave p = 0 and ▲ with CI [nan, nan], the bootstrap ▲ with a zero-width CI,
+    TRisk ±inf a '*'; with 3 all-positive queries bootstrap p = 0.0001 where the exact p is 0.25."""
+    qrels, runs = _tiny(n)
+    cmp = compare(runs, qrels, ["RR@10"], baseline="base", test=test, ci=True)
+    assert not cmp.significant("new", "RR@10") and cmp.pvalues.isna().all().all()
+    md = cmp.to_markdown()
+    assert "▲" not in md.split("\n\n")[0] and "nan" not in md and "*" not in md
+    assert f"{n} quer{'y' if n == 1 else 'ies'}. No significance marks: fewer than 6 queries" in md
+
+
+def test_six_queries_all_better_are_marked_with_the_exact_p():
+    """The smallest table that can be marked at α = 0.05: 2 of the 2⁶ sign vectors reach the observed sum."""
+    qrels, runs = _tiny(6)
+    cmp = compare(runs, qrels, ["RR@10"], baseline="base")
+    assert cmp.raw_pvalues.loc["new", "RR@10"] == pytest.approx(2 / 64) and cmp.significant("new", "RR@10")
+    assert "exact: all 64 sign vectors" in cmp.caption() and "two-sided" in cmp.caption()
+    # a constant difference has no variance: the t-test is undefined there, so no mark (never p = 0)
+    cmp = compare(runs, qrels, ["RR@10"], baseline="base", test="t")
+    assert not cmp.significant("new", "RR@10")
+    u, t, p = sig.risk(np.full(6, 1.0), np.full(6, 0.5))
+    assert u == 0.5 and t == math.inf and math.isnan(p)
+    assert all(math.isnan(x) for x in sig.risk(np.array([1.0]), np.array([0.0]))[1:])
+
+
+def test_minimum_queries_by_hand():
+    # 2/2^n < α: n = 6 at 0.05 (2/64 = 0.031; 2/32 = 0.0625 is not), n = 8 at 0.01 (2/256 = 0.0078; 2/128 = 0.0156)
+    assert sig.min_queries(0.05) == 6 and sig.min_queries(0.01) == 8 and sig.min_queries(0.1) == 5
+
+
+def test_captions_name_draws_sidedness_and_the_ci_method():
+    qrels, runs = _tiny(30)
+    cmp = compare(runs, qrels, ["RR@10"], baseline="base", ci=True, permutations=1000)
+    cap = cmp.caption()
+    assert "(1,000 random sign flips), two-sided, Holm-corrected over 1 comparison per measure" in cap
+    assert "paired bootstrap percentile interval (1,000 resamples), not adjusted for multiple comparisons" in cap
+    boot = compare(runs, qrels, ["RR@10"], baseline="base", test="bootstrap", permutations=1000).caption()
+    assert "1,000 resamples, shift method" in boot and "permutations" not in boot
+    assert "zero differences dropped" in compare(runs, qrels, ["RR@10"], baseline="base", test="wilcoxon").caption()
+    tex = cmp.to_latex()
+    assert "\\begin{table}" in tex and "\\caption{30 queries. $^{\\blacktriangle}$/$^{\\blacktriangledown}$" in tex
+    assert "two-sided" in tex and "\n%" not in tex.split("\\begin{table}")[1]
 
 
 def test_compare_table_carries_ci_pairs_and_risk():
@@ -127,7 +232,8 @@ def test_compare_table_carries_ci_pairs_and_risk():
     cmp = compare(runs, qrels, ["nDCG@10"], baseline="a", ci=True, pairs="all", permutations=500)
     md = cmp.to_markdown()
     assert "[" in md and "All pairs on nDCG@10" in md and "URisk(α=1)" in md and "group" in md
-    assert "paired randomization test, 500 permutations, Holm-corrected over 2 comparisons" in cmp.caption()
+    assert "paired randomization test (500 random sign flips), two-sided, Holm-corrected over 2 comparisons" \
+        in cmp.caption()
     low, high = cmp.ci_low.loc["b", "nDCG@10"], cmp.ci_high.loc["b", "nDCG@10"]
     assert low <= cmp.deltas.loc["b", "nDCG@10"] <= high
     csv = cmp.to_csv().splitlines()[0]

@@ -80,6 +80,12 @@ def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict) 
             "source": source_digest}
 
 
+def reused_models(config, fields=None) -> dict[str, Path]:
+    """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
+    _, variants, _, options = settings(config)
+    return {v: reused_model(options["model_dir"], v) for v in variants} if options["model_dir"] else {}
+
+
 def train(config, source: TrainSource, out: Path) -> dict[str, Path]:
     """Train (or find trained, or reuse from ``model_dir``) every variant: ``{variant: model directory}``."""
     gcfg, variants, _, options = settings(config)

@@ -51,8 +51,8 @@ from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, pick_device, resume_trainer, save_trainer_checkpoint,
-                                       seed_everything, split_validation, validation_score)
+from irglow.models.checkpoints import (clipped_step, fit_batch, pick_device, resume_trainer, save_trainer_checkpoint,
+                                      seed_everything, split_validation, training_inputs, validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
 from irglow.utils.atomic import atomic_write_text
@@ -207,7 +207,9 @@ class GlowTrainer:
         val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
         val_docs = validation_docs(docs, bm25, val_ids, cfg.val_max_docs, cfg.val_pool_depth)
 
-        per_step = cfg.batch_size * self.world * cfg.grad_accum
+        batch_size = fit_batch(cfg.batch_size, len(train_ids), f"GLOW[{cfg.model.variant}] training", "batch_size",
+                               self.world * cfg.grad_accum)
+        per_step = batch_size * self.world * cfg.grad_accum
         steps_per_epoch = max(1, len(train_ids) // per_step)
         total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
         params = list(model.parameters()) + list(scorer.parameters())
@@ -217,10 +219,12 @@ class GlowTrainer:
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         warmup = max(1, int(cfg.warmup_ratio * total_steps))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
-        state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": []}
+        inputs = training_inputs(cfg, queries, qrels, index)
+        state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [], "inputs": inputs,
+                 "batch_size": batch_size}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            state = resume_trainer(ckpt, self.device, model=model, scorer=scorer, optimizer=opt, scheduler=sched)
+            state = resume_trainer(ckpt, self.device, inputs=inputs, model=model, scorer=scorer, optimizer=opt, scheduler=sched)
             log.warning("resuming GLOW training from %s (epoch %d, step %d)", ckpt, state["epoch"], state["step"])
         train_model = model
         if self.world > 1:
@@ -288,7 +292,7 @@ class GlowTrainer:
             order = list(range(len(train_ids)))
             random.Random(cfg.seed + state["epoch"]).shuffle(order)
             order = order[: len(order) - len(order) % self.world][self.rank::self.world]  # equal shards
-            batches = epoch_batches(order, cfg.batch_size, cfg.grad_accum)
+            batches = epoch_batches(order, batch_size, cfg.grad_accum)
             bar = tqdm(batches, desc=f"GLOW[{cfg.model.variant}] epoch {state['epoch'] + 1}", unit="batch",
                        disable=self.rank != 0)
             opt.zero_grad(set_to_none=True)

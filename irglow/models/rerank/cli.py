@@ -70,9 +70,9 @@ def cmd_rerank(args) -> int:
     from irglow.data.collection import load_collection
     from irglow.models.rerank.rerank import load_reranker, rerank
     from irglow.runs.trec import Run, check_token
-    from irglow.utils.atomic import check_writable
+    from irglow.utils.atomic import check_not_input, check_writable
 
-    out = Path(args.output)
+    out = check_not_input(args.output, [args.run])
     if args.tag:
         check_token(args.tag, "run tag")
     check_writable(out)

@@ -102,6 +102,12 @@ def check(config) -> None:
         RerankTrainConfig.from_dict(trainer)
 
 
+def reused_models(config, fields=None) -> dict[str, Path]:
+    """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
+    reuse = config.get("rerank", {}).get("model_dir")
+    return {name: reused_model(reuse, name) for name in settings(config, fields)[0]} if reuse else {}
+
+
 def train(config, source: TrainSource, out: Path) -> dict[str, Path]:
     """Train (or find trained, or reuse from ``model_dir``) every model: ``{name: model directory}``."""
     models, _, _, trainers = settings(config, list(source.index.fields))

@@ -33,8 +33,8 @@ from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, pick_device, resume_trainer, save_trainer_checkpoint,
-                                       seed_everything, split_validation, validation_score)
+from irglow.models.checkpoints import (clipped_step, fit_batch, pick_device, resume_trainer, save_trainer_checkpoint,
+                                      seed_everything, split_validation, training_inputs, validation_score)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
 from irglow.runs.trec import Run
@@ -137,16 +137,18 @@ class RerankTrainer:
         val_run = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, "bm25")
         doc_ids = list(docs)
 
-        steps_per_epoch = max(1, len(train_ids) // cfg.batch_queries)
+        batch = fit_batch(cfg.batch_queries, len(train_ids), f"{cfg.kind} training", "batch_queries")
+        steps_per_epoch = max(1, len(train_ids) // batch)
         total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         warmup = max(1, int(cfg.warmup_ratio * total_steps))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
+        inputs = training_inputs(cfg, queries, qrels, index)
         state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [],
-                 "train_seconds": 0.0}
+                 "train_seconds": 0.0, "inputs": inputs, "batch_queries": batch}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            state = resume_trainer(ckpt, self.device, model=model, optimizer=opt, scheduler=sched)
+            state = resume_trainer(ckpt, self.device, inputs=inputs, model=model, optimizer=opt, scheduler=sched)
             log.warning("resuming %s training from %s (epoch %d, step %d)", cfg.kind, ckpt, state["epoch"],
                         state["step"])
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
@@ -177,8 +179,7 @@ class RerankTrainer:
             model.train()
             order = list(train_ids)
             random.Random(cfg.seed + state["epoch"]).shuffle(order)
-            batches = [order[i:i + cfg.batch_queries] for i in range(0, len(order) - cfg.batch_queries + 1,
-                                                                     cfg.batch_queries)]
+            batches = [order[i:i + batch] for i in range(0, len(order) - batch + 1, batch)]
             bar = tqdm(batches, desc=f"{cfg.kind} epoch {state['epoch'] + 1}", unit="batch")
             running, n = 0.0, 0
             for n, qids in enumerate(bar, 1):

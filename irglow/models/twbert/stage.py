@@ -32,6 +32,12 @@ def check(config) -> None:
     TrainConfig.from_dict(settings(config)[0])
 
 
+def reused_models(config, fields=None) -> dict[str, Path]:
+    """The trained model ``model_dir`` names (the stage loads it instead of training): keyed by content."""
+    model_dir = settings(config)[2]
+    return {"twbert": Path(model_dir)} if model_dir else {}
+
+
 def train(config, source: TrainSource, out: Path) -> dict[str, Path]:
     """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``."""
     tcfg, _, model_dir = settings(config)

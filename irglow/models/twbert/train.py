@@ -56,8 +56,9 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, pick_device, resume_trainer, save_trainer_checkpoint,
-                                       seed_everything, split_validation, validation_score)
+from irglow.models.checkpoints import (check_resumable, clipped_step, load_trainer_checkpoint, pick_device,
+                                      resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
+                                      training_inputs, validation_score)
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
@@ -348,20 +349,32 @@ class Trainer:
               resume: bool = True) -> Path:
         seed_everything(self.config.seed)
         model = TWBert.from_pretrained_bert(self.config.model)
+        inputs = training_inputs(self.config, queries, qrels, index)
+        if resume:  # a checkpoint on other data or settings is refused before features are built
+            self._check_checkpoint(inputs)
         data = self.prepare(index, stats, queries, qrels, model)
-        return self.fit(data, model, resume=resume)
+        return self.fit(data, model, resume=resume, inputs=inputs)
 
-    def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True) -> Path:
-        """Stage 1 (if any), then stage 2 with early stopping; returns the best model directory."""
+    def _check_checkpoint(self, inputs: dict) -> None:
+        ckpt = self.out / "checkpoint" / "trainer.pt"
+        if ckpt.is_file():
+            state = load_trainer_checkpoint(ckpt, "cpu")["state"]
+            check_resumable(ckpt, json.loads(state) if isinstance(state, str) else state, inputs)
+
+    def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True,
+            inputs: dict | None = None) -> Path:
+        """Stage 1 (if any), then stage 2 with early stopping; returns the best model directory.  ``inputs``
+        (:func:`~irglow.models.checkpoints.training_inputs`): what the checkpoint records and a resumption
+        must match."""
         cfg = self.config
         seed_everything(cfg.seed)
         model = (model or TWBert.from_pretrained_bert(cfg.model)).to(self.device)
         opt = self._optimizer(model)
         state = {"stage": 1, "epoch": 0, "step": 0, "best": -1.0, "best_at": None, "bad_epochs": 0, "history": [],
-                 "train_seconds": 0.0}
+                 "train_seconds": 0.0, "inputs": inputs}
         ckpt = self.out / "checkpoint" / "trainer.pt"
         if resume and ckpt.is_file():
-            state = resume_trainer(ckpt, self.device, model=model, optimizer=opt)
+            state = resume_trainer(ckpt, self.device, inputs=inputs, model=model, optimizer=opt)
             log.warning("resuming TW-BERT training from %s (stage %d, epoch %d)", ckpt, state["stage"], state["epoch"])
         scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
         measure = parse_measures(["nDCG@10"])
