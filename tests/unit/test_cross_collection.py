@@ -105,3 +105,29 @@ def test_pooled_effect_and_significant_wins_across_collections():
     assert table.pooled()["new"] == expected
     assert "Pooled effect against `bm25`" in table.to_markdown()
     assert table.summary().loc["new", "> bm25"].startswith("2/2 (")
+
+
+def test_pooling_leaves_out_the_training_collection_and_identical_collections():
+    """Issue 30.8: the training collection's own test split was pooled with the unseen ones, and a system equal to
+    the baseline on a collection got a variance floor of 1e-12 and a CI of ±2e-6."""
+    from irglow.data.records import Qrel
+    from irglow.eval.compare import compare
+    from irglow.eval.cross import CrossCollection
+    from irglow.runs.trec import Run
+
+    comparisons = {}
+    for name, hits in (("train-test", [1, 1, 1, 1, 1, 1]), ("c1", [1, 1, 0, 0, 0, 0]), ("c2", [1, 1, 1, 0, 0, 0]),
+                       ("c3", [0] * 6)):
+        qrels = [Qrel(f"q{i}", "good", 1) for i in range(6)]
+        base = Run({f"q{i}": [("bad", 2.0), ("good", 1.0)] for i in range(6)}, "bm25")
+        new = Run({f"q{i}": [("good", 2.0), ("bad", 1.0)] if h else [("bad", 2.0), ("good", 1.0)]
+                   for i, h in enumerate(hits)}, "new")
+        comparisons[name] = compare({"bm25": base, "new": new}, qrels, ["RR@10"], baseline="bm25", permutations=100)
+    table = CrossCollection.from_comparisons(comparisons, "RR@10", in_domain=["train-test"])
+    pooled = table.pooled()["new"]
+    assert pooled.k == 2 and pooled.excluded == 1  # c1 and c2; c3 identical to bm25; train-test in-domain
+    assert set(table.unseen("new")) == {"c1", "c2", "c3"}
+    md = table.to_markdown()
+    assert "Not pooled, as in-domain: train-test." in md and "`new` on c3" in md and "2 (+1 identical)" in md
+    tex = table.to_latex()
+    assert tex.count("\\begin{table}") == 2 and "Pooled effect against \\texttt{bm25}" in tex
