@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 from pathlib import Path
@@ -63,6 +64,25 @@ def _weights(items) -> dict[str, float]:
     return out
 
 
+def _numbers(text: str | None, option: str) -> list[float]:
+    """A comma-separated list of finite numbers given to ``option``; anything else is an error naming it."""
+    import math
+
+    out = []
+    for item in (text or "").split(","):
+        if not item.strip():
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise SystemExit(f"{option} {text!r}: {item.strip()!r} is not a number (give comma-separated numbers, "
+                             f"e.g. {option} 0.7,0.3)") from None
+        if not math.isfinite(value):
+            raise SystemExit(f"{option} {text!r}: {item.strip()!r} is not a finite number")
+        out.append(value)
+    return out
+
+
 def cmd_search(args) -> int:
     from irglow.data.collection import load_collection
     from irglow.data.records import Query
@@ -78,7 +98,8 @@ def cmd_search(args) -> int:
             check_token(args.tag, "--tag")
         except ValueError as e:
             raise SystemExit(str(e)) from None
-    output = None if args.query else Path(args.output or f"runs/{args.tag or args.system}.run")
+    # an ad-hoc --query prints its ranking, and writes it too when -o names a file
+    output = Path(args.output) if args.output else (None if args.query else Path(f"runs/{args.tag or args.system}.run"))
     if output is not None:
         from irglow.utils.atomic import check_writable
 
@@ -96,7 +117,8 @@ def cmd_search(args) -> int:
     if args.query:
         for rank, (doc_id, score) in enumerate(run.ranking["q"][:args.show], 1):
             print(f"{rank:>3} {doc_id:<20} {score:.4f}")
-        return 0
+        if output is None:
+            return 0
     output = Path(args.output or f"runs/{run.tag}.run")
     run.write(output)
     from irglow.config import write_manifest
@@ -154,7 +176,7 @@ def cmd_compare(args) -> int:
     qrels = _qrels(args)
     runs = _read_runs(args, qrels)
     baseline = args.baseline or next(iter(runs))
-    risk_alphas = [float(a) for a in args.risk_alpha.split(",") if a.strip()] if args.risk_alpha else []
+    risk_alphas = _numbers(args.risk_alpha, "--risk-alpha")
     cmp = compare(runs, qrels, args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
                   correction=args.correction, permutations=args.permutations, seed=args.seed, ci=args.ci,
                   judged=not args.no_judged, judged_only=args.judged_only, risk_alphas=risk_alphas, pairs=args.pairs)
@@ -212,7 +234,9 @@ def cmd_fuse(args) -> int:
     tag = check_token(args.tag or output.stem, "--tag")
     if len(args.runs) < 2:
         raise SystemExit("irglow fuse: give two runs or more")
-    weights = [float(w) for w in args.weights.split(",")] if args.weights else None
+    weights = _numbers(args.weights, "--weights") or None
+    if weights and len(weights) != len(args.runs):
+        raise SystemExit(f"irglow fuse: --weights gives {len(weights)} weights for {len(args.runs)} runs")
     note = ""
     if args.tune_runs:
         if weights:
@@ -220,10 +244,11 @@ def cmd_fuse(args) -> int:
         if len(args.tune_runs) != len(args.runs) or not args.tune_qrels:
             raise SystemExit("irglow fuse: --tune-runs needs one training-query run per RUN (same order) "
                              "and --tune-qrels")
-        weights, score, _ = tune_weights([Run.read(p) for p in args.tune_runs], read_qrels(args.tune_qrels),
+        weights, score, _ = tune_weights([Run.read(p, args.duplicates) for p in args.tune_runs],
+                                         read_qrels(args.tune_qrels),
                                          args.method, args.norm, args.measure, args.step, args.k, args.depth)
         note = f" (weights tuned on {args.tune_qrels}: {args.measure} {score:.4f})"
-    fused = fuse([Run.read(p) for p in args.runs], args.method, args.norm, weights, args.k, args.depth, tag)
+    fused = fuse([Run.read(p, args.duplicates) for p in args.runs], args.method, args.norm, weights, args.k, args.depth, tag)
     fused.write(output)
     from irglow.config import write_manifest
 
@@ -279,6 +304,8 @@ def cmd_cache(args) -> int:
     if args.action == "list":
         print(describe(indexes) if indexes else "no cached indexes")
         return 0
+    if args.older_than is not None and not (args.older_than >= 0 and args.older_than != float("inf")):
+        raise SystemExit(f"--older-than {args.older_than:g}: give a number of days >= 0")
     doomed = prunable(indexes, args.older_than)
     if not doomed:
         print("nothing to prune: every cached index is the latest of its source and settings")
@@ -304,6 +331,12 @@ def cmd_regressions(args) -> int:
     print(text)
     print(f"matrix in {args.output}/regressions.md and .html")
     return 1 if matrix.failed else 0
+
+
+def add_duplicates_option(p: argparse.ArgumentParser) -> None:
+    """``--duplicates``, which a run file's repeated-line error suggests: every command reading runs has it."""
+    p.add_argument("--duplicates", default="error", choices=["error", "keep-max"],
+                   help="a repeated (query, document) line in a run: stop (default) or keep the highest score")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -347,8 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--split", default="test")
         p.add_argument("-m", "--measures", default="nDCG@10 R@100 R@1000 AP")
         p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
-        p.add_argument("--duplicates", default="error", choices=["error", "keep-max"],
-                       help="a repeated (query, document) line in a run: stop (default) or keep the highest score")
+        add_duplicates_option(p)
         p.add_argument("--judged-only", action="store_true",
                        help="also score condensed lists (unjudged documents removed; columns marked ')")
         p.add_argument("--no-judged", action="store_true", help="leave out the Judged@10 column")
@@ -389,6 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, default=0.05, help="weight grid step")
     p.add_argument("--depth", type=int, default=1000)
     p.add_argument("--tag")
+    add_duplicates_option(p)
     p.set_defaults(func=cmd_fuse)
 
     p = sub.add_parser("cache", help="list cached indexes, or prune those a newer version replaced")
@@ -445,6 +478,15 @@ def main(argv: list[str] | None = None) -> int:
     except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, NotADirectoryError, KeyError,
             ValueError) as e:
         print(f"irglow {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+        where = e.filename or "the output folder"
+        message = e.strerror if e.strerror and "no space left" in e.strerror.lower() and e.strerror != \
+            "No space left on device" else f"no space left on the device holding {where}"
+        print(f"irglow {args.command}: error: {message}; outputs are written atomically, so nothing half-written "
+              f"was left", file=sys.stderr)
         return 2
 
 

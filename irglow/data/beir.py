@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import LUCENE_TERM_LIMIT, Document, Qrel, Query, make_document
-from irglow.data.trec import FormatError, read_qrels, read_topics, record_id, utf8_lines
+from irglow.data.trec import FormatError, check_unicode, read_qrels, read_topics, record_id, utf8_lines
 from irglow.utils.digest import file_digest
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,8 @@ class BeirCollection:
             fields = {}
             for k, v in obj.items():
                 if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                    for text in [v] if isinstance(v, str) else v:
+                        check_unicode(corpus, n, text, f"field {k!r} of document {doc_id}", line[:200])
                     fields[k] = v
                 elif v not in (None, {}, []):  # an empty value loses nothing
                     dropped[k] = dropped.get(k, 0) + 1

@@ -58,12 +58,19 @@ def explain_unavailable(dataset_id: str):
     :class:`DatasetUnavailableError` naming the files; ir_datasets' own message says only the first."""
     try:
         yield
-    except OSError as e:
+    except (OSError, RuntimeError) as e:
+        # ir_datasets raises RuntimeError('All download sources failed', [every mirror's error]) once every
+        # mirror failed: one line naming the cause is what a table note can hold, not every URL tried
+        if isinstance(e, RuntimeError) and not (e.args and e.args[0] == "All download sources failed"):
+            raise
+        cause = "every download source failed" if isinstance(e, RuntimeError) else \
+            f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
         wanted = wanted_downloads(dataset_id)
         raise DatasetUnavailableError(
-            f"ir_datasets could not get {dataset_id!r} ({type(e).__name__}: {str(e)[:200]}). "
-            + (f"It wanted: {'; '.join(wanted)}. Put the files there (or point IR_DATASETS_HOME at a folder that "
-               f"has them) and run again." if wanted else "Is the network reachable?")) from e
+            f"ir_datasets could not download {dataset_id!r} ({cause}); "
+            + (f"it wants {'; '.join(wanted)} — put the file{'s' if len(wanted) > 1 else ''} there, or set "
+               f"IR_DATASETS_HOME to a folder that has {'them' if len(wanted) > 1 else 'it'}" if wanted
+               else "is the network reachable?")) from e
 
 
 def _registry() -> list[str]:

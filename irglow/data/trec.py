@@ -37,6 +37,16 @@ def open_binary(path: str | Path):
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
+def utf8_advice(path) -> str:
+    """How to convert a file that is not UTF-8, by what its bytes look like: UTF-16 (a byte-order mark, or
+    NUL bytes between ASCII letters) or a single-byte code page."""
+    with open_binary(path) as f:
+        head = f.read(4096)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head.count(b"\x00") > len(head) // 4:
+        return "it looks like UTF-16; convert it, e.g. iconv -f utf-16 -t utf-8"
+    return "convert it, e.g. iconv -f latin1 -t utf-8 (or the code page it was written in)"
+
+
 def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of a UTF-8 file (a BOM is dropped, gzip read transparently); a byte that
     is not UTF-8 stops with ``file:line`` and what to do, instead of a bare codec error."""
@@ -46,7 +56,7 @@ def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise FormatError(path, n, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-                                           f"convert the file, e.g. iconv -f latin1 -t utf-8", "") from None
+                                           f"{utf8_advice(path)}", "") from None
             if n == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield n, text
@@ -129,6 +139,7 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
             if not isinstance(qtext, str):
                 log.warning("%s:%d: query %s has no text (%r); it gets an empty ranking", path, n, qid, qtext)
                 qtext = ""
+            check_unicode(path, n, qtext, f"query {qid}'s text", line)
             _check_unique(path, n, qid, first, line)
             out.append(Query(qid, qtext))
         return out
@@ -147,6 +158,20 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
     return out
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_unicode(path, n: int, value: str, what: str, line: str) -> str:
+    """Text that UTF-8 can hold: a lone surrogate (JSON's ``"\\ud83d"``, half of a UTF-16 pair) cannot be
+    written to Lucene or a TREC file, and would stop there with a codec traceback."""
+    m = _SURROGATE.search(value)
+    if m:
+        raise FormatError(path, n, f"{what} holds a lone surrogate \\u{ord(m.group()):04x} at character "
+                                   f"{m.start() + 1} (half of a UTF-16 pair, which UTF-8 cannot encode); fix that "
+                                   f"escape in the file", line)
+    return value
+
+
 def record_id(path, n: int, value, what: str, line: str) -> str:
     """A document or query id as it must appear in a TREC file: a string or an integer (``null``, ``true``,
     ``2.0`` would silently become "None", "True", "2.0"), non-empty, without whitespace."""
@@ -155,7 +180,7 @@ def record_id(path, n: int, value, what: str, line: str) -> str:
     value = str(value)
     if not value or any(c.isspace() for c in value):
         raise FormatError(path, n, f"{what} id must be non-empty without whitespace (TREC files)", line)
-    return value
+    return check_unicode(path, n, value, f"{what} id", line)
 
 
 def _check_unique(path, n: int, qid: str, first: dict[str, int], line: str) -> None:

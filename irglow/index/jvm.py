@@ -13,6 +13,7 @@ Discovery order: ``$JAVA_HOME`` (if it is 21+), the system JVM directory
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -194,6 +195,23 @@ def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
         return None
 
 
+def writable_folder(preferred: Path) -> Path:
+    """``preferred``, created; or, where it cannot be written (a read-only shared cache of indexes), a
+    folder of the same name under the system's temporary directory: searching a read-only cache works."""
+    import tempfile
+
+    try:
+        preferred.mkdir(parents=True, exist_ok=True)
+        if os.access(preferred, os.W_OK):
+            return preferred
+    except OSError:
+        pass
+    fallback = Path(tempfile.gettempdir()) / f"irglow-{os.getuid() if hasattr(os, 'getuid') else 'user'}" / \
+        preferred.name
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
 def bulk_search_available() -> bool:
     """Whether the JVM was started with the bulk-search helper on its classpath."""
     start_jvm()
@@ -229,10 +247,9 @@ def start_jvm() -> JavaRuntime:
             # A crash report belongs under the data directory's logs, never in the working folder;
             # -Xrs leaves SIGINT/SIGTERM to Python, so Ctrl-C is a KeyboardInterrupt, not a JVM exit.
             data = Path(os.environ.get("IRGLOW_DATA", "data")).resolve()
-            (data / "logs").mkdir(parents=True, exist_ok=True)
-            jnius_config.add_options(f"-XX:ErrorFile={data / 'logs'}/hs_err_pid%p.log", "-Xrs")
+            jnius_config.add_options(f"-XX:ErrorFile={writable_folder(data / 'logs')}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
-            _bulk_classes = compile_bulk_helper(runtime, data / "java")
+            _bulk_classes = compile_bulk_helper(runtime, writable_folder(data / "java"))
             if _bulk_classes is not None:
                 jnius_config.add_classpath(str(_bulk_classes))
         with _filtered_stderr():
@@ -278,6 +295,30 @@ def _filtered_stderr():
             for line in capture.read().decode("utf-8", "replace").splitlines():
                 if not HARMLESS_STARTUP.match(line):
                     print(line, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def java_output():
+    """Capture what Java prints on file descriptors 1 and 2 (below Python's streams) while the block runs,
+    as a list of lines filled when the block ends; the caller prints what it wants to keep.  Lets it turn a
+    100-line Java stack trace into one message that names the cause."""
+    import tempfile
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    lines: list[str] = []
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 1)
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield lines
+        finally:
+            for fd, old in zip((1, 2), saved):
+                os.dup2(old, fd)
+                os.close(old)
+            capture.seek(0)
+            lines.extend(capture.read().decode("utf-8", "replace").splitlines())
 
 
 _QUIET_LOGGERS: list = []  # java.util.logging holds loggers weakly: a level set on one we drop is lost

@@ -7,10 +7,12 @@ phrases, statistics and re-ranking all work off one index.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -20,7 +22,7 @@ from typing import Any, NamedTuple
 from tqdm.auto import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
-from irglow.index.jvm import autoclass, start_jvm
+from irglow.index.jvm import autoclass, java_output, start_jvm
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +190,10 @@ def _verified(target: Path) -> LuceneIndex | None:
         log.warning("the cached index at %s holds %d documents, its record says %d; rebuilding it", target,
                     held, expected)
         return None
-    (target / "irglow-index.json").touch()  # last use, for `irglow cache list/prune`
+    try:
+        (target / "irglow-index.json").touch()  # last use, for `irglow cache list/prune`
+    except OSError:  # a read-only cache (shared, or on a read-only mount) is still searched
+        log.debug("cannot record the last use of %s (read-only)", target)
     return index
 
 
@@ -257,7 +262,23 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         if lucene_fields:
             args += ["-fields", *lucene_fields]
         log.info("indexing %d documents with Anserini into %s", n_docs, target)
-        autoclass("io.anserini.index.IndexCollection").main(args)
+        failure = None
+        with java_output() as printed:
+            try:
+                autoclass("io.anserini.index.IndexCollection").main(args)
+            except Exception as e:  # noqa: BLE001 — a JavaException; named below, or raised as it is
+                failure = e
+        full = any("No space left on device" in line for line in printed) or \
+            "No space left on device" in str(failure or "")
+        if not full:
+            for line in printed:
+                print(line, file=sys.stderr)
+        if full:  # Anserini's stack traces say it a hundred times; the folder is what the user needs
+            raise OSError(errno.ENOSPC, f"no space left on the device holding {target.parent} while indexing "
+                                        f"{collection.name}; nothing was cached (free space, or point --data-dir / "
+                                        f"IRGLOW_DATA elsewhere)", str(target.parent))
+        if failure is not None:
+            raise failure
         held = _lucene_doc_count(Path(tmp_index))
         if held != n_docs - n_empty:
             raise RuntimeError(f"indexing {collection.name} failed: Lucene holds {held} documents, {n_docs - n_empty} "

@@ -59,6 +59,12 @@ class LexicalConfig:
         if self.system not in SYSTEMS:
             raise ValueError(f"unknown lexical system {self.system!r}; choose from {', '.join(SYSTEMS)}")
         check_values(self, "lexical")
+        for key in ("k1", "b"):  # Lucene keeps them as 32-bit floats: a larger value becomes infinite there
+            if getattr(self, key) > JAVA_FLOAT_MAX:
+                raise ValueError(f"lexical.{key} = {getattr(self, key)!r} is too large: Lucene stores it as a 32-bit "
+                                 f"float (at most {JAVA_FLOAT_MAX:.4g})")
+        if self.depth > JAVA_INT_MAX:  # a Java int; Lucene caps it at the number of documents anyway
+            raise ValueError(f"lexical.depth = {self.depth!r} is too large: at most {JAVA_INT_MAX:,} (a Java int)")
         if not isinstance(self.field_weights, dict):
             raise ValueError(f"lexical.field_weights = {self.field_weights!r} must be a table field = weight")
         for f, w in self.field_weights.items():
@@ -68,6 +74,10 @@ class LexicalConfig:
                 raise ValueError(f"field weight {f} = {w!r}: Lucene's CombinedFieldQuery (bm25f) needs weights "
                                  f">= 1; scale every weight up instead")
         return self
+
+
+JAVA_FLOAT_MAX = 3.4028234663852886e38
+JAVA_INT_MAX = 2 ** 31 - 1
 
 
 def _warn_empty(qid: str, text: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from irglow.data.records import ScoredDoc
-from irglow.data.trec import FormatError, open_binary
+from irglow.data.trec import FormatError, open_binary, utf8_advice
 from irglow.utils.atomic import atomic_file
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,8 @@ class Run:
                             continue
                     docs[doc_id] = (value, n)
             except UnicodeDecodeError as e:
-                raise FormatError(path, n + 1, f"not UTF-8 ({e.reason} at byte {e.start})", "") from None
+                raise FormatError(path, n + 1, f"not UTF-8 ({e.reason} at byte {e.start}); {utf8_advice(path)}",
+                                  "") from None
         if dropped:
             log.warning("%s: %d duplicate (query, document) lines dropped, highest score kept", path, dropped)
         if not ranking:

@@ -131,3 +131,21 @@ def test_pooling_leaves_out_the_training_collection_and_identical_collections():
     assert "Not pooled, as in-domain: train-test." in md and "`new` on c3" in md and "2 (+1 identical)" in md
     tex = table.to_latex()
     assert tex.count("\\begin{table}") == 2 and "Pooled effect against \\texttt{bm25}" in tex
+
+
+def test_every_mirror_failing_is_one_line_naming_the_file_and_where_it_goes(tmp_path, monkeypatch):
+    """Issue 30: the zero-shot table's note was a raw RuntimeError(...) listing every URL tried."""
+    import ir_datasets
+
+    from irglow.data.irds import DatasetUnavailableError, explain_unavailable
+
+    monkeypatch.setattr(ir_datasets.util, "home_path", lambda: str(tmp_path))
+    with pytest.raises(DatasetUnavailableError) as e:
+        with explain_unavailable("beir/fiqa/test"):
+            raise RuntimeError("All download sources failed", [ConnectionError("https://a"), ConnectionError("b")])
+    text = str(e.value)
+    assert "\n" not in text and "every download source failed" in text and "https://a" not in text
+    assert f"fiqa.zip → {tmp_path}/beir/fiqa/source.zip — put the file there, or set IR_DATASETS_HOME" in text
+    with pytest.raises(RuntimeError, match="something else"):  # other RuntimeErrors are not downloads
+        with explain_unavailable("beir/fiqa/test"):
+            raise RuntimeError("something else")

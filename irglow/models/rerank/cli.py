@@ -17,6 +17,9 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--batch-size", type=int, default=64)
     r.add_argument("--tag", default=None)
     r.add_argument("-o", "--output", required=True)
+    from irglow.cli import add_duplicates_option
+
+    add_duplicates_option(r)
     r.set_defaults(func=cmd_rerank)
     for kind, title in (("monobert", "monoBERT cross-encoder"), ("nrmf", "NRM-F multi-field ranker")):
         p = sub.add_parser(kind, help=f"{title}: train, explain")
@@ -76,7 +79,7 @@ def cmd_rerank(args) -> int:
     if args.tag:
         check_token(args.tag, "run tag")
     check_writable(out)
-    run = Run.read(args.run)
+    run = Run.read(args.run, args.duplicates)
     model = load_reranker(args.model)
     coll = load_collection(args.data)
     queries = coll.queries(args.split)

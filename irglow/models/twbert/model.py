@@ -21,6 +21,7 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Sequence
 
 import torch
 from torch import nn
@@ -110,8 +111,10 @@ class TWBert(nn.Module):
         return Path(path)
 
     # -- input encoding ------------------------------------------------------------------------------
-    def fit_budget(self, terms: QueryTerms) -> QueryTerms:
-        """Drop trailing terms (bi-grams first) until the input fits ``max_query_tokens``; say so."""
+    def fit_budget(self, terms: QueryTerms, cut: list | None = None) -> QueryTerms:
+        """Drop trailing terms (bi-grams first) until the input fits ``max_query_tokens``; say so — per query,
+        or, with ``cut`` (a list collecting ``(query id, kept, total)``), once for a whole batch of queries
+        through :func:`report_budget`."""
         cost = [len(self.tokenizer.tokenize(s)) for s in terms.surfaces()]
         budget = self.config.max_query_tokens - 3
         n_uni = len(terms.unigrams)
@@ -128,9 +131,19 @@ class TWBert(nn.Module):
         dropped = terms.n_terms - keep_uni - keep_bi
         if not dropped:
             return terms
-        log.warning("query %s is longer than %d tokens: kept %d of %d terms", terms.query_id,
-                    self.config.max_query_tokens, keep_uni + keep_bi, terms.n_terms)
+        if cut is not None:
+            cut.append((terms.query_id, keep_uni + keep_bi, terms.n_terms))
+        else:
+            log.warning("query %s is longer than %d tokens: kept %d of %d terms", terms.query_id,
+                        self.config.max_query_tokens, keep_uni + keep_bi, terms.n_terms)
         return terms.head(keep_uni, keep_bi)
+
+    def fit_budgets(self, terms: Sequence[QueryTerms], what: str) -> list[QueryTerms]:
+        """:meth:`fit_budget` for many queries, with one summary line (not one per query)."""
+        dropped: list = []
+        out = [self.fit_budget(t, dropped) for t in terms]
+        report_budget(dropped, what, self.config.max_query_tokens)
+        return out
 
     def encode(self, batch: list[QueryTerms]) -> dict[str, torch.Tensor]:
         """Token ids, attention mask and the term mask [B, M, T] (rows sum to 1 over a term's pieces)."""
@@ -195,3 +208,11 @@ class TWBert(nn.Module):
         enc = {k: v.to(device) for k, v in self.encode(batch).items()}
         weights = self(**enc).float().cpu()
         return [weights[i, : qt.n_terms].tolist() for i, qt in enumerate(batch)]
+
+
+def report_budget(dropped: list, what: str, max_tokens: int) -> None:
+    """One warning for every query a batch cut to the token budget: how many, and how many terms went."""
+    if dropped:
+        lost = sum(total - kept for _, kept, total in dropped)
+        log.warning("%s: %d quer%s longer than %d tokens (e.g. %s): %d terms dropped, bi-grams first", what,
+                    len(dropped), "y is" if len(dropped) == 1 else "ies are", max_tokens, dropped[0][0], lost)

@@ -22,7 +22,7 @@ from irglow.data.records import Query
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical import queries as lq
 from irglow.models.checkpoints import pick_device
-from irglow.models.twbert.model import TWBert, TWBertConfig
+from irglow.models.twbert.model import TWBert, TWBertConfig, report_budget
 from irglow.models.twbert.scorer import term_boosts
 from irglow.models.twbert.terms import QueryTerms, extract_terms
 from irglow.runs.trec import Run
@@ -64,7 +64,8 @@ def weigh_queries(model: TWBert, index: LuceneIndex, queries: Sequence[Query], b
                   device=None) -> list[tuple[QueryTerms, list[float]]]:
     device = device or pick_device()
     model.to(device)
-    all_terms = [model.fit_budget(extract_terms(index, q.query_id, q.text, model.config.bigrams)) for q in queries]
+    all_terms = model.fit_budgets([extract_terms(index, q.query_id, q.text, model.config.bigrams) for q in queries],
+                                  "TW-BERT weights")
     out = []
     for start in tqdm(range(0, len(all_terms), batch_size), desc="twbert weights", unit="batch",
                       disable=len(all_terms) < 500):
@@ -103,34 +104,43 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     elif expansion is not None:
         raise ValueError(f"unknown expansion {expansion!r}; offered: rm3")
     items: list[tuple[str, object | None]] = []
+    dropped: list = []  # queries cut to the token budget with their feedback terms: one summary line
+    empty, zero = [], []
     for q, (terms, weights) in tqdm(list(zip(queries, weighted)), desc=f"{tag} queries", unit="q",
                                     disable=len(queries) < 200 or feedback is None):
         if terms.n_terms == 0:
-            log.warning("query %s (%r) has no searchable term after analysis; its ranking is empty",
-                        q.query_id, q.text[:80])
+            empty.append(f"{q.query_id} ({q.text[:40]!r})")
             items.append((q.query_id, None))
             continue
         if not any(w > 0 for w in weights):
-            log.warning("TW-BERT gave every term of query %s weight 0; falling back to uniform weights", q.query_id)
+            zero.append(q.query_id)
             weights = [1.0] * terms.n_terms
         extra = None
         weights = boosts(terms, weights, config.k3)
         if feedback is not None:
-            extra = _expansion_weights(model, index, feedback, q, terms, original_weight)
+            extra = _expansion_weights(model, index, feedback, q, terms, original_weight, dropped)
             weights = [original_weight * w for w in weights]
         items.append((q.query_id, lucene_query(terms, weights, extra)))
+    if feedback is not None:
+        report_budget(dropped, f"{tag} (with feedback terms)", model.config.max_query_tokens)
+    if empty:
+        log.warning("%s: %d quer%s no searchable term after analysis (e.g. %s); empty rankings", tag, len(empty),
+                    "y has" if len(empty) == 1 else "ies have", ", ".join(empty[:3]))
+    if zero:
+        log.warning("%s: TW-BERT gave every term weight 0 in %d quer%s (e.g. %s); uniform weights used", tag,
+                    len(zero), "y" if len(zero) == 1 else "ies", ", ".join(zero[:3]))
     return Run(search_queries(index, searcher, items, depth, threads, tag), tag)
 
 
 def _expansion_weights(model: TWBert, index: LuceneIndex, feedback, q: Query, terms: QueryTerms,
-                       original_weight: float) -> dict[str, float]:
+                       original_weight: float, dropped: list) -> dict[str, float]:
     fb = {t: float(w) for t, w in feedback.get_feedback_terms(q.text).items() if t not in terms.unigrams}
     if not fb:
         return {}
     top = max(fb.values())
     # TW-BERT reads the expansion terms after the query's own words
     exp_terms = QueryTerms(q.query_id, q.text, terms.unigrams + list(fb), terms.unigram_surface + list(fb))
-    exp_terms = model.fit_budget(exp_terms)
+    exp_terms = model.fit_budget(exp_terms, dropped)
     w = model.predict([exp_terms], pick_device())[0]
     n = len(terms.unigrams)
     k3 = model.config.k3

@@ -245,8 +245,9 @@ def prepare_features(index: LuceneIndex, stats: CollectionStats, queries: list[Q
         wanted[q.query_id] = (docs, n_retrieved)
     forward.prefetch([d for docs, _ in wanted.values() for d in docs])
     out = []
-    for q in tqdm(queries, desc="features", unit="q", disable=len(queries) < 200):
-        terms = model.fit_budget(extract_terms(index, q.query_id, q.text, config.model.bigrams))
+    all_terms = model.fit_budgets([extract_terms(index, q.query_id, q.text, config.model.bigrams) for q in queries],
+                                  f"TW-BERT {'training' if training else 'validation'} features")
+    for q, terms in tqdm(list(zip(queries, all_terms)), desc="features", unit="q", disable=len(queries) < 200):
         docs, n_retrieved = wanted[q.query_id]
         labels = {d: float(r) for d, r in judged.get(q.query_id, {}).items()}
         if terms.n_terms == 0 or not docs:
