@@ -277,6 +277,9 @@ _WORKER: dict = {}
 
 
 def _evaluate_file(args) -> EvaluatedRun:
+    from irglow.eval import measures as measures_module
+
+    measures_module._IN_WORKER = _WORKER.get("in_pool", False)  # noqa: SLF001 — one run per core already
     path, duplicates = args
     w = _WORKER
     return evaluate_run(read_ranked(path, duplicates), w["qrels"], w["measures"], w["judged"], w["judged_only"])
@@ -291,7 +294,8 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
     import os
 
     workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
-    _WORKER.update(qrels=qrels, measures=list(measures), judged=judged, judged_only=judged_only)
+    _WORKER.update(qrels=qrels, measures=list(measures), judged=judged, judged_only=judged_only,
+                   in_pool=workers > 1)
     jobs = [(str(p), duplicates) for p in paths]
     if workers == 1:
         return [_evaluate_file(j) for j in jobs]
@@ -315,8 +319,9 @@ def condensed(run, qrels: list[Qrel]):
 
 
 def _queries_with_documents(run) -> set[str]:
-    docs_per_query = run.ranked if isinstance(run, RankedRun) else run.ranking
-    return {q for q, docs in docs_per_query.items() if docs}
+    if isinstance(run, RankedRun):
+        return run.query_ids()
+    return {q for q, docs in run.ranking.items() if docs}
 
 
 def _whole(v) -> bool:

@@ -93,14 +93,61 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict
         # ir_measures routes each measure to a provider, and they break score ties differently (RR@k goes
         # to the msmarco provider, which does not use trec_eval's doc-id-descending order).  Rank-valued
         # scores in the Run's (trec_eval) order make every provider see one and the same ranking.
-        ranked = (run if isinstance(run, RankedRun) else RankedRun.from_run(run)).ranked
-        longest = max((len(d) for d in ranked.values()), default=0)
-        for group, depth in _by_depth(measures, longest):
-            view = ranked if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in ranked.items()}
-            for metric in ir_measures.iter_calc(group, qrels, view):
-                if metric.query_id in out[str(metric.measure)]:
-                    out[str(metric.measure)][metric.query_id] = float(metric.value)
+        ranked = run if isinstance(run, RankedRun) else RankedRun.from_run(run)
+        judged: dict[str, list] = {}
+        for q in qrels:
+            judged.setdefault(q.query_id, []).append(q)
+        # every query is scored on its own, so a large run is scored a part of the queries at a time (with
+        # those queries' judgments): the dicts ir_measures reads never exist for the whole run at once, and
+        # the parts of a columnar run go to one process per core
+        for measure, qid, value in _scored_parts(ranked, list(measures), judged):
+            if qid in out[measure]:
+                out[measure][qid] = value
     return out
+
+
+PART_LINES = 500_000  # lines of a run scored at once
+PARALLEL_FROM = 1_000_000  # a columnar run this long is scored on every core
+_PARTS: dict = {}  # what forked scoring processes read (set before the fork)
+_IN_WORKER = False  # a process already scoring a part (or a run) for a parent forks no further
+
+
+def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str, float]]:
+    part_qrels = [q for qid in part for q in judged[qid]]
+    longest = max((len(d) for d in part.values()), default=0)
+    out = []
+    for group, depth in _by_depth(measures, longest):
+        view = part if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in part.items()}
+        out += [(str(m.measure), m.query_id, float(m.value)) for m in ir_measures.iter_calc(group, part_qrels, view)]
+    return out
+
+
+def _score_chunk(chunk: list[int]) -> list[tuple[str, str, float]]:
+    global _IN_WORKER
+    _IN_WORKER = True
+    columns, measures, judged = _PARTS["columns"], _PARTS["measures"], _PARTS["judged"]
+    return _score_part(columns.dicts(chunk), measures, judged)
+
+
+def _scored_parts(ranked: RankedRun, measures: list, judged: dict):
+    import os
+
+    columns = ranked.columns if ranked._ranked is None else None  # noqa: SLF001
+    workers = os.cpu_count() or 1
+    if columns is None or _IN_WORKER or workers < 2 or len(columns.docs) < PARALLEL_FROM:
+        for part in ranked.parts(set(judged), PART_LINES):
+            yield from _score_part(part, measures, judged)
+        return
+    import multiprocessing
+
+    chunks = columns.chunks(set(judged), PART_LINES // 2)
+    _PARTS.update(columns=columns, measures=measures, judged=judged)
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(chunks))) as pool:
+            for scored in pool.imap_unordered(_score_chunk, chunks):
+                yield from scored
+    finally:
+        _PARTS.clear()
 
 
 # measures whose value at cutoff k depends on the top k documents only (trec_eval's *_cut, ir_measures'

@@ -21,21 +21,45 @@ from irglow.data.trec import is_gzip
 from irglow.runs.trec import Run
 
 
-@dataclass
 class RankedRun:
     """``ranked[qid]`` = {doc_id: rank value}, higher is better, in trec_eval's order (what
-    :func:`irglow.eval.measures.per_query` feeds every ir_measures provider)."""
+    :func:`irglow.eval.measures.per_query` feeds every ir_measures provider).
 
-    ranked: dict[str, dict[str, int]]
-    tag: str
+    Read from a file by the columnar reader, the run keeps compact columns (one document number per line,
+    query boundaries) and builds those dicts only for the queries asked for, a part at a time
+    (:meth:`parts`): 7,000 queries × 1,000 documents as Python dicts take a gigabyte, a part a few MB."""
+
+    def __init__(self, ranked: dict[str, dict[str, int]] | None = None, tag: str = "",
+                 columns: "Columns | None" = None):
+        self._ranked, self.tag, self.columns = ranked, tag, columns
 
     @classmethod
     def from_run(cls, run: Run) -> "RankedRun":
         return cls({qid: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
                     for qid, docs in run.ranking.items()}, run.tag)
 
+    @property
+    def ranked(self) -> dict[str, dict[str, int]]:
+        """Every query's dict (built from the columns on first use, then kept)."""
+        if self._ranked is None:
+            self._ranked = self.columns.dicts(range(len(self.columns.query_names)))
+        return self._ranked
+
     def __len__(self) -> int:
-        return len(self.ranked)
+        return len(self.columns.query_names) if self._ranked is None else len(self._ranked)
+
+    def query_ids(self) -> set[str]:
+        """The queries with at least one document, without building any dict."""
+        return set(self.columns.query_names) if self._ranked is None else {q for q, d in self._ranked.items() if d}
+
+    def parts(self, wanted: set[str], lines: int = 500_000):
+        """``{qid: {doc: rank value}}`` for the ``wanted`` queries this run has, about ``lines`` lines at a time
+        (all at once for a run held as dicts)."""
+        if self._ranked is not None:
+            yield {q: d for q, d in self._ranked.items() if q in wanted}
+            return
+        for chunk in self.columns.chunks(wanted, lines):
+            yield self.columns.dicts(chunk)
 
     @cached_property
     def ranking(self) -> dict[str, list[tuple[str, float]]]:
@@ -44,17 +68,49 @@ class RankedRun:
                 for q, docs in self.ranked.items()}
 
 
+@dataclass
+class Columns:
+    """A run in trec_eval's order as arrays: query ``i``'s documents are ``doc_names[docs[starts[i]:starts[i+1]]]``,
+    best first."""
+
+    query_names: list[str]
+    starts: np.ndarray  # int64, one more than the queries
+    docs: np.ndarray  # int32 document numbers, line by line
+    doc_names: np.ndarray  # object: the document ids
+
+    def chunks(self, wanted: set[str], lines: int) -> list[list[int]]:
+        """Query numbers of the ``wanted`` queries, grouped so each group holds about ``lines`` lines."""
+        out, current, size = [], [], 0
+        for i, q in enumerate(self.query_names):
+            if q not in wanted:
+                continue
+            current.append(i)
+            size += int(self.starts[i + 1] - self.starts[i])
+            if size >= lines:
+                out.append(current)
+                current, size = [], 0
+        return out + ([current] if current else [])
+
+    def dicts(self, queries) -> dict[str, dict[str, int]]:
+        out = {}
+        for i in queries:
+            a, b = int(self.starts[i]), int(self.starts[i + 1])
+            out[self.query_names[i]] = dict(zip(self.doc_names[self.docs[a:b]].tolist(), range(b - a, 0, -1)))
+        return out
+
+
 def _fast(path: Path) -> RankedRun | None:
     import pyarrow as pa
     import pyarrow.csv as pc
 
     names = ["q", "z", "d", "r", "s", "t"]
+    ids = pa.dictionary(pa.int32(), pa.string())  # dictionary-encoded while parsed: no 7M Python strings
     try:
-        table = pc.read_csv(path, read_options=pc.ReadOptions(column_names=names),
+        table = pc.read_csv(path, read_options=pc.ReadOptions(column_names=names, block_size=1 << 24),
                             parse_options=pc.ParseOptions(delimiter=" "),
                             convert_options=pc.ConvertOptions(
-                                column_types={"q": pa.string(), "z": pa.string(), "d": pa.string(), "r": pa.int64(),
-                                              "s": pa.float64(), "t": pa.string()}, include_columns=["q", "d", "r", "s", "t"]))
+                                column_types={"q": ids, "z": pa.string(), "d": ids, "r": pa.int64(),
+                                              "s": pa.float64(), "t": ids}, include_columns=["q", "d", "r", "s", "t"]))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
         return None  # not six single-space columns everywhere, a rank that is not an integer …
     if table.num_rows == 0 or table.column("q").null_count or table.column("d").null_count \
@@ -63,12 +119,19 @@ def _fast(path: Path) -> RankedRun | None:
     scores = table.column("s").to_numpy()
     if np.isnan(scores).any():
         return None
-    q = table.column("q").combine_chunks().dictionary_encode()
-    d = table.column("d").combine_chunks().dictionary_encode()
-    if any(not v for v in q.dictionary.to_pylist()) or any(not v for v in d.dictionary.to_pylist()):
+
+    def encoded(column):
+        """(indices into one dictionary for every chunk, that dictionary)."""
+        unified = table.column(column).unify_dictionaries()
+        chunks = unified.chunks
+        return np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]), chunks[0].dictionary
+
+    qi, q_names = encoded("q")
+    di, d_dict = encoded("d")
+    if any(not v for v in q_names.to_pylist()) or any(not v for v in d_dict.to_pylist()):
         return None  # an empty token: the strict reader says where
-    qi, di = q.indices.to_numpy().astype(np.int64), d.indices.to_numpy().astype(np.int64)
-    doc_names = np.array(d.dictionary.to_pylist(), dtype=object)
+    qi, di = qi.astype(np.int64), di.astype(np.int64)
+    doc_names = np.array(d_dict.to_pylist(), dtype=object)
     doc_order = np.empty(len(doc_names), np.int64)
     doc_order[np.argsort(doc_names, kind="stable")] = np.arange(len(doc_names))
     pairs = np.sort(qi * len(doc_names) + di)  # one number per (query, document)
@@ -78,16 +141,16 @@ def _fast(path: Path) -> RankedRun | None:
     # most run files are already in trec_eval's order (queries contiguous, score desc, id desc): check, else sort
     same_q = qi[1:] == qi[:-1]
     in_order = (~same_q | (scores[1:] < scores[:-1]) | ((scores[1:] == scores[:-1]) & (dr[1:] < dr[:-1]))).all()
-    contiguous = len(np.unique(qi[np.concatenate([[True], ~same_q])])) == len(q.dictionary)
+    contiguous = len(np.unique(qi[np.concatenate([[True], ~same_q])])) == len(q_names)
     if not (in_order and contiguous):
         order = np.lexsort((-dr, -scores, qi))
         qi, di = qi[order], di[order]
-    starts = np.concatenate([[0], np.flatnonzero(qi[1:] != qi[:-1]) + 1, [len(qi)]]).tolist()
-    query_names = q.dictionary.to_pylist()
-    docs = doc_names[di].tolist()
-    qlist = qi.tolist()
-    ranked = {query_names[qlist[a]]: dict(zip(docs[a:b], range(b - a, 0, -1))) for a, b in zip(starts, starts[1:])}
-    return RankedRun(ranked, str(table.column("t")[0]))
+    starts = np.concatenate([[0], np.flatnonzero(qi[1:] != qi[:-1]) + 1, [len(qi)]]).astype(np.int64)
+    names = q_names.to_pylist()
+    query_names = [names[i] for i in qi[starts[:-1]].tolist()]
+    tag = str(table.column("t")[0].as_py())
+    del table, scores, qi, dr, same_q, pairs
+    return RankedRun(None, tag, Columns(query_names, starts, di.astype(np.int32), doc_names))
 
 
 def read_ranked(path: str | Path, duplicates: str = "error") -> RankedRun:

@@ -71,3 +71,36 @@ def test_cutoff_measures_computed_on_the_top_k_equal_the_whole_ranking():
     for m in measures:
         whole = {x.query_id: x.value for x in ir_measures.iter_calc([m], qrels, ranked)}
         assert all(abs(fast[str(m)][q] - whole.get(q, 0.0)) < 1e-12 for q in fast[str(m)]), m
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_columnar_run_scored_in_parts_and_processes_equals_ir_measures(tmp_path, monkeypatch, parallel):
+    """Issue 30 (evaluation speed): a file read into columns is scored a part of the queries at a time, on every
+    core when long; per-query values must equal ir_measures' on the whole run (scores distinct: no tie order)."""
+    import random
+
+    import ir_measures
+
+    from irglow.eval import measures as m
+    from irglow.runs.columns import read_ranked
+
+    rng = random.Random(3)
+    lines, qrels = [], []
+    for q in range(60):
+        docs = rng.sample(range(400), 50)
+        lines += [f"q{q} Q0 d{d} {i + 1} {100 - i - rng.random() / 2:.6f} r\n" for i, d in enumerate(docs)]
+        qrels += [Qrel(f"q{q}", f"d{d}", rng.randint(0, 2)) for d in rng.sample(range(400), 12)]
+    qrels.append(Qrel("unretrieved", "d1", 1))
+    (tmp_path / "r.run").write_text("".join(lines))
+    monkeypatch.setattr(m, "PART_LINES", 400)  # 8 queries a part
+    monkeypatch.setattr(m, "PARALLEL_FROM", 1 if parallel else 10 ** 12)
+    measures = parse_measures("nDCG@10 AP R@20 RR@10 P@5")
+    run = read_ranked(tmp_path / "r.run")
+    assert run.columns is not None  # the columnar reader took it
+    ours = per_query(measures, qrels, run)
+    reference = {str(x): {} for x in measures}
+    for x in ir_measures.iter_calc(measures, qrels, ir_measures.read_trec_run(str(tmp_path / "r.run"))):
+        reference[str(x.measure)][x.query_id] = x.value
+    for name, values in ours.items():
+        assert values["unretrieved"] == 0.0  # judged, never retrieved: 0, as trec_eval -c
+        assert values == pytest.approx({"unretrieved": 0.0, **reference[name]}, abs=1e-12)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -210,9 +211,33 @@ class TWBert(nn.Module):
         return [weights[i, : qt.n_terms].tolist() for i, qt in enumerate(batch)]
 
 
+_COLLECTING: list[list] = []  # open budget_summary blocks: reports gathered for one line at its end
+
+
 def report_budget(dropped: list, what: str, max_tokens: int) -> None:
-    """One warning for every query a batch cut to the token budget: how many, and how many terms went."""
-    if dropped:
-        lost = sum(total - kept for _, kept, total in dropped)
-        log.warning("%s: %d quer%s longer than %d tokens (e.g. %s): %d terms dropped, bi-grams first", what,
-                    len(dropped), "y is" if len(dropped) == 1 else "ies are", max_tokens, dropped[0][0], lost)
+    """One warning for every query a batch cut to the token budget: how many, and how many terms went —
+    or, inside :func:`budget_summary`, kept for that block's one line."""
+    if not dropped:
+        return
+    lost = sum(total - kept for _, kept, total in dropped)
+    if _COLLECTING:
+        _COLLECTING[-1].append((what, len(dropped), lost, max_tokens, dropped[0][0]))
+        return
+    log.warning("%s: %d quer%s longer than %d tokens (e.g. %s): %d terms dropped, bi-grams first", what,
+                len(dropped), "y is" if len(dropped) == 1 else "ies are", max_tokens, dropped[0][0], lost)
+
+
+@contextmanager
+def budget_summary(stage: str):
+    """Every over-long-query report made in the block (training features, test weights, feedback terms …)
+    as one warning line at its end: a pipeline stage says it once, not once per query set."""
+    reports: list = []
+    _COLLECTING.append(reports)
+    try:
+        yield
+    finally:
+        _COLLECTING.remove(reports)
+        if reports:
+            parts = ", ".join(f"{what} {n}" for what, n, _, _, _ in reports)
+            log.warning("%s: queries longer than %d tokens were cut, bi-grams first (%s; %d terms dropped in all, "
+                        "e.g. query %s)", stage, reports[0][3], parts, sum(r[2] for r in reports), reports[0][4])

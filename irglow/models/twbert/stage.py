@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 
 from irglow.config import stage_settings
-from irglow.models.twbert.model import TWBert
+from irglow.models.twbert.model import TWBert, budget_summary
 from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 from irglow.models.twbert.train import TrainConfig, Trainer
 from irglow.models.checkpoints import read_training
@@ -51,6 +51,11 @@ def train(config, source: TrainSource, out: Path) -> dict[str, Path]:
 
 def twbert_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
                  source: TrainSource | None = None) -> dict:
+    with budget_summary("TW-BERT stage"):  # one line for every query cut to the token budget
+        return _twbert_stage(config, collection, index, stats, out, source)
+
+
+def _twbert_stage(config, collection, index, stats, out: Path, source: TrainSource | None) -> dict:
     _, expansion, _ = settings(config)
     c = config.get("collection", {})
     source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
