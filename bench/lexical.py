@@ -20,6 +20,7 @@ from irglow.index.jvm import bulk_search_available
 from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.index.stats import export_stats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -54,10 +55,10 @@ def main() -> None:
     ap.add_argument("--data", required=True)
     ap.add_argument("--split", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--depth", type=int, default=1000)
+    ap.add_argument("--depth", type=int, default=DEPTH)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--k1", type=float, default=0.9)
-    ap.add_argument("--b", type=float, default=0.4)
+    ap.add_argument("--k1", type=float, default=BM25_K1)
+    ap.add_argument("--b", type=float, default=BM25_B)
     ap.add_argument("--field-weight", action="append", default=[], metavar="FIELD=W", help="BM25F/multi-field weights")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()

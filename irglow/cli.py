@@ -8,6 +8,9 @@ import logging
 import sys
 from pathlib import Path
 
+from irglow.eval.defaults import DEFAULT_MEASURES
+from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+
 
 def _add_data(p: argparse.ArgumentParser, split: bool = True) -> None:
     p.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
@@ -359,9 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p)
     _add_index_opts(p)
     p.add_argument("--system", default="bm25", choices=["bm25", "bm25-mf", "bm25f", "tfidf"])
-    p.add_argument("--k1", type=float, default=0.9)
-    p.add_argument("--b", type=float, default=0.4)
-    p.add_argument("--depth", type=int, default=1000)
+    p.add_argument("--k1", type=float, default=BM25_K1)
+    p.add_argument("--b", type=float, default=BM25_B)
+    p.add_argument("--depth", type=int, default=DEPTH)
     p.add_argument("--field-weight", action="append", metavar="FIELD=W", help="bm25-mf/bm25f field weight")
     p.add_argument("--rm3", action="store_true")
     p.add_argument("--topics", help="TREC/TSV/BEIR topics file instead of the collection's queries")
@@ -378,7 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--qrels", help="TREC qrels file")
         p.add_argument("--data", help="or: a collection whose qrels to use")
         p.add_argument("--split", default="test")
-        p.add_argument("-m", "--measures", default="nDCG@10 R@100 R@1000 AP")
+        p.add_argument("-m", "--measures", default=" ".join(DEFAULT_MEASURES),
+                       help=f"ir_measures names (default: {' '.join(DEFAULT_MEASURES)}, as the pipeline)")
         p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
         add_duplicates_option(p)
         p.add_argument("--judged-only", action="store_true",

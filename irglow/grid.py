@@ -112,30 +112,29 @@ def _with(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
 def trained_sections(points: list[list[str]], config: dict[str, Any]) -> list[str]:
     """The enabled model stages the grid's keys belong to: what each point trains to be scored on validation
     (every point the same stages, so a preset that changes nothing — the default — is scored too)."""
-    from irglow.stages import STAGES
+    from irglow.stages import model_stages
 
+    names = [s.name for s in model_stages()]
     named = {o.partition("=")[0].split(".")[0] for overrides in points for o in overrides}
-    other = sorted(named - set(STAGES))
+    other = sorted(named - set(names))
     if other:  # the points share one index, statistics and field weights: only model settings may differ
-        raise ValueError(f"--select-on validation chooses model settings ({', '.join(STAGES)}); {other} would change "
+        raise ValueError(f"--select-on validation chooses model settings ({', '.join(names)}); {other} would change "
                          "what every point shares (collection, index, lexical runs) — run such a grid without "
                          "--select-on, or set them with --set")
-    sections = [s for s in STAGES if s in named and flag(config, s)]
+    sections = [s for s in names if s in named and flag(config, s)]
     if not sections:
         raise ValueError(f"--select-on validation scores a point by the models it trains, but {sorted(named)} "
-                         f"name no enabled model stage ({', '.join(STAGES)}); lexical settings have no "
+                         f"name no enabled model stage ({', '.join(names)}); lexical settings have no "
                          "validation queries — choose them with a stage, or run the grid without --select-on")
     return sections
 
 
 def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = None) -> Path:
     """Run the grid (see the module docstring); returns the output folder."""
-    import importlib
-
     from irglow.eval.plots import plot_training_curves
     from irglow.models.checkpoints import read_training, training_summary
     from irglow.pipeline import check_config, prepare, run_pipeline
-    from irglow.stages import STAGES
+    from irglow.stages import stage
 
     presets = config.get("presets", {})
     points, labels = grid_points(grid, presets), point_labels(grid, presets)
@@ -153,20 +152,18 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
             point = _with(config, overrides)
             point.setdefault("output", {})["dir"] = str(out / label)
             log.info("grid point %s: %s", label, overrides)
-            folder = run_pipeline(point)
-            rows.append((label, overrides, folder))
+            rows.append((label, overrides, run_pipeline(point).comparison))
         _sensitivity_table(out, rows, base)
         return out
 
     sections = trained_sections(points, base)
-    prepared = prepare(base)  # sets what every point shares: output.train_dir, tuned lexical.field_weights
+    prepared = prepare(base)  # what every point shares: index, statistics, field weights, the training folder
     scored, curves = [], {}
     for label, overrides in zip(labels, points):
         point = _with(base, overrides)
-        source = prepared.train_source(point)
         models = {}
         for section in sections:
-            models.update(importlib.import_module(STAGES[section]).train(point, source, out))
+            models.update(stage(section).train(point, prepared.source, prepared.train_root))
         for name, model_dir in models.items():
             curves[f"{label}: {name}" if len(models) > 1 else label] = read_training(model_dir).get(
                 "state", {}).get("history", [])
@@ -191,7 +188,7 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
     log.info("chosen on validation: %s", chosen["point"])
     final = _with(base, chosen["overrides"])
     final["grid"] = {"select_on": select_on, "chosen": chosen["point"], "points": scored}
-    return run_pipeline(final, prepared, notes=table)
+    return run_pipeline(final, prepared, notes=table).out
 
 
 def _selection_table(scored: list[dict], chosen: dict) -> str:
@@ -215,20 +212,14 @@ def _selection_table(scored: list[dict], chosen: dict) -> str:
     return "\n".join(lines)
 
 
-def _sensitivity_table(out: Path, rows: list[tuple[str, list[str], Path]], config: dict[str, Any]) -> None:
+def _sensitivity_table(out: Path, rows: list[tuple[str, list[str], Any]], config: dict[str, Any]) -> None:
     """One row per point, one column per run: the first measure's mean on the test split."""
     import pandas as pd
 
-    frames = {}
-    for label, _, folder in rows:
-        results = folder / "results.csv"
-        if results.is_file():
-            table = pd.read_csv(results, index_col=0)
-            frames[label] = table.iloc[:, 0]
-    if not frames:
+    if not rows:
         return
-    frame = pd.DataFrame(frames).T
-    measure = str(pd.read_csv(rows[0][2] / "results.csv", index_col=0).columns[0])
+    measure = str(rows[0][2].means.columns[0])
+    frame = pd.DataFrame({label: cmp.means[measure] for label, _, cmp in rows}).T
     atomic_write_text(out / "grid.csv", frame.to_csv())
     atomic_write_text(out / "grid.md", f"Every grid point on the test split ({measure}; a sensitivity study, not a "
                                        f"selection):\n\n" + frame.to_markdown(floatfmt=".4f") + "\n")

@@ -1,43 +1,36 @@
-"""Neural stages that join the pipeline when enabled in the configuration.
-
-Each stage is ``stage(config=, collection=, index=, stats=, out=, runs=, source=) -> {tag: Run}``
-(``runs``: what the stages before it produced; ``source``: where its models are trained, the
-evaluated collection itself or, zero-shot, another one); imports are deferred so the lexical
-pipeline never pays for torch.
-"""
+"""Every pipeline stage, in one list: the pipeline, the grid, zero-shot, the Experiment API and the model CLIs
+read it.  A new ranker is one module with a :class:`~irglow.stage.Stage` subclass and one line here.  The
+stage modules import nothing from this one (no import circle) and load torch only inside their methods."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+
+from irglow.lexical.ql import QueryLikelihoodStage
+from irglow.lexical.stage import LexicalStage
+from irglow.models.glow.stage import GlowStage
+from irglow.models.rerank.stage import RerankStage
+from irglow.models.twbert.stage import TWBertStage
+from irglow.runs.hybrid import FusionStage
+from irglow.stage import Stage
+
+# the order a pipeline runs them in; a [fusion] entry runs as soon as the runs it fuses exist
+STAGES: list[Stage] = [LexicalStage(), QueryLikelihoodStage(), TWBertStage(), GlowStage(), RerankStage(),
+                       FusionStage()]
 
 
-# the pipeline's neural stages, in the order they run: name → module.  Each module offers ``<name>_stage``
-# (the stage), ``tags(config)`` (the runs it writes) and ``check(config)`` (its settings, before any work);
-# the modules import nothing from here.
-STAGES = {"twbert": "irglow.models.twbert.stage", "glow": "irglow.models.glow.stage",
-          "rerank": "irglow.models.rerank.stage"}
+def stage(name: str) -> Stage:
+    """The registered stage called ``name``."""
+    for s in STAGES:
+        if s.name == name:
+            return s
+    raise KeyError(f"no stage {name!r}; stages: {', '.join(s.name for s in STAGES)}")
 
 
-def _enabled(config: dict[str, Any]) -> list[tuple[str, Any]]:
-    import importlib
-
-    from irglow.config import flag
-
-    return [(name, importlib.import_module(module)) for name, module in STAGES.items() if flag(config, name)]
+def enabled_stages(config: dict[str, Any]) -> list[Stage]:
+    return [s for s in STAGES if s.enabled(config)]
 
 
-def stage_tags(config: dict[str, Any]) -> dict[str, list[str]]:
-    """The run tags each enabled stage will write, known from its settings alone (so a wrong
-    ``eval.baseline`` is reported before any work, not after every stage has run)."""
-    return {name: module.tags(config) for name, module in _enabled(config)}
-
-
-def check_stage_settings(config: dict[str, Any]) -> None:
-    """Build each enabled stage's training configuration once, before any work, so a misspelt key, a
-    wrong type or an out-of-range value stops the run at once, naming the key."""
-    for _, module in _enabled(config):
-        module.check(config)
-
-
-def neural_stages(config: dict[str, Any]) -> list[Callable]:
-    return [getattr(module, f"{name}_stage") for name, module in _enabled(config)]
+def model_stages() -> list[Stage]:
+    """The stages that train models (what ``--select-on validation`` may choose settings of)."""
+    return [s for s in STAGES if s.trains]

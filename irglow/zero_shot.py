@@ -31,8 +31,8 @@ from irglow.config import check_settings, write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
-from irglow.pipeline import check_config, evaluate_split, field_weights, index_and_stats, training_collection
-from irglow.models.source import TrainSource
+from irglow.pipeline import Prepared, check_config, evaluate_split, index_and_stats, training_side
+from irglow.lexical.stage import LexicalSettings
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -117,11 +117,12 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    train_coll, train_split = training_collection(zs["train"], zs.get("train_split", "train"))  # one or several
-    train_index, train_stats = index_and_stats(train_coll, config, timings)
-    source = TrainSource(train_coll, train_index, train_stats, train_split)
-    weights = field_weights(config, train_index, source.queries(), source.qrels(), timings)
-    config.setdefault("output", {})["train_dir"] = str(out / "train")  # models trained once, for every collection
+    # the pipeline's own training side: models (and each multi-field system's weights) learn from zs.train
+    lexical = LexicalSettings.from_config(config)
+    train_config = {**config, "collection": {"name": "", "train": zs["train"],
+                                             "train_split": zs.get("train_split", "train")}}
+    source, weights = training_side(train_config, lexical, timings)
+    train_coll, train_split = source.collection, source.split
     timings["train_collection_s"] = time.perf_counter() - t
 
     results, notes, folders, in_domain = {}, [], {}, []
@@ -133,12 +134,12 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         loaded = _load(name, split, config, notes, column)
         if loaded is not None:  # a collection that loaded is evaluated; a failure there is a bug, and stops
             collection, index, stats = loaded
-            here = {f: w for f, w in weights.items() if f in index.fields}
-            lx = {**config.get("lexical", {}), "field_weights": here, "tune_bm25f": False}
-            split_config = {**config, "lexical": lx,
-                            "collection": {"name": name, "train_split": train_split, "test_split": split}}
-            results[column] = evaluate_split(split_config, collection, index, stats, out / column, {}, here,
-                                             source=source)
+            here = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
+            # one experiment per collection, the models trained once (out/train) for every one
+            prepared = Prepared(collection, index, stats, source, lexical, here, {}, [split], out / column,
+                                out / "train")
+            split_config = {**config, "collection": {"name": name, "train_split": train_split, "test_split": split}}
+            results[column] = evaluate_split(split_config, prepared, split, out / column)
             folders[column] = str(out / column)
             if collection.name in training_names(train_coll):
                 in_domain.append(column)
@@ -165,7 +166,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
                  "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())
     write_manifest(out, config, seed=config.get("seed"), trained_on=[train_coll.name, train_split],
                    collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
-                   bm25f_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})
+                   field_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})
     print(f"\n## Zero-shot ({measure}): trained on {train_coll.name}/{train_split}\n")
     print(table.to_markdown())
     print(f"tables, plot and manifest in {out}/")

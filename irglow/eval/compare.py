@@ -80,7 +80,7 @@ class Comparison:
     alpha: float
     n_queries: int
     missing: dict[str, int] | None = None  # run → judged queries it has no ranking for (scored 0)
-    per_query: dict[str, dict[str, dict[str, float]]] | None = None  # run → measure → query → value
+    values_per_query: dict[str, dict[str, dict[str, float]]] | None = None  # run → measure → query → value
     notes: list[str] | None = None  # warnings worth a reader's eye (runs sharing few query ids with the qrels)
     test: str = "t"
     correction: str = "holm"
@@ -92,7 +92,7 @@ class Comparison:
     judged: pd.Series | None = None  # run → Judged@10
     risk: pd.DataFrame | None = None  # run × URisk/TRisk columns, first measure
     risk_p: pd.DataFrame | None = None
-    pairs: pd.DataFrame | None = None  # run × run: Tukey HSD adjusted p (first measure)
+    pair_p: pd.DataFrame | None = None  # run × run: Tukey HSD adjusted p (first measure)
     groups: dict[str, str] | None = None  # run → letters; runs sharing a letter cannot be told apart
     show_ci: bool = False
     condensed: list[str] = field(default_factory=list)  # columns scored on judged documents only
@@ -191,9 +191,9 @@ class Comparison:
         return out
 
     def pairs_table(self) -> pd.DataFrame | None:
-        if self.pairs is None:
+        if self.pair_p is None:
             return None
-        return self.pairs.map(lambda p: "–" if p != p else f"{p:.3f}")
+        return self.pair_p.map(lambda p: "–" if p != p else f"{p:.3f}")
 
     def extras_markdown(self) -> str:
         parts = []
@@ -207,6 +207,32 @@ class Comparison:
             parts.append(f"All pairs on {self.means.columns[0]}: randomized Tukey HSD adjusted p-values "
                          f"({self.permutations:,} permutations):\n\n" + pairs.to_markdown(disable_numparse=True))
         return "".join("\n" + p + "\n" for p in parts)
+
+    # -- for notebooks: the objects behind the rendered table ---------------------------------------
+    def table(self) -> pd.DataFrame:
+        """The table as ``irglow compare`` prints it (means with marks, Judged@10); ``caption()`` is its legend."""
+        return self.marked()
+
+    def per_query(self, measure: str | None = None) -> pd.DataFrame:
+        """Query × run values of ``measure`` (default: the first), the numbers every test is computed on."""
+        measure = str(measure or self.means.columns[0])
+        if measure not in self.means.columns:
+            raise KeyError(f"{measure} is not a measure of this comparison: {list(self.means.columns)}")
+        return pd.DataFrame({run: values[measure] for run, values in (self.values_per_query or {}).items()})
+
+    def pairs(self, measure: str | None = None) -> pd.DataFrame:
+        """Run × run Tukey HSD adjusted p-values on ``measure`` (default: the first): the all-pairs view, computed
+        here when the comparison was made without ``pairs="all"``."""
+        measure = str(measure or self.means.columns[0])
+        if self.pair_p is not None and measure == str(self.means.columns[0]):
+            return self.pair_p
+        frame = self.per_query(measure)
+        if len(frame) < sig.min_queries(self.alpha):
+            return pd.DataFrame(np.nan, index=frame.columns, columns=frame.columns)
+        p = pd.DataFrame(sig.tukey_hsd(frame.to_numpy(), self.permutations), index=frame.columns, columns=frame.columns)
+        for i in range(len(p)):
+            p.iloc[i, i] = np.nan
+        return p
 
     # -- renderings ------------------------------------------------------------------------------
     def to_markdown(self) -> str:

@@ -50,13 +50,13 @@ class CrossCollection:
         baseline = baselines.pop() if len(baselines) == 1 else None
         effects: dict[str, dict[str, tuple[float, float]]] = {}
         for name, cmp in comparisons.items():
-            if baseline is None or not cmp.per_query or baseline not in cmp.per_query:
+            if baseline is None or not cmp.values_per_query or baseline not in cmp.values_per_query:
                 continue
-            base = cmp.per_query[baseline][measure]
+            base = cmp.values_per_query[baseline][measure]
             for system in cmp.means.index:
                 if system == baseline:
                     continue
-                d = np.array([cmp.per_query[system][measure][q] - v for q, v in base.items()])
+                d = np.array([cmp.values_per_query[system][measure][q] - v for q, v in base.items()])
                 if len(d) > 1:
                     effects.setdefault(system, {})[name] = (float(d.mean()), float(d.var(ddof=1) / len(d)))
         return cls(values, marks, measure, baseline, {n: c.n_queries for n, c in comparisons.items()},

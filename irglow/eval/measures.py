@@ -20,6 +20,9 @@ from irglow.runs.columns import RankedRun
 from irglow.runs.trec import Run
 
 
+from irglow.eval.defaults import DEFAULT_MEASURES  # noqa: E402,F401 (re-exported)
+
+
 def _ncg(qrels, run, k: int | None):
     """qrels/run: pandas frames from ir_measures' runtime provider, in any order: the run is put in
     trec_eval's order (score descending, ties by document id descending) here."""

@@ -70,16 +70,16 @@ def plot_per_query(cmp: Comparison, measure: str, path: str | Path, title: str =
     queries a system helps or hurts, and by how much, which a mean hides.  ``None`` without a baseline."""
     import numpy as np
 
-    if cmp.baseline is None or not cmp.per_query or len(cmp.means) < 2:
+    if cmp.baseline is None or not cmp.values_per_query or len(cmp.means) < 2:
         return None
     plt = _pyplot()
     others = [r for r in cmp.means.index if r != cmp.baseline]
     cols = min(3, len(others))
     rows = -(-len(others) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
-    base = cmp.per_query[cmp.baseline][measure]
+    base = cmp.values_per_query[cmp.baseline][measure]
     for ax, run in zip(axes.flat, others):
-        mine = cmp.per_query[run][measure]
+        mine = cmp.values_per_query[run][measure]
         diff = np.sort(np.array([mine.get(q, 0.0) - v for q, v in base.items()]))[::-1]
         colours = ["tab:green" if d > 0 else "tab:red" for d in diff]
         ax.bar(np.arange(len(diff)), diff, width=1.0, color=colours)
@@ -136,11 +136,11 @@ def plot_pairs(cmp: Comparison, path: str | Path, title: str = "") -> Path | Non
     with their groups.  ``None`` when the comparison has no pairs."""
     import numpy as np
 
-    if cmp.pairs is None:
+    if cmp.pair_p is None:
         return None
     plt = _pyplot()
-    names = list(cmp.pairs.index)
-    values = cmp.pairs.to_numpy(dtype=float)
+    names = list(cmp.pair_p.index)
+    values = cmp.pair_p.to_numpy(dtype=float)
     fig, ax = plt.subplots(figsize=(2.0 + 0.75 * len(names), 1.6 + 0.6 * len(names)))
     image = ax.imshow(np.nan_to_num(values, nan=1.0), cmap="viridis_r", vmin=0, vmax=1)
     for i in range(len(names)):

@@ -157,10 +157,9 @@ def _available(collection: str) -> str | None:
 def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = None,
                data_dir: str | None = None) -> Matrix:
     """Run every experiment of ``spec_path`` (those with one of ``tags``, when given) and check its figures."""
-    import pandas as pd
-
     from irglow.config import load_config
-    from irglow.pipeline import LEXICAL_SYSTEMS, run_pipeline
+    from irglow.lexical.stage import LEXICAL_SYSTEMS
+    from irglow.pipeline import run_pipeline
 
     matrix = Matrix()
     out = Path(out)
@@ -190,9 +189,8 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         if data_dir:
             config["data_dir"] = data_dir
         config.setdefault("output", {})["dir"] = str(out / e["name"])
-        result_dir = run_pipeline(config)
-        table = pd.read_csv(result_dir / "results.csv", index_col=0)
+        means = run_pipeline(config).comparison.means  # the comparison itself, not its CSV read back
         for c in cells:
-            if c.system in table.index and c.measure in table.columns:
-                c.actual = float(table.loc[c.system, c.measure])
+            if c.system in means.index and c.measure in means.columns:
+                c.actual = float(means.loc[c.system, c.measure])
     return matrix

@@ -24,7 +24,7 @@ class ForwardIndex:
 
     def lucene_docid(self, doc_id: str) -> int:
         if self._row is None:
-            from irglow.lexical.searchers import doc_ids
+            from irglow.index.lucene_index import doc_ids
 
             self._row = {d: i for i, d in enumerate(doc_ids(self.index))}
         return self._row[doc_id]

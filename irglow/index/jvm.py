@@ -218,8 +218,10 @@ def bulk_search_available() -> bool:
     return _bulk_classes is not None
 
 
-def start_jvm() -> JavaRuntime:
-    """Start the JVM once, with Anserini on the classpath. Idempotent."""
+def start_jvm(data: str | Path | None = None) -> JavaRuntime:
+    """Start the JVM once, with Anserini on the classpath. Idempotent.  ``data``: the data folder a command was
+    given (``--data-dir``, ``data_dir``), where the JVM's crash logs and the bulk-search helper go; else
+    ``$IRGLOW_DATA``, else ``./data`` (:func:`irglow.utils.paths.data_dir`)."""
     global _started, _bulk_classes
     if _started is not None:
         return _started
@@ -246,7 +248,9 @@ def start_jvm() -> JavaRuntime:
             jnius_config.add_options("-Xmx" + os.environ.get("IRGLOW_JVM_HEAP", "4g"))
             # A crash report belongs under the data directory's logs, never in the working folder;
             # -Xrs leaves SIGINT/SIGTERM to Python, so Ctrl-C is a KeyboardInterrupt, not a JVM exit.
-            data = Path(os.environ.get("IRGLOW_DATA", "data")).resolve()
+            from irglow.utils.paths import data_dir
+
+            data = data_dir(data)
             jnius_config.add_options(f"-XX:ErrorFile={writable_folder(data / 'logs')}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
             _bulk_classes = compile_bulk_helper(runtime, writable_folder(data / "java"))

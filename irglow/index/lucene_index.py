@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
 from irglow.index.jvm import autoclass, java_output, start_jvm
+from irglow.utils.paths import data_dir  # noqa: F401 (re-exported: where caches live)
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +49,6 @@ class IndexConfig:
 def lucene_field_name(name: str) -> str:
     """Collection field → Lucene field; names Anserini reserves get a ``_field`` suffix."""
     return f"{name}_field" if name in RESERVED_FIELDS else name
-
-
-def data_dir(explicit: str | Path | None = None) -> Path:
-    """Where indexes and other caches live: ``explicit``, else ``$IRGLOW_DATA``, else ``./data``."""
-    given = explicit or os.environ.get("IRGLOW_DATA")
-    path = Path(given or "data").resolve()
-    if path.exists() and not path.is_dir():
-        source = "--data-dir" if explicit else "IRGLOW_DATA" if given else "the default ./data"
-        raise NotADirectoryError(f"{source} names {path}, which is a file: the data directory must be a folder")
-    return path
 
 
 class Token(NamedTuple):
@@ -207,6 +198,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     config = config or IndexConfig()
     check_index_config(config)
     target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
+    start_jvm(data_dir(root))  # its logs and helper beside the indexes of this data folder, not $IRGLOW_DATA's
     if target.exists() and not force:
         cached = _verified(target)
         if cached is not None:
@@ -294,6 +286,27 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
     return LuceneIndex.open(target)
+
+
+_DOC_IDS: dict[str, list[str]] = {}
+
+
+def doc_ids(index: LuceneIndex) -> list[str]:
+    """Lucene internal docid → collection doc id, read once per index: in one transfer through the bulk
+    helper (a newline-joined string), else one stored-fields call per document."""
+    from irglow.index.jvm import bulk_search_available
+
+    key = str(index.path)
+    if key not in _DOC_IDS:
+        reader = index.reader.reader
+        if bulk_search_available():
+            n = reader.maxDoc()
+            _DOC_IDS[key] = autoclass("irglow.BulkSearch").storedField(reader, "id").split("\n") if n else []
+        else:
+            stored = reader.storedFields()
+            _DOC_IDS[key] = [stored.document(i).get("id") for i in
+                             tqdm(range(reader.maxDoc()), desc="doc ids", unit="doc", disable=reader.maxDoc() < 50000)]
+    return _DOC_IDS[key]
 
 
 def _source(collection) -> str:

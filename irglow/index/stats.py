@@ -93,7 +93,7 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
         col = table[f]
         terms[f"df_{f}"] = np.array([col.get(t, (0, 0))[0] for t in vocab], dtype=np.int64)
         terms[f"cf_{f}"] = np.array([col.get(t, (0, 0))[1] for t in vocab], dtype=np.int64)
-    from irglow.lexical.searchers import doc_ids
+    from irglow.index.lucene_index import doc_ids
 
     docs = pd.DataFrame({"doc_id": doc_ids(index)})
     vectors = reader.termVectors()

@@ -23,9 +23,11 @@ from tqdm.auto import tqdm
 
 from irglow.data.records import Query
 from irglow.index.jvm import bulk_search_available
-from irglow.index.lucene_index import LuceneIndex
+from irglow.index.lucene_index import LuceneIndex, doc_ids  # noqa: F401 (doc_ids: the index's, re-exported)
 from irglow.lexical import queries as lq
 from irglow.runs.trec import Run
+
+from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +40,9 @@ class LexicalConfig:
     """Parameters of a lexical run (saved in every run's manifest)."""
 
     system: str = "bm25"
-    k1: float = 0.9
-    b: float = 0.4
-    depth: int = 1000
+    k1: float = BM25_K1
+    b: float = BM25_B
+    depth: int = DEPTH
     threads: int = 2
     field_weights: dict[str, float] = field(default_factory=dict)  # bm25-mf / bm25f; empty: 1.0 per field
     rm3: bool = False
@@ -243,23 +245,6 @@ def unpack_hits(hits, qids: Sequence[str], ids: Sequence[str]) -> dict[str, list
     return out
 
 
-_DOC_IDS: dict[str, list[str]] = {}
-
-
-def doc_ids(index: LuceneIndex) -> list[str]:
-    """Lucene internal docid → collection doc id, read once per index: in one transfer through the bulk
-    helper (a newline-joined string), else one stored-fields call per document."""
-    key = str(index.path)
-    if key not in _DOC_IDS:
-        reader = index.reader.reader
-        if bulk_search_available():
-            n = reader.maxDoc()
-            _DOC_IDS[key] = lq.J("irglow.BulkSearch").storedField(reader, "id").split("\n") if n else []
-        else:
-            stored = reader.storedFields()
-            _DOC_IDS[key] = [stored.document(i).get("id") for i in
-                             tqdm(range(reader.maxDoc()), desc="doc ids", unit="doc", disable=reader.maxDoc() < 50000)]
-    return _DOC_IDS[key]
 
 
 def run_lexical(index: LuceneIndex, queries: Sequence[Query], system: str = "bm25", **overrides) -> Run:

@@ -4,21 +4,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Callable
 
-_MODEL_COMMANDS = (("irglow.models.twbert.cli", "add_twbert_command"), ("irglow.models.glow.cli", "add_glow_command"),
-                   ("irglow.models.rerank.cli", "add_rerank_commands"))
-
-
 def add_model_commands(sub: argparse._SubParsersAction) -> None:
-    """Each model's commands; a model whose dependencies are missing (torch, transformers) is left out."""
-    for module, name in _MODEL_COMMANDS:
+    """Each registered stage's commands (:data:`irglow.stages.STAGES`); a stage whose dependencies are missing
+    (torch, transformers) is left out."""
+    from irglow.stages import STAGES
+
+    for stage in STAGES:
         try:
-            add = getattr(importlib.import_module(module), name)
+            stage.add_commands(sub)
         except ImportError:
             continue
-        add(sub)
 
 
 def add_train_parser(group: argparse._SubParsersAction, help: str, func: Callable, *, config: str | None,

@@ -96,11 +96,6 @@ def reused_model(root: str | Path, name: str) -> Path:
                             f"and {root}/{name}/best (model_dir must be a previous run's output or training folder)")
 
 
-def train_root(config: dict[str, Any], out: Path) -> Path:
-    """Where a stage trains its models: shared by every test split of one pipeline run."""
-    return Path(config.get("output", {}).get("train_dir") or out)
-
-
 def write_stage_notes(out: Path, stage: str, notes: dict[str, Any]) -> None:
     """What a stage did beside its runs (the models it used, fusion weights, throughput), for the report:
     ``<out>/.stages/<stage>.notes.json``, next to the stage cache's record, so a reused stage keeps its notes."""

@@ -1,9 +1,10 @@
-"""The pipeline's own fusion: any runs of one pipeline — lexical, TW-BERT, dense, re-ranked — fused into a
-hybrid, its weights tuned on training queries that *no* fused model trained on.
+"""The pipeline's one fusion: any runs of one pipeline — lexical, TW-BERT, dense, re-ranked — fused into a
+hybrid, its weights tuned on training queries that *no* fused model trained on.  It is the only place runs
+are fused (``bm25f+glow``, ``bm25+nrmf`` and ``twbert+glow+monobert`` alike), configured in one section:
 
     [fusion]
     enabled = true
-    runs = [["twbert", "glow"], ["twbert", "glow", "monobert"]]   # or "twbert+glow,twbert+glow+monobert"
+    runs = ["bm25f+glow", ["twbert", "glow"], ["twbert", "glow", "monobert"]]   # or one "a+b,a+b+c" string
     method = "wsum"      # wsum (normalised score sums) | rrf
     norm = "min-max"
     step = 0.05          # convex weight grid
@@ -15,7 +16,8 @@ held-out sets, so the weights are tuned on queries every fused model never saw; 
 same queries come from the training collection's index.  Re-ranked runs take part with their re-ranked
 block only (the kept-below tail's placeholder scores would stretch min-max).  Zero-shot (models
 trained on another collection, so no held-out runs on this one) the hybrid is reciprocal-rank fusion,
-which has no weight to tune.  Nothing is ever tuned on the evaluated split.
+which has no weight to tune.  Nothing is ever tuned on the evaluated split.  Each hybrid is made (and
+cached) as soon as the runs it fuses exist, so a later stage can re-rank it (``rerank.rerank_also``).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from typing import Any
 from irglow.config import as_names, flag
 from irglow.runs.fusion import METHODS, NORMS, fuse, fuse_tuned
 from irglow.runs.trec import Run
+from irglow.stage import Stage, Unit
 
 log = logging.getLogger(__name__)
 
 TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-out training) queries
-SETTINGS = ("enabled", "runs", "method", "norm", "step", "measure")
+SETTINGS = ("enabled", "runs", "method", "norm", "step", "measure", "optional")
 
 
 def components(config: dict[str, Any]) -> list[list[str]]:
@@ -69,11 +72,17 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     entries = _entries(fs)
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
+    optional = fs.get("optional", False)
+    if not isinstance(optional, bool):
+        raise ValueError(f"fusion.optional = {optional!r} must be true or false")
     for parts in components(config):
         if len(parts) < 2:
             raise ValueError(f"fusion.runs: {parts} fuses nothing; name two runs or more")
         missing = [p for p in parts if p not in produced]
-        if missing:
+        if missing and optional:
+            log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
+                        "+".join(parts), missing)
+        elif missing:
             raise ValueError(f"fusion.runs: {'+'.join(parts)} needs runs this configuration does not produce: "
                              f"{missing}; its runs: {', '.join(produced)}")
         if "+".join(parts) in produced:
@@ -88,42 +97,80 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     parse_measures([fs.get("measure", "nDCG@10")])
 
 
-def fuse_configured(config: dict[str, Any], runs: dict[str, Run], out: Path, source, zero_shot: bool,
-                    lexical_searcher, lexical: set[str], cut: dict[str, int] | None = None
-                    ) -> tuple[dict[str, Run], dict]:
-    """Every configured hybrid: ``({tag: run}, {tag: how it was fused})``.  ``lexical``: the lexical run tags,
-    whose tuning runs ``lexical_searcher(tag)`` searches on the training collection (no model held anything
-    out from them); ``cut``: re-ranked tags and their depth."""
-    fs = config.get("fusion", {})
+def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
+    """One configured hybrid of the runs in ``ctx.runs``: weights tuned on the held-out training queries every
+    fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
+    zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth."""
+    fs = ctx.config.get("fusion", {})
     method, norm = fs.get("method", "wsum"), fs.get("norm", "min-max")
-    depth = config.get("lexical", {}).get("depth", 1000)
-    cut = cut or {}
+    depth, runs, tag = ctx.lexical.depth, ctx.runs, "+".join(parts)
+    lexical = set(ctx.lexical.tags())
 
-    def top(run: Run, tag: str) -> Run:
-        return Run({q: d[: cut[tag]] for q, d in run.ranking.items()}, run.tag) if tag in cut else run
+    def top(run: Run, name: str) -> Run:
+        return Run({q: d[: cut[name]] for q, d in run.ranking.items()}, run.tag) if name in cut else run
 
-    produced, info = {}, {}
-    for parts in components(config):
-        tag = "+".join(parts)
-        test = [top(runs[p], p) for p in parts]
-        held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
-        models = [p for p in parts if p not in lexical]
-        if zero_shot or len(held_out) < len(models) or not held_out:
-            why = "zero-shot" if zero_shot else "no held-out runs of " + ", ".join(
-                p for p in models if TUNING + p not in runs)
-            produced[tag] = fuse(test, "rrf", depth=depth, tag=tag)
-            info[tag] = {"method": "rrf", "weights": [1.0] * len(parts), "why": why}
-        else:
-            qids = set.intersection(*(set(r.ranking) for r in held_out))
-            qrels = [r for r in source.qrels() if r.query_id in qids]
-            queries = [q for q in source.queries() if q.query_id in qids]
-            tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
-                    else lexical_searcher(p).search(queries, tag=p) for p in parts]
-            produced[tag], info[tag] = fuse_tuned(test, tune, qrels, method, norm, fs.get("measure", "nDCG@10"),
-                                                  fs.get("step", 0.05), depth=depth, tag=tag)
-        produced[tag].write(out / f"{tag}.run")
-        log.info("%s: %s", tag, info[tag])
-    return produced, info
+    test = [top(runs[p], p) for p in parts]
+    held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
+    models = [p for p in parts if p not in lexical]
+    if ctx.zero_shot or len(held_out) < len(models) or not held_out:
+        why = "zero-shot" if ctx.zero_shot else "no held-out runs of " + ", ".join(
+            p for p in models if TUNING + p not in runs)
+        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why}
+    from irglow.lexical.searchers import LexicalSearcher
+
+    qids = set.intersection(*(set(r.ranking) for r in held_out))
+    qrels = [r for r in ctx.source.qrels() if r.query_id in qids]
+    queries = [q for q in ctx.source.queries() if q.query_id in qids]
+    tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
+            else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
+    return fuse_tuned(test, tune, qrels, method, norm, fs.get("measure", "nDCG@10"), fs.get("step", 0.05),
+                      depth=depth, tag=tag)
+
+
+class FusionStage(Stage):
+    """``[fusion]``: every hybrid of the experiment, each made as soon as its runs exist."""
+
+    name = "fusion"
+
+    def tags(self, config, produced: list[str] | None = None) -> list[str]:
+        """The hybrids; with ``produced`` (the other stages' runs) and ``optional``, those it can make."""
+        if produced is None or not config.get("fusion", {}).get("optional", False):
+            return fused_tags(config)
+        return ["+".join(p) for p in components(config) if all(x in produced for x in p)]
+
+    def check(self, config, produced: list[str] | None = None) -> None:
+        if produced is not None:
+            check(config, produced)
+
+    def units(self, ctx) -> list[Unit]:
+        return self.ready(ctx, set())
+
+    def ready(self, ctx, done: set[str]) -> list[Unit]:
+        """The hybrids not made yet whose runs (and held-out runs, where their stage writes them) exist now."""
+        from irglow.models.source import read_stage_notes, write_stage_notes
+
+        units = []
+        for parts in components(ctx.config):
+            tag = "+".join(parts)
+            if tag in done or not all(p in ctx.runs for p in parts):
+                continue
+            done.add(tag)
+            rerank = read_stage_notes(ctx.out, "rerank")
+            cut = {m: rerank["depth"] for m in rerank.get("models", {}) if m in parts} if "depth" in rerank else {}
+            inputs = {t: r for t, r in ctx.runs.items() if t in parts or t in {TUNING + p for p in parts}}
+            key = {"parts": parts, "settings": {k: v for k, v in ctx.config.get("fusion", {}).items() if k != "runs"},
+                   "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights, "trained_on": ctx.source.digest,
+                   "cut": cut, "zero_shot": ctx.zero_shot}
+
+            def produce(tag=tag, parts=parts, cut=cut):
+                run, info = fuse_entry(ctx, parts, cut)
+                run.write(ctx.out / f"{tag}.run")
+                log.info("%s: %s", tag, info)
+                write_stage_notes(ctx.out, f"fusion-{tag}", {"fusion": {tag: info}})
+                return {tag: run}
+
+            units.append(Unit(f"fusion:{tag}", key, inputs, produce))
+        return units
 
 
 def _restricted(run: Run, qids: set[str]) -> Run:

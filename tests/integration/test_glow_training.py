@@ -100,16 +100,26 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     tuned on the held-out training queries (never the test split)."""
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import IndexConfig, build_index
-    from irglow.models.glow.stage import glow_stage
+    from types import SimpleNamespace
+
+    from irglow.lexical.stage import LexicalSettings
+    from irglow.models.glow.stage import GlowStage
+    from irglow.models.source import TrainSource
+    from irglow.stage import Context
 
     coll = load_collection("demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
     index = build_index(coll, IndexConfig(threads=1), root=tmp_path / "data")
     config = {"collection": {"train_split": "train", "test_split": "test"}, "lexical": {"depth": 20},
-              "glow": {"enabled": True, "variants": ["bert", "glow"], "fuse_with": ["bm25f"], "batch_size": 4,
+              "glow": {"enabled": True, "variants": ["bert", "glow"], "batch_size": 4,
                        "max_steps": 1, "val_max_docs": 0, "val_pool_depth": 5,
-                       "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}}}
-    runs = glow_stage(config, coll, index, CollectionStats.load(index), tmp_path)
-    assert set(runs) == {"bert", "glow", "bm25f+bert", "bm25f+glow"}
+                       "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}},
+              "fusion": {"enabled": True, "runs": ["bm25f+bert", "bm25f+glow"]}}
+    stats = CollectionStats.load(index)
+    ctx = Context(config, coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
+                  LexicalSettings(systems=["bm25f"], depth=20), {"bm25f": {}}, "test")
+    runs = {k: v for k, v in GlowStage().run(ctx).items() if not k.startswith("tuning/")}
+    assert set(runs) == {"bert", "glow"}  # the hybrids are the fusion stage's: the held-out runs are written for it
+    assert (tmp_path / "tuning" / "bert.run").is_file() and (tmp_path / "tuning" / "glow.run").is_file()
     test_ids = {q.query_id for q in coll.queries("test")}
     for tag, run in runs.items():
         assert set(run.ranking) == test_ids and (tmp_path / f"{tag}.run").is_file()

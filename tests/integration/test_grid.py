@@ -11,8 +11,9 @@ from tests.integration.pipelines import small_pipeline
 
 def _config(out, data) -> dict:
     return small_pipeline(out, data, systems=["bm25"], depth=30,
-                          rerank={"enabled": True, "models": ["nrmf"], "depth": 10, "fuse": True,
-                                  "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2, "batch_queries": 4}})
+                          rerank={"enabled": True, "models": ["nrmf"], "depth": 10,
+                                  "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
+                          fusion={"enabled": True, "runs": ["bm25+nrmf"]})
 
 
 def test_grid_selects_on_validation_and_runs_the_chosen_point_once(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ def _config(out, data) -> dict:
     return small_pipeline(
         out, data,
         twbert={"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
-        glow={"enabled": True, "variants": ["glow"], "fuse_with": [], "max_steps": 2, "batch_size": 4,
+        glow={"enabled": True, "variants": ["glow"], "max_steps": 2, "batch_size": 4,
               "val_max_docs": 0, "val_pool_depth": 5, "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}},
         rerank={"enabled": True, "models": ["nrmf"], "depth": 10,
                 "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
@@ -27,7 +27,7 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     from irglow.runs.trec import Run
 
     monkeypatch.chdir(tmp_path)
-    out = run_pipeline(_config(tmp_path / "out", tmp_path / "data"))
+    out = run_pipeline(_config(tmp_path / "out", tmp_path / "data")).out
     coll = load_collection(SMALL_DEMO)
     test_ids = {q.query_id for q in coll.queries("test")}
     train_ids = {q.query_id for q in coll.queries("train")}
@@ -38,7 +38,8 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
         tuning = set(Run.read(out / "tuning" / f"{tag}.run").ranking)
         assert tuning == held_out[tag] and tuning <= train_ids and not tuning & test_ids
     assert not (out / "tuning" / "bm25f.run").exists()  # lexical tuning runs are searched, not kept
-    fusion = json.loads((out / ".stages" / "fusion.notes.json").read_text())["fusion"]
+    fusion = {t: json.loads((out / ".stages" / f"fusion-{t}.notes.json").read_text())["fusion"][t]
+              for t in ("twbert+glow", "bm25f+glow+nrmf")}
     assert fusion["twbert+glow"]["tuning_queries"] == len(held_out["twbert"] & held_out["glow"]) > 0
     assert fusion["bm25f+glow+nrmf"]["tuning_queries"] == len(held_out["glow"] & held_out["nrmf"])
     assert len(fusion["bm25f+glow+nrmf"]["weights"]) == 3
@@ -49,12 +50,13 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
 
     run_pipeline(_config(tmp_path / "out", tmp_path / "data"))
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert set(stages.values()) == {"reused"} and "fusion" in stages
+    assert set(stages.values()) == {"reused"} and "fusion:twbert+glow" in stages
 
-    # a fusion that no longer names nrmf: the re-ranker's held-out run is not wanted, so that stage (and the
-    # fusion) run again; TW-BERT and GLOW, whose held-out runs are still wanted, are reused
+    # a fusion that no longer names nrmf: the re-ranker's held-out run is not wanted, so that stage runs again;
+    # TW-BERT and GLOW, whose held-out runs are still wanted, are reused, and so is the unchanged hybrid
     config = _config(tmp_path / "out", tmp_path / "data")
     config["fusion"]["runs"] = [["twbert", "glow"], ["bm25f", "glow"]]
     run_pipeline(config)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert (stages["twbert"], stages["glow"], stages["rerank"], stages["fusion"]) == ("reused", "reused", "ran", "ran")
+    assert (stages["twbert"], stages["glow"], stages["rerank"]) == ("reused", "reused", "ran")
+    assert (stages["fusion:twbert+glow"], stages["fusion:bm25f+glow"]) == ("reused", "ran")

@@ -23,13 +23,13 @@ def _runs(folder) -> dict[str, bytes]:
 
 
 def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
-    import irglow.models.rerank.stage as rerank_stage
-    import irglow.pipeline as pipeline
+    import irglow.lexical.searchers as searchers
+    import irglow.models.rerank.rerank as rerank_stage
     from irglow.pipeline import run_pipeline
 
     monkeypatch.chdir(tmp_path)  # the pipeline writes qrels/ under the working directory
     data = tmp_path / "data"
-    whole = run_pipeline(_config(tmp_path / "whole", data))
+    whole = run_pipeline(_config(tmp_path / "whole", data)).out
     assert set(_runs(whole)) == {"bm25.run", "bm25f.run", "nrmf.run"}
 
     real_rerank = rerank_stage.rerank
@@ -49,7 +49,7 @@ def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
         def __init__(self, *args, **kwargs):
             raise AssertionError("a finished lexical stage ran again")
 
-    monkeypatch.setattr(pipeline, "LexicalSearcher", NoSearch)
+    monkeypatch.setattr(searchers, "LexicalSearcher", NoSearch)
     run_pipeline(_config(out, data))
     assert _runs(out) == _runs(whole)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
@@ -76,7 +76,7 @@ def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
     config = _config(tmp_path / "zs", tmp_path / "data")
     config["collection"]["train"] = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
     config["rerank"]["nrmf"]["epochs"] = 1
-    out = run_pipeline(config)
+    out = run_pipeline(config).out
     inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
     assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()
 
@@ -96,7 +96,7 @@ def test_models_can_train_on_several_collections_at_once(tmp_path, monkeypatch):
     config["rerank"]["nrmf"].update(epochs=1, val_fraction=0.3)
     config["twbert"] = {"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0,
                         "val_fraction": 0.3}
-    out = run_pipeline(config)
+    out = run_pipeline(config).out
     judged = {f"{k}/{r.query_id}" for k, spec in enumerate((a, b)) for r in load_collection(spec).qrels("train")
               if r.relevance > 0}
     for model in ("nrmf", "twbert"):

@@ -30,11 +30,12 @@ def _config(out, data, broken) -> dict:
             "output": {"dir": str(out)},
             "twbert": {"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0,
                        "batch_queries": 4, "val_fraction": 0.2, "model": {"max_query_tokens": 16}},
-            "glow": {"enabled": True, "variants": ["glow"], "fuse_with": ["bm25f"], "max_steps": 2, "batch_size": 4,
+            "glow": {"enabled": True, "variants": ["glow"], "max_steps": 2, "batch_size": 4,
                      "val_fraction": 0.2, "val_pool_depth": 5,
                      "model": {"num_layers": 1, "field_max_tokens": {"body": 16}}},
             "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
-                       "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}}}
+                       "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
+            "fusion": {"enabled": True, "runs": ["bm25f+glow"]}}
 
 
 def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
@@ -75,7 +76,7 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
         assert f"| {system} " in table
     assert "trec-robust-2004 not evaluated" in table and "disks45" in table
     assert "broken-test not evaluated: it could not be loaded (FormatError:" in table and "corpus.jsonl:2" in table
-    assert f"{source} is the training collection" in table
+    assert f"{source} is a training collection" in table
     assert (out / "zero-shot.csv").is_file() and (out / "zero-shot.tex").is_file() and (out / "zero-shot.png").is_file()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["trained_on"][1] == "train" and len(manifest["unavailable"]) == 2

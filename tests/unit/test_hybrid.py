@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from irglow.data.records import Qrel, Query
-from irglow.runs.hybrid import TUNING, check, components, fuse_configured, fused_tags, wants_tuning
+from irglow.runs.hybrid import TUNING, check, components, fuse_entry, fused_tags, wants_tuning
 from irglow.runs.trec import Run
 
 
@@ -64,13 +64,20 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
         TUNING + "b": Run({"q2": [("d2", 2.0), ("d1", 1.0)], "q3": [("d2", 2.0), ("d1", 1.0)]}, "b")}
     source = _Source([Query(q, q) for q in ("q1", "q2", "q3")], [Qrel(q, "d1", 1) for q in ("q1", "q2", "q3")])
     config = _config([["a", "b"]])
-    produced, info = fuse_configured(config, {**test, **tuning}, tmp_path, source, False, None, set())
-    weights = info["a+b"]["weights"]
-    assert weights[0] > weights[1] and info["a+b"]["tuning_queries"] == 1 and info["a+b"]["tuning_nDCG@10"] == 1.0
-    assert [d for d, _ in produced["a+b"].ranking["t"]] == ["d1", "d2"]
-    assert (tmp_path / "a+b.run").is_file()
-    produced, info = fuse_configured(config, {**test, **tuning}, tmp_path, source, True, None, set())
-    assert info["a+b"]["method"] == "rrf" and info["a+b"]["why"] == "zero-shot"
-    produced, info = fuse_configured(config, {**test, TUNING + "a": tuning[TUNING + "a"]}, tmp_path, source,
-                                     False, None, set())
-    assert info["a+b"]["method"] == "rrf" and info["a+b"]["why"] == "no held-out runs of b"
+
+    def ctx(runs, zero_shot=False):
+        from types import SimpleNamespace
+
+        from irglow.lexical.stage import LexicalSettings
+
+        return SimpleNamespace(config=config, runs=runs, lexical=LexicalSettings(systems=["bm25"], depth=10),
+                               zero_shot=zero_shot, source=source, lexical_config=None)
+
+    fused, info = fuse_entry(ctx({**test, **tuning}), ["a", "b"], {})
+    weights = info["weights"]
+    assert weights[0] > weights[1] and info["tuning_queries"] == 1 and info["tuning_nDCG@10"] == 1.0
+    assert [d for d, _ in fused.ranking["t"]] == ["d1", "d2"]
+    fused, info = fuse_entry(ctx({**test, **tuning}, zero_shot=True), ["a", "b"], {})
+    assert info["method"] == "rrf" and info["why"] == "zero-shot"
+    fused, info = fuse_entry(ctx({**test, TUNING + "a": tuning[TUNING + "a"]}), ["a", "b"], {})
+    assert info["method"] == "rrf" and info["why"] == "no held-out runs of b"

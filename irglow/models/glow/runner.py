@@ -67,32 +67,6 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     return run, {"docs_per_s": rate, "also": extra}
 
 
-def hybrid_runs(dense: dict[str, tuple[Run, Run]], index: LuceneIndex, test_queries: list[Query],
-                tune_queries: list[Query], tune_qrels, lexical: str = "bm25f", field_weights: dict | None = None,
-                depth: int = 1000, method: str = "wsum", norm: str = "min-max", out_dir: Path | None = None,
-                lexical_runs: tuple[Run, Run] | None = None, k1: float = 0.9,
-                b: float = 0.4) -> tuple[dict[str, Run], dict]:
-    """``{lexical}+{name}`` runs: each dense model ``name: (test run, tuning run)`` fused with a Lucene run,
-    weights tuned on the tuning (held-out training) queries.  Shared by the pipeline stage and bench-glow."""
-    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-    from irglow.runs.fusion import fuse_tuned
-
-    if lexical_runs is None:
-        searcher = LexicalSearcher(index, LexicalConfig(lexical, k1=k1, b=b, depth=depth,
-                                                         field_weights=field_weights or {}))
-        lexical_runs = (searcher.search(test_queries, tag=lexical), searcher.search(tune_queries, tag=lexical))
-    runs, info = {}, {}
-    for name, (test_run, tune_run) in dense.items():
-        tag = f"{lexical}+{name}"
-        runs[tag], info[tag] = fuse_tuned([lexical_runs[0], test_run], [lexical_runs[1], tune_run], tune_qrels,
-                                          method, norm, depth=depth, tag=tag)
-        log.info("%s: %s weights %s (tuning nDCG@10 %.4f on %d queries)", tag, method, info[tag]["weights"],
-                 info[tag]["tuning_nDCG@10"], info[tag]["tuning_queries"])
-        if out_dir is not None:
-            runs[tag].write(Path(out_dir) / f"{tag}.run")
-    return runs, info
-
-
 def validation_queries(model_dir: Path, queries: list[Query], qrels) -> tuple[list[Query], list]:
     """The queries a trained model held out for validation (never trained on), and their judgments."""
     ids = set(read_training(model_dir).get("val_query_ids", []))

@@ -8,26 +8,19 @@ ablations of ``configs/bench/rerank.toml``::
     kind = "nrmf"
     model = { fields = ["title"] }
 
-A variant starts from its kind's section and changes only what it names.  With ``fuse = true`` each
-re-ranked run is also fused with BM25 (``bm25+<model>``: min-max, the convex weight tuned on the queries
-the model's training held out — training-collection queries, never the evaluated split)."""
+A variant starts from its kind's section and changes only what it names.  Hybrids such as ``bm25+nrmf``
+are the fusion stage's (``[fusion] runs = ['bm25+nrmf']``: the re-ranked block fused with BM25, weights tuned
+on the queries the model's training held out).  Torch is imported inside the stage's methods only."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from irglow.config import as_names, merged, stage_settings
-from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import read_training
-from irglow.models.rerank.rerank import load_reranker, rerank
-from irglow.models.rerank.train import KINDS, RerankTrainConfig, RerankTrainer
-from irglow.models.source import TrainSource, keyed_train_dir, reused_model, train_root, write_stage_notes
-from irglow.runs.fusion import fuse, fuse_tuned
-from irglow.runs.hybrid import wants_tuning, write_tuning_run
-from irglow.runs.trec import Run
+from irglow.stage import Stage
 
-OPTIONS = ("models", "depth", "rerank_also", "fuse", "model_dir", "variants")
+KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
+OPTIONS = ("models", "depth", "rerank_also", "model_dir", "variants")
 
 
 def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, list[str], dict[str, dict]]:
@@ -37,6 +30,9 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
     the index is known, from ``index.fields`` if configured, else left out)."""
     rcfg = dict(config.get("rerank", {}))
     rcfg.pop("enabled", None)
+    if "fuse" in rcfg:
+        raise ValueError("rerank.fuse moved to the one fusion stage: write [fusion] runs = ['bm25+monobert', "
+                         "'bm25+nrmf', …] (the re-ranked block fused with BM25, weights tuned on held-out queries)")
     variants = dict(rcfg.get("variants", {}))
     fields = fields if fields is not None else config.get("index", {}).get("fields")
     models = []
@@ -83,99 +79,103 @@ def _per_field(template: dict, field: str) -> dict:
     return fill(template)
 
 
-def _fuse(config) -> bool:
-    return bool(config.get("rerank", {}).get("fuse", False))
-
-
-def tags(config) -> list[str]:
-    """The runs this stage writes."""
-    models, _, also, _ = settings(config)
-    return models + [f"{a}+{m}" for a in also for m in models] + ([f"bm25+{m}" for m in models] if _fuse(config) else [])
-
-
-def check(config) -> None:
-    """Stop on a wrong training setting before any work."""
-    fuse = config.get("rerank", {}).get("fuse", False)
-    if not isinstance(fuse, bool):
-        raise ValueError(f"rerank.fuse = {fuse!r} must be true or false")
-    for trainer in settings(config)[3].values():
-        RerankTrainConfig.from_dict(trainer)
-
-
-def reused_models(config, fields=None) -> dict[str, Path]:
-    """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
-    reuse = config.get("rerank", {}).get("model_dir")
-    return {name: reused_model(reuse, name) for name in settings(config, fields)[0]} if reuse else {}
-
-
-def train(config, source: TrainSource, out: Path) -> dict[str, Path]:
-    """Train (or find trained, or reuse from ``model_dir``) every model: ``{name: model directory}``."""
-    models, _, _, trainers = settings(config, list(source.index.fields))
-    reuse = config.get("rerank", {}).get("model_dir")
-    if reuse:
-        return {name: reused_model(reuse, name) for name in models}
-    docs = {d.doc_id: d for d in source.collection.docs_iter()}
-    trained = {}
-    for name in models:
-        train_dir = keyed_train_dir(train_root(config, out) / f"{name}-train",
-                                    {"settings": trainers[name], "source": source.digest})
-        trained[name] = RerankTrainer(RerankTrainConfig.from_dict(trainers[name]), train_dir).train(
-            source.index, docs, source.queries(), source.qrels())
-    return trained
-
-
-def _top(run: Run, depth: int) -> Run:
+def _top(run, depth: int):
     """The re-ranked block only: the kept-below tail's placeholder scores would stretch min-max."""
+    from irglow.runs.trec import Run
+
     return Run({q: d[:depth] for q, d in run.ranking.items()}, run.tag)
 
 
-def rerank_stage(config, collection, index, stats, out: Path, runs: dict | None = None,
-                 source: TrainSource | None = None) -> dict:
-    c, lx = config.get("collection", {}), config.get("lexical", {})
-    docs = {d.doc_id: d for d in collection.docs_iter()}
-    source = source or TrainSource(collection, index, stats, c.get("train_split", "train"))
-    models, depth, also, _ = settings(config, list(source.index.fields))
-    test_q = collection.queries(c.get("test_split", "test"))
-    bm25 = LexicalConfig("bm25", k1=lx.get("k1", 0.9), b=lx.get("b", 0.4), depth=lx.get("depth", 1000))
-    first = (runs or {}).get("bm25") or LexicalSearcher(index, bm25).search(test_q, tag="bm25")
-    trained = train(config, source, out)
-    produced, rates, fusion = {}, {}, {}
-    train_docs = None
-    for name in models:
-        model = load_reranker(trained[name])
-        t = time.perf_counter()
-        produced[name] = rerank(model, first, test_q, docs, depth, tag=name, desc=name)
-        rates[name] = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
-        produced[name].write(out / f"{name}.run")
-        for base_tag in also:
-            base = (runs or {}).get(base_tag)
-            if base is not None:
-                tag = f"{base_tag}+{name}"
-                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
-                produced[tag].write(out / f"{tag}.run")
-        held_out = wants_tuning(config, name) and not source.is_other_than(collection)
-        if _fuse(config) or held_out:
-            val_ids = set(read_training(trained[name]).get("val_query_ids", []))
-            tune_q = [q for q in source.queries() if q.query_id in val_ids]  # none held out: equal weights
-            train_docs = train_docs or (docs if not source.is_other_than(collection)
-                                        else {d.doc_id: d for d in source.collection.docs_iter()})
-            tune_bm25 = LexicalSearcher(source.index, bm25).search(tune_q, tag="bm25") if tune_q else None
-            tune_run = rerank(model, tune_bm25, tune_q, train_docs, depth, tag=name,
-                              desc=f"{name} (held-out training queries)") if tune_q else None
-            if held_out and tune_run is not None:  # the re-ranked block, for the pipeline's own fusion
-                produced.update([write_tuning_run(out, name, _top(tune_run, depth))])
-        if _fuse(config):
-            tag = f"bm25+{name}"
-            if tune_run is not None:
-                tune_qrels = [r for r in source.qrels() if r.query_id in val_ids]
-                produced[tag], fusion[tag] = fuse_tuned([first, _top(produced[name], depth)],
-                                                        [tune_bm25, _top(tune_run, depth)], tune_qrels, "wsum",
-                                                        "min-max", depth=bm25.depth, tag=tag)
-            else:
-                produced[tag] = fuse([first, _top(produced[name], depth)], "wsum", "min-max", [0.5, 0.5],
-                                     depth=bm25.depth, tag=tag)
-                fusion[tag] = {"method": "wsum", "weights": [0.5, 0.5], "tuning_queries": 0}
-            produced[tag].write(out / f"{tag}.run")
-    write_stage_notes(out, "rerank", {"models": {k: str(v) for k, v in trained.items()}, "fusion": fusion,
-                                      "pairs_per_s": rates, "depth": depth})
-    return produced
+class RerankStage(Stage):
+    name = "rerank"
+    trains = True
+
+    def tags(self, config) -> list[str]:
+        models, _, also, _ = settings(config)
+        return models + [f"{a}+{m}" for a in also for m in models]
+
+    def check(self, config) -> None:
+        from irglow.models.rerank.train import RerankTrainConfig
+
+        for trainer in settings(config)[3].values():
+            RerankTrainConfig.from_dict(trainer)
+
+    def resolved(self, config):
+        from dataclasses import asdict
+
+        from irglow.models.rerank.train import RerankTrainConfig
+
+        models, depth, also, trainers = settings(config)
+        return {"models": {n: asdict(RerankTrainConfig.from_dict(t)) for n, t in trainers.items()}, "depth": depth,
+                "rerank_also": also, "model_dir": config.get("rerank", {}).get("model_dir")}
+
+    def reused_models(self, config, fields=None) -> dict[str, Path]:
+        """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
+        from irglow.models.source import reused_model
+
+        reuse = config.get("rerank", {}).get("model_dir")
+        return {name: reused_model(reuse, name) for name in settings(config, fields)[0]} if reuse else {}
+
+    def train(self, config, source, train_root: Path) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) every model: ``{name: model directory}``."""
+        from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
+        from irglow.models.source import keyed_train_dir
+
+        if config.get("rerank", {}).get("model_dir"):
+            return self.reused_models(config, list(source.index.fields))
+        models, _, _, trainers = settings(config, list(source.index.fields))
+        docs = {d.doc_id: d for d in source.collection.docs_iter()}
+        trained = {}
+        for name in models:
+            train_dir = keyed_train_dir(Path(train_root) / f"{name}-train",
+                                        {"settings": trainers[name], "source": source.digest})
+            trained[name] = RerankTrainer(RerankTrainConfig.from_dict(trainers[name]), train_dir).train(
+                source.index, docs, source.queries(), source.qrels())
+        return trained
+
+    def run(self, ctx) -> dict:
+        import time
+
+        from irglow.lexical.searchers import LexicalSearcher
+        from irglow.models.checkpoints import read_training
+        from irglow.models.rerank.rerank import load_reranker, rerank
+        from irglow.models.source import write_stage_notes
+        from irglow.runs.hybrid import wants_tuning, write_tuning_run
+
+        source, test_q = ctx.source, ctx.test_queries
+        docs = {d.doc_id: d for d in ctx.collection.docs_iter()}
+        models, depth, also, _ = settings(ctx.config, list(source.index.fields))
+        bm25 = ctx.lexical_config("bm25")
+        first = ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(test_q, tag="bm25")
+        trained = self.train(ctx.config, source, ctx.train_root)
+        produced, rates = {}, {}
+        train_docs = None
+        for name in models:
+            model = load_reranker(trained[name])
+            t = time.perf_counter()
+            produced[name] = rerank(model, first, test_q, docs, depth, tag=name, desc=name)
+            rates[name] = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
+            produced[name].write(ctx.out / f"{name}.run")
+            for base_tag in also:
+                base = ctx.runs.get(base_tag)
+                if base is not None:
+                    tag = f"{base_tag}+{name}"
+                    produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
+                    produced[tag].write(ctx.out / f"{tag}.run")
+            if wants_tuning(ctx.config, name) and not ctx.zero_shot:  # the held-out queries, for the fusion
+                val_ids = set(read_training(trained[name]).get("val_query_ids", []))
+                tune_q = [q for q in source.queries() if q.query_id in val_ids]
+                if tune_q:
+                    train_docs = train_docs or docs
+                    tune_bm25 = LexicalSearcher(source.index, bm25).search(tune_q, tag="bm25")
+                    tune_run = rerank(model, tune_bm25, tune_q, train_docs, depth, tag=name,
+                                      desc=f"{name} (held-out training queries)")
+                    produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
+        write_stage_notes(ctx.out, "rerank", {"models": {k: str(v) for k, v in trained.items()},
+                                              "pairs_per_s": rates, "depth": depth})
+        return produced
+
+    def add_commands(self, sub) -> None:
+        from irglow.models.rerank.cli import add_rerank_commands
+
+        add_rerank_commands(sub)

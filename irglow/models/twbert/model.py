@@ -27,6 +27,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from irglow.lexical.defaults import BM25_B, BM25_K1
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.twbert.terms import QueryTerms
 
@@ -38,8 +39,8 @@ class TWBertConfig:
     base_model: str = "default"
     max_query_tokens: int = 64
     bigrams: bool = True
-    k1: float = 0.9
-    b: float = 0.4
+    k1: float = BM25_K1  # the pipeline passes [lexical]'s k1 and b unless [twbert.model] sets its own
+    b: float = BM25_B
     k3: float | None = None  # Terrier-style query-term saturation; None = Lucene's linear boost
     maxout_pieces: int = 3
     head: str = "residual"  # or "relu" (the paper's)

@@ -1,0 +1,167 @@
+"""The ``[lexical]`` section bound once, and the lexical systems as a pipeline stage.
+
+Every system with tunable parameters is tuned for itself: ``tune_bm25f = true`` tunes BM25F's field weights
+for BM25F (Lucene's CombinedFieldQuery) and, separately, the multi-field sum's weights for ``bm25-mf``
+(Pyserini's Σ_f w_f·BM25_f, another model) — both by coordinate ascent on the *training* queries, starting
+from 1.0 per field, so each keeps its untuned default unless the training queries prefer other weights.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.stage import Stage, Unit
+
+log = logging.getLogger(__name__)
+
+LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
+DEFAULT_SYSTEMS = ["bm25", "bm25-mf", "bm25f", "tfidf"]
+MULTI_FIELD = ("bm25f", "bm25-mf")
+# the weights each multi-field system's tuning tries per field: CombinedFieldQuery needs weights >= 1; the sum of
+# per-field scores takes any positive weight (only their ratios matter)
+TUNING_GRID = {"bm25f": (1.0, 2.0, 4.0), "bm25-mf": (0.25, 0.5, 1.0, 2.0, 4.0)}
+KEYS = ("systems", "k1", "b", "depth", "threads", "tune_bm25f", "field_weights")
+
+
+def lexical_tag(system: str) -> str:
+    """A lexical system's run tag (and file stem): ``bm25+rm3`` → ``bm25-rm3``."""
+    return system.replace("+", "-")
+
+
+@dataclass
+class LexicalSettings:
+    """``[lexical]``: the systems, BM25's parameters (for every system that uses BM25 without its own), depth,
+    threads, and the field weights (configured, or tuned per system with ``tune_bm25f``)."""
+
+    systems: list[str] = field(default_factory=lambda: list(DEFAULT_SYSTEMS))
+    k1: float = BM25_K1
+    b: float = BM25_B
+    depth: int = DEPTH
+    threads: int = 2
+    tune_bm25f: bool = False
+    field_weights: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "LexicalSettings":
+        """Parsed and checked once, before any work: a misspelt key, a wrong type or value is named."""
+        from irglow.config import check_settings, check_values
+
+        lx = config.get("lexical", {})
+        if not isinstance(lx, dict):
+            raise ValueError(f"[lexical] must be a table of settings, not {lx!r}")
+        check_settings(lx, KEYS, "[lexical]")
+        settings = cls(**lx)
+        if not isinstance(settings.systems, list) or not settings.systems:
+            raise ValueError(f"lexical.systems = {settings.systems!r} must be a non-empty list, e.g. ['bm25', 'bm25f']")
+        check_values(settings, "lexical")
+        for system in settings.systems:
+            name, plus, variant = str(system).partition("+")
+            if name not in LEXICAL_SYSTEMS or (plus and variant != "rm3"):
+                raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: "
+                                 f"{', '.join(LEXICAL_SYSTEMS)}, each optionally with '+rm3'")
+            settings.config(system, {}).check()
+        return settings
+
+    def tags(self) -> list[str]:
+        return [lexical_tag(s) for s in self.systems]
+
+    def config(self, system: str, weights: dict[str, dict[str, float]]):
+        """The :class:`~irglow.lexical.searchers.LexicalConfig` of ``system`` (``bm25+rm3`` …); ``weights``: the
+        field weights of each multi-field system (tuned or configured)."""
+        from irglow.lexical.searchers import LexicalConfig
+
+        name, _, variant = system.replace("-rm3", "+rm3").partition("+")
+        return LexicalConfig(system=name, k1=self.k1, b=self.b, depth=self.depth, threads=self.threads,
+                             field_weights=dict(weights.get(name, self.field_weights)) if name in MULTI_FIELD else {},
+                             rm3=variant == "rm3")
+
+    def key(self) -> dict[str, Any]:
+        """What a model stage's outputs depend on here (its BM25 parameters and depth)."""
+        return {"k1": self.k1, "b": self.b, "depth": self.depth}
+
+    def field_weights_for(self, index, train_queries, train_qrels, timings: dict[str, float] | None = None
+                          ) -> dict[str, dict[str, float]]:
+        """Each multi-field system's weights: tuned for it on the training queries (``tune_bm25f``), else the
+        configured ones.  ``train_queries``/``train_qrels`` may be callables: a collection without a training
+        split is asked for one only when weights are tuned."""
+        import time
+
+        multi = [s for s in MULTI_FIELD if s in {t.split("+")[0] for t in self.systems}]
+        if not self.tune_bm25f:
+            return {s: dict(self.field_weights) for s in multi}
+        t = time.perf_counter()
+        queries = train_queries() if callable(train_queries) else train_queries
+        qrels = train_qrels() if callable(train_qrels) else train_qrels
+        out = {s: tune_field_weights(index, queries, qrels, list(index.fields), s, k1=self.k1, b=self.b)
+               for s in multi}
+        if timings is not None:
+            timings["field_weight_tuning_s"] = time.perf_counter() - t
+        return out
+
+
+def tune_field_weights(index, queries, qrels, fields, system: str = "bm25f", grid=None, measure: str = "nDCG@10",
+                       k1: float = BM25_K1, b: float = BM25_B, passes: int = 2) -> dict[str, float]:
+    """Coordinate ascent over ``system``'s field weights on *training* queries (never the test split), from 1.0
+    per field: a weight moves only where the training queries score higher with it."""
+    from irglow.eval.measures import aggregate, parse_measures
+    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+
+    m = parse_measures([measure])
+    grid = grid or TUNING_GRID[system]
+    weights = {f: 1.0 for f in fields}
+
+    def score(w):
+        run = LexicalSearcher(index, LexicalConfig(system, k1=k1, b=b, depth=100, field_weights=w)).search(queries)
+        return aggregate(m, qrels, run)[measure]
+
+    best = score(weights)
+    for _ in range(passes):
+        improved = False
+        for f, value in itertools.product(fields, grid):
+            if value == weights[f]:
+                continue
+            trial = {**weights, f: value}
+            s = score(trial)
+            if s > best + 1e-6:
+                best, weights, improved = s, trial, True
+        if not improved:
+            break
+    log.info("%s field weights tuned on training queries: %s (%s %.4f)", system, weights, measure, best)
+    return weights
+
+
+def _written(run, path):
+    run.write(path)
+    return run
+
+
+class LexicalStage(Stage):
+    """Each ``[lexical]`` system: one Lucene run, cached on its own."""
+
+    name = "lexical"
+
+    def enabled(self, config) -> bool:
+        return True
+
+    def check(self, config) -> None:
+        LexicalSettings.from_config(config)
+
+    def tags(self, config) -> list[str]:
+        return LexicalSettings.from_config(config).tags()
+
+    def resolved(self, config) -> Any:
+        return asdict(LexicalSettings.from_config(config))
+
+    def units(self, ctx) -> list[Unit]:
+        from irglow.lexical.searchers import LexicalSearcher
+
+        units = []
+        for system in ctx.lexical.systems:
+            tag, cfg = lexical_tag(system), ctx.lexical_config(system)
+            units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: {tag: _written(
+                LexicalSearcher(ctx.index, cfg).search(ctx.test_queries, tag=tag), ctx.out / f"{tag}.run")}))
+        return units

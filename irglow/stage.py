@@ -1,0 +1,119 @@
+"""The interface of a pipeline stage: each stage an object, given a :class:`Context`, cached in :class:`Unit` s.
+
+A stage has a name (its configuration section, its cache record and its notes), checks its settings
+before any work, says which runs it writes, and turns a :class:`Context` — what the pipeline prepared:
+collection, index, statistics, the training source, the lexical settings and tuned field weights, the
+runs of the stages before it — into run files.  The stages are listed once, in :mod:`irglow.stages`; a new
+ranker is one module with a :class:`Stage` subclass and one line there (README: a query-likelihood stage in
+30 lines, :mod:`irglow.lexical.ql`).
+
+Stage modules import torch, transformers and faiss inside their methods, so the registry is cheap to
+import and a lexical-only run never loads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable
+
+
+@dataclass
+class Context:
+    """What a stage is given for one test split (built by the pipeline, never read back from the config)."""
+
+    config: dict[str, Any]  # the configuration as loaded (read-only)
+    collection: Any
+    index: Any
+    stats: Any
+    source: Any  # irglow.models.source.TrainSource: where models train
+    out: Path  # this split's folder (run files, .stages/)
+    train_root: Path  # where models train: shared by every split and grid point
+    lexical: Any  # irglow.lexical.stage.LexicalSettings, bound once
+    field_weights: dict[str, dict[str, float]]  # per multi-field system, tuned for it (or configured)
+    test_split: str
+    runs: dict[str, Any] = field(default_factory=dict)  # the runs the stages before produced
+
+    @cached_property
+    def test_queries(self) -> list:
+        return self.collection.queries(self.test_split)
+
+    @property
+    def zero_shot(self) -> bool:
+        """Models trained on another collection: nothing of this one may tune anything."""
+        return self.source.is_other_than(self.collection)
+
+    def lexical_config(self, system: str):
+        """The :class:`~irglow.lexical.searchers.LexicalConfig` of a lexical system as this pipeline runs it."""
+        return self.lexical.config(system, self.field_weights)
+
+
+@dataclass
+class Unit:
+    """One cached piece of a stage's work: its record name, what its outputs depend on, the runs it reads and
+    the call that writes its run files (``<out>/<tag>.run``) and returns ``{tag: run}``."""
+
+    name: str
+    key: dict[str, Any]
+    inputs: dict[str, Any]
+    produce: Callable[[], dict]
+
+
+class Stage:
+    """The interface every stage implements (defaults for the optional parts)."""
+
+    name = ""
+    trains = False  # whether it trains models (the grid scores those on validation)
+
+    def enabled(self, config: dict[str, Any]) -> bool:
+        from irglow.config import flag
+
+        return flag(config, self.name)
+
+    def check(self, config: dict[str, Any]) -> None:
+        """Stop on a wrong setting before any work, naming the key."""
+
+    def tags(self, config: dict[str, Any]) -> list[str]:
+        """The runs it writes, known from its settings alone."""
+        raise NotImplementedError
+
+    def resolved(self, config: dict[str, Any]) -> Any:
+        """Its settings as bound (for the manifest); by default the section as written."""
+        return config.get(self.name, {})
+
+    def bm25_parameters(self, config: dict[str, Any]) -> dict[str, float] | None:
+        """The k1 and b its runs score with, where it scores BM25 with settings of its own (``None``: it uses
+        ``[lexical]``'s, or no BM25); the table's caption names a stage whose values differ."""
+        return None
+
+    def reused_models(self, config: dict[str, Any], fields=None) -> dict[str, Path]:
+        """Trained models it loads from a path instead of training (the cache keys on their content)."""
+        return {}
+
+    def train(self, config: dict[str, Any], source, train_root: Path) -> dict[str, Path]:
+        """Train (or find trained) its models: ``{name: model directory}``."""
+        return {}
+
+    def key(self, ctx: Context) -> dict[str, Any]:
+        """What its outputs depend on besides the runs it reads: its section, the lexical settings and field
+        weights, the seed, the training data, the content of every model it loads from a path, and which
+        held-out runs a fusion wants from it."""
+        from irglow.runs.hybrid import wants_tuning
+        from irglow.utils.digest import local_paths_digest, tree_digest
+
+        loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(ctx.config, list(ctx.source.index.fields)
+                                                                           ).items()}
+        loads.update(local_paths_digest(ctx.config.get(self.name), skip=("model_dir",)))
+        return {"section": ctx.config.get(self.name), "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
+                "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
+                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)]}
+
+    def units(self, ctx: Context) -> list[Unit]:
+        return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def add_commands(self, sub) -> None:
+        """Its ``irglow <name> …`` sub-commands, if any."""
