@@ -228,8 +228,9 @@ def run_pipeline(config: dict[str, Any], prepared: Prepared | None = None, notes
     ``prepared``: what :func:`prepare` already did (a grid search); ``notes``: markdown for the reports."""
     p = prepared or prepare(config)
     comparisons = {}
-    for split in p.splits:
-        comparisons[split] = evaluate_split(config, p, split, p.out / split if len(p.splits) > 1 else p.out,
+    for split in p.splits:  # each split's manifest records its own test split (a new dict; config is untouched)
+        split_config = {**config, "collection": {**config.get("collection", {}), "test_split": split}}
+        comparisons[split] = evaluate_split(split_config, p, split, p.out / split if len(p.splits) > 1 else p.out,
                                             notes=notes)
     return PipelineResult(p.out, comparisons)
 

@@ -181,7 +181,8 @@ class Comparison:
     def risk_table(self, digits: int = 4) -> pd.DataFrame | None:
         if self.risk is None or self.risk.empty:
             return None
-        out = self.risk.map(lambda v: f"{v:.{digits}f}")
+        out = self.risk.map(lambda v: "–" if v != v else "∞" if v == float("inf") else "−∞" if v == float("-inf")
+                            else f"{v:.{digits}f}")
         for c in self.risk.columns:
             if c.startswith("TRisk"):
                 for r in self.risk.index:
@@ -423,15 +424,16 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
             for n, r, p in zip(others, tested, adjusted):
                 raw.loc[n, c], pvals.loc[n, c], low.loc[n, c], high.loc[n, c] = r.p, p, r.ci_low, r.ci_high
                 wtl[n][c] = (r.wins, r.ties, r.losses)
-        if risk_alphas and qids:
-            first = cols[0]
-            risk = pd.DataFrame(index=others, dtype=float)
-            risk_p = pd.DataFrame(index=others, dtype=float)
-            for a in risk_alphas:
-                for n in others:
-                    u, t, p = sig.risk(matrix[first][names.index(n)], matrix[first][b], a)
-                    risk.loc[n, f"URisk(α={a:g})"], risk.loc[n, f"TRisk(α={a:g})"] = u, t
-                    risk_p.loc[n, f"TRisk(α={a:g})"] = p
+    if baseline is not None and risk_alphas and qids:  # descriptive; its p only where a test can mean anything
+        first, b = cols[0], names.index(baseline)
+        others = [n for n in names if n != baseline]
+        risk = pd.DataFrame(index=others, dtype=float)
+        risk_p = pd.DataFrame(index=others, dtype=float)
+        for a in risk_alphas:
+            for n in others:
+                u, t, p = sig.risk(matrix[first][names.index(n)], matrix[first][b], a)
+                risk.loc[n, f"URisk(α={a:g})"], risk.loc[n, f"TRisk(α={a:g})"] = u, t
+                risk_p.loc[n, f"TRisk(α={a:g})"] = p if can_test else float("nan")
     pair_p = groups = None
     if pairs == "all" and len(names) > 1 and can_test:
         first = cols[0]

@@ -58,7 +58,7 @@ def test_grid_without_selection_runs_every_point(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     config = _config(tmp_path / "out", tmp_path / "data")
-    del config["rerank"]
+    del config["rerank"], config["fusion"]
     out = run_grid(config, ["lexical.k1=0.5,1.2"])
     for label in ("k1=0.5", "k1=1.2"):
         assert (out / label / "bm25.run").is_file()

@@ -103,9 +103,10 @@ def test_bulk_hits_equal_hit_by_hit_reading_byte_for_byte(ties_index, tmp_path, 
 
 
 def test_doc_id_table_read_in_bulk_equals_stored_fields(ties_index):
+    import irglow.index.lucene_index as lucene_index
     import irglow.lexical.searchers as searchers
 
-    searchers._DOC_IDS.pop(str(ties_index.path), None)
+    lucene_index._DOC_IDS.pop(str(ties_index.path), None)
     bulk = searchers.doc_ids(ties_index)
     stored = ties_index.reader.reader.storedFields()
     assert bulk == [stored.document(i).get("id") for i in range(ties_index.reader.reader.maxDoc())]

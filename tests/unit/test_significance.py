@@ -187,7 +187,8 @@ def test_too_few_queries_give_no_mark_whatever_the_test(test, n):
     cmp = compare(runs, qrels, ["RR@10"], baseline="base", test=test, ci=True)
     assert not cmp.significant("new", "RR@10") and cmp.pvalues.isna().all().all()
     md = cmp.to_markdown()
-    assert "▲" not in md.split("\n\n")[0] and "nan" not in md and "*" not in md
+    assert "▲" not in md.split("\n\n")[0] and "nan" not in md
+    assert cmp.risk_p is None or cmp.risk_p.isna().all().all()  # URisk is shown; TRisk never starred
     assert f"{n} quer{'y' if n == 1 else 'ies'}. No significance marks: fewer than 6 queries" in md
 
 

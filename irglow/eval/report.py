@@ -1,0 +1,185 @@
+"""``irglow report``: a results browser in one self-contained HTML file — why a system wins, query by query.
+
+The page holds its script, style and data (no server, no network, no library: plain JS and SVG, so nothing
+needs vendoring or pinning).  Three views, each with a URL fragment that can be pasted into notes:
+
+* ``#/overview`` — the comparison table exactly as :func:`irglow.eval.compare.compare` computed it (marks, the
+  test and correction named, Δ with CI, Judged@10, risk), sortable by any column, and each run's per-query
+  difference to the baseline, sorted;
+* ``#/queries?run=twbert&measure=nDCG@10&filter=losses`` — every query with both runs' values and Δ, filters
+  a researcher wants (wins / losses / ties, unjudged documents in the run's top 10, free text), sortable by
+  |Δ| or by Kendall's τ between the two top-10s (DiffIR's contrastive selection);
+* ``#/query/<id>?a=bm25&b=twbert`` — two runs side by side: rank, document id, title and a snippet with the
+  query's terms highlighted, the relevance grade (or *unjudged*), how far each document moved, the query's
+  measures, and TW-BERT's learned term weights beside the fixed prior where the run came from TW-BERT.
+
+Per-query detail (top-k lists, document snippets, grades) is stored as gzip-compressed base64 chunks of a
+few hundred queries, decoded by the browser (``DecompressionStream``) only when a query is opened: the page
+opens at MS MARCO size (``bench/report_open.py``).  Every document text reaches the page as text nodes, never
+as markup: a document holding ``<script>`` shows those characters.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from irglow.data.records import Qrel
+from irglow.eval.compare import Comparison, JUDGED
+from irglow.runs.trec import Run
+
+CHUNK_QUERIES = 250  # queries per compressed detail chunk
+SNIPPET_CHARS = 320
+TITLE_CHARS = 160
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def kendall_tau(a: list[str], b: list[str]) -> float | None:
+    """Kendall's τ between two top-k lists over the documents both hold (DiffIR's measure of how differently two
+    runs order a query's results); ``None`` with fewer than two shared documents."""
+    shared = [d for d in a if d in set(b)]
+    if len(shared) < 2:
+        return None
+    pos = {d: i for i, d in enumerate(b)}
+    order = [pos[d] for d in shared]
+    n, concordant = len(order), 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            concordant += 1 if order[i] < order[j] else -1
+    return concordant / (n * (n - 1) / 2)
+
+
+def snippet(text: str, terms: set[str], chars: int = SNIPPET_CHARS) -> str:
+    """A window of ``text`` around its first query term (the start when none occurs): a 5 MB document gives a
+    few hundred characters, never its whole body."""
+    lowered = text[: 200_000].lower()
+    first = min((m.start() for t in terms if t for m in [re.search(rf"\b{re.escape(t)}", lowered)] if m),
+                default=0)
+    start = max(0, first - chars // 4)
+    piece = text[start:start + chars]
+    return ("…" if start else "") + " ".join(piece.split()) + ("…" if start + chars < len(text) else "")
+
+
+def _doc_texts(collection, wanted: set[str], terms_of: dict[str, set[str]]) -> dict[str, list[str]]:
+    """``{doc id: [title, snippet]}`` for the documents the report shows (one pass over the corpus)."""
+    out: dict[str, list[str]] = {}
+    if collection is None or not wanted:
+        return out
+    every = set().union(*terms_of.values()) if terms_of else set()
+    for doc in collection.docs_iter():
+        if doc.doc_id not in wanted:
+            continue
+        fields = list(doc.fields)
+        title_field = next((f for f in fields if f.lower() in ("title", "headline")), None)
+        title = " ".join(doc.text(title_field).split())[:TITLE_CHARS] if title_field else ""
+        body = " ".join(doc.text(f) for f in fields if f != title_field)
+        out[doc.doc_id] = [title, snippet(body, every)]
+        if len(out) == len(wanted):
+            break
+    return out
+
+
+def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], queries: Mapping[str, str],
+                collection=None, depth: int = 10, title: str = "irglow report",
+                term_weights: Mapping[str, Mapping[str, Any]] | None = None, notes: list[str] | None = None,
+                images: Mapping[str, bytes] | None = None) -> dict[str, Any]:
+    """Everything the page shows, as JSON-able data: the overview from ``cmp``, one row per judged query, and
+    the compressed per-query detail (top ``depth`` of every run, grades, document titles and snippets).
+    ``term_weights``: run tag → query id → {"terms": [...], "weights": [...], "prior": [...]} (TW-BERT)."""
+    names = list(cmp.means.index)
+    measures = [str(m) for m in cmp.means.columns]
+    baseline = cmp.baseline or names[0]
+    grades: dict[str, dict[str, int]] = {}
+    for q in qrels:
+        grades.setdefault(q.query_id, {})[q.doc_id] = int(q.relevance)
+    qids = sorted(grades)
+    per_query = cmp.values_per_query or {}
+    tops = {n: {q: [d for d, _ in runs[n].ranking.get(q, [])[:depth]] for q in qids} for n in names if n in runs}
+    terms_of = {q: {w.lower() for w in _WORD.findall(queries.get(q, ""))} for q in qids}
+    shown = {d for n in tops for q in qids for d in tops[n][q]}
+    texts = _doc_texts(collection, shown, terms_of)
+    in_corpus = None if collection is None else set(texts)
+
+    rows = []
+    for q in qids:
+        values = {n: [per_query.get(n, {}).get(m, {}).get(q) for m in measures] for n in names}
+        judged = grades[q]
+        unjudged = {n: sum(d not in judged for d in tops[n][q]) for n in tops}
+        tau = {n: kendall_tau(tops[baseline][q], tops[n][q]) for n in tops if n != baseline and baseline in tops}
+        rows.append({"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "tau": tau,
+                     "relevant": sum(1 for g in judged.values() if g > 0)})
+
+    chunks, where = [], {}
+    for start in range(0, len(qids), CHUNK_QUERIES):
+        part = {}
+        for q in qids[start:start + CHUNK_QUERIES]:
+            docs = {d for n in tops for d in tops[n][q]}
+            part[q] = {"top": {n: [[d, s] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
+                       "grades": {d: grades[q][d] for d in docs if d in grades[q]},
+                       "docs": {d: texts.get(d) for d in docs},
+                       "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),
+                       "weights": {n: w[q] for n, w in (term_weights or {}).items() if q in w}}
+            where[q] = len(chunks)
+        raw = json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        chunks.append(base64.b64encode(gzip.compress(raw, 6)).decode("ascii"))
+
+    overview = []
+    for n in names:
+        cells = []
+        for m in measures:
+            mark = "▲" if cmp.significant(n, m) and cmp.deltas.loc[n, m] > 0 else \
+                "▼" if cmp.significant(n, m) else ""
+            low = None if cmp.ci_low is None else cmp.ci_low.loc[n, m]
+            high = None if cmp.ci_high is None else cmp.ci_high.loc[n, m]
+            p = cmp.pvalues.loc[n, m]
+            cells.append({"mean": _num(cmp.means.loc[n, m]), "mark": mark, "delta": _num(cmp.deltas.loc[n, m]),
+                          "ci": [_num(low), _num(high)] if n != baseline and cmp.tested else None,
+                          "p": _num(p)})
+        risk = {c: _num(cmp.risk.loc[n, c]) for c in cmp.risk.columns} if cmp.risk is not None and n in \
+            cmp.risk.index else {}
+        overview.append({"run": n, "cells": cells, "judged": _num(cmp.judged[n]) if cmp.judged is not None else None,
+                         "risk": risk})
+    return {"title": title, "measures": measures, "baseline": baseline, "runs": names, "depth": depth,
+            "caption": cmp.caption(), "overview": overview, "judged_name": JUDGED, "queries": rows,
+            "chunk_of": where, "chunks": chunks, "notes": list(notes or []),
+            "images": {k: base64.b64encode(v).decode("ascii") for k, v in (images or {}).items()}}
+
+
+def _num(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if x != x or x in (float("inf"), float("-inf")) else round(x, 6)
+
+
+def render(data: dict[str, Any]) -> str:
+    """The HTML page: style, script and data inline.  The data sits in a ``<script type=application/json>``
+    with every ``<`` escaped, so no text in it can close the element."""
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    page = (Path(__file__).parent / "report_page.html").read_text(encoding="utf-8")
+    return page.replace("{{TITLE}}", html.escape(data["title"])).replace("{{DATA}}", payload)
+
+
+def write_report(path: str | Path, data: dict[str, Any]) -> Path:
+    from irglow.utils.atomic import atomic_write_text
+
+    return atomic_write_text(Path(path), render(data))
+
+
+def twbert_weights(model_dir: str | Path, index, queries) -> dict[str, dict[str, Any]]:
+    """TW-BERT's learned weight of each uni- and bi-gram of each query, with the fixed prior beside it."""
+    from irglow.models.twbert.model import TWBert
+    from irglow.models.twbert.search import weigh_queries
+
+    model = TWBert.load(model_dir)
+    out = {}
+    for terms, weights in weigh_queries(model, index, queries):
+        out[terms.query_id] = {"terms": terms.labels(), "weights": [round(float(w), 4) for w in weights],
+                               "prior": [round(float(p), 4) for p in model.config.priors(terms)]}
+    return out
