@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale bench-eval clean
+.PHONY: venv browser bench-report run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale bench-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,19 @@ venv: $(STAMP)
 run: venv
 	$(BIN)/irglow run --config configs/demo.toml
 
-test: venv
+test: venv browser
 	$(BIN)/python -m pytest -q -m "not slow" tests
+
+# The results browser's tests drive Debian's headless Chromium; installed here when missing and possible (root with
+# apt-get), else those tests skip with one line saying how to enable them.
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium and chromium-driver for the browser tests (apt-get)"; \
+	  (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || \
+	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium chromium-driver >/dev/null 2>&1)) || \
+	  echo "could not install chromium: the browser tests will skip"; \
+	else echo "browser tests will skip: install chromium and chromium-driver (Debian: apt-get install chromium chromium-driver)"; fi
 
 test-all: venv
 	$(BIN)/python -m pytest -q tests
@@ -104,6 +115,10 @@ bench-rerank: venv
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(MODEL),--set rerank.model_dir=$(MODEL)) $(if $(MODELS),--set rerank.models=$(MODELS)) \
 	  $(if $(DEPTH),--set rerank.depth=$(DEPTH)) $(FUSION)
+
+# The results browser at MS MARCO size: 10 runs × 7,000 queries × top 10, opened in headless Chromium
+bench-report: venv browser
+	$(BIN)/python bench/report_open.py --out $(if $(call given,OUT),$(OUT),out/report-open)
 
 # Evaluation at MS MARCO scale: generated runs (RUNS × 7,000 queries × 1,000 documents), irglow eval and
 # compare against ir_measures alone, peak memory

@@ -170,6 +170,56 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _comparison(args, qrels):
+    """The comparison ``compare`` prints and ``report`` shows, from the same options."""
+    from irglow.eval.compare import compare
+
+    runs = _read_runs(args, qrels)
+    baseline = args.baseline or next(iter(runs))
+    risk_alphas = _numbers(args.risk_alpha, "--risk-alpha")
+    return compare(runs, qrels, args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
+                   correction=args.correction, permutations=args.permutations, seed=args.seed, ci=args.ci,
+                   judged=not args.no_judged, judged_only=args.judged_only, risk_alphas=risk_alphas, pairs=args.pairs)
+
+
+def cmd_report(args) -> int:
+    """One HTML page: overview, query list, query view (irglow/eval/report.py)."""
+    from irglow.data.collection import load_collection
+    from irglow.data.trec import read_topics
+    from irglow.eval.report import report_data, twbert_weights, write_report
+    from irglow.runs.columns import read_ranked
+    from irglow.utils.atomic import check_not_input, check_writable
+
+    output = check_not_input(args.output or "report.html", [*args.runs, args.qrels])
+    check_writable(output)
+    collection = load_collection(args.data) if args.data else None
+    qrels = _qrels(args)
+    cmp = _comparison(args, qrels)
+    names = list(cmp.means.index)
+    tops = {name: read_ranked(path, args.duplicates).top(args.depth) for name, path in zip(names, args.runs)}
+    if args.topics:
+        queries = {q.query_id: q.text for q in read_topics(args.topics)}
+    elif collection is not None:
+        queries = {q.query_id: q.text for q in collection.queries(args.split)}
+    else:
+        queries = {}
+    weights = {}
+    for item in args.twbert or []:
+        run, eq, model_dir = item.partition("=")
+        if not eq or run not in names or collection is None:
+            raise SystemExit(f"--twbert {item!r}: give RUN=MODEL_DIR for one of the runs {names}, with --data")
+        from irglow.data.records import Query
+        from irglow.index.lucene_index import build_index
+
+        weights[run] = twbert_weights(model_dir, build_index(collection, root=args.data_dir),
+                                      [Query(q, t) for q, t in queries.items()])
+    data = report_data(cmp, tops, qrels, queries, collection, depth=args.depth, term_weights=weights,
+                       title=args.title or f"irglow: {', '.join(names)}")
+    write_report(output, data)
+    print(f"{len(names)} runs, {len(data['queries'])} queries → {output}")
+    return 0
+
+
 def cmd_compare(args) -> int:
     from irglow.eval.compare import compare
     from irglow.utils.atomic import check_not_input
@@ -177,12 +227,7 @@ def cmd_compare(args) -> int:
     if args.output:
         check_not_input(args.output, [*args.runs, args.qrels])
     qrels = _qrels(args)
-    runs = _read_runs(args, qrels)
-    baseline = args.baseline or next(iter(runs))
-    risk_alphas = _numbers(args.risk_alpha, "--risk-alpha")
-    cmp = compare(runs, qrels, args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
-                  correction=args.correction, permutations=args.permutations, seed=args.seed, ci=args.ci,
-                  judged=not args.no_judged, judged_only=args.judged_only, risk_alphas=risk_alphas, pairs=args.pairs)
+    cmp = _comparison(args, qrels)
     text = cmp.render(args.format)
     print(text)
     if args.output:
@@ -375,7 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_search)
 
     for name, func, help_ in (("eval", cmd_eval, "evaluate run files with any ir_measures measure (and NCG@k)"),
-                              ("compare", cmd_compare, "comparison table with significance marks against a baseline")):
+                              ("compare", cmd_compare, "comparison table with significance marks against a baseline"),
+                              ("report", cmd_report, "a results browser in one HTML file: overview, queries, "
+                                                     "side-by-side rankings")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("runs", nargs="+", help="TREC run files")
         p.add_argument("--qrels", help="TREC qrels file")
@@ -388,7 +435,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--judged-only", action="store_true",
                        help="also score condensed lists (unjudged documents removed; columns marked ')")
         p.add_argument("--no-judged", action="store_true", help="leave out the Judged@10 column")
-        if name == "compare":
+        if name == "report":
+            p.add_argument("--depth", type=int, default=10, help="documents per run shown in the query view")
+            p.add_argument("--topics", help="query texts from a topics file (default: the collection's)")
+            p.add_argument("--twbert", action="append", metavar="RUN=MODEL_DIR",
+                           help="show TW-BERT's learned term weights for this run's queries")
+            p.add_argument("--title")
+            p.add_argument("--data-dir", help="where indexes are cached (for --twbert)")
+        if name in ("compare", "report"):
             p.add_argument("--baseline", help="run name (file stem); default: the first run")
             p.add_argument("--alpha", type=float, default=0.05)
             p.add_argument("--test", default="randomization", choices=["randomization", "t", "bootstrap", "wilcoxon"],

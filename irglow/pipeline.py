@@ -340,6 +340,22 @@ def settings_note(config: dict[str, Any], p: Prepared, tags: list[str]) -> str:
     return text
 
 
+def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str) -> Path:
+    """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
+    learned term weights for its runs where the TW-BERT stage ran."""
+    from irglow.eval.report import report_data, twbert_weights, write_report
+    from irglow.models.source import read_stage_notes
+
+    weights = {}
+    model = read_stage_notes(out, "twbert").get("models", {}).get("twbert")
+    if model and "twbert" in runs and Path(model).is_dir():
+        w = twbert_weights(model, ctx.index, ctx.test_queries)
+        weights = {t: w for t in ("twbert", "twbert-rm3") if t in runs}
+    data = report_data(cmp, runs, qrels, {q.query_id: q.text for q in ctx.test_queries}, ctx.collection,
+                       term_weights=weights, title=f"irglow: {title}")
+    return write_report(out / "report.html", data)
+
+
 def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Path, notes: str = ""):
     """One test split: every enabled stage in registry order (each unit cached by content; a fusion entry as soon
     as its runs exist), the comparison table, plots and manifest.  Returns the comparison."""
@@ -392,6 +408,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
 
         plot_pairs(cmp, out / "pairs.png")
     plots = _diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
+    write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}")
     write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),
                    settings={s.name: s.resolved(config) for s in stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},

@@ -57,9 +57,11 @@ def kendall_tau(a: list[str], b: list[str]) -> float | None:
 def snippet(text: str, terms: set[str], chars: int = SNIPPET_CHARS) -> str:
     """A window of ``text`` around its first query term (the start when none occurs): a 5 MB document gives a
     few hundred characters, never its whole body."""
-    lowered = text[: 200_000].lower()
-    first = min((m.start() for t in terms if t for m in [re.search(rf"\b{re.escape(t)}", lowered)] if m),
-                default=0)
+    first = 0
+    for m in _WORD.finditer(text):  # one pass over the words (not one search per query term)
+        if m.group().lower() in terms:
+            first = m.start()
+            break
     start = max(0, first - chars // 4)
     piece = text[start:start + chars]
     return ("…" if start else "") + " ".join(piece.split()) + ("…" if start + chars < len(text) else "")

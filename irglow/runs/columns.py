@@ -61,6 +61,19 @@ class RankedRun:
         for chunk in self.columns.chunks(wanted, lines):
             yield self.columns.dicts(chunk)
 
+    def top(self, depth: int) -> Run:
+        """The first ``depth`` documents of every query with their scores from the file (rank values for a run
+        that was built from dicts), as a :class:`Run`."""
+        if self._ranked is not None:
+            return Run({q: [(d, float(v)) for d, v in list(docs.items())[:depth]] for q, docs in self._ranked.items()},
+                       self.tag)
+        c = self.columns
+        out = {}
+        for i, q in enumerate(c.query_names):
+            a, b = int(c.starts[i]), int(min(c.starts[i + 1], c.starts[i] + depth))
+            out[q] = list(zip(c.doc_names[c.docs[a:b]].tolist(), c.scores[a:b].tolist()))
+        return Run(out, self.tag)
+
     @cached_property
     def ranking(self) -> dict[str, list[tuple[str, float]]]:
         """Documents per query, best first, with their rank values as scores (for what needs lists)."""
@@ -77,6 +90,7 @@ class Columns:
     starts: np.ndarray  # int64, one more than the queries
     docs: np.ndarray  # int32 document numbers, line by line
     doc_names: np.ndarray  # object: the document ids
+    scores: np.ndarray  # float64 scores as the file gives them, line by line
 
     def chunks(self, wanted: set[str], lines: int) -> list[list[int]]:
         """Query numbers of the ``wanted`` queries, grouped so each group holds about ``lines`` lines."""
@@ -144,13 +158,13 @@ def _fast(path: Path) -> RankedRun | None:
     contiguous = len(np.unique(qi[np.concatenate([[True], ~same_q])])) == len(q_names)
     if not (in_order and contiguous):
         order = np.lexsort((-dr, -scores, qi))
-        qi, di = qi[order], di[order]
+        qi, di, scores = qi[order], di[order], scores[order]
     starts = np.concatenate([[0], np.flatnonzero(qi[1:] != qi[:-1]) + 1, [len(qi)]]).astype(np.int64)
     names = q_names.to_pylist()
     query_names = [names[i] for i in qi[starts[:-1]].tolist()]
     tag = str(table.column("t")[0].as_py())
-    del table, scores, qi, dr, same_q, pairs
-    return RankedRun(None, tag, Columns(query_names, starts, di.astype(np.int32), doc_names))
+    del table, qi, dr, same_q, pairs
+    return RankedRun(None, tag, Columns(query_names, starts, di.astype(np.int32), doc_names, scores))
 
 
 def read_ranked(path: str | Path, duplicates: str = "error") -> RankedRun:

@@ -1,0 +1,232 @@
+"""Issue 32, the results browser: the page's data by hand (τ, snippets, escaping, missing documents), and the page
+itself driven in headless Chromium (Debian's chromium + chromium-driver through Selenium): overview → queries →
+a query view, highlighted terms, grades, unjudged marks and TW-BERT weights against the run files, a pasted URL
+fragment, no JavaScript error, and documents whose text is markup rendered as text."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from irglow.cli import main
+from irglow.data.records import Qrel, make_document
+from irglow.eval.report import kendall_tau, snippet
+
+ROOT = Path(__file__).resolve().parents[2]
+XSS = '<script>alert(1)</script><img src=x onerror="document.title=\'owned\'">'
+
+
+def test_kendall_tau_by_hand():
+    assert kendall_tau(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+    assert kendall_tau(["a", "b", "c"], ["c", "b", "a"]) == -1.0
+    assert kendall_tau(["a", "b", "c"], ["a", "c", "b"]) == pytest.approx(1 / 3)  # pairs ab +, ac +, bc −
+    assert kendall_tau(["a", "b", "x"], ["b", "a", "y"]) == -1.0  # over the shared a, b only
+    assert kendall_tau(["a"], ["a"]) is None
+
+
+def test_snippet_of_a_huge_document_is_a_window_around_the_first_query_term():
+    text = "filler " * 700_000 + "the lyme disease ticks " + "more " * 10
+    s = snippet(text, {"lyme"})
+    assert len(s) < 340 and "lyme disease" in s and s.startswith("…")
+    assert snippet("short text", {"absent"}) == "short text"
+
+
+class _Coll:
+    """A collection without titles, with markup and non-Latin text, and a 5 MB document."""
+
+    name = "tiny"
+
+    def docs_iter(self):
+        yield make_document("d1", text=XSS + " lyme")
+        yield make_document("d2", text="Болезнь Лайма lyme " + "x" * 5_000_000)
+        yield make_document("d3", text="ticks and lyme")
+
+
+def _report(tmp_path):
+    from irglow.eval.compare import compare
+    from irglow.eval.report import render, report_data
+    from irglow.runs.trec import Run
+
+    qrels = [Qrel("q1", "d1", 2), Qrel("q1", "d3", 0), Qrel("q1", "gone", 1)]
+    runs = {"a": Run({"q1": [("d1", 3.0), ("d2", 2.0), ("gone", 1.0)], "qX": [("d1", 1.0)]}, "a"),
+            "b": Run({"q1": [("d2", 3.0), ("d3", 2.0), ("d1", 1.0)]}, "b")}
+    cmp = compare(runs, qrels, ["nDCG@10"], baseline="a")
+    return render(report_data(cmp, runs, qrels, {"q1": "lyme <b>ticks</b>"}, _Coll(), title="t <i>"))
+
+
+def test_the_page_holds_markup_in_documents_and_queries_as_data_only(tmp_path):
+    page = _report(tmp_path)
+    assert page.count("<script") == 2  # the JSON data and the page's own code: nothing from a document
+    assert "<b>ticks" not in page and "alert(1)" not in page  # query text escaped; documents compressed
+    assert "<title>t &lt;i&gt;</title>" in page
+    data = json.loads(page.split('id="irglow-data">', 1)[1].split("</script>", 1)[0])
+    assert [q["id"] for q in data["queries"]] == ["q1"]  # a run's query the qrels lack is not listed
+    import base64
+    import gzip
+
+    detail = json.loads(gzip.decompress(base64.b64decode(data["chunks"][0])))["q1"]
+    assert detail["missing"] == ["gone"] and detail["docs"]["gone"] is None
+    assert detail["docs"]["d1"][0] == "" and XSS in detail["docs"]["d1"][1]  # no title field: none shown
+    assert len(detail["docs"]["d2"][1]) < 340 and "Болезнь" in detail["docs"]["d2"][1]
+    assert detail["grades"] == {"d1": 2, "d3": 0, "gone": 1}
+    assert data["queries"][0]["unjudged"] == {"a": 1, "b": 1} and data["queries"][0]["tau"]["b"] == -1.0
+
+
+# -- the page in a real browser ---------------------------------------------------------------------------
+def _driver():
+    chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        chromium = None
+    if not (chromium and chromedriver):
+        pytest.skip("browser tests need Debian's chromium and chromium-driver (make test installs them as root: "
+                    "apt-get install -y chromium chromium-driver) and selenium (pip install -e '.[test]')")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
+                "--disable-gpu"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(chromedriver), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    driver = _driver()
+    yield driver
+    driver.quit()
+
+
+def _errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _ready(driver, view: str):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.body.dataset.ready === '1' && document.body.dataset.view") == view)
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    """bm25 and tfidf runs of the small demo, and a page with an (untrained) TW-BERT model's weights for bm25."""
+    from irglow.data.collection import load_collection
+    from irglow.models.twbert.model import TWBert, TWBertConfig
+    from tests.integration.pipelines import SMALL_DEMO
+
+    tmp = tmp_path_factory.mktemp("report")
+    data = str(tmp / "data")
+    for system in ("bm25", "tfidf"):
+        assert main(["search", SMALL_DEMO, "--split", "test", "--system", system, "-o", str(tmp / f"{system}.run"),
+                     "--data-dir", data, "--depth", "20"]) == 0
+    model = tmp / "twbert"
+    TWBert.from_pretrained_bert(TWBertConfig(max_query_tokens=32)).save(model)
+    assert main(["report", str(tmp / "bm25.run"), str(tmp / "tfidf.run"), "--data", SMALL_DEMO, "--split", "test",
+                 "-m", "nDCG@10 R@100", "--twbert", f"bm25={model}", "--data-dir", data,
+                 "-o", str(tmp / "report.html")]) == 0
+    return tmp, load_collection(SMALL_DEMO)
+
+
+def _shot(driver, name: str) -> None:
+    folder = os.environ.get("IRGLOW_SCREENSHOTS")
+    if folder:
+        driver.save_screenshot(str(Path(folder) / f"report-{name}.png"))
+
+
+def test_browser_overview_queries_and_query_view(browser, demo_report):
+    from selenium.webdriver.common.by import By
+
+    from irglow.runs.trec import Run
+
+    tmp, coll = demo_report
+    url = (tmp / "report.html").as_uri()
+    browser.get(url)
+    _ready(browser, "overview")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#overview-table tbody tr")
+    assert [r.get_attribute("data-run") for r in rows] == ["bm25", "tfidf"]
+    assert "paired randomization test" in browser.find_element(By.ID, "caption").text
+    browser.find_element(By.CSS_SELECTOR, "#overview-table thead th:nth-child(2) button").click()  # sort by nDCG@10
+    _ready(browser, "overview")
+    assert "sort=nDCG%4010" in browser.current_url or "sort=nDCG@10" in browser.current_url
+    _shot(browser, "overview")
+
+    browser.find_element(By.ID, "nav-queries").click()
+    _ready(browser, "queries")
+    qrels = coll.qrels("test")
+    table_rows = browser.find_elements(By.CSS_SELECTOR, "#query-table tbody tr")
+    assert len(table_rows) == len({q.query_id for q in qrels})
+    _shot(browser, "queries")
+    qid = table_rows[0].get_attribute("data-qid")
+    table_rows[0].click()
+    _ready(browser, "query")
+    assert browser.find_element(By.ID, "qid").text == qid
+    _shot(browser, "query")
+
+    runs = {t: Run.read(tmp / f"{t}.run") for t in ("bm25", "tfidf")}
+    grades = {q.doc_id: q.relevance for q in qrels if q.query_id == qid}
+    text = {q.query_id: q.text for q in coll.queries("test")}[qid].lower()
+    for tag in ("bm25", "tfidf"):
+        items = browser.find_elements(By.CSS_SELECTOR, f'ol[data-run="{tag}"] li')
+        assert [i.get_attribute("data-doc") for i in items] == [d for d, _ in runs[tag].ranking[qid][:10]]
+        for item in items:
+            doc = item.get_attribute("data-doc")
+            badge = item.find_element(By.CSS_SELECTOR, ".grade")
+            if doc in grades:
+                assert badge.get_attribute("data-grade") == str(grades[doc])
+            else:
+                assert badge.text == "unjudged"
+            for mark in item.find_elements(By.TAG_NAME, "mark"):
+                assert mark.text.lower() in text  # only the query's words are highlighted
+    assert browser.find_elements(By.CSS_SELECTOR, "mark")  # and some are
+    weights = browser.find_element(By.CSS_SELECTOR, 'table.weights[data-run="bm25"]')
+    cells = [r.find_elements(By.TAG_NAME, "td") for r in weights.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert cells and all(c[1].text == c[2].text for c in cells)  # an untrained model: exactly the fixed prior
+    assert _errors(browser) == []
+
+
+def test_browser_follows_a_pasted_fragment_and_keys(browser, demo_report):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    tmp, coll = demo_report
+    qids = sorted({q.query_id for q in coll.qrels("test")})
+    browser.get((tmp / "report.html").as_uri() + f"#/query/{qids[1]}?a=tfidf&b=bm25")
+    _ready(browser, "query")
+    assert browser.find_element(By.ID, "qid").text == qids[1]
+    sections = [s.get_attribute("aria-label") for s in browser.find_elements(By.CSS_SELECTOR, ".side section")]
+    assert sections == ["tfidf", "bm25"]
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    _ready(browser, "query")
+    assert browser.find_element(By.ID, "qid").text == qids[2]
+    browser.find_element(By.TAG_NAME, "body").send_keys("q")
+    _ready(browser, "queries")
+    browser.get((tmp / "report.html").as_uri() + "#/queries?run=tfidf&filter=losses")
+    _ready(browser, "queries")
+    for row in browser.find_elements(By.CSS_SELECTOR, "#query-table tbody tr"):
+        assert row.text.split()[-3].startswith("−") or "loss" in row.text
+    assert _errors(browser) == []
+
+
+def test_browser_renders_markup_in_a_document_as_text(browser, tmp_path):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.by import By
+
+    (tmp_path / "x.html").write_text(_report(tmp_path), encoding="utf-8")
+    browser.get((tmp_path / "x.html").as_uri() + "#/query/q1?a=a&b=b")
+    _ready(browser, "query")
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert.text
+    first = browser.find_element(By.CSS_SELECTOR, 'ol[data-run="a"] li[data-doc="d1"] .snippet')
+    assert "<script>alert(1)</script>" in first.text and "onerror" in first.text
+    assert browser.execute_script("return document.title") != "owned" and not browser.find_elements(By.CSS_SELECTOR, "main img")
+    missing = browser.find_element(By.CSS_SELECTOR, 'ol[data-run="a"] li[data-doc="gone"]')
+    assert "not in the collection's corpus" in missing.text
+    assert "Болезнь" in browser.find_element(By.CSS_SELECTOR, 'li[data-doc="d2"] .snippet').text
+    assert _errors(browser) == []
