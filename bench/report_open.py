@@ -27,7 +27,7 @@ def build(out: Path, runs: int, queries: int, depth: int, pool: int, seed: int =
     from irglow.runs.trec import Run
 
     rng = np.random.default_rng(seed)
-    words = [f"w{i}" for i in range(5000)]
+    words = np.array([f"w{i}" for i in range(5000)])
     qtext = {f"q{i}": " ".join(rng.choice(words, 4)) for i in range(queries)}
     pools = {q: [f"d{i}-{j}" for j in range(pool)] for i, q in enumerate(qtext)}
     qrels = [Qrel(q, d, int(rng.integers(0, 3))) for q, docs in pools.items() for d in rng.choice(docs, 8, False)]
@@ -48,7 +48,8 @@ def build(out: Path, runs: int, queries: int, depth: int, pool: int, seed: int =
 
             for q, docs in pools.items():
                 for d in docs:
-                    yield make_document(d, title=" ".join(rng.choice(words, 8)), text=" ".join(rng.choice(words, 40)))
+                    picked = words[rng.integers(0, len(words), 48)]
+                    yield make_document(d, title=" ".join(picked[:8]), text=" ".join(picked[8:]))
 
     data = report_data(cmp, made, qrels, qtext, Texts(), depth=depth, title="report at MS MARCO size")
     path = out / "report.html"
