@@ -114,7 +114,7 @@ bench-rerank: venv
 	$(BIN)/irglow run --config configs/bench/rerank.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(MODEL),--set rerank.model_dir=$(MODEL)) $(if $(MODELS),--set rerank.models=$(MODELS)) \
-	  $(if $(DEPTH),--set rerank.depth=$(DEPTH)) $(FUSION)
+	  $(if $(DEPTH),--set rerank.depth=$(DEPTH)) $(if $(FIRST),--set rerank.first_stage=$(FIRST)) $(FUSION)
 
 # The results browser at MS MARCO size: 10 runs × 7,000 queries × top 10, opened in headless Chromium
 bench-report: venv browser

@@ -84,6 +84,7 @@ def check_config(config: dict[str, Any]) -> list[str]:
             continue
         if s.enabled(config):
             s.check(config)
+            s.check_inputs(config, tags)
             tags += s.tags(config)
     fusion = next(s for s in STAGES if isinstance(s, FusionStage))
     fusion.enabled(config)  # a non-boolean `enabled` is named
@@ -359,7 +360,7 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: 
 def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Path, notes: str = ""):
     """One test split: every enabled stage in registry order (each unit cached by content; a fusion entry as soon
     as its runs exist), the comparison table, plots and manifest.  Returns the comparison."""
-    from irglow.runs.hybrid import TUNING, FusionStage
+    from irglow.runs.hybrid import TRAINING, TUNING, FusionStage
     from irglow.stage import Context
     from irglow.stages import enabled_stages
 
@@ -388,7 +389,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
             for unit in fusion.ready(ctx, fused):
                 ctx.runs.update(cache.run_unit(unit))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
-    tags = [t for t in ctx.runs if not t.startswith(TUNING)]  # tuning runs are not compared
+    tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared
     wanted = config.get("eval", {}).get("runs")
     baseline = config.get("eval", {}).get("baseline", "bm25")
     runs = {t: ctx.runs[t] for t in (tags if wanted is None else dict.fromkeys([baseline, *wanted]))}

@@ -78,6 +78,9 @@ class Stage:
         """The runs it writes, known from its settings alone."""
         raise NotImplementedError
 
+    def check_inputs(self, config: dict[str, Any], produced: list[str]) -> None:
+        """Stop before any work if it needs a run that the stages before it do not produce."""
+
     def resolved(self, config: dict[str, Any]) -> Any:
         """Its settings as bound (for the manifest); by default the section as written."""
         return config.get(self.name, {})
@@ -99,7 +102,7 @@ class Stage:
         """What its outputs depend on besides the runs it reads: its section, the lexical settings and field
         weights, the seed, the training data, the content of every model it loads from a path, and which
         held-out runs a fusion wants from it."""
-        from irglow.runs.hybrid import wants_tuning
+        from irglow.runs.hybrid import wants_training_run, wants_tuning
         from irglow.utils.digest import local_paths_digest, tree_digest
 
         loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(ctx.config, list(ctx.source.index.fields)
@@ -107,7 +110,8 @@ class Stage:
         loads.update(local_paths_digest(ctx.config.get(self.name), skip=("model_dir",)))
         return {"section": ctx.config.get(self.name), "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
                 "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
-                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)]}
+                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
+                "training_runs": [t for t in self.tags(ctx.config) if wants_training_run(ctx.config, t)]}
 
     def units(self, ctx: Context) -> list[Unit]:
         return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]

@@ -64,6 +64,16 @@ def wants_tuning(config: dict[str, Any], tag: str) -> bool:
     return any(tag in parts for parts in components(config))
 
 
+TRAINING = "training/"  # runs of every training query, written for a re-ranker that re-ranks that run
+
+
+def wants_training_run(config: dict[str, Any], tag: str) -> bool:
+    """Whether a stage should also write ``tag``'s run of all training queries (the re-rankers re-rank ``tag``
+    and learn from its mistakes: ``rerank.first_stage``)."""
+    rerank = config.get("rerank", {})
+    return isinstance(rerank, dict) and rerank.get("enabled") is True and rerank.get("first_stage", "bm25") == tag
+
+
 def check(config: dict[str, Any], produced: list[str]) -> None:
     """Stop before any work on a hybrid of runs the configuration does not produce, or a bad setting."""
     fs = config.get("fusion", {})
@@ -177,8 +187,9 @@ def _restricted(run: Run, qids: set[str]) -> Run:
     return Run({q: d for q, d in run.ranking.items() if q in qids}, run.tag)
 
 
-def write_tuning_run(out: Path, tag: str, run: Run) -> tuple[str, Run]:
-    """``<out>/tuning/<tag>.run``, returned under the tag the stage cache and the fusion step know it by."""
-    (Path(out) / TUNING).mkdir(parents=True, exist_ok=True)
-    run.write(Path(out) / f"{TUNING}{tag}.run")
-    return TUNING + tag, run
+def write_tuning_run(out: Path, tag: str, run: Run, prefix: str = TUNING) -> tuple[str, Run]:
+    """``<out>/tuning/<tag>.run`` (or ``training/``), returned under the tag the stage cache and the later
+    stages know it by."""
+    (Path(out) / prefix).mkdir(parents=True, exist_ok=True)
+    run.write(Path(out) / f"{prefix}{tag}.run")
+    return prefix + tag, run

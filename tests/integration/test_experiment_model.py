@@ -190,3 +190,44 @@ def test_experiment_names_an_unknown_system():
 
     with pytest.raises(ValueError, match="'bm26' is not a run irglow can make"):
         Experiment("demo", systems=["bm25", "bm26"])
+
+
+def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_path, monkeypatch):
+    """Issue 33.2 (the code path): rerank.first_stage = "twbert": NRM-F re-ranks TW-BERT's top 10, its hard
+    negatives and validation candidates come from TW-BERT's run of the training queries."""
+    from irglow.models.checkpoints import read_training
+    from irglow.pipeline import run_pipeline
+    from irglow.runs.trec import Run
+
+    monkeypatch.chdir(tmp_path)
+    config = small_pipeline(
+        tmp_path / "out", tmp_path / "data", systems=("bm25",), depth=30,
+        twbert={"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
+        rerank={"enabled": True, "models": ["nrmf"], "depth": 10, "first_stage": "twbert",
+                "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}})
+    run_pipeline(config)
+    out = tmp_path / "out"
+    twbert, nrmf = Run.read(out / "twbert.run"), Run.read(out / "nrmf.run")
+    for q, docs in twbert.ranking.items():
+        assert {d for d, _ in nrmf.ranking[q][:10]} == {d for d, _ in docs[:10]}
+    training = Run.read(out / "training" / "twbert.run")
+    from irglow.data.collection import load_collection
+
+    assert set(training.ranking) == {q.query_id for q in load_collection(SMALL_DEMO).queries("train")}
+    notes = json.loads((out / ".stages" / "rerank.notes.json").read_text())
+    assert notes["first_stage"] == "twbert" and read_training(notes["models"]["nrmf"])["first_stage"] == "twbert"
+    assert "training/twbert" not in (out / "results.md").read_text()
+
+
+@pytest.mark.parametrize("first, message", [("glow", "is not a run of the stages before the re-rankers"),
+                                            ("bm25f", "is not a run of the stages before the re-rankers")])
+def test_a_first_stage_that_cannot_be_reranked_is_named(tmp_path, first, message):
+    from irglow.pipeline import check_config
+
+    config = small_pipeline(tmp_path / "o", tmp_path / "d", systems=("bm25",),
+                            rerank={"enabled": True, "models": ["nrmf"], "first_stage": first})
+    if first == "glow":  # produced, but its stage writes no run of the training queries
+        config["glow"] = {"enabled": True, "variants": ["glow"]}
+        message = "re-rank a lexical run"
+    with pytest.raises(ValueError, match=message):
+        check_config(config)

@@ -128,3 +128,22 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
 
     held_out = json.loads((current_train_dir(tmp_path / "glow-train") / "training.json").read_text())["val_query_ids"]
     assert held_out and not set(held_out) & test_ids
+
+
+def test_l2sp_penalty_by_hand():
+    """Issue 33.1 (the code path): λ·Σ‖θ − θ₀‖² toward the starting checkpoint."""
+    import torch
+
+    from irglow.models.glow.train import GlowTrainConfig, l2sp_penalty
+
+    layer = torch.nn.Linear(2, 2)
+    start = {n: p.detach().clone() for n, p in layer.named_parameters()}
+    assert float(l2sp_penalty(layer, start)) == 0.0
+    with torch.no_grad():
+        layer.weight += 0.5  # four weights 0.5 away: 4 × 0.25
+    assert float(l2sp_penalty(layer, start)) == pytest.approx(1.0)
+    start["bias"] = torch.zeros(3)  # another shape (a grown embedding): not pulled
+    assert float(l2sp_penalty(layer, start)) == pytest.approx(1.0)
+    assert GlowTrainConfig.from_dict({"l2sp": 0.01}).l2sp == 0.01
+    with pytest.raises(ValueError, match="glow.l2sp"):
+        GlowTrainConfig.from_dict({"l2sp": -1.0})

@@ -88,6 +88,9 @@ class GlowTrainConfig:
     device: str = "auto"
     amp: bool = True
     encode_batch: int = 64
+    # L2-SP (Li et al., ICML 2018): λ·Σ‖θ − θ₀‖² pulls the encoder toward the checkpoint it started from, so a
+    # few hundred training queries do not spend what the checkpoint knew about other collections (0: off)
+    l2sp: float = 0.0
 
     def __post_init__(self):
         if self.loss not in ("contrastive", "bce"):
@@ -284,6 +287,8 @@ class GlowTrainer:
 
         t0 = time.perf_counter()
         rng = random.Random(cfg.seed)
+        # θ₀ for L2-SP: the checkpoint's own weights (a resumed run reloads them from the checkpoint it started from)
+        start_weights = starting_weights(cfg.model) if cfg.l2sp > 0 else {}
         if state["step"] == 0 and not state["history"]:
             model.alpha = cfg.model.weight_alpha
             evaluate(None)  # the starting checkpoint, at full weighting: what training has to beat
@@ -322,6 +327,8 @@ class GlowTrainer:
                         state["bias_initialised"] = True
                     loss = bce_loss(scorer(cos), cos, false_neg, cfg.hard_negatives, cfg.in_batch_negatives,
                                     cfg.temperature)
+                if start_weights:
+                    loss = loss + cfg.l2sp * l2sp_penalty(model, start_weights)
                 scaler.scale(loss / cfg.grad_accum).backward()
                 running += float(loss.detach())
                 if n % cfg.grad_accum == 0:
@@ -357,6 +364,24 @@ class GlowTrainer:
                 {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
                  "val_queries": len(val_queries), "val_docs": len(val_docs), "val_query_ids": val_ids}, indent=2, default=str))
         return self.out / "best"
+
+
+def starting_weights(model_config: GlowConfig) -> dict[str, torch.Tensor]:
+    """The starting checkpoint's encoder weights (frozen copies), for :func:`l2sp_penalty`."""
+    start = GlowEncoder.from_pretrained_bert(model_config)
+    return {n: p.detach().clone() for n, p in start.named_parameters()}
+
+
+def l2sp_penalty(model: GlowEncoder, start: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Σ‖θ − θ₀‖² over the weights the model shares with its starting checkpoint (by name and shape; token-type
+    embeddings grown for extra fields are new and free)."""
+    total = None
+    for name, p in model.named_parameters():
+        p0 = start.get(name)
+        if p0 is not None and p0.shape == p.shape:
+            term = ((p - p0.to(p.device)) ** 2).sum()
+            total = term if total is None else total + term
+    return total if total is not None else torch.zeros((), device=next(model.parameters()).device)
 
 
 def epoch_batches(order: list[int], batch_size: int, grad_accum: int) -> list[list[int]]:

@@ -20,7 +20,9 @@ from irglow.config import as_names, merged, stage_settings
 from irglow.stage import Stage
 
 KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
-OPTIONS = ("models", "depth", "rerank_also", "model_dir", "variants")
+OPTIONS = ("models", "depth", "rerank_also", "model_dir", "variants", "first_stage")
+# stages that write their runs of the training queries for a re-ranker (irglow.runs.hybrid.wants_training_run)
+TRAINING_RUNS_FROM = ("twbert", "bm25-ngram")
 
 
 def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, list[str], dict[str, dict]]:
@@ -100,6 +102,21 @@ class RerankStage(Stage):
         for trainer in settings(config)[3].values():
             RerankTrainConfig.from_dict(trainer)
 
+    def check_inputs(self, config, produced: list[str]) -> None:
+        from irglow.lexical.stage import LexicalSettings
+
+        first = config.get("rerank", {}).get("first_stage", "bm25")
+        if first == "bm25":
+            return
+        lexical = LexicalSettings.from_config(config).tags()
+        if first in produced and first not in lexical and first not in TRAINING_RUNS_FROM:
+            raise ValueError(f"rerank.first_stage = {first!r}: the re-rankers re-rank a lexical run "
+                             f"({', '.join(lexical)}) or one of {', '.join(TRAINING_RUNS_FROM)}, whose stage also "
+                             f"writes its run of the training queries (the negatives they learn from)")
+        if first not in produced:
+            raise ValueError(f"rerank.first_stage = {first!r} is not a run of the stages before the re-rankers; "
+                             f"their runs: {', '.join(produced)}")
+
     def resolved(self, config):
         from dataclasses import asdict
 
@@ -116,22 +133,41 @@ class RerankStage(Stage):
         reuse = config.get("rerank", {}).get("model_dir")
         return {name: reused_model(reuse, name) for name in settings(config, fields)[0]} if reuse else {}
 
-    def train(self, config, source, train_root: Path) -> dict[str, Path]:
-        """Train (or find trained, or reuse from ``model_dir``) every model: ``{name: model directory}``."""
+    def train(self, config, source, train_root: Path, first_stage=None) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) every model: ``{name: model directory}``.
+        ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's)."""
         from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
         from irglow.models.source import keyed_train_dir
+        from irglow.utils.digest import records_digest
 
         if config.get("rerank", {}).get("model_dir"):
             return self.reused_models(config, list(source.index.fields))
         models, _, _, trainers = settings(config, list(source.index.fields))
         docs = {d.doc_id: d for d in source.collection.docs_iter()}
+        inputs = {"source": source.digest}
+        if first_stage is not None:
+            inputs["first_stage"] = [first_stage.tag, records_digest(
+                (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
         trained = {}
         for name in models:
-            train_dir = keyed_train_dir(Path(train_root) / f"{name}-train",
-                                        {"settings": trainers[name], "source": source.digest})
+            train_dir = keyed_train_dir(Path(train_root) / f"{name}-train", {"settings": trainers[name], **inputs})
             trained[name] = RerankTrainer(RerankTrainConfig.from_dict(trainers[name]), train_dir).train(
-                source.index, docs, source.queries(), source.qrels())
+                source.index, docs, source.queries(), source.qrels(), first_stage=first_stage)
         return trained
+
+    def first_stage(self, ctx):
+        """(the run it re-ranks, that run's training-query run or ``None`` for BM25's own)."""
+        from irglow.lexical.searchers import LexicalSearcher
+        from irglow.runs.hybrid import TRAINING
+
+        tag = ctx.config.get("rerank", {}).get("first_stage", "bm25")
+        if tag == "bm25":
+            bm25 = ctx.lexical_config("bm25")
+            return ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(ctx.test_queries, tag="bm25"), None
+        if tag in ctx.lexical.tags():
+            cfg = ctx.lexical_config(tag)
+            return ctx.runs[tag], LexicalSearcher(ctx.source.index, cfg).search(ctx.source.queries(), tag=tag)
+        return ctx.runs[tag], ctx.runs[TRAINING + tag]
 
     def run(self, ctx) -> dict:
         import time
@@ -141,13 +177,14 @@ class RerankStage(Stage):
         from irglow.models.rerank.rerank import load_reranker, rerank
         from irglow.models.source import write_stage_notes
         from irglow.runs.hybrid import wants_tuning, write_tuning_run
+        from irglow.runs.trec import Run
 
         source, test_q = ctx.source, ctx.test_queries
         docs = {d.doc_id: d for d in ctx.collection.docs_iter()}
         models, depth, also, _ = settings(ctx.config, list(source.index.fields))
         bm25 = ctx.lexical_config("bm25")
-        first = ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(test_q, tag="bm25")
-        trained = self.train(ctx.config, source, ctx.train_root)
+        first, first_training = self.first_stage(ctx)
+        trained = self.train(ctx.config, source, ctx.train_root, first_training)
         produced, rates = {}, {}
         train_docs = None
         for name in models:
@@ -167,12 +204,14 @@ class RerankStage(Stage):
                 tune_q = [q for q in source.queries() if q.query_id in val_ids]
                 if tune_q:
                     train_docs = train_docs or docs
-                    tune_bm25 = LexicalSearcher(source.index, bm25).search(tune_q, tag="bm25")
+                    tune_bm25 = LexicalSearcher(source.index, bm25).search(tune_q, tag="bm25") \
+                        if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
+                                                            for q in tune_q}, first_training.tag)
                     tune_run = rerank(model, tune_bm25, tune_q, train_docs, depth, tag=name,
                                       desc=f"{name} (held-out training queries)")
                     produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
         write_stage_notes(ctx.out, "rerank", {"models": {k: str(v) for k, v in trained.items()},
-                                              "pairs_per_s": rates, "depth": depth})
+                                              "pairs_per_s": rates, "depth": depth, "first_stage": first.tag})
         return produced
 
     def add_commands(self, sub) -> None:

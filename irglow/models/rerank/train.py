@@ -112,7 +112,10 @@ class RerankTrainer:
         self.use_amp = config.amp and self.device.type == "cuda"
 
     def train(self, index: LuceneIndex, docs: dict[str, Document], queries: list[Query], qrels: list[Qrel],
-              fields: list[str] | None = None, resume: bool = True) -> Path:
+              fields: list[str] | None = None, resume: bool = True, first_stage: Run | None = None) -> Path:
+        """``first_stage``: the run of the training queries the model will re-rank (TW-BERT's, a hybrid …):
+        hard negatives and validation candidates come from it, so the model learns the mistakes of the
+        ranking it corrects; ``None``: BM25's."""
         cfg = self.config
         seed_everything(cfg.seed)
         model = cfg.build_model(list(fields or index.fields)).to(self.device)
@@ -128,13 +131,13 @@ class RerankTrainer:
         val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"{cfg.kind} training")
         if not train_ids:
             raise ValueError("no training query has a judged-relevant document in the collection")
-        bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))
-                               ).search([qmap[q] for q in ids])
+        bm25 = first_stage if first_stage is not None else LexicalSearcher(
+            index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))).search([qmap[q] for q in ids])
         hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.negative_depth] if d not in judged.get(q, ())
                     and d in docs] for q in train_ids}
         val_queries = [qmap[q] for q in val_ids]
         val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
-        val_run = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, "bm25")
+        val_run = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, bm25.tag)
         doc_ids = list(docs)
 
         batch = fit_batch(cfg.batch_queries, len(train_ids), f"{cfg.kind} training", "batch_queries")
@@ -144,6 +147,11 @@ class RerankTrainer:
         warmup = max(1, int(cfg.warmup_ratio * total_steps))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
         inputs = training_inputs(cfg, queries, qrels, index)
+        if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too
+            from irglow.utils.digest import records_digest
+
+            inputs["data"]["first_stage"] = records_digest(
+                (q, d, s) for q, docs in sorted(first_stage.ranking.items()) for d, s in docs)
         state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [],
                  "train_seconds": 0.0, "inputs": inputs, "batch_queries": batch}
         ckpt = self.out / "checkpoint" / "trainer.pt"
@@ -217,5 +225,5 @@ class RerankTrainer:
         state["train_seconds"] += time.perf_counter() - t0
         atomic_write_text(self.out / "training.json", json.dumps(
             {"config": asdict(cfg), "state": state, "train_queries": len(train_ids), "val_queries": len(val_ids),
-             "val_query_ids": val_ids}, indent=2, default=str))
+             "val_query_ids": val_ids, "first_stage": bm25.tag}, indent=2, default=str))
         return self.out / "best"

@@ -77,7 +77,7 @@ class TWBertStage(Stage):
         from irglow.models.source import write_stage_notes
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
-        from irglow.runs.hybrid import wants_tuning, write_tuning_run
+        from irglow.runs.hybrid import TRAINING, wants_training_run, wants_tuning, write_tuning_run
 
         expansion = settings(ctx.config)[1]
         source, index, queries, depth = ctx.source, ctx.index, ctx.test_queries, ctx.lexical.depth
@@ -92,6 +92,13 @@ class TWBertStage(Stage):
                                                weighted=weighted)
         for tag, run in runs.items():
             run.write(ctx.out / f"{tag}.run")
+        for tag in [t for t in ("twbert", "bm25-ngram") if wants_training_run(ctx.config, t)]:
+            # every training query, for a re-ranker that re-ranks this run and learns from its mistakes
+            run = twbert_search(model if tag == "twbert" else None, source.index, source.queries(), depth=depth,
+                                tag=tag, weighted=weigh_queries(model, source.index, source.queries())
+                                if tag == "twbert" else prior_queries(source.index, source.queries(), model.config),
+                                config=model.config)
+            runs.update([write_tuning_run(ctx.out, tag, run, TRAINING)])
         if not ctx.zero_shot:  # the held-out training queries, for the pipeline's fusion
             for tag in [t for t in ("twbert", "bm25-ngram") if wants_tuning(ctx.config, t)]:
                 ids = set(read_training(model_dir).get("val_query_ids", []))
