@@ -343,8 +343,8 @@ def settings_note(config: dict[str, Any], p: Prepared, tags: list[str]) -> str:
 
 def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str) -> Path:
     """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
-    learned term weights for its runs where the TW-BERT stage ran."""
-    from irglow.eval.report import report_data, twbert_weights, write_report
+    learned term weights for its runs and the word weights GLOW's attention used, where those stages ran."""
+    from irglow.eval.report import glow_weights, report_data, twbert_weights, write_report
     from irglow.models.source import read_stage_notes
 
     weights = {}
@@ -352,6 +352,9 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: 
     if model and "twbert" in runs and Path(model).is_dir():
         w = twbert_weights(model, ctx.index, ctx.test_queries)
         weights = {t: w for t in ("twbert", "twbert-rm3") if t in runs}
+    for variant, folder in read_stage_notes(out, "glow").get("models", {}).items():
+        if variant in runs and variant != "bert" and Path(folder).is_dir():
+            weights[variant] = glow_weights(folder, ctx.index, ctx.stats, ctx.test_queries)
     data = report_data(cmp, runs, qrels, {q.query_id: q.text for q in ctx.test_queries}, ctx.collection,
                        term_weights=weights, title=f"irglow: {title}")
     return write_report(out / "report.html", data)

@@ -185,3 +185,28 @@ def twbert_weights(model_dir: str | Path, index, queries) -> dict[str, dict[str,
         out[terms.query_id] = {"terms": terms.labels(), "weights": [round(float(w), 4) for w in weights],
                                "prior": [round(float(p), 4) for p in model.config.priors(terms)]}
     return out
+
+
+def glow_weights(model_dir: str | Path, index, stats, queries) -> dict[str, dict[str, Any]]:
+    """The weight GLOW's attention gives each word of each query: BM25 of the word in the query against this
+    collection's statistics, mean-normalised (stop words 0.5), as the model's weighted attention reads it
+    (raised to ``weight_alpha`` inside the attention)."""
+    from irglow.models.glow.model import GlowEncoder
+    from irglow.models.glow.runner import featurizer_for
+    from irglow.models.glow.weights import split_words
+
+    model = GlowEncoder.load(model_dir)
+    weighter = featurizer_for(model, index, stats).weighter
+    if weighter is None:  # an unweighted encoder (bert): nothing to show
+        return {}
+    mode = "idf" if model.config.variant == "glow-idf" else "bm25"
+    out = {}
+    for q in queries:
+        words = split_words(q.text)
+        if words:
+            weights = weighter.normalise(weighter.query_words(words, mode))
+            out[q.query_id] = {"terms": words, "weights": [round(float(w), 4) for w in weights],
+                               "label": f"GLOW's attention weights of the query's words ({mode}, mean 1, "
+                                        f"α = {model.config.weight_alpha:g})"}
+    return out
+

@@ -230,3 +230,26 @@ def test_browser_renders_markup_in_a_document_as_text(browser, tmp_path):
     assert "not in the collection's corpus" in missing.text
     assert "Болезнь" in browser.find_element(By.CSS_SELECTOR, 'li[data-doc="d2"] .snippet').text
     assert _errors(browser) == []
+
+
+def test_glow_word_weights_for_the_query_view(tmp_path):
+    """Where a run came from GLOW, the page shows the weight its attention gave each query word: BM25 in the query
+    against the collection's statistics, mean 1 over the words the analyzer keeps (stop words 0.5)."""
+    from irglow.data.collection import load_collection
+    from irglow.data.records import Query
+    from irglow.eval.report import glow_weights
+    from irglow.index.lucene_index import IndexConfig, build_index
+    from irglow.index.stats import CollectionStats
+    from irglow.models.glow.model import GlowConfig, GlowEncoder
+    from tests.integration.pipelines import SMALL_DEMO
+
+    coll = load_collection(SMALL_DEMO)
+    index = build_index(coll, IndexConfig(threads=1), root=tmp_path / "data")
+    GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", num_layers=1, fields=list(index.fields))).save(
+        tmp_path / "glow")
+    query = coll.queries("test")[0]
+    w = glow_weights(tmp_path / "glow", index, CollectionStats.load(index), [Query(query.query_id, query.text + " the")])
+    entry = w[query.query_id]
+    assert entry["terms"][-1] == "the" and entry["weights"][-1] == 0.5  # a stop word
+    content = [x for x in entry["weights"] if x != 0.5]  # the words the analyzer keeps (stop words: 0.5)
+    assert content and sum(content) / len(content) == pytest.approx(1.0, abs=1e-3) and "GLOW's attention weights" in entry["label"]
