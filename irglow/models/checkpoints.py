@@ -249,21 +249,33 @@ def training_inputs(config, queries, qrels, index=None) -> dict:
     settings = asdict(config) if is_dataclass(config) else dict(config)
     for key in _RESUMABLE_SETTINGS:
         settings.pop(key, None)
+    try:  # the defaults: a setting added to irglow after a checkpoint was written is absent from it
+        defaults = asdict(type(config)()) if is_dataclass(config) else {}
+    except TypeError:
+        defaults = {}
     data = {"queries": queries_digest(queries), "qrels": qrels_digest(qrels)}
     if index is not None:
         data["index"] = Path(index.path).name
     import json
 
-    return json.loads(json.dumps({"settings": settings, "data": data}, default=str))  # as a checkpoint stores it
+    return json.loads(json.dumps({"settings": settings, "data": data, "defaults": defaults},
+                                 default=str))  # as a checkpoint stores it
 
 
-def _differences(saved, current, prefix: str = "") -> list[str]:
-    """``key: old → new`` for every leaf that differs between two nested dicts."""
+_ABSENT = "(absent)"
+
+
+def _differences(saved, current, defaults=None, prefix: str = "") -> list[str]:
+    """``key: old → new`` for every leaf that differs between two nested dicts; a key the saved side lacks is no
+    difference when the current value is that setting's default (a setting irglow added since)."""
     out = []
+    defaults = defaults if isinstance(defaults, dict) else {}
     for key in sorted(set(saved) | set(current), key=str):
-        a, b = saved.get(key, "(absent)"), current.get(key, "(absent)")
+        a, b = saved.get(key, _ABSENT), current.get(key, _ABSENT)
         if isinstance(a, dict) and isinstance(b, dict):
-            out += _differences(a, b, f"{prefix}{key}.")
+            out += _differences(a, b, defaults.get(key), f"{prefix}{key}.")
+        elif a == _ABSENT and key in defaults and b == defaults[key]:
+            continue
         elif a != b:
             out.append(f"{prefix}{key}: {a!r} → {b!r}")
     return out
@@ -278,7 +290,9 @@ def check_resumable(path: str | Path, saved_state: dict, inputs: dict | None) ->
         raise ValueError(f"{path} does not record the data and settings it was trained with (an older irglow), so "
                          f"resuming it could continue on other data; train into a new --out folder or pass "
                          f"--no-resume")
-    diff = _differences(saved, inputs)
+    diff = _differences({k: v for k, v in saved.items() if k != "defaults"},
+                        {k: v for k, v in inputs.items() if k != "defaults"},
+                        {"settings": inputs.get("defaults", {})})
     if diff:
         shown = "; ".join(d if len(d) < 200 else d[:197] + "…" for d in diff[:6])
         raise ValueError(f"{path} was trained on other data or settings, so it is not resumed ({shown}"

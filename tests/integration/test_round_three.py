@@ -171,3 +171,18 @@ def test_fusion_tuned_on_qrels_of_other_queries_is_refused(tmp_path, capsys, cap
     with caplog.at_level(logging.WARNING):
         assert main([*args, "--tune-qrels", str(tmp_path / "same.qrels")]) == 0
     assert "only 1 tuning queries have a relevant judgment" in caplog.text
+
+
+def test_a_setting_added_since_a_checkpoint_does_not_stop_its_resumption(tmp_path):
+    """A checkpoint written before irglow had a setting (so it does not record it) resumes when the setting is at
+    its default, and is refused when it is not."""
+    from irglow.models.checkpoints import check_resumable, training_inputs
+    from irglow.models.rerank.train import RerankTrainConfig
+
+    now = training_inputs(RerankTrainConfig(kind="nrmf"), [], [])
+    old = json.loads(json.dumps(now))
+    old["settings"].pop("score_batch")  # as if added since
+    check_resumable("ckpt", {"inputs": old}, now)
+    changed = training_inputs(RerankTrainConfig(kind="nrmf", score_batch=8), [], [])
+    with pytest.raises(ValueError, match="settings.score_batch: '\\(absent\\)' → 8"):
+        check_resumable("ckpt", {"inputs": old}, changed)
