@@ -380,6 +380,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
     stages = enabled_stages(config)
     fusion = next((s for s in stages if isinstance(s, FusionStage)), None)
     fused: set[str] = set()
+    last = [s for s in stages if s is not fusion][-1]
     for stage in stages:
         if stage is fusion:
             continue
@@ -389,7 +390,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
         timings[f"{stage.name}_s"] = time.perf_counter() - t
         if fusion is not None:
             t = time.perf_counter()
-            for unit in fusion.ready(ctx, fused):
+            for unit in fusion.ready(ctx, fused, final=stage is last):
                 ctx.runs.update(cache.run_unit(unit))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
     tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared

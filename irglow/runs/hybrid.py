@@ -37,8 +37,11 @@ TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-ou
 SETTINGS = ("enabled", "runs", "method", "norm", "step", "measure", "optional")
 
 
+ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
+
+
 def components(config: dict[str, Any]) -> list[list[str]]:
-    """The configured hybrids, each as its list of run tags."""
+    """The configured hybrids, each as its list of run tags (``["all"]`` for the all-runs fusion)."""
     fs = config.get("fusion", {})
     if not flag(config, "fusion"):
         return []
@@ -47,6 +50,10 @@ def components(config: dict[str, Any]) -> list[list[str]]:
         parts = entry.split("+") if isinstance(entry, str) else list(entry)
         out.append([str(p) for p in parts])
     return out
+
+
+def fuses_all(config: dict[str, Any]) -> bool:
+    return [ALL] in components(config)
 
 
 def _entries(fs: dict[str, Any]):
@@ -61,7 +68,7 @@ def fused_tags(config: dict[str, Any]) -> list[str]:
 
 def wants_tuning(config: dict[str, Any], tag: str) -> bool:
     """Whether a stage should also write ``tag``'s run of its held-out training queries (a fusion uses it)."""
-    return any(tag in parts for parts in components(config))
+    return any(tag in parts or parts == [ALL] for parts in components(config))
 
 
 TRAINING = "training/"  # runs of every training query, written for a re-ranker that re-ranks that run
@@ -86,6 +93,10 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     if not isinstance(optional, bool):
         raise ValueError(f"fusion.optional = {optional!r} must be true or false")
     for parts in components(config):
+        if parts == [ALL]:
+            if len(produced) < 2:
+                raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
+            continue
         if len(parts) < 2:
             raise ValueError(f"fusion.runs: {parts} fuses nothing; name two runs or more")
         missing = [p for p in parts if p not in produced]
@@ -155,13 +166,18 @@ class FusionStage(Stage):
     def units(self, ctx) -> list[Unit]:
         return self.ready(ctx, set())
 
-    def ready(self, ctx, done: set[str]) -> list[Unit]:
-        """The hybrids not made yet whose runs (and held-out runs, where their stage writes them) exist now."""
+    def ready(self, ctx, done: set[str], final: bool = False) -> list[Unit]:
+        """The hybrids not made yet whose runs (and held-out runs, where their stage writes them) exist now;
+        ``final`` (every other stage has run): the all-runs fusion too."""
         from irglow.models.source import read_stage_notes, write_stage_notes
 
         units = []
         for parts in components(ctx.config):
             tag = "+".join(parts)
+            if parts == [ALL]:
+                if not final or tag in done:
+                    continue
+                parts = self.all_parts(ctx)
             if tag in done or not all(p in ctx.runs for p in parts):
                 continue
             done.add(tag)
@@ -181,6 +197,15 @@ class FusionStage(Stage):
 
             units.append(Unit(f"fusion:{tag}", key, inputs, produce))
         return units
+
+    @staticmethod
+    def all_parts(ctx) -> list[str]:
+        """What ``all`` fuses: every run that can be tuned on held-out training queries — the lexical runs and
+        every model run whose stage wrote its held-out run — not the other hybrids."""
+        hybrids = set(fused_tags(ctx.config))
+        lexical = set(ctx.lexical.tags())
+        return [t for t in ctx.runs if not t.startswith((TUNING, TRAINING)) and t not in hybrids
+                and (t in lexical or TUNING + t in ctx.runs)]
 
 
 def _restricted(run: Run, qids: set[str]) -> Run:

@@ -231,3 +231,23 @@ def test_a_first_stage_that_cannot_be_reranked_is_named(tmp_path, first, message
         message = "re-rank a lexical run"
     with pytest.raises(ValueError, match=message):
         check_config(config)
+
+
+def test_the_all_runs_fusion_fuses_every_tunable_run_at_the_end(tmp_path, monkeypatch):
+    """Issue 33.3 (the code path): fusion.runs = ["all"] — every lexical run and every model run with a held-out
+    run, weights by coordinate ascent on the queries all of them held out; a row named `all`."""
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    config = small_pipeline(
+        tmp_path / "out", tmp_path / "data", systems=("bm25", "bm25f"), depth=30,
+        twbert={"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
+        rerank={"enabled": True, "models": ["nrmf"], "depth": 10,
+                "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
+        fusion={"enabled": True, "runs": ["bm25f+twbert", "all"]})
+    cmp = run_pipeline(config).comparison
+    assert list(cmp.means.index)[-1] == "all" and "bm25f+twbert" in cmp.means.index
+    notes = json.loads((tmp_path / "out" / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
+    assert notes["method"] == "wsum" and len(notes["weights"]) == 5  # bm25, bm25f, bm25-ngram, twbert, nrmf
+    assert sum(notes["weights"]) == pytest.approx(1.0, abs=1e-4)
+    assert "- all: wsum fusion, weights" in (tmp_path / "out" / "results.md").read_text()
