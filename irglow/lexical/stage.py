@@ -15,6 +15,7 @@ from typing import Any
 
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
 from irglow.stage import Stage, Unit
+from irglow.utils.ascent import coordinate_ascent
 
 log = logging.getLogger(__name__)
 
@@ -118,18 +119,11 @@ def tune_field_weights(index, queries, qrels, fields, system: str = "bm25f", gri
         run = LexicalSearcher(index, LexicalConfig(system, k1=k1, b=b, depth=100, field_weights=w)).search(queries)
         return aggregate(m, qrels, run)[measure]
 
-    best = score(weights)
-    for _ in range(passes):
-        improved = False
-        for f, value in itertools.product(fields, grid):
-            if value == weights[f]:
-                continue
-            trial = {**weights, f: value}
-            s = score(trial)
-            if s > best + 1e-6:
-                best, weights, improved = s, trial, True
-        if not improved:
-            break
+    def move(f, value):
+        return lambda w: None if w[f] == value else {**w, f: value}
+
+    weights, best, _ = coordinate_ascent(weights, [move(f, v) for f, v in itertools.product(fields, grid)], score,
+                                         passes, 1e-6)
     log.info("%s field weights tuned on training queries: %s (%s %.4f)", system, weights, measure, best)
     return weights
 

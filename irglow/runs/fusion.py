@@ -139,7 +139,7 @@ def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", n
         return aggregate(m, qrels, fuse(runs, method, norm, w, k, depth))[str(m[0])]
 
     if len(runs) > GRID_MAX_RUNS:
-        return coordinate_ascent(len(runs), score)
+        return scaled_ascent(len(runs), score)
     curve = [(w, score(w)) for w in convex_grid(len(runs), step)]
     best = max(curve, key=lambda x: x[1])
     return best[0], best[1], curve
@@ -148,30 +148,22 @@ def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", n
 GRID_MAX_RUNS = 4  # the convex grid has C(1/step + n − 1, n − 1) points: 12,341 for 5 runs at 0.05
 
 
-def coordinate_ascent(n: int, score, factors=(0.0, 0.5, 2.0, 4.0), passes: int = 3):
+def scaled_ascent(n: int, score, factors=(0.0, 0.5, 2.0, 4.0), passes: int = 3):
     """Weights for many runs (an all-runs fusion): from equal weights, each run's weight is scaled by each
     factor in turn (0 drops the run) and kept where the tuning queries score higher, until a pass changes
     nothing; weights sum to 1.  Returns (weights, score, every (weights, score) tried)."""
-    weights = tuple([1.0 / n] * n)
-    best = score(weights)
-    curve = [(weights, best)]
-    for _ in range(passes):
-        improved = False
-        for i in range(n):
-            for f in factors:
-                trial = list(weights)
-                trial[i] *= f
-                total = sum(trial)
-                if total <= 0:
-                    continue
-                trial = tuple(round(x / total, 6) for x in trial)
-                s = score(trial)
-                curve.append((trial, s))
-                if s > best + 1e-9:
-                    best, weights, improved = s, trial, True
-        if not improved:
-            break
-    return weights, best, curve
+    from irglow.utils.ascent import coordinate_ascent
+
+    def move(i, f):
+        def scaled(weights):
+            trial = list(weights)
+            trial[i] *= f
+            total = sum(trial)
+            return tuple(round(x / total, 6) for x in trial) if total > 0 else None
+        return scaled
+
+    return coordinate_ascent(tuple([1.0 / n] * n), [move(i, f) for i in range(n) for f in factors], score, passes,
+                             1e-9)
 
 
 def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = "wsum",

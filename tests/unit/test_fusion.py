@@ -72,14 +72,14 @@ def test_every_measure_breaks_ties_like_trec_eval():
 def test_many_runs_are_tuned_by_coordinate_ascent_not_the_grid():
     """Issue 33.3: an all-runs fusion of 16 runs would need C(35, 15) ≈ 3e9 grid points; coordinate ascent
     from equal weights keeps a change only where the score rises, and may drop a run (weight 0)."""
-    from irglow.runs.fusion import coordinate_ascent
+    from irglow.runs.fusion import scaled_ascent
 
     target = (0.5, 0.5, 0.0, 0.0, 0.0)
 
     def score(w):  # best at the target; every step toward it scores higher
         return -sum((a - b) ** 2 for a, b in zip(w, target))
 
-    weights, best, curve = coordinate_ascent(5, score)
+    weights, best, curve = scaled_ascent(5, score)
     assert weights[2:] == (0.0, 0.0, 0.0) and weights[:2] == pytest.approx((0.5, 0.5), abs=1e-5)
     assert best == pytest.approx(0.0, abs=1e-9)
     assert curve[0] == ((0.2,) * 5, score((0.2,) * 5)) and len(curve) < 100
