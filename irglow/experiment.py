@@ -80,9 +80,10 @@ class Experiment:
         elif name in TWBERT_RUNS:
             section = cfg.setdefault("twbert", {})
             section["enabled"] = True
-            section.setdefault("rm3", name == "twbert-rm3")
             if name == "twbert-rm3":
                 section["rm3"] = True
+            else:
+                section.setdefault("rm3", False)
         elif name in variants or name in untrained:
             section = cfg.setdefault("glow", {})
             section["enabled"] = True
@@ -96,7 +97,8 @@ class Experiment:
             models = list(section.get("models", []))
             if name not in models:
                 section["models"] = models + [name]
-            systems.append("bm25") if "bm25" not in systems else None  # what they re-rank
+            if "bm25" not in systems:  # what they re-rank
+                systems.append("bm25")
         elif "+" in name:
             fusion = cfg.setdefault("fusion", {})
             fusion["enabled"] = True

@@ -59,7 +59,6 @@ def check_config(config: dict[str, Any]) -> list[str]:
     """Stop before any work on a misspelt section or key, a wrong type or value, naming it; every stage checks
     its own section.  Returns the run tags the configuration produces."""
     from irglow.config import check_settings
-    from irglow.runs.hybrid import FusionStage
     from irglow.stages import STAGES
 
     check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
@@ -79,17 +78,11 @@ def check_config(config: dict[str, Any]) -> list[str]:
     parse_measures(ev.get("measures", DEFAULT_MEASURES))
     check_comparison_settings("eval.", **comparison_settings(ev))
     tags: list[str] = []
-    for s in STAGES:
-        if isinstance(s, FusionStage):
-            continue
+    for s in STAGES:  # in the order they run: each checks what it needs against what the ones before produce
         if s.enabled(config):
             s.check(config)
             s.check_inputs(config, tags)
-            tags += s.tags(config)
-    fusion = next(s for s in STAGES if isinstance(s, FusionStage))
-    fusion.enabled(config)  # a non-boolean `enabled` is named
-    fusion.check(config, tags)
-    tags += fusion.tags(config, tags) if fusion.enabled(config) else []
+            tags += s.planned_tags(config, tags)
     baseline = ev.get("baseline", "bm25")
     if baseline not in tags:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
@@ -284,10 +277,11 @@ def _diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> lis
     return [p.name for p in made if p is not None]
 
 
-def stage_report(out: Path, sections: list[str]) -> str:
+def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str:
     """Markdown lines on what the model stages did: each model's training and validation queries, optimizer
     steps, validation (start → kept, at which step) and training time, fusion weights and throughput, from the
-    notes each stage leaves (fusion: one note per hybrid)."""
+    notes each stage leaves (fusion: one note per hybrid of this run, ``hybrids``; notes of hybrids a former
+    configuration made stay on disk and are not shown)."""
     from irglow.models.checkpoints import training_summary
     from irglow.models.source import read_stage_notes
 
@@ -296,9 +290,7 @@ def stage_report(out: Path, sections: list[str]) -> str:
 
     rows, lines = [], []
     notes_of = [(s, read_stage_notes(out, s)) for s in sections if s != "fusion"]
-    if "fusion" in sections:
-        notes_of += [("fusion", json.loads(f.read_text()))
-                     for f in sorted((out / ".stages").glob("fusion-*.notes.json"))]
+    notes_of += [("fusion", read_stage_notes(out, f"fusion-{tag}")) for tag in hybrids]
     for section, notes in notes_of:
         for name, model_dir in notes.get("models", {}).items():
             t = training_summary(model_dir)
@@ -401,8 +393,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
     ev = config.get("eval", {})
     cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=baseline,
                   **comparison_settings(ev))
-    sections = [s.name for s in stages if s.trains or s is fusion]
-    training = stage_report(out, sections)
+    training = stage_report(out, [s.name for s in stages if s.trains], [t for t in ctx.runs if t in fused])
     atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + settings_note(config, p, tags)
                       + (f"\n{training}\n" if training else "") + (f"\n{notes}\n" if notes else ""))
     atomic_write_text(out / "results.csv", cmp.to_csv())

@@ -81,6 +81,10 @@ class Stage:
     def check_inputs(self, config: dict[str, Any], produced: list[str]) -> None:
         """Stop before any work if it needs a run that the stages before it do not produce."""
 
+    def planned_tags(self, config: dict[str, Any], produced: list[str]) -> list[str]:
+        """The runs it will write, given what the stages before it produce (most stages: :meth:`tags`)."""
+        return self.tags(config)
+
     def resolved(self, config: dict[str, Any]) -> Any:
         """Its settings as bound (for the manifest); by default the section as written."""
         return config.get(self.name, {})

@@ -286,14 +286,15 @@ class EvaluatedRun:
     answered: set[str]
 
 
-def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True, judged_only: bool = False
-                 ) -> EvaluatedRun:
+def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True, judged_only: bool = False,
+                 parallel: bool = True) -> EvaluatedRun:
+    """``parallel``: a long run's queries on every core (``False`` inside a pool that gives each core a run)."""
     measures = parse_measures(measures)
     wanted = list(measures)
     if judged:
         judged_measure = parse_measures([JUDGED])[0]
         wanted += [] if judged_measure in measures else [judged_measure]
-    values = per_query(wanted, qrels, run)
+    values = per_query(wanted, qrels, run, parallel)
     if judged_only:
         for m, v in per_query(measures, qrels, condensed(run, qrels)).items():
             values[f"{m}'"] = v
@@ -304,12 +305,10 @@ _WORKER: dict = {}
 
 
 def _evaluate_file(args) -> EvaluatedRun:
-    from irglow.eval import measures as measures_module
-
-    measures_module._IN_WORKER = _WORKER.get("in_pool", False)  # noqa: SLF001 — one run per core already
     path, duplicates = args
     w = _WORKER
-    return evaluate_run(read_ranked(path, duplicates), w["qrels"], w["measures"], w["judged"], w["judged_only"])
+    return evaluate_run(read_ranked(path, duplicates), w["qrels"], w["measures"], w["judged"], w["judged_only"],
+                        parallel=not w["in_pool"])  # in a pool each core scores a run of its own
 
 
 def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[str], judged: bool = True,

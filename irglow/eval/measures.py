@@ -87,7 +87,7 @@ def parse_measures(texts: Iterable | str) -> list:
     return [parse_measure(t) if isinstance(t, str) else t for t in texts]
 
 
-def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict[str, float]]:
+def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = True) -> dict[str, dict[str, float]]:
     """``{str(measure): {qid: value}}`` over every judged query; a query the run misses scores 0
     (like ``trec_eval -c``), so a system cannot gain by returning nothing for hard queries."""
     qids = sorted({q.query_id for q in qrels})
@@ -103,7 +103,7 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict
         # every query is scored on its own, so a large run is scored a part of the queries at a time (with
         # those queries' judgments): the dicts ir_measures reads never exist for the whole run at once, and
         # the parts of a columnar run go to one process per core
-        for measure, qid, value in _scored_parts(ranked, list(measures), judged):
+        for measure, qid, value in _scored_parts(ranked, list(measures), judged, parallel):
             if qid in out[measure]:
                 out[measure][qid] = value
     return out
@@ -112,7 +112,6 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, dict
 PART_LINES = 500_000  # lines of a run scored at once
 PARALLEL_FROM = 1_000_000  # a columnar run this long is scored on every core
 _PARTS: dict = {}  # what forked scoring processes read (set before the fork)
-_IN_WORKER = False  # a process already scoring a part (or a run) for a parent forks no further
 
 
 def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str, float]]:
@@ -126,18 +125,18 @@ def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str
 
 
 def _score_chunk(chunk: list[int]) -> list[tuple[str, str, float]]:
-    global _IN_WORKER
-    _IN_WORKER = True
     columns, measures, judged = _PARTS["columns"], _PARTS["measures"], _PARTS["judged"]
     return _score_part(columns.dicts(chunk), measures, judged)
 
 
-def _scored_parts(ranked: RankedRun, measures: list, judged: dict):
+def _scored_parts(ranked: RankedRun, measures: list, judged: dict, parallel: bool):
+    """``parallel``: a long columnar run's parts on one process per core (``False`` where the caller already
+    gives each core a run of its own)."""
     import os
 
-    columns = ranked.columns if ranked._ranked is None else None  # noqa: SLF001
+    columns = ranked.columns if ranked.columnar else None
     workers = os.cpu_count() or 1
-    if columns is None or _IN_WORKER or workers < 2 or len(columns.docs) < PARALLEL_FROM:
+    if columns is None or not parallel or workers < 2 or len(columns.docs) < PARALLEL_FROM:
         for part in ranked.parts(set(judged), PART_LINES):
             yield from _score_part(part, measures, judged)
         return

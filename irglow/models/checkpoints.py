@@ -219,18 +219,30 @@ def save_trainer_checkpoint(folder: str | Path, state: dict, rng: bool = True, *
 
 def resume_trainer(path: str | Path, map_location=None, inputs: dict | None = None, **parts) -> dict:
     """Load each of ``parts`` from a ``save_trainer_checkpoint`` file, restore the RNGs if it holds them,
-    and return the trainer state.  ``inputs`` (:func:`training_inputs`): refuse, before loading anything,
-    a checkpoint whose recorded data or settings differ."""
-    import json
-
+    and return the trainer state.  ``inputs`` (:func:`training_inputs`): refuse, before any part is
+    restored, a checkpoint whose recorded data or settings differ."""
     saved = load_trainer_checkpoint(path, map_location=map_location)
-    state = saved["state"]
-    check_resumable(path, json.loads(state) if isinstance(state, str) else state, inputs)
+    state = _trainer_state(saved)
+    check_resumable(path, state, inputs)
     for name, part in parts.items():
         part.load_state_dict(saved[name])
     if "rng" in saved:
         set_rng_state(saved["rng"])
+    return state
+
+
+def _trainer_state(saved: dict) -> dict:
+    import json
+
+    state = saved["state"]
     return json.loads(state) if isinstance(state, str) else state  # older TW-BERT checkpoints: a dict
+
+
+def check_checkpoint(path: str | Path, inputs: dict) -> None:
+    """:func:`check_resumable` on the checkpoint at ``path`` when there is one: a trainer whose preparation is
+    long (TW-BERT's features) refuses a checkpoint of other inputs before that work, not after it."""
+    if Path(path).is_file():
+        check_resumable(path, _trainer_state(load_trainer_checkpoint(path, "cpu")), inputs)
 
 
 # what may change between a checkpoint and its resumption: where it runs, and how long training goes on

@@ -39,6 +39,11 @@ class RankedRun:
                     for qid, docs in run.ranking.items()}, run.tag)
 
     @property
+    def columnar(self) -> bool:
+        """Still held as columns (its dicts are built a part at a time, never all at once)."""
+        return self._ranked is None
+
+    @property
     def ranked(self) -> dict[str, dict[str, int]]:
         """Every query's dict (built from the columns on first use, then kept)."""
         if self._ranked is None:

@@ -52,9 +52,6 @@ def components(config: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def fuses_all(config: dict[str, Any]) -> bool:
-    return [ALL] in components(config)
-
 
 def _entries(fs: dict[str, Any]):
     """``fusion.runs`` as written: a list, or one ``"a+b,a+b+c"`` string (``--set``, ``FUSE=``)."""
@@ -77,8 +74,7 @@ TRAINING = "training/"  # runs of every training query, written for a re-ranker 
 def wants_training_run(config: dict[str, Any], tag: str) -> bool:
     """Whether a stage should also write ``tag``'s run of all training queries (the re-rankers re-rank ``tag``
     and learn from its mistakes: ``rerank.first_stage``)."""
-    rerank = config.get("rerank", {})
-    return isinstance(rerank, dict) and rerank.get("enabled") is True and rerank.get("first_stage", "bm25") == tag
+    return flag(config, "rerank") and config["rerank"].get("first_stage", "bm25") == tag
 
 
 def check(config: dict[str, Any], produced: list[str]) -> None:
@@ -153,15 +149,17 @@ class FusionStage(Stage):
 
     name = "fusion"
 
-    def tags(self, config, produced: list[str] | None = None) -> list[str]:
-        """The hybrids; with ``produced`` (the other stages' runs) and ``optional``, those it can make."""
-        if produced is None or not config.get("fusion", {}).get("optional", False):
-            return fused_tags(config)
-        return ["+".join(p) for p in components(config) if all(x in produced for x in p)]
+    def tags(self, config) -> list[str]:
+        return fused_tags(config)
 
-    def check(self, config, produced: list[str] | None = None) -> None:
-        if produced is not None:
-            check(config, produced)
+    def planned_tags(self, config, produced: list[str]) -> list[str]:
+        """The hybrids; with ``optional``, only those whose runs the other stages produce."""
+        if not config.get("fusion", {}).get("optional", False):
+            return fused_tags(config)
+        return ["+".join(p) for p in components(config) if p == [ALL] or all(x in produced for x in p)]
+
+    def check_inputs(self, config, produced: list[str]) -> None:
+        check(config, produced)
 
     def units(self, ctx) -> list[Unit]:
         return self.ready(ctx, set())

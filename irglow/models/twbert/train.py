@@ -56,7 +56,7 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (check_resumable, clipped_step, load_trainer_checkpoint, pick_device,
+from irglow.models.checkpoints import (check_checkpoint, clipped_step, pick_device,
                                       resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
                                       training_inputs, validation_score)
 from irglow.models.twbert.model import TWBert, TWBertConfig
@@ -352,15 +352,9 @@ class Trainer:
         model = TWBert.from_pretrained_bert(self.config.model)
         inputs = training_inputs(self.config, queries, qrels, index)
         if resume:  # a checkpoint on other data or settings is refused before features are built
-            self._check_checkpoint(inputs)
+            check_checkpoint(self.out / "checkpoint" / "trainer.pt", inputs)
         data = self.prepare(index, stats, queries, qrels, model)
         return self.fit(data, model, resume=resume, inputs=inputs)
-
-    def _check_checkpoint(self, inputs: dict) -> None:
-        ckpt = self.out / "checkpoint" / "trainer.pt"
-        if ckpt.is_file():
-            state = load_trainer_checkpoint(ckpt, "cpu")["state"]
-            check_resumable(ckpt, json.loads(state) if isinstance(state, str) else state, inputs)
 
     def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True,
             inputs: dict | None = None) -> Path:
