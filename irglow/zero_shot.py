@@ -160,7 +160,13 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     if pooled:
         from irglow.eval.plots import plot_forest
 
-        plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
+        forest = plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
+        from irglow.eval.report import add_images
+
+        for folder in folders.values():  # each collection's page shows the pooled picture too
+            if (Path(folder) / "report.html").is_file():
+                add_images(Path(folder) / "report.html",
+                           {"pooled effect over the unseen collections (zero-shot forest plot)": forest.read_bytes()})
         atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
             {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
                  "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())

@@ -174,6 +174,16 @@ def write_report(path: str | Path, data: dict[str, Any]) -> Path:
     return atomic_write_text(Path(path), render(data))
 
 
+def add_images(path: str | Path, images: Mapping[str, bytes]) -> Path:
+    """Add PNG figures made after a page was written (zero-shot's forest plot, once every collection has run) to
+    its overview."""
+    page = Path(path).read_text(encoding="utf-8")
+    payload = page.split('id="irglow-data">', 1)[1].split("</script>", 1)[0]
+    data = json.loads(payload)
+    data["images"].update({k: base64.b64encode(v).decode("ascii") for k, v in images.items()})
+    return write_report(path, data)
+
+
 def twbert_weights(model_dir: str | Path, index, queries) -> dict[str, dict[str, Any]]:
     """TW-BERT's learned weight of each uni- and bi-gram of each query, with the fixed prior beside it."""
     from irglow.models.twbert.model import TWBert
@@ -200,6 +210,8 @@ def glow_weights(model_dir: str | Path, index, stats, queries) -> dict[str, dict
     if weighter is None:  # an unweighted encoder (bert): nothing to show
         return {}
     mode = "idf" if model.config.variant == "glow-idf" else "bm25"
+    c = weighter.config
+    fields = ", ".join(f"{f} α {c.field_weights.get(f, 1.0):g}" for f in model.config.fields)
     out = {}
     for q in queries:
         words = split_words(q.text)
@@ -207,6 +219,7 @@ def glow_weights(model_dir: str | Path, index, stats, queries) -> dict[str, dict
             weights = weighter.normalise(weighter.query_words(words, mode))
             out[q.query_id] = {"terms": words, "weights": [round(float(w), 4) for w in weights],
                                "label": f"GLOW's attention weights of the query's words ({mode}, mean 1, "
-                                        f"α = {model.config.weight_alpha:g})"}
+                                        f"exponent {model.config.weight_alpha:g}); documents' words: BM25F over "
+                                        f"the fields ({fields}), k1 {c.doc_k1:g}"}
     return out
 

@@ -253,3 +253,27 @@ def test_glow_word_weights_for_the_query_view(tmp_path):
     assert entry["terms"][-1] == "the" and entry["weights"][-1] == 0.5  # a stop word
     content = [x for x in entry["weights"] if x != 0.5]  # the words the analyzer keeps (stop words: 0.5)
     assert content and sum(content) / len(content) == pytest.approx(1.0, abs=1e-3) and "GLOW's attention weights" in entry["label"]
+
+
+def test_a_figure_made_later_joins_the_overview(browser, tmp_path):
+    """Zero-shot draws its forest plot once every collection has run; each collection's page then shows it."""
+    from selenium.webdriver.common.by import By
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from irglow.eval.report import add_images
+
+    fig = plt.figure(figsize=(1, 1))
+    fig.savefig(tmp_path / "f.png")
+    plt.close(fig)
+    page = tmp_path / "x.html"
+    page.write_text(_report(tmp_path), encoding="utf-8")
+    add_images(page, {"pooled effect (forest plot)": (tmp_path / "f.png").read_bytes()})
+    browser.get(page.as_uri() + "#/overview")
+    _ready(browser, "overview")
+    images = browser.find_elements(By.CSS_SELECTOR, "main figure img")
+    assert [i.get_attribute("alt") for i in images] == ["pooled effect (forest plot)"]
+    assert browser.execute_script("return arguments[0].naturalWidth", images[0]) > 0 and _errors(browser) == []
