@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser bench-report run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-scale bench-eval clean
+.PHONY: venv browser bench-report run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -115,6 +115,16 @@ bench-rerank: venv
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(MODEL),--set rerank.model_dir=$(MODEL)) $(if $(MODELS),--set rerank.models=$(MODELS)) \
 	  $(if $(DEPTH),--set rerank.depth=$(DEPTH)) $(if $(FIRST),--set rerank.first_stage=$(FIRST)) $(FUSION)
+
+# The strongest pipeline (configs/bench/best.toml): BM25/BM25F, TW-BERT, GLOW and the untrained checkpoint,
+# monoBERT over BM25 and monoBERT/NRM-F over TW-BERT, the hybrids and `all` (every run fused). VALIDATE_ALSO=
+# <collection>@<split> (e.g. ../shared/data/nfcorpus@train) adds that source's held-out queries to the neural
+# models' checkpoint choice; FUSE= as above.
+VALIDATE_ALSO ?=
+bench-best: venv
+	$(BIN)/irglow run --config configs/bench/best.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
+	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
+	  $(if $(VALIDATE_ALSO),--set validation.also=$(VALIDATE_ALSO)) $(FUSION)
 
 # The results browser at MS MARCO size: 10 runs × 7,000 queries × top 10, opened in headless Chromium
 bench-report: venv browser

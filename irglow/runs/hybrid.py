@@ -73,8 +73,10 @@ TRAINING = "training/"  # runs of every training query, written for a re-ranker 
 
 def wants_training_run(config: dict[str, Any], tag: str) -> bool:
     """Whether a stage should also write ``tag``'s run of all training queries (the re-rankers re-rank ``tag``
-    and learn from its mistakes: ``rerank.first_stage``)."""
-    return flag(config, "rerank") and config["rerank"].get("first_stage", "bm25") == tag
+    and learn from its mistakes: ``rerank.first_stage``, or a variant's own)."""
+    from irglow.models.rerank.stage import first_stages
+
+    return flag(config, "rerank") and tag in first_stages(config).values()
 
 
 def check(config: dict[str, Any], produced: list[str]) -> None:

@@ -193,8 +193,10 @@ def test_experiment_names_an_unknown_system():
 
 
 def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_path, monkeypatch):
-    """Issue 33.2 (the code path): rerank.first_stage = "twbert": NRM-F re-ranks TW-BERT's top 10, its hard
-    negatives and validation candidates come from TW-BERT's run of the training queries."""
+    """Issue 33.2: each re-ranker re-ranks its own first stage — ``[rerank] first_stage`` for all, a variant's
+    own ``first_stage`` — and learns from it: NRM-F over BM25 and NRM-F over TW-BERT side by side, the latter's
+    hard negatives and validation candidates from TW-BERT's run of the training queries.  Each model is its own
+    cached unit: changing one re-runs only that one."""
     from irglow.models.checkpoints import read_training
     from irglow.pipeline import run_pipeline
     from irglow.runs.trec import Run
@@ -203,20 +205,29 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
     config = small_pipeline(
         tmp_path / "out", tmp_path / "data", systems=("bm25",), depth=30,
         twbert={"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
-        rerank={"enabled": True, "models": ["nrmf"], "depth": 10, "first_stage": "twbert",
-                "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}})
+        rerank={"enabled": True, "models": ["nrmf", "nrmf-tw"], "depth": 10,
+                "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4},
+                "variants": {"nrmf-tw": {"kind": "nrmf", "first_stage": "twbert"}}})
     run_pipeline(config)
     out = tmp_path / "out"
-    twbert, nrmf = Run.read(out / "twbert.run"), Run.read(out / "nrmf.run")
-    for q, docs in twbert.ranking.items():
-        assert {d for d, _ in nrmf.ranking[q][:10]} == {d for d, _ in docs[:10]}
+    for first, reranked in (("twbert", "nrmf-tw"), ("bm25", "nrmf")):
+        base, rr = Run.read(out / f"{first}.run"), Run.read(out / f"{reranked}.run")
+        for q, docs in base.ranking.items():
+            assert {d for d, _ in rr.ranking[q][:10]} == {d for d, _ in docs[:10]}
+    assert Run.read(out / "nrmf.run").ranking != Run.read(out / "nrmf-tw.run").ranking
     training = Run.read(out / "training" / "twbert.run")
     from irglow.data.collection import load_collection
 
     assert set(training.ranking) == {q.query_id for q in load_collection(SMALL_DEMO).queries("train")}
     notes = json.loads((out / ".stages" / "rerank.notes.json").read_text())
-    assert notes["first_stage"] == "twbert" and read_training(notes["models"]["nrmf"])["first_stage"] == "twbert"
+    assert notes["first_stages"] == {"nrmf": "bm25", "nrmf-tw": "twbert"}
+    assert read_training(notes["models"]["nrmf-tw"])["first_stage"] == "twbert"
+    assert read_training(notes["models"]["nrmf"])["first_stage"] == "bm25"
     assert "training/twbert" not in (out / "results.md").read_text()
+    config["rerank"]["variants"]["nrmf-tw"]["lr"] = 0.002
+    run_pipeline(config)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["rerank:nrmf"] == "reused" and stages["rerank:nrmf-tw"] == "ran"
 
 
 @pytest.mark.parametrize("first, message", [("glow", "is not a run of the stages before the re-rankers"),

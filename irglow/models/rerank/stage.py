@@ -1,5 +1,17 @@
 """Re-rankers as a pipeline stage: train each configured model on the train split, re-rank the test
-split's BM25 run (and, with ``rerank_also``, other runs such as the hybrid ``bm25f+glow``).
+split's first-stage run (BM25's unless ``first_stage`` names another; with ``rerank_also``, other runs such as
+the hybrid ``bm25f+glow`` too).
+
+Each model has its own first stage — ``[rerank] first_stage`` for all, or a variant's own — and learns from
+that run of the training queries (hard negatives, validation candidates), so one experiment can hold monoBERT
+over BM25 and monoBERT over TW-BERT side by side::
+
+    [rerank.variants.monobert-twbert]
+    kind = "monobert"
+    first_stage = "twbert"
+
+Each model is its own cached unit (``rerank:<name>``), keyed on its settings and the runs it reads only: adding a
+model, or a stage whose runs it does not read, leaves the others' re-ranked runs as they are.
 
 ``models`` names kinds (``monobert``, ``nrmf``) or variants defined as named settings, e.g. the NRM-F
 ablations of ``configs/bench/rerank.toml``::
@@ -61,10 +73,29 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
                              f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
         change = dict(variants[name])
         kind = change.pop("kind", None)
+        change.pop("first_stage", None)  # the run it re-ranks (first_stages), not a training setting
         if kind not in KINDS:
             raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
         trainers[name] = {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
     return models, rcfg.get("depth", 100), as_names(rcfg.get("rerank_also", [])), trainers
+
+
+def first_stages(config, fields: list[str] | None = None) -> dict[str, str]:
+    """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``, else
+    ``bm25``."""
+    rcfg = config.get("rerank", {})
+    default = rcfg.get("first_stage", "bm25")
+    variants = rcfg.get("variants", {})
+    out = {}
+    for name in settings(config, fields)[0]:
+        template = next((v for k, v in variants.items() if "{field}" in k and _matches(k, name)), None)
+        out[name] = (variants.get(name) or template or {}).get("first_stage", default)
+    return out
+
+
+def _matches(pattern: str, name: str) -> bool:
+    head, _, tail = pattern.partition("{field}")
+    return name.startswith(head) and name.endswith(tail) and len(name) > len(head) + len(tail)
 
 
 def _per_field(template: dict, field: str) -> dict:
@@ -105,17 +136,18 @@ class RerankStage(Stage):
     def check_inputs(self, config, produced: list[str]) -> None:
         from irglow.lexical.stage import LexicalSettings
 
-        first = config.get("rerank", {}).get("first_stage", "bm25")
-        if first == "bm25":
-            return
         lexical = LexicalSettings.from_config(config).tags()
-        if first in produced and first not in lexical and first not in TRAINING_RUNS_FROM:
-            raise ValueError(f"rerank.first_stage = {first!r}: the re-rankers re-rank a lexical run "
-                             f"({', '.join(lexical)}) or one of {', '.join(TRAINING_RUNS_FROM)}, whose stage also "
-                             f"writes its run of the training queries (the negatives they learn from)")
-        if first not in produced:
-            raise ValueError(f"rerank.first_stage = {first!r} is not a run of the stages before the re-rankers; "
-                             f"their runs: {', '.join(produced)}")
+        for name, first in first_stages(config).items():
+            if first == "bm25":
+                continue
+            where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in KINDS else "")
+            if first in produced and first not in lexical and first not in TRAINING_RUNS_FROM:
+                raise ValueError(f"{where}: the re-rankers re-rank a lexical run ({', '.join(lexical)}) or one of "
+                                 f"{', '.join(TRAINING_RUNS_FROM)}, whose stage also writes its run of the training "
+                                 f"queries (the negatives they learn from)")
+            if first not in produced:
+                raise ValueError(f"{where} is not a run of the stages before the re-rankers; their runs: "
+                                 f"{', '.join(produced)}")
 
     def resolved(self, config):
         from dataclasses import asdict
@@ -124,7 +156,8 @@ class RerankStage(Stage):
 
         models, depth, also, trainers = settings(config)
         return {"models": {n: asdict(RerankTrainConfig.from_dict(t)) for n, t in trainers.items()}, "depth": depth,
-                "rerank_also": also, "model_dir": config.get("rerank", {}).get("model_dir")}
+                "first_stages": first_stages(config), "rerank_also": also,
+                "model_dir": config.get("rerank", {}).get("model_dir")}
 
     def reused_models(self, config, fields=None) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
@@ -133,16 +166,18 @@ class RerankStage(Stage):
         reuse = config.get("rerank", {}).get("model_dir")
         return {name: reused_model(reuse, name) for name in settings(config, fields)[0]} if reuse else {}
 
-    def train(self, config, source, train_root: Path, first_stage=None) -> dict[str, Path]:
-        """Train (or find trained, or reuse from ``model_dir``) every model: ``{name: model directory}``.
-        ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's)."""
+    def train(self, config, source, train_root: Path, first_stage=None, only: list[str] | None = None
+              ) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named): ``{name: model
+        directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's)."""
         from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
         from irglow.models.source import keyed_train_dir
         from irglow.utils.digest import records_digest
 
-        if config.get("rerank", {}).get("model_dir"):
-            return self.reused_models(config, list(source.index.fields))
         models, _, _, trainers = settings(config, list(source.index.fields))
+        models = [m for m in models if only is None or m in only]
+        if config.get("rerank", {}).get("model_dir"):
+            return {m: p for m, p in self.reused_models(config, list(source.index.fields)).items() if m in models}
         docs = {d.doc_id: d for d in source.collection.docs_iter()}
         inputs = {"source": source.digest}
         if first_stage is not None:
@@ -155,12 +190,11 @@ class RerankStage(Stage):
                 source.index, docs, source.queries(), source.qrels(), first_stage=first_stage)
         return trained
 
-    def first_stage(self, ctx):
-        """(the run it re-ranks, that run's training-query run or ``None`` for BM25's own)."""
+    def first_stage(self, ctx, tag: str = "bm25"):
+        """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own)."""
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.runs.hybrid import TRAINING
 
-        tag = ctx.config.get("rerank", {}).get("first_stage", "bm25")
         if tag == "bm25":
             bm25 = ctx.lexical_config("bm25")
             return ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(ctx.test_queries, tag="bm25"), None
@@ -169,50 +203,91 @@ class RerankStage(Stage):
             return ctx.runs[tag], LexicalSearcher(ctx.source.index, cfg).search(ctx.source.queries(), tag=tag)
         return ctx.runs[tag], ctx.runs[TRAINING + tag]
 
-    def run(self, ctx) -> dict:
+    def units(self, ctx) -> list:
+        """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
+        runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other model."""
+        from irglow.runs.hybrid import TRAINING
+        from irglow.stage import Unit
+
+        models, depth, also, trainers = settings(ctx.config, list(ctx.source.index.fields))
+        firsts = first_stages(ctx.config, list(ctx.source.index.fields))
+        base = super().key(ctx)
+        self._prune_notes(ctx.out, models)
+        units = []
+        for name in models:
+            reads = {firsts[name], TRAINING + firsts[name], *also}
+            key = {**base, "section": {"model": trainers[name], "depth": depth, "first_stage": firsts[name],
+                                       "rerank_also": also, "model_dir": ctx.config.get("rerank", {}).get("model_dir")},
+                   "loads": {k: v for k, v in base["loads"].items() if k in (f"model:{name}",) or
+                             not k.startswith("model:")},
+                   "held_out_runs": [t for t in base["held_out_runs"] if t == name],
+                   "training_runs": []}
+            units.append(Unit(f"rerank:{name}", key, {t: r for t, r in ctx.runs.items() if t in reads},
+                              lambda name=name: self.run(ctx, name)))
+        return units
+
+    def run(self, ctx, name: str) -> dict:
         import time
 
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.models.checkpoints import read_training
         from irglow.models.rerank.rerank import load_reranker, rerank
-        from irglow.models.source import write_stage_notes
         from irglow.runs.hybrid import wants_tuning, write_tuning_run
         from irglow.runs.trec import Run
 
         source, test_q = ctx.source, ctx.test_queries
         docs = {d.doc_id: d for d in ctx.collection.docs_iter()}
-        models, depth, also, _ = settings(ctx.config, list(source.index.fields))
-        bm25 = ctx.lexical_config("bm25")
-        first, first_training = self.first_stage(ctx)
-        trained = self.train(ctx.config, source, ctx.train_root, first_training)
-        produced, rates = {}, {}
-        train_docs = None
-        for name in models:
-            model = load_reranker(trained[name])
-            t = time.perf_counter()
-            produced[name] = rerank(model, first, test_q, docs, depth, tag=name, desc=name)
-            rates[name] = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
-            produced[name].write(ctx.out / f"{name}.run")
-            for base_tag in also:
-                base = ctx.runs.get(base_tag)
-                if base is not None:
-                    tag = f"{base_tag}+{name}"
-                    produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
-                    produced[tag].write(ctx.out / f"{tag}.run")
-            if wants_tuning(ctx.config, name) and not ctx.zero_shot:  # the held-out queries, for the fusion
-                val_ids = set(read_training(trained[name]).get("val_query_ids", []))
-                tune_q = [q for q in source.queries() if q.query_id in val_ids]
-                if tune_q:
-                    train_docs = train_docs or docs
-                    tune_bm25 = LexicalSearcher(source.index, bm25).search(tune_q, tag="bm25") \
-                        if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
-                                                            for q in tune_q}, first_training.tag)
-                    tune_run = rerank(model, tune_bm25, tune_q, train_docs, depth, tag=name,
-                                      desc=f"{name} (held-out training queries)")
-                    produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
-        write_stage_notes(ctx.out, "rerank", {"models": {k: str(v) for k, v in trained.items()},
-                                              "pairs_per_s": rates, "depth": depth, "first_stage": first.tag})
+        _, depth, also, _ = settings(ctx.config, list(source.index.fields))
+        first, first_training = self.first_stage(ctx, first_stages(ctx.config, list(source.index.fields))[name])
+        model_dir = self.train(ctx.config, source, ctx.train_root, first_training, only=[name])[name]
+        model = load_reranker(model_dir)
+        t = time.perf_counter()
+        produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name)}
+        rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
+        produced[name].write(ctx.out / f"{name}.run")
+        for base_tag in also:
+            base = ctx.runs.get(base_tag)
+            if base is not None:
+                tag = f"{base_tag}+{name}"
+                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
+                produced[tag].write(ctx.out / f"{tag}.run")
+        if wants_tuning(ctx.config, name) and not ctx.zero_shot:  # the held-out queries, for the fusion
+            val_ids = set(read_training(model_dir).get("val_query_ids", []))
+            tune_q = [q for q in source.queries() if q.query_id in val_ids]
+            if tune_q:
+                tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
+                    if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
+                                                        for q in tune_q}, first_training.tag)
+                tune_run = rerank(model, tune_first, tune_q, docs, depth, tag=name,
+                                  desc=f"{name} (held-out training queries)")
+                produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
+        self._note(ctx.out, name, model_dir, rate, depth, first.tag)
         return produced
+
+    @staticmethod
+    def _note(out: Path, name: str, model_dir: Path, rate: float, depth: int, first: str) -> None:
+        """Add one model to the stage's notes (the fusion reads the re-ranked depth, the report the models)."""
+        from irglow.models.source import read_stage_notes, write_stage_notes
+
+        notes = read_stage_notes(out, "rerank")
+        notes.setdefault("models", {})[name] = str(model_dir)
+        notes.setdefault("pairs_per_s", {})[name] = rate
+        notes.setdefault("first_stages", {})[name] = first
+        notes["depth"] = depth
+        write_stage_notes(out, "rerank", notes)
+
+    @staticmethod
+    def _prune_notes(out: Path, models: list[str]) -> None:
+        """Notes of models a former configuration had are not this run's."""
+        from irglow.models.source import read_stage_notes, write_stage_notes
+
+        notes = read_stage_notes(out, "rerank")
+        if not notes:
+            return
+        for key in ("models", "pairs_per_s", "first_stages"):
+            if isinstance(notes.get(key), dict):
+                notes[key] = {k: v for k, v in notes[key].items() if k in models}
+        write_stage_notes(out, "rerank", notes)
 
     def add_commands(self, sub) -> None:
         from irglow.models.rerank.cli import add_rerank_commands
