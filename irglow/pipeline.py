@@ -49,6 +49,7 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "eval": ("measures", "baseline", "runs", "test", "correction", "permutations", "seed", "ci", "judged_only",
              "risk_alphas", "pairs", "alpha"),
     "output": ("dir",),
+    "validation": ("also", "queries", "stages"),  # irglow.models.validation.SETTINGS: other sources a checkpoint is chosen on
     "zero_shot": None,  # irglow.zero_shot checks it
     "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
     "grid": None,  # written by irglow.grid: the points and the one chosen on validation
@@ -74,6 +75,9 @@ def check_config(config: dict[str, Any]) -> list[str]:
     if "seed" in config and (isinstance(config["seed"], bool) or not isinstance(config["seed"], int)):
         raise ValueError(f"seed = {config['seed']!r} must be an integer")
     check_index_config(index_config(config))
+    from irglow.models.validation import check as check_validation
+
+    check_validation(config)
     ev = config.get("eval", {})
     parse_measures(ev.get("measures", DEFAULT_MEASURES))
     check_comparison_settings("eval.", **comparison_settings(ev))
@@ -162,17 +166,19 @@ def training_side(config: dict[str, Any], lexical: LexicalSettings, timings: dic
     as one union) when it names one, else ``collection``'s own train split.  Shared by the pipeline and
     zero-shot: (TrainSource, {system: field weights})."""
     from irglow.models.source import TrainSource
+    from irglow.models.validation import sources
 
     c = config.get("collection", {})
     train_split = c.get("train_split", "train")
     name = c.get("name", "demo")
+    validation = sources(config, index_and_stats, timings)
     if collection is not None and c.get("train") in (None, "", [], name):
-        source = TrainSource(collection, index, stats, train_split)
+        source = TrainSource(collection, index, stats, train_split, validation)
         weights = lexical.field_weights_for(index, source.queries, source.qrels, timings)
         return source, weights
     train_coll, split = training_collection(c.get("train") or name, train_split)
     train_index, train_stats = index_and_stats(train_coll, config, timings)
-    source = TrainSource(train_coll, train_index, train_stats, split)
+    source = TrainSource(train_coll, train_index, train_stats, split, validation)
     return source, lexical.field_weights_for(train_index, source.queries, source.qrels, timings)
 
 

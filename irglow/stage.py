@@ -65,6 +65,7 @@ class Stage:
 
     name = ""
     trains = False  # whether it trains models (the grid scores those on validation)
+    validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
 
     def enabled(self, config: dict[str, Any]) -> bool:
         from irglow.config import flag
@@ -112,10 +113,17 @@ class Stage:
         loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(ctx.config, list(ctx.source.index.fields)
                                                                            ).items()}
         loads.update(local_paths_digest(ctx.config.get(self.name), skip=("model_dir",)))
-        return {"section": ctx.config.get(self.name), "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
-                "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
-                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
-                "training_runs": [t for t in self.tags(ctx.config) if wants_training_run(ctx.config, t)]}
+        key = {"section": ctx.config.get(self.name), "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
+               "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
+               "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
+               "training_runs": [t for t in self.tags(ctx.config) if wants_training_run(ctx.config, t)]}
+        if self.validates_elsewhere:  # the checkpoint was chosen on these too
+            from irglow.models.validation import digests, for_stage
+
+            also = for_stage(ctx.config, ctx.source, self.name)
+            if also:
+                key["validated_on"] = digests(also)
+        return key
 
     def units(self, ctx: Context) -> list[Unit]:
         return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]

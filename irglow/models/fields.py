@@ -14,6 +14,35 @@ if TYPE_CHECKING:
     from irglow.data.records import Document
 
 
+# `"auto"` as a field's budget: what the hardware that trains and encodes can afford.  On a GPU 256 WordPieces
+# of a long field (SciFact: GLOW 0.6808 nDCG@10 at 256 against 0.6528 at 96, BENCHMARKS.md) cost seconds; on 2 CPU
+# cores they cost 2.8x the training time (2,817 s against ~1,000 s), so CPU keeps 96.
+AUTO_TOKENS = {"cuda": 256, "cpu": 96}
+
+
+def resolve_auto_budgets(model: dict, device: str = "auto") -> tuple[dict, dict | None]:
+    """``model`` settings with every ``"auto"`` budget (``field_max_tokens`` values, ``default_field_tokens``) made
+    a number for the device that will run it: ``(settings, what was chosen)`` — ``None`` when nothing was
+    ``"auto"`` (torch is not even imported then)."""
+    budgets = dict(model.get("field_max_tokens", {}))
+    auto = [f for f, v in budgets.items() if v == "auto"] + (["(default)"] if model.get("default_field_tokens")
+                                                             == "auto" else [])
+    if not auto:
+        return model, None
+    if device in (None, "auto"):
+        import torch
+
+        kind = "cuda" if torch.cuda.is_available() else "cpu"
+    else:
+        kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    tokens = AUTO_TOKENS[kind]
+    model = {**model, "field_max_tokens": {f: tokens if v == "auto" else v for f, v in budgets.items()}}
+    if model.get("default_field_tokens") == "auto":
+        model["default_field_tokens"] = tokens
+    return model, {"fields": auto, "tokens": tokens, "device": kind,
+                   "rule": "auto: " + ", ".join(f"{n} on {'a GPU' if k == 'cuda' else 'CPU'}" for k, n in AUTO_TOKENS.items())}
+
+
 def field_budgets(fields: Sequence[str], field_max_tokens: Mapping[str, int], default_tokens: int) -> dict[str, int]:
     """WordPieces each field may use (a field not named in ``field_max_tokens`` gets ``default_tokens``)."""
     return {f: int(field_max_tokens.get(f, default_tokens)) for f in fields}

@@ -18,6 +18,8 @@ class TrainSource:
     index: Any
     stats: Any
     split: str
+    # other sources' held-out queries the neural trainers also choose their checkpoint on (irglow.models.validation)
+    validation: tuple = ()
 
     def queries(self):
         return self.collection.queries(self.split)

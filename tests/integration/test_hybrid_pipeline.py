@@ -58,6 +58,6 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     config["fusion"]["runs"] = [["twbert", "glow"], ["bm25f", "glow"]]
     run_pipeline(config)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert (stages["twbert"], stages["glow"], stages["rerank"]) == ("reused", "reused", "ran")
+    assert (stages["twbert"], stages["glow"], stages["rerank:nrmf"]) == ("reused", "reused", "ran")
     assert (stages["fusion:twbert+glow"], stages["fusion:bm25f+glow"]) == ("reused", "ran")
     assert "- bm25f+glow+nrmf:" not in (out / "results.md").read_text()  # a hybrid no longer configured

@@ -53,18 +53,18 @@ def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
     run_pipeline(_config(out, data))
     assert _runs(out) == _runs(whole)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank": "ran"}
+    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
 
     changed = _config(out, data)
     changed["rerank"]["depth"] = 5
     run_pipeline(changed)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank": "ran"}
+    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
     assert _runs(out)["bm25.run"] == _runs(whole)["bm25.run"] and _runs(out)["nrmf.run"] != _runs(whole)["nrmf.run"]
 
     again = copy.deepcopy(changed)
     run_pipeline(again)
-    assert json.loads((out / "manifest.json").read_text())["stages"]["rerank"] == "reused"
+    assert json.loads((out / "manifest.json").read_text())["stages"]["rerank:nrmf"] == "reused"
 
 
 def test_models_can_train_on_another_collection(tmp_path, monkeypatch):

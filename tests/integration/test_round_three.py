@@ -59,7 +59,7 @@ def test_a_model_replaced_at_the_same_path_is_not_reused(coll, tmp_path, monkeyp
     shutil.copytree(trained[2], tmp_path / "M" / "nrmf" / "best")
     run_pipeline(_config(coll, out, data, model_dir="M"))
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert stages["rerank"] == "ran" and stages["lexical:bm25"] == "reused"
+    assert stages["rerank:nrmf"] == "ran" and stages["lexical:bm25"] == "reused"
     run_pipeline(_config(coll, tmp_path / "fresh", data, model_dir="M"))
     assert _results(out) == _results(tmp_path / "fresh") != first
 

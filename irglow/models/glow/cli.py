@@ -76,8 +76,10 @@ def cmd_train(args) -> int:
                                                coll.queries(args.split), coll.qrels(args.split),
                                                resume=not args.no_resume)
     if rank == 0:  # one writer
+        from irglow.models.fields import resolve_auto_budgets
+
         write_manifest(args.out, {"glow": cfg, "data": args.data, "split": args.split}, seed=config.seed,
-                       world_size=world)
+                       world_size=world, token_budget=resolve_auto_budgets(cfg["model"], config.device)[1])
         print(best)
     return 0
 

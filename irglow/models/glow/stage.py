@@ -26,14 +26,20 @@ WEIGHT_ONLY_TRAINING = ("alpha_ramp",)
 
 def settings(config) -> tuple[dict, list[str], dict]:
     """The ``[glow]`` section as (training settings, model variants, the stage's own options: untrained runs,
-    zero-shot token budget, a folder of trained models to reuse)."""
+    zero-shot token budget, a folder of trained models to reuse, the ``"auto"`` token budget as chosen for this
+    device — :func:`irglow.models.fields.resolve_auto_budgets`)."""
+    from irglow.models.fields import resolve_auto_budgets
+
     gcfg = stage_settings(config.get("glow", {}), "glow")
+    model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
+    if budget is not None:
+        gcfg["model"] = model
     if "fuse_with" in gcfg:
         raise ValueError("glow.fuse_with moved to the one fusion stage: write [fusion] runs = ['bm25f+glow', …] "
                          "(weights tuned on the queries the training held out, reciprocal-rank fusion zero-shot)")
     variants = as_names(gcfg.pop("variants", ["glow"]))
     options = {"untrained": as_names(gcfg.pop("untrained", [])), "zero_shot_tokens": gcfg.pop("zero_shot_tokens", 256),
-               "model_dir": gcfg.pop("model_dir", None)}
+               "model_dir": gcfg.pop("model_dir", None), "token_budget": budget}
     return gcfg, variants, options
 
 
@@ -43,14 +49,17 @@ def _model_config(gcfg: dict, source, variant: str) -> dict:
     return model
 
 
-def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict) -> dict:
+def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict, validated_on: list | None = None) -> dict:
     """What a variant's model depends on: for the unweighted ``bert`` the weighting settings are left out,
     so a grid over them (α, attention side, weight constants) trains ``bert`` once, not once per point."""
     if variant == "bert":
         model = {k: v for k, v in model.items() if k not in WEIGHT_ONLY_MODEL}
         gcfg = {k: v for k, v in gcfg.items() if k not in WEIGHT_ONLY_TRAINING}
-    return {"settings": {k: v for k, v in gcfg.items() if k != "model"}, "model": model, "variant": variant,
-            "source": source_digest}
+    inputs = {"settings": {k: v for k, v in gcfg.items() if k != "model"}, "model": model, "variant": variant,
+              "source": source_digest}
+    if validated_on:  # the checkpoint is chosen on other sources too (irglow.models.validation)
+        inputs["validated_on"] = validated_on
+    return inputs
 
 
 def _untrained(name: str, gcfg: dict, source, fields: list[str], tokens: int):
@@ -86,10 +95,17 @@ def _checkpoint_run(encoder, docs, test_q, tune_q, out: Path, tag: str, depth: i
 class GlowStage(Stage):
     name = "glow"
     trains = True
+    validates_elsewhere = True
 
     def tags(self, config) -> list[str]:
         _, variants, options = settings(config)
         return options["untrained"] + variants
+
+    def key(self, ctx) -> dict:
+        """Beside the section as written, its ``"auto"`` token budgets as chosen here (256 on a GPU, 96 on CPU):
+        runs made on one device are not taken for the other's."""
+        budget = settings(ctx.config)[2]["token_budget"]
+        return {**super().key(ctx), **({"token_budget": budget} if budget else {})}
 
     def check(self, config) -> None:
         from irglow.models.glow.model import VARIANTS
@@ -130,15 +146,18 @@ class GlowStage(Stage):
         gcfg, variants, options = settings(config)
         if options["model_dir"]:
             return self.reused_models(config)
+        from irglow.models.validation import digests, for_stage
+
+        also = for_stage(config, source, self.name)
         docs = None
         trained = {}
         for variant in variants:
             model = _model_config(gcfg, source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
-                                        training_inputs(gcfg, model, variant, source.digest))
+                                        training_inputs(gcfg, model, variant, source.digest, digests(also)))
             docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
             trained[variant] = GlowTrainer(GlowTrainConfig.from_dict({**gcfg, "model": model}), train_dir).train(
-                source.index, source.stats, docs, source.queries(), source.qrels())
+                source.index, source.stats, docs, source.queries(), source.qrels(), validation=also)
         return trained
 
     def run(self, ctx) -> dict:

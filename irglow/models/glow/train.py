@@ -55,6 +55,7 @@ from irglow.models.checkpoints import (clipped_step, fit_batch, pick_device, res
                                       seed_everything, split_validation, training_inputs, validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
+from irglow.models.validation import selection_score
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,10 @@ class GlowTrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "GlowTrainConfig":
+        from irglow.models.fields import resolve_auto_budgets
+
         d = dict(d)
-        model = GlowConfig(**d.pop("model", {}))
+        model = GlowConfig(**resolve_auto_budgets(d.pop("model", {}), d.get("device", "auto"))[0])
         check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "GLOW training", ignore={"enabled", "variants"})
         return check_values(cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__}), "glow")
 
@@ -181,7 +184,9 @@ class GlowTrainer:
         self.use_amp = config.amp and self.device.type == "cuda"
 
     def train(self, index: LuceneIndex, stats: CollectionStats, docs: dict[str, Document],
-              queries: list[Query], qrels: list[Qrel], resume: bool = True) -> Path:
+              queries: list[Query], qrels: list[Qrel], resume: bool = True, validation: tuple = ()) -> Path:
+        """``validation``: other collections' held-out queries (:mod:`irglow.models.validation`) the checkpoint
+        is also chosen on — each searched in its own corpus with its own statistics, the mean over sources kept."""
         cfg = self.config
         seed_everything(cfg.seed)
         model = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
@@ -223,6 +228,10 @@ class GlowTrainer:
         warmup = max(1, int(cfg.warmup_ratio * total_steps))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
         inputs = training_inputs(cfg, queries, qrels, index)
+        if validation:
+            inputs["data"]["also_validate"] = [v.digest for v in validation]
+        others = [_OtherSource(v, model, bm25_depth=cfg.val_pool_depth, max_docs=cfg.val_max_docs)
+                  for v in validation]
         state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [], "inputs": inputs,
                  "batch_size": batch_size}
         ckpt = self.out / "checkpoint" / "trainer.pt"
@@ -243,18 +252,23 @@ class GlowTrainer:
             model.alpha = cfg.model.weight_alpha * (min(1.0, state["step"] / ramp_steps) if ramp_steps > 0 else 1.0)
             return model.alpha
 
-        def validate() -> float:
-            if not val_queries:
-                return float("nan")
-            model.eval()
+        def ranked(feat, vdocs, vqueries, desc: str):
             with torch.no_grad():
-                dv = encode(val_docs, lambda b: embed(model, featurizer, b, self.device, "doc"), cfg.encode_batch,
-                            desc="validation corpus")
-                qv = encode(val_queries, lambda b: embed(model, featurizer, b, self.device, "query"),
-                            cfg.encode_batch)
-            run = dense_search(faiss_index(dv), [d.doc_id for d in val_docs], val_queries, qv, depth=100)
+                dv = encode(vdocs, lambda b: embed(model, feat, b, self.device, "doc"), cfg.encode_batch, desc=desc)
+                qv = encode(vqueries, lambda b: embed(model, feat, b, self.device, "query"), cfg.encode_batch)
+            return dense_search(faiss_index(dv), [d.doc_id for d in vdocs], vqueries, qv, depth=100)
+
+        def validate() -> tuple[float, dict[str, float]]:
+            """(the score the checkpoint is chosen on, each source's): the held-out training queries, and with
+            ``validation`` the mean over them and every other source."""
+            model.eval()
+            own = validation_score(measure, val_qrels, ranked(featurizer, val_docs, val_queries, "validation corpus")
+                                   ) if val_queries else float("nan")
+            scores = {o.label: validation_score(measure, o.qrels, ranked(o.featurizer, o.docs, o.queries,
+                                                                         f"validation corpus ({o.label})"))
+                      for o in others}
             model.train()
-            return validation_score(measure, val_qrels, run)
+            return selection_score(own, scores), ({"own": own, **scores} if scores else {})
 
         def evaluate(loss: float | None) -> None:
             """Rank 0 validates, keeps the best model (the checkpoint counts: step 0) and logs the curve;
@@ -270,12 +284,13 @@ class GlowTrainer:
                 state["bad"] = int(flag)
 
         def record(loss: float | None) -> None:
-            score = validate()
+            score, by_source = validate()
             alpha = model.alpha
             state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss, "alpha": alpha,
-                                     "val_ndcg@10": score})
-            log.info("GLOW[%s] step %d (epoch %d, α %.2f): loss %s, validation nDCG@10 %.4f", cfg.model.variant,
-                     state["step"], state["epoch"], alpha, "-" if loss is None else f"{loss:.4f}", score)
+                                     "val_ndcg@10": score, **({"val_by_source": by_source} if by_source else {})})
+            log.info("GLOW[%s] step %d (epoch %d, α %.2f): loss %s, validation nDCG@10 %.4f%s", cfg.model.variant,
+                     state["step"], state["epoch"], alpha, "-" if loss is None else f"{loss:.4f}", score,
+                     "".join(f", {k} {v:.4f}" for k, v in by_source.items()))
             # a model is kept only at full weighting strength: a ramping model is a different model
             full = abs(alpha - cfg.model.weight_alpha) < 1e-9
             if full and (score > state["best"] + 1e-5 or np.isnan(score)):
@@ -362,8 +377,23 @@ class GlowTrainer:
         if self.rank == 0:
             atomic_write_text(self.out / "training.json", json.dumps(
                 {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
-                 "val_queries": len(val_queries), "val_docs": len(val_docs), "val_query_ids": val_ids}, indent=2, default=str))
+                 "val_queries": len(val_queries), "val_docs": len(val_docs), "val_query_ids": val_ids,
+                 "also_validated_on": {o.label: len(o.queries) for o in others}}, indent=2, default=str))
         return self.out / "best"
+
+
+class _OtherSource:
+    """A ``[validation] also`` source as GLOW validates on it: its judged queries, the documents a retriever
+    would rank (its whole corpus up to ``max_docs``, else the queries' BM25 pools) and word weights from its own
+    statistics (the test-time rule)."""
+
+    def __init__(self, source, model: GlowEncoder, bm25_depth: int, max_docs: int):
+        from irglow.models.glow.runner import featurizer_for
+
+        self.label, self.queries, self.qrels = source.label, list(source.queries), list(source.qrels)
+        bm25 = LexicalSearcher(source.index, LexicalConfig("bm25", depth=bm25_depth)).search(self.queries)
+        self.docs = validation_docs(source.docs, bm25, [q.query_id for q in self.queries], max_docs, bm25_depth)
+        self.featurizer = featurizer_for(model, source.index, source.stats)
 
 
 def starting_weights(model_config: GlowConfig) -> dict[str, torch.Tensor]:

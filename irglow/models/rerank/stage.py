@@ -122,6 +122,7 @@ def _top(run, depth: int):
 class RerankStage(Stage):
     name = "rerank"
     trains = True
+    validates_elsewhere = True
 
     def tags(self, config) -> list[str]:
         models, _, also, _ = settings(config)
@@ -179,7 +180,12 @@ class RerankStage(Stage):
         if config.get("rerank", {}).get("model_dir"):
             return {m: p for m, p in self.reused_models(config, list(source.index.fields)).items() if m in models}
         docs = {d.doc_id: d for d in source.collection.docs_iter()}
+        from irglow.models.validation import digests, for_stage
+
+        also = for_stage(config, source, self.name)
         inputs = {"source": source.digest}
+        if also:  # the checkpoint is chosen on other sources too (irglow.models.validation)
+            inputs["validated_on"] = digests(also)
         if first_stage is not None:
             inputs["first_stage"] = [first_stage.tag, records_digest(
                 (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
@@ -187,7 +193,8 @@ class RerankStage(Stage):
         for name in models:
             train_dir = keyed_train_dir(Path(train_root) / f"{name}-train", {"settings": trainers[name], **inputs})
             trained[name] = RerankTrainer(RerankTrainConfig.from_dict(trainers[name]), train_dir).train(
-                source.index, docs, source.queries(), source.qrels(), first_stage=first_stage)
+                source.index, docs, source.queries(), source.qrels(), first_stage=first_stage,
+                validation=also)
         return trained
 
     def first_stage(self, ctx, tag: str = "bm25"):

@@ -37,6 +37,7 @@ from irglow.models.checkpoints import (clipped_step, fit_batch, pick_device, res
                                       seed_everything, split_validation, training_inputs, validation_score)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
+from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 
@@ -112,10 +113,13 @@ class RerankTrainer:
         self.use_amp = config.amp and self.device.type == "cuda"
 
     def train(self, index: LuceneIndex, docs: dict[str, Document], queries: list[Query], qrels: list[Qrel],
-              fields: list[str] | None = None, resume: bool = True, first_stage: Run | None = None) -> Path:
+              fields: list[str] | None = None, resume: bool = True, first_stage: Run | None = None,
+              validation: tuple = ()) -> Path:
         """``first_stage``: the run of the training queries the model will re-rank (TW-BERT's, a hybrid …):
         hard negatives and validation candidates come from it, so the model learns the mistakes of the
-        ranking it corrects; ``None``: BM25's."""
+        ranking it corrects; ``None``: BM25's.  ``validation``: other collections' held-out queries
+        (:mod:`irglow.models.validation`) the checkpoint is also chosen on, each re-ranking its own BM25 top
+        ``val_depth``; the mean over sources is kept."""
         cfg = self.config
         seed_everything(cfg.seed)
         model = cfg.build_model(list(fields or index.fields)).to(self.device)
@@ -152,6 +156,10 @@ class RerankTrainer:
 
             inputs["data"]["first_stage"] = records_digest(
                 (q, d, s) for q, docs in sorted(first_stage.ranking.items()) for d, s in docs)
+        if validation:
+            inputs["data"]["also_validate"] = [v.digest for v in validation]
+        others = [(v, LexicalSearcher(v.index, LexicalConfig("bm25", depth=cfg.val_depth)).search(list(v.queries)))
+                  for v in validation]
         state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [],
                  "train_seconds": 0.0, "inputs": inputs, "batch_queries": batch}
         ckpt = self.out / "checkpoint" / "trainer.pt"
@@ -163,16 +171,22 @@ class RerankTrainer:
         measure = parse_measures(["nDCG@10"])
 
         def evaluate(loss: float | None) -> None:
-            score = float("nan")
+            own = float("nan")
             if val_queries:
                 run = rerank(model, val_run, val_queries, docs, cfg.val_depth, cfg.score_batch, device=self.device,
                              desc="validation")
-                score = validation_score(measure, val_qrels, run)
+                own = validation_score(measure, val_qrels, run)
+            by_source = {v.label: validation_score(measure, v.qrels, rerank(
+                model, candidates, list(v.queries), v.docs, cfg.val_depth, cfg.score_batch, device=self.device,
+                desc=f"validation ({v.label})")) for v, candidates in others}
+            score = selection_score(own, by_source)
             model.train()
             state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss,
-                                     "val_ndcg@10": score})
-            log.info("%s step %d (epoch %d): loss %s, validation nDCG@10 %.4f", cfg.kind, state["step"],
-                     state["epoch"], "-" if loss is None else f"{loss:.4f}", score)
+                                     "val_ndcg@10": score, **({"val_by_source": {"own": own, **by_source}}
+                                                              if by_source else {})})
+            log.info("%s step %d (epoch %d): loss %s, validation nDCG@10 %.4f%s", cfg.kind, state["step"],
+                     state["epoch"], "-" if loss is None else f"{loss:.4f}", score,
+                     "".join(f", {k} {v:.4f}" for k, v in by_source.items()))
             if score > state["best"] + 1e-5 or score != score:
                 state["best"], state["best_step"], state["bad"] = score, state["step"], 0
                 model.save(self.out / "best")
@@ -225,5 +239,6 @@ class RerankTrainer:
         state["train_seconds"] += time.perf_counter() - t0
         atomic_write_text(self.out / "training.json", json.dumps(
             {"config": asdict(cfg), "state": state, "train_queries": len(train_ids), "val_queries": len(val_ids),
-             "val_query_ids": val_ids, "first_stage": bm25.tag}, indent=2, default=str))
+             "val_query_ids": val_ids, "first_stage": bm25.tag,
+             "also_validated_on": {v.label: len(v.queries) for v, _ in others}}, indent=2, default=str))
         return self.out / "best"

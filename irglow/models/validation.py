@@ -1,0 +1,132 @@
+"""Choosing a checkpoint on more than the training collection: ``[validation] also``.
+
+A model fine-tuned on a few hundred queries of one collection and selected on held-out queries of the same
+collection is chosen for what it learnt there; what it forgot about everything else (what the checkpoint it
+started from knew) never enters the choice.  With::
+
+    [validation]
+    also = ["../shared/data/nfcorpus@train"]   # collection@split, one or more
+    queries = 100                                # judged queries drawn from each (seeded)
+    stages = ["glow", "rerank"]                  # whose trainers use them (default: every stage that can)
+
+GLOW/BERT, monoBERT and NRM-F score every candidate checkpoint on their usual held-out training queries *and*
+on each listed source's queries, each source searched in its own index with its own statistics (as a test
+collection would be), and keep the checkpoint with the best mean over sources (each source one vote, as
+:func:`irglow.data.union.mean_over_sources` does for training unions).  The curve of every source is kept in
+``training.json``.  Take the queries from a split the experiment does not report (NFCorpus *train* when NFCorpus
+*dev* is evaluated): queries that choose a checkpoint are not test queries.  TW-BERT keeps its in-domain
+validation (its weights run in Lucene, and its union training is the way to give it a second source).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable
+
+from irglow.data.records import Document, Qrel, Query
+
+SETTINGS = ("also", "queries", "stages")
+DEFAULT_QUERIES = 100
+STAGES = ("glow", "rerank")  # the stages whose trainers can choose on other sources (Stage.validates_elsewhere)
+
+
+@dataclass(frozen=True)
+class ValidationSource:
+    """Another collection's judged queries that a trainer also selects its checkpoint on."""
+
+    label: str  # "<collection>@<split>"
+    collection: Any
+    index: Any
+    stats: Any
+    queries: tuple[Query, ...]
+    qrels: tuple[Qrel, ...]
+
+    @cached_property
+    def docs(self) -> dict[str, Document]:
+        return {d.doc_id: d for d in self.collection.docs_iter()}
+
+    @cached_property
+    def digest(self) -> dict[str, str]:
+        from irglow.utils.digest import qrels_digest, queries_digest
+
+        return {"label": self.label, "index": Path(self.index.path).name, "queries": queries_digest(self.queries),
+                "qrels": qrels_digest(self.qrels)}
+
+
+def check(config: dict[str, Any]) -> None:
+    """Stop on a wrong ``[validation]`` setting before any work, naming the key."""
+    v = config.get("validation", {})
+    if not isinstance(v, dict):
+        raise ValueError("[validation] must be a table: also = ['<collection>@<split>', …], queries = N")
+    unknown = sorted(set(v) - set(SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown [validation] setting(s) {unknown}; known: {', '.join(SETTINGS)}")
+    n = v.get("queries", DEFAULT_QUERIES)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"validation.queries = {n!r} must be an integer >= 1 (judged queries drawn per source)")
+    also = v.get("also", [])
+    if not isinstance(also, (str, list)):
+        raise ValueError(f"validation.also = {also!r} must name collections: ['<collection>@<split>', …]")
+    wrong = [s for s in used_by(config) if s not in STAGES]
+    if wrong:
+        raise ValueError(f"validation.stages: {wrong} cannot choose checkpoints on other sources; "
+                         f"those that can: {', '.join(STAGES)}")
+
+
+def used_by(config: dict[str, Any]) -> list[str]:
+    """The stages whose trainers also validate on ``[validation] also``."""
+    from irglow.config import as_names
+
+    return as_names(config.get("validation", {}).get("stages", list(STAGES)))
+
+
+def for_stage(config: dict[str, Any], source, stage: str) -> tuple:
+    """The other sources ``stage``'s trainers choose their checkpoint on (none unless ``validation.stages`` names
+    it)."""
+    return tuple(source.validation) if stage in used_by(config) else ()
+
+
+def sources(config: dict[str, Any], index_and_stats: Callable, timings: dict[str, float]) -> tuple[ValidationSource, ...]:
+    """The ``[validation] also`` sources, loaded and indexed; each keeps ``queries`` of its judged queries (those
+    with a relevant document in its corpus), drawn with the experiment's seed."""
+    from irglow.data.collection import load_collection
+    from irglow.data.union import parse_sources
+
+    check(config)
+    v = config.get("validation", {})
+    also = v.get("also", [])
+    if not also:
+        return ()
+    n, seed = v.get("queries", DEFAULT_QUERIES), config.get("seed", 13)
+    out = []
+    for spec, split in parse_sources(also, "train"):
+        collection = load_collection(spec)
+        index, stats = index_and_stats(collection, config, timings)
+        doc_ids = {d.doc_id for d in collection.docs_iter()}
+        qrels = collection.qrels(split)
+        judged = {r.query_id for r in qrels if r.relevance > 0 and r.doc_id in doc_ids}
+        queries = [q for q in collection.queries(split) if q.query_id in judged and q.text.strip()]
+        if not queries:
+            raise ValueError(f"validation.also: {spec}@{split} has no judged query with a relevant document in its "
+                             f"corpus to validate on")
+        queries = sorted(random.Random(seed).sample(sorted(queries, key=lambda q: q.query_id), min(n, len(queries))),
+                         key=lambda q: q.query_id)
+        ids = {q.query_id for q in queries}
+        out.append(ValidationSource(f"{collection.name}@{split}", collection, index, stats, tuple(queries),
+                                    tuple(r for r in qrels if r.query_id in ids)))
+    return tuple(out)
+
+
+def digests(validation: tuple[ValidationSource, ...]) -> list[dict[str, str]]:
+    return [s.digest for s in validation]
+
+
+def selection_score(in_domain: float, others: dict[str, float]) -> float:
+    """What a trainer keeps its checkpoint on: the mean over sources — the training collection's held-out queries
+    and each other source, one vote each (an undefined score, no held-out query, is left out)."""
+    scores = [s for s in (in_domain, *others.values()) if not math.isnan(s)]
+    return sum(scores) / len(scores) if scores else float("nan")
