@@ -115,3 +115,19 @@ def test_training_summary_reads_every_trainer(tmp_path):
         {"step": 9, "val_ndcg@10": 0.5}]}, "train_queries": 10, "val_queries": 2}))
     assert training_summary(tmp_path / "best") == {"validation": 0.5, "start": None, "step": 9, "seconds": None,
                                                    "steps": None, "train_queries": 10, "val_queries": 2}
+
+
+def test_each_reranker_has_its_first_stage():
+    """Issue 33.2: a variant's own first_stage, else [rerank] first_stage, else bm25; a per-field variant inherits
+    its template's; the training settings never carry it."""
+    from irglow.models.rerank.stage import first_stages, settings
+
+    config = {"rerank": {"models": "monobert,monobert-tw,nrmf-{field}", "first_stage": "bm25f",
+                         "variants": {"monobert-tw": {"kind": "monobert", "first_stage": "twbert"},
+                                      "nrmf-{field}": {"kind": "nrmf", "model": {"fields": ["{field}"]},
+                                                       "first_stage": "bm25-ngram"}}}}
+    assert first_stages(config, ["title", "text"]) == {"monobert": "bm25f", "monobert-tw": "twbert",
+                                                       "nrmf-title": "bm25-ngram", "nrmf-text": "bm25-ngram"}
+    assert all("first_stage" not in t for t in settings(config, ["title", "text"])[3].values())
+    del config["rerank"]["first_stage"]
+    assert first_stages(config, ["text"]) == {"monobert": "bm25", "monobert-tw": "twbert"}
