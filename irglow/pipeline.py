@@ -307,7 +307,10 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
             tuned = (f" (tuned on {f['tuning_queries']} held-out training queries, nDCG@10 "
                      f"{f['tuning_nDCG@10']:.4f})" if f.get("tuning_queries") else
                      f" ({f['why']})" if f.get("why") else "")
-            lines.append(f"- {tag}: {f['method']} fusion, weights {', '.join(f'{w:.2f}' for w in f['weights'])}{tuned}")
+            named = zip(f["parts"], f["weights"]) if len(f.get("parts", [])) == len(f["weights"]) else \
+                ((None, w) for w in f["weights"])  # notes written before the parts were named
+            weights = ", ".join(f"{n} {w:.2f}" if n else f"{w:.2f}" for n, w in named)
+            lines.append(f"- {tag}: {f['method']} fusion, weights {weights}{tuned}")
         for key, unit in (("pairs_per_s", "query-document pairs/s"), ("encode_docs_per_s", "documents encoded/s")):
             if notes.get(key):
                 lines.append(f"- {section} throughput ({unit}): " + ", ".join(

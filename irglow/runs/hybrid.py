@@ -134,7 +134,8 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
     if ctx.zero_shot or len(held_out) < len(models) or not held_out:
         why = "zero-shot" if ctx.zero_shot else "no held-out runs of " + ", ".join(
             p for p in models if TUNING + p not in runs)
-        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why}
+        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
+                                                         "parts": list(parts)}
     from irglow.lexical.searchers import LexicalSearcher
 
     qids = set.intersection(*(set(r.ranking) for r in held_out))
@@ -142,8 +143,9 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
     queries = [q for q in ctx.source.queries() if q.query_id in qids]
     tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
             else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
-    return fuse_tuned(test, tune, qrels, method, norm, fs.get("measure", "nDCG@10"), fs.get("step", 0.05),
-                      depth=depth, tag=tag)
+    run, info = fuse_tuned(test, tune, qrels, method, norm, fs.get("measure", "nDCG@10"), fs.get("step", 0.05),
+                           depth=depth, tag=tag)
+    return run, {**info, "parts": list(parts)}
 
 
 class FusionStage(Stage):
