@@ -95,6 +95,11 @@ class Stage:
         ``[lexical]``'s, or no BM25); the table's caption names a stage whose values differ."""
         return None
 
+    def starting_checkpoints(self, config: dict[str, Any]) -> dict[str, str]:
+        """``{fine-tuned run: the run of the untouched checkpoint it started from}`` where the stage writes both
+        (the zero-shot table says where fine-tuning fell below its checkpoint)."""
+        return {}
+
     def reused_models(self, config: dict[str, Any], fields=None) -> dict[str, Path]:
         """Trained models it loads from a path instead of training (the cache keys on their content)."""
         return {}

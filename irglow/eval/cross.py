@@ -62,6 +62,26 @@ class CrossCollection:
         return cls(values, marks, measure, baseline, {n: c.n_queries for n, c in comparisons.items()},
                    list(notes or []), effects, set(in_domain))
 
+    def against_checkpoints(self, starts: Mapping[str, str]) -> list[str]:
+        """Notes on fine-tuned models against the checkpoint each started from (``{model run: checkpoint run}``) on
+        the collections they never trained on: where fine-tuning lost what the checkpoint knew, the table says so."""
+        out = []
+        for model, start in starts.items():
+            if model not in self.values.index or start not in self.values.index:
+                continue
+            cols = [c for c in self.values.columns if c not in self.in_domain
+                    and self.values.loc[model, c] == self.values.loc[model, c]
+                    and self.values.loc[start, c] == self.values.loc[start, c]]
+            below = [c for c in cols if self.values.loc[model, c] < self.values.loc[start, c]]
+            if below:
+                out.append(f"{model} (fine-tuned) is below its starting checkpoint {start} on " + ", ".join(
+                    f"{c} ({self.values.loc[model, c]:.4f} vs {self.values.loc[start, c]:.4f})" for c in below)
+                           + f" — fine-tuning lost what the checkpoint knew there ({self.measure})")
+            elif cols:
+                out.append(f"{model} (fine-tuned) is at or above its starting checkpoint {start} on every unseen "
+                           f"collection ({', '.join(cols)}; {self.measure})")
+        return out
+
     def unseen(self, system: str) -> dict[str, tuple[float, float]]:
         """A system's per-collection effects on the collections its models never trained on."""
         return {c: ev for c, ev in self.effects.get(system, {}).items() if c not in self.in_domain}

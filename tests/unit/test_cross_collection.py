@@ -149,3 +149,17 @@ def test_every_mirror_failing_is_one_line_naming_the_file_and_where_it_goes(tmp_
     with pytest.raises(RuntimeError, match="something else"):  # other RuntimeErrors are not downloads
         with explain_unavailable("beir/fiqa/test"):
             raise RuntimeError("something else")
+
+
+def test_a_fine_tuned_model_below_its_checkpoint_out_of_domain_is_named():
+    """Issue 33.1: the zero-shot table says where a fine-tuned model lost to the checkpoint it started from, on the
+    unseen collections only (in-domain it is expected to gain), and says so when it never did."""
+    train = _cmp({"bm25": 0.5, "glow": 0.7, "bert": 0.65, "minilm": 0.6}, {}, 10)
+    a = _cmp({"bm25": 0.3, "glow": 0.28, "bert": 0.32, "minilm": 0.3}, {}, 10)
+    b = _cmp({"bm25": 0.4, "glow": 0.41, "bert": 0.45, "minilm": 0.42}, {}, 10)
+    table = CrossCollection.from_comparisons({"train-test": train, "a": a, "b": b}, "nDCG@10",
+                                             in_domain=["train-test"])
+    assert table.against_checkpoints({"glow": "minilm", "bert": "minilm", "absent": "minilm"}) == [
+        "glow (fine-tuned) is below its starting checkpoint minilm on a (0.2800 vs 0.3000), b (0.4100 vs 0.4200) "
+        "— fine-tuning lost what the checkpoint knew there (nDCG@10)",
+        "bert (fine-tuned) is at or above its starting checkpoint minilm on every unseen collection (a, b; nDCG@10)"]

@@ -101,6 +101,11 @@ class GlowStage(Stage):
         _, variants, options = settings(config)
         return options["untrained"] + variants
 
+    def starting_checkpoints(self, config) -> dict[str, str]:
+        """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
+        _, variants, options = settings(config)
+        return {v: "minilm" for v in variants} if "minilm" in options["untrained"] else {}
+
     def key(self, ctx) -> dict:
         """Beside the section as written, its ``"auto"`` token budgets as chosen here (256 on a GPU, 96 on CPU):
         runs made on one device are not taken for the other's."""
