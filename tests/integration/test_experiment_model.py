@@ -225,9 +225,21 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
     assert read_training(notes["models"]["nrmf"])["first_stage"] == "bm25"
     assert "training/twbert" not in (out / "results.md").read_text()
     config["rerank"]["variants"]["nrmf-tw"]["lr"] = 0.002
+    # the same model over another first stage: trains nothing, re-ranks TW-BERT's top 10 with nrmf's weights
+    config["rerank"]["models"].append("nrmf-on-tw")
+    config["rerank"]["variants"]["nrmf-on-tw"] = {"kind": "nrmf", "first_stage": "twbert", "model_of": "nrmf"}
     run_pipeline(config)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
-    assert stages["rerank:nrmf"] == "reused" and stages["rerank:nrmf-tw"] == "ran"
+    assert stages["rerank:nrmf"] == "reused" and stages["rerank:nrmf-tw"] == "ran" and stages["rerank:nrmf-on-tw"] == "ran"
+    notes = json.loads((out / ".stages" / "rerank.notes.json").read_text())
+    assert notes["models"]["nrmf-on-tw"] == notes["models"]["nrmf"] and notes["first_stages"]["nrmf-on-tw"] == "twbert"
+    on_tw, twbert = Run.read(out / "nrmf-on-tw.run"), Run.read(out / "twbert.run")
+    for q, docs in twbert.ranking.items():
+        assert {d for d, _ in on_tw.ranking[q][:10]} == {d for d, _ in docs[:10]}
+    config["rerank"]["variants"]["nrmf-on-tw"]["model_of"] = "nrmf-tw"
+    with pytest.raises(ValueError, match="model_of = 'nrmf-tw' must name a re-ranker"):
+        run_pipeline({**config, "rerank": {**config["rerank"], "variants": {
+            **config["rerank"]["variants"], "nrmf-tw": {"kind": "nrmf", "model_of": "nrmf"}}}})
 
 
 @pytest.mark.parametrize("first, message", [("glow", "is not a run of the stages before the re-rankers"),

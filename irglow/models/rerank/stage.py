@@ -74,6 +74,7 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
         change = dict(variants[name])
         kind = change.pop("kind", None)
         change.pop("first_stage", None)  # the run it re-ranks (first_stages), not a training setting
+        change.pop("model_of", None)  # whose trained model it uses (models_of), not a training setting
         if kind not in KINDS:
             raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
         trainers[name] = {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
@@ -83,13 +84,24 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
 def first_stages(config, fields: list[str] | None = None) -> dict[str, str]:
     """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``, else
     ``bm25``."""
-    rcfg = config.get("rerank", {})
-    default = rcfg.get("first_stage", "bm25")
-    variants = rcfg.get("variants", {})
+    default = config.get("rerank", {}).get("first_stage", "bm25")
+    return {name: v.get("first_stage", default) for name, v in _variant_tables(config, fields).items()}
+
+
+def models_of(config, fields: list[str] | None = None) -> dict[str, str]:
+    """``{model: the model whose trained weights it uses}`` — itself, unless a variant says ``model_of = "<another
+    model>"``: then it trains nothing and re-ranks its own first stage with that model (the same monoBERT over
+    BM25 and over TW-BERT: what the first stage alone changes)."""
+    return {name: v.get("model_of", name) for name, v in _variant_tables(config, fields).items()}
+
+
+def _variant_tables(config, fields) -> dict[str, dict]:
+    """Each configured model's variant table as written (a kind, or a per-field variant's template: ``{}``)."""
+    variants = config.get("rerank", {}).get("variants", {})
     out = {}
     for name in settings(config, fields)[0]:
         template = next((v for k, v in variants.items() if "{field}" in k and _matches(k, name)), None)
-        out[name] = (variants.get(name) or template or {}).get("first_stage", default)
+        out[name] = variants.get(name) or template or {}
     return out
 
 
@@ -131,8 +143,17 @@ class RerankStage(Stage):
     def check(self, config) -> None:
         from irglow.models.rerank.train import RerankTrainConfig
 
-        for trainer in settings(config)[3].values():
+        models, _, _, trainers = settings(config)
+        for trainer in trainers.values():
             RerankTrainConfig.from_dict(trainer)
+        owners = models_of(config)
+        for name, owner in owners.items():
+            if owner != name and (owner not in owners or owners[owner] != owner):
+                raise ValueError(f"[rerank.variants.{name}] model_of = {owner!r} must name a re-ranker of "
+                                 f"rerank.models that trains its own model ({', '.join(m for m in models if owners[m] == m)})")
+            if owner != name and trainers[owner]["kind"] != trainers[name]["kind"]:
+                raise ValueError(f"[rerank.variants.{name}] is a {trainers[name]['kind']} but model_of = {owner!r} "
+                                 f"is a {trainers[owner]['kind']}")
 
     def check_inputs(self, config, produced: list[str]) -> None:
         from irglow.lexical.stage import LexicalSettings
@@ -165,7 +186,9 @@ class RerankStage(Stage):
         from irglow.models.source import reused_model
 
         reuse = config.get("rerank", {}).get("model_dir")
-        return {name: reused_model(reuse, name) for name in settings(config, fields)[0]} if reuse else {}
+        owners = models_of(config, fields)
+        return {name: reused_model(reuse, name) for name in settings(config, fields)[0] if owners[name] == name} \
+            if reuse else {}
 
     def train(self, config, source, train_root: Path, first_stage=None, only: list[str] | None = None
               ) -> dict[str, Path]:
@@ -221,11 +244,14 @@ class RerankStage(Stage):
         base = super().key(ctx)
         self._prune_notes(ctx.out, models)
         units = []
+        owners = models_of(ctx.config, list(ctx.source.index.fields))
         for name in models:
-            reads = {firsts[name], TRAINING + firsts[name], *also}
-            key = {**base, "section": {"model": trainers[name], "depth": depth, "first_stage": firsts[name],
+            owner = owners[name]
+            reads = {firsts[name], TRAINING + firsts[name], firsts[owner], TRAINING + firsts[owner], *also}
+            key = {**base, "section": {"model": trainers[owner], "model_of": owner, "depth": depth,
+                                       "first_stage": firsts[name], "trained_on_first_stage": firsts[owner],
                                        "rerank_also": also, "model_dir": ctx.config.get("rerank", {}).get("model_dir")},
-                   "loads": {k: v for k, v in base["loads"].items() if k in (f"model:{name}",) or
+                   "loads": {k: v for k, v in base["loads"].items() if k in (f"model:{owner}",) or
                              not k.startswith("model:")},
                    "held_out_runs": [t for t in base["held_out_runs"] if t == name],
                    "training_runs": []}
@@ -245,8 +271,11 @@ class RerankStage(Stage):
         source, test_q = ctx.source, ctx.test_queries
         docs = {d.doc_id: d for d in ctx.collection.docs_iter()}
         _, depth, also, _ = settings(ctx.config, list(source.index.fields))
-        first, first_training = self.first_stage(ctx, first_stages(ctx.config, list(source.index.fields))[name])
-        model_dir = self.train(ctx.config, source, ctx.train_root, first_training, only=[name])[name]
+        fields = list(source.index.fields)
+        firsts, owner = first_stages(ctx.config, fields), models_of(ctx.config, fields)[name]
+        first, first_training = self.first_stage(ctx, firsts[name])
+        owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
+        model_dir = self.train(ctx.config, source, ctx.train_root, owner_training, only=[owner])[owner]
         model = load_reranker(model_dir)
         t = time.perf_counter()
         produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name)}
