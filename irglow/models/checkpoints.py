@@ -196,6 +196,20 @@ def load_trainer_checkpoint(path: str | Path, map_location=None) -> dict:
                          f"carry code); delete it or train with --no-resume: {str(e).splitlines()[0]}") from None
 
 
+def keep_sampler(state: dict, rng: random.Random) -> None:
+    """Put a trainer's negative/positive sampler (its own ``random.Random``) into its checkpoint state, so that a
+    resumed training draws what the uninterrupted one would have (a fresh sampler seeded again would not)."""
+    version, internal, gauss = rng.getstate()
+    state["sampler"] = [version, list(internal), gauss]
+
+
+def restore_sampler(state: dict, rng: random.Random) -> None:
+    """The sampler as :func:`keep_sampler` saved it (a checkpoint written before it was kept: left as seeded)."""
+    if "sampler" in state:
+        version, internal, gauss = state["sampler"]
+        rng.setstate((version, tuple(internal), gauss))
+
+
 def save_trainer_checkpoint(folder: str | Path, state: dict, rng: bool = True, **parts) -> Path:
     """``folder/trainer.pt``, written atomically: each of ``parts`` (``model=``, ``optimizer=``, … — anything
     with a ``state_dict``), the trainer ``state`` as JSON and, with ``rng``, every RNG's state.  Only

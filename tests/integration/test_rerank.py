@@ -209,3 +209,38 @@ def test_cli_train_rerank_and_explain(tmp_path, capsys):
     assert main(["nrmf", "explain", str(data), "--model", str(best), "--query", "w1x report", "--doc", "d1"]) == 0
     table = capsys.readouterr().out
     assert "| d1 |" in table and "without title" in table and "without text" in table
+
+
+def test_a_resumed_training_is_the_uninterrupted_one(tiny_index, tiny_collection, tmp_path, monkeypatch):
+    """A re-ranker killed after its first epoch's checkpoint and resumed equals the one trained at once: the
+    negatives' sampler travels in the checkpoint (a sampler seeded afresh on resume drew other negatives: the
+    SciFact monoBERT resumed at step 91 departed from the uninterrupted curve, 0.6866 against 0.6462 at step 120)."""
+    import json
+
+    import torch
+
+    import irglow.models.rerank.train as train_module
+
+    docs = {d.doc_id: d for d in tiny_collection.docs_iter()}
+    queries, qrels = tiny_collection.queries(), tiny_collection.qrels()
+    cfg = RerankTrainConfig.from_dict({"kind": "nrmf", "model": dict(SMALL, fields=["title", "body"]),
+                                       "negatives": 2, "batch_queries": 1, "epochs": 3, "val_fraction": 0.0,
+                                       "negative_depth": 3})
+    RerankTrainer(cfg, tmp_path / "whole").train(tiny_index, docs, queries, qrels)
+    save = train_module.save_trainer_checkpoint
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise KeyboardInterrupt("killed after the first checkpoint")
+
+    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        RerankTrainer(cfg, tmp_path / "parts").train(tiny_index, docs, queries, qrels)
+    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save)
+    RerankTrainer(cfg, tmp_path / "parts").train(tiny_index, docs, queries, qrels)
+    losses = [[p["loss"] for p in json.loads((tmp_path / f / "training.json").read_text())["state"]["history"]]
+              for f in ("whole", "parts")]
+    assert len(losses[0]) == 4 and losses[0] == losses[1]
+    whole, parts = (torch.load(tmp_path / f / "checkpoint" / "trainer.pt", weights_only=True)["model"]
+                    for f in ("whole", "parts"))
+    assert all(torch.equal(whole[k], parts[k]) for k in whole)

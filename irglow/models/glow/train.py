@@ -51,8 +51,9 @@ from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, fit_batch, pick_device, resume_trainer, save_trainer_checkpoint,
-                                      seed_everything, split_validation, training_inputs, validation_score)
+from irglow.models.checkpoints import (clipped_step, fit_batch, keep_sampler, pick_device, restore_sampler,
+                                      resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
+                                      training_inputs, validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
 from irglow.models.validation import selection_score
@@ -302,6 +303,7 @@ class GlowTrainer:
 
         t0 = time.perf_counter()
         rng = random.Random(cfg.seed)
+        restore_sampler(state, rng)  # resumed: where the uninterrupted run's sampler was
         # θ₀ for L2-SP: the checkpoint's own weights (a resumed run reloads them from the checkpoint it started from)
         start_weights = starting_weights(cfg.model) if cfg.l2sp > 0 else {}
         if state["step"] == 0 and not state["history"]:
@@ -371,6 +373,7 @@ class GlowTrainer:
             state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
             t0 = time.perf_counter()
             if self.rank == 0:
+                keep_sampler(state, rng)
                 save_trainer_checkpoint(self.out / "checkpoint", state, rng=False, model=model, scorer=scorer,
                                         optimizer=opt, scheduler=sched)
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0

@@ -33,8 +33,9 @@ from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, fit_batch, pick_device, resume_trainer, save_trainer_checkpoint,
-                                      seed_everything, split_validation, training_inputs, validation_score)
+from irglow.models.checkpoints import (clipped_step, fit_batch, keep_sampler, pick_device, restore_sampler,
+                                      resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
+                                      training_inputs, validation_score)
 from irglow.models.glow.train import linear_schedule, pick_negatives
 from irglow.models.rerank.rerank import rerank
 from irglow.models.validation import selection_score
@@ -197,6 +198,7 @@ class RerankTrainer:
         if not state["history"]:
             evaluate(None)  # the untrained model: training has to beat it
         rng = random.Random(cfg.seed + state["epoch"])
+        restore_sampler(state, rng)  # resumed: where the uninterrupted run's sampler was
         while state["epoch"] < cfg.epochs and state["step"] < total_steps and state["bad"] < cfg.patience:
             model.train()
             order = list(train_ids)
@@ -235,6 +237,7 @@ class RerankTrainer:
                 evaluate(running / max(1, n))  # not again right after a periodic evaluation (same model ±1 step)
             state["train_seconds"] += time.perf_counter() - t0
             t0 = time.perf_counter()
+            keep_sampler(state, rng)
             save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt, scheduler=sched)
         state["train_seconds"] += time.perf_counter() - t0
         atomic_write_text(self.out / "training.json", json.dumps(
