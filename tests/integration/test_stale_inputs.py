@@ -73,14 +73,14 @@ def test_exactly_the_dependent_stages_rerun(tmp_path, monkeypatch):
             q["text"] = q["text"].split()[0]
     (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in lines))
     run_pipeline(_config(folder, out, data))
-    assert _stages(out) == {"lexical:bm25": "ran", "lexical:bm25f": "ran", "rerank": "ran"}
+    assert _stages(out) == {"lexical:bm25": "ran", "lexical:bm25f": "ran", "rerank:nrmf": "ran"}
     _same_as_fresh(tmp_path, folder, 0.4, out, 1)
 
     # a training judgment: only the stage that trains on it
     train = (folder / "qrels" / "train.tsv").read_text().splitlines()
     (folder / "qrels" / "train.tsv").write_text("\n".join(train[:-1]) + "\n")
     run_pipeline(_config(folder, out, data))
-    assert _stages(out) == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank": "ran"}
+    assert _stages(out) == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
     inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
     from irglow.data.beir import BeirCollection
     from irglow.utils.digest import qrels_digest
