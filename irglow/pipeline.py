@@ -49,7 +49,7 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
     "eval": ("measures", "baseline", "runs", "test", "correction", "permutations", "seed", "ci", "judged_only",
              "risk_alphas", "pairs", "alpha"),
     "output": ("dir",),
-    "validation": ("also", "queries", "stages"),  # irglow.models.validation.SETTINGS: other sources a checkpoint is chosen on
+    "validation": None,  # irglow.models.validation.check checks it (other sources a checkpoint is chosen on)
     "zero_shot": None,  # irglow.zero_shot checks it
     "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
     "grid": None,  # written by irglow.grid: the points and the one chosen on validation
