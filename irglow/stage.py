@@ -123,11 +123,9 @@ class Stage:
                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
                "training_runs": [t for t in self.tags(ctx.config) if wants_training_run(ctx.config, t)]}
         if self.validates_elsewhere:  # the checkpoint was chosen on these too
-            from irglow.models.validation import digests, for_stage
+            from irglow.models.validation import for_stage_keyed
 
-            also = for_stage(ctx.config, ctx.source, self.name)
-            if also:
-                key["validated_on"] = digests(also)
+            key.update(for_stage_keyed(ctx.config, ctx.source, self.name)[1])
         return key
 
     def units(self, ctx: Context) -> list[Unit]:

@@ -90,6 +90,13 @@ def for_stage(config: dict[str, Any], source, stage: str) -> tuple:
     return tuple(source.validation) if stage in used_by(config) else ()
 
 
+def for_stage_keyed(config: dict[str, Any], source, stage: str) -> tuple[tuple, dict[str, Any]]:
+    """``for_stage``'s sources and what they add to a key: ``{"validated_on": [digests]}``, or nothing when there
+    are none (so that keys written before ``[validation]`` existed stay valid)."""
+    also = for_stage(config, source, stage)
+    return also, ({"validated_on": digests(also)} if also else {})
+
+
 def sources(config: dict[str, Any], index_and_stats: Callable, timings: dict[str, float]) -> tuple[ValidationSource, ...]:
     """The ``[validation] also`` sources, loaded and indexed; each keeps ``queries`` of its judged queries (those
     with a relevant document in its corpus), drawn with the experiment's seed."""

@@ -147,3 +147,36 @@ def test_l2sp_penalty_by_hand():
     assert GlowTrainConfig.from_dict({"l2sp": 0.01}).l2sp == 0.01
     with pytest.raises(ValueError, match="glow.l2sp"):
         GlowTrainConfig.from_dict({"l2sp": -1.0})
+
+
+def test_a_resumed_glow_training_is_the_uninterrupted_one(demo_index, tmp_path, monkeypatch):
+    """GLOW killed after its first epoch's checkpoint and resumed trains the model the uninterrupted run trains:
+    the checkpoint holds the negatives' sampler *and* torch's RNG (dropout draws); without the latter the resumed
+    epoch drops other units and ends with other weights."""
+    import irglow.models.glow.train as train_module
+
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    docs = {d.doc_id: d for d in demo.docs_iter()}
+    queries, qrels = demo.queries("train")[:16], demo.qrels("train")
+    cfg = GlowTrainConfig.from_dict({"batch_size": 4, "epochs": 2, "val_max_docs": 10, "val_pool_depth": 5,
+                                     "model": {"variant": "glow", "num_layers": 1, "fields": ["title", "body"],
+                                               "field_max_tokens": {"body": 16}}})
+    GlowTrainer(cfg, tmp_path / "whole").train(demo_index, stats, docs, queries, qrels)
+    save = train_module.save_trainer_checkpoint
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise KeyboardInterrupt("killed after the first checkpoint")
+
+    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        GlowTrainer(cfg, tmp_path / "parts").train(demo_index, stats, docs, queries, qrels)
+    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save)
+    GlowTrainer(cfg, tmp_path / "parts").train(demo_index, stats, docs, queries, qrels)
+    losses = [[h["loss"] for h in json.loads((tmp_path / f / "training.json").read_text())["state"]["history"]]
+              for f in ("whole", "parts")]
+    assert len(losses[0]) == 3 and losses[0] == losses[1]
+    whole, parts = (load_trainer_checkpoint(tmp_path / f / "checkpoint" / "trainer.pt")["model"]
+                    for f in ("whole", "parts"))
+    assert all(torch.equal(whole[k], parts[k]) for k in whole)

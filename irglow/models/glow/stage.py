@@ -49,7 +49,7 @@ def _model_config(gcfg: dict, source, variant: str) -> dict:
     return model
 
 
-def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict, validated_on: list | None = None) -> dict:
+def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict, chosen_on: dict | None = None) -> dict:
     """What a variant's model depends on: for the unweighted ``bert`` the weighting settings are left out,
     so a grid over them (α, attention side, weight constants) trains ``bert`` once, not once per point."""
     if variant == "bert":
@@ -57,9 +57,7 @@ def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict, 
         gcfg = {k: v for k, v in gcfg.items() if k not in WEIGHT_ONLY_TRAINING}
     inputs = {"settings": {k: v for k, v in gcfg.items() if k != "model"}, "model": model, "variant": variant,
               "source": source_digest}
-    if validated_on:  # the checkpoint is chosen on other sources too (irglow.models.validation)
-        inputs["validated_on"] = validated_on
-    return inputs
+    return {**inputs, **(chosen_on or {})}  # chosen_on: validation.for_stage_keyed's key fragment
 
 
 def _untrained(name: str, gcfg: dict, source, fields: list[str], tokens: int):
@@ -151,15 +149,15 @@ class GlowStage(Stage):
         gcfg, variants, options = settings(config)
         if options["model_dir"]:
             return self.reused_models(config)
-        from irglow.models.validation import digests, for_stage
+        from irglow.models.validation import for_stage_keyed
 
-        also = for_stage(config, source, self.name)
+        also, chosen_on = for_stage_keyed(config, source, self.name)
         docs = None
         trained = {}
         for variant in variants:
             model = _model_config(gcfg, source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
-                                        training_inputs(gcfg, model, variant, source.digest, digests(also)))
+                                        training_inputs(gcfg, model, variant, source.digest, chosen_on))
             docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
             trained[variant] = GlowTrainer(GlowTrainConfig.from_dict({**gcfg, "model": model}), train_dir).train(
                 source.index, source.stats, docs, source.queries(), source.qrels(), validation=also)

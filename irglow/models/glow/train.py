@@ -374,7 +374,7 @@ class GlowTrainer:
             t0 = time.perf_counter()
             if self.rank == 0:
                 keep_sampler(state, rng)
-                save_trainer_checkpoint(self.out / "checkpoint", state, rng=False, model=model, scorer=scorer,
+                save_trainer_checkpoint(self.out / "checkpoint", state, model=model, scorer=scorer,
                                         optimizer=opt, scheduler=sched)
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
         if self.rank == 0:

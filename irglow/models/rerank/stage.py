@@ -190,10 +190,11 @@ class RerankStage(Stage):
         return {name: reused_model(reuse, name) for name in settings(config, fields)[0] if owners[name] == name} \
             if reuse else {}
 
-    def train(self, config, source, train_root: Path, first_stage=None, only: list[str] | None = None
-              ) -> dict[str, Path]:
+    def train(self, config, source, train_root: Path, first_stage=None, only: list[str] | None = None,
+              docs: dict | None = None) -> dict[str, Path]:
         """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named): ``{name: model
-        directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's)."""
+        directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's);
+        ``docs``: the training collection's documents when the caller has read them already."""
         from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
         from irglow.models.source import keyed_train_dir
         from irglow.utils.digest import records_digest
@@ -202,13 +203,12 @@ class RerankStage(Stage):
         models = [m for m in models if only is None or m in only]
         if config.get("rerank", {}).get("model_dir"):
             return {m: p for m, p in self.reused_models(config, list(source.index.fields)).items() if m in models}
-        docs = {d.doc_id: d for d in source.collection.docs_iter()}
-        from irglow.models.validation import digests, for_stage
+        docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
+        from irglow.models.validation import for_stage_keyed
 
-        also = for_stage(config, source, self.name)
-        inputs = {"source": source.digest}
-        if also:  # the checkpoint is chosen on other sources too (irglow.models.validation)
-            inputs["validated_on"] = digests(also)
+        # the checkpoint may be chosen on other sources too (irglow.models.validation)
+        also, validated_on = for_stage_keyed(config, source, self.name)
+        inputs = {"source": source.digest, **validated_on}
         if first_stage is not None:
             inputs["first_stage"] = [first_stage.tag, records_digest(
                 (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
@@ -275,7 +275,8 @@ class RerankStage(Stage):
         firsts, owner = first_stages(ctx.config, fields), models_of(ctx.config, fields)[name]
         first, first_training = self.first_stage(ctx, firsts[name])
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
-        model_dir = self.train(ctx.config, source, ctx.train_root, owner_training, only=[owner])[owner]
+        model_dir = self.train(ctx.config, source, ctx.train_root, owner_training, only=[owner],
+                               docs=None if ctx.zero_shot else docs)[owner]  # in domain: the same documents
         model = load_reranker(model_dir)
         t = time.perf_counter()
         produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name)}
