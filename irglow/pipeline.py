@@ -294,6 +294,9 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
     def num(x, fmt="{:.4f}"):
         return "–" if x is None or x != x else fmt.format(x)
 
+    def mixed(t) -> str:  # kept a mix with the starting checkpoint (irglow.models.mixing)
+        return f", mixed with the checkpoint at m {t['mix']:.2f}" if t.get("mix") is not None else ""
+
     rows, lines = [], []
     notes_of = [(s, read_stage_notes(out, s)) for s in sections if s != "fusion"]
     notes_of += [("fusion", read_stage_notes(out, f"fusion-{tag}")) for tag in hybrids]
@@ -302,7 +305,7 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
             t = training_summary(model_dir)
             rows.append(f"| {name} | {num(t['train_queries'], '{}')} | {num(t['val_queries'], '{}')} | "
                         f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(t['validation'])} | "
-                        f"{num(t['step'], '{}')} | {num(t['seconds'], '{:.0f}')} |")
+                        f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
         for tag, f in notes.get("fusion", {}).items():
             tuned = (f" (tuned on {f['tuning_queries']} held-out training queries, nDCG@10 "
                      f"{f['tuning_nDCG@10']:.4f})" if f.get("tuning_queries") else

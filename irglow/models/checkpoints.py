@@ -55,7 +55,8 @@ def training_summary(model_dir: str | Path) -> dict:
     at = state.get("best_step", state.get("best_at"))
     return {"validation": state.get("best"), "start": start,
             "step": at.get("step") if isinstance(at, dict) else at, "seconds": state.get("train_seconds"),
-            "steps": state.get("step"), "train_queries": info.get("train_queries"), "val_queries": info.get("val_queries")}
+            "steps": state.get("step"), "train_queries": info.get("train_queries"), "val_queries": info.get("val_queries"),
+            "mix": state.get("best_mix")}
 
 
 MIN_QUERIES_FOR_VALIDATION = 11
@@ -259,9 +260,10 @@ def check_checkpoint(path: str | Path, inputs: dict) -> None:
         check_resumable(path, _trainer_state(load_trainer_checkpoint(path, "cpu")), inputs)
 
 
-# what may change between a checkpoint and its resumption: where it runs, and how long training goes on
-# (resuming to train longer is what a checkpoint is for); anything else would continue another training
-_RESUMABLE_SETTINGS = ("device", "epochs", "max_steps", "patience")
+# what may change between a checkpoint and its resumption: where it runs, how long training goes on (resuming
+# to train longer is what a checkpoint is for) and which mixes with the starting checkpoint are tried after it
+# (irglow.models.mixing chooses again from the best epoch's model); anything else would continue another training
+_RESUMABLE_SETTINGS = ("device", "epochs", "max_steps", "patience", "mix_checkpoint")
 
 
 def training_inputs(config, queries, qrels, index=None) -> dict:

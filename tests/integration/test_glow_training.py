@@ -180,3 +180,30 @@ def test_a_resumed_glow_training_is_the_uninterrupted_one(demo_index, tmp_path, 
     whole, parts = (load_trainer_checkpoint(tmp_path / f / "checkpoint" / "trainer.pt")["model"]
                     for f in ("whole", "parts"))
     assert all(torch.equal(whole[k], parts[k]) for k in whole)
+
+
+def test_glow_mixed_with_its_checkpoint(demo_index, tmp_path):
+    """``mix_checkpoint``: after training, θ₀ + m·(θ − θ₀) is validated like an epoch's model; the curve is in
+    training.json and the model kept is the mix when it wins (the epoch's model then in best-unmixed)."""
+    from irglow.models.glow.train import starting_weights
+    from irglow.models.mixing import mix_weights
+
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    docs = {d.doc_id: d for d in demo.docs_iter()}
+    queries, qrels = demo.queries("train")[:24], demo.qrels("train")
+    cfg = GlowTrainConfig.from_dict({"batch_size": 4, "epochs": 1, "lr": 5e-4, "val_max_docs": 10,
+                                     "val_pool_depth": 5, "mix_checkpoint": [0.5],
+                                     "model": {"variant": "glow", "num_layers": 1, "fields": ["title", "body"],
+                                               "field_max_tokens": {"body": 16}}})
+    best = GlowTrainer(cfg, tmp_path).train(demo_index, stats, docs, queries, qrels)
+    state = json.loads((tmp_path / "training.json").read_text())["state"]
+    (mix,) = state["mixes"]
+    assert mix["mix"] == 0.5 and set(mix) >= {"val_ndcg@10", "kept"}
+    epoch_best = max(h["val_ndcg@10"] for h in state["history"])
+    assert mix["kept"] == (mix["val_ndcg@10"] > epoch_best + 1e-5) == (tmp_path / "best-unmixed").is_dir()
+    assert state["best"] == (mix["val_ndcg@10"] if mix["kept"] else epoch_best)
+    # every weight of the encoder has its counterpart in the checkpoint, so the mix moves all of them
+    model = GlowEncoder.load(best)
+    trained = {n: p.detach().clone() for n, p in model.named_parameters()}
+    assert mix_weights(model, starting_weights(cfg.model), trained, 0.5) == len(trained)

@@ -56,6 +56,7 @@ from irglow.models.checkpoints import (clipped_step, fit_batch, keep_sampler, pi
                                       training_inputs, validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WordWeighter
+from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.validation import selection_score
 from irglow.utils.atomic import atomic_write_text
 
@@ -93,12 +94,16 @@ class GlowTrainConfig:
     # L2-SP (Li et al., ICML 2018): λ·Σ‖θ − θ₀‖² pulls the encoder toward the checkpoint it started from, so a
     # few hundred training queries do not spend what the checkpoint knew about other collections (0: off)
     l2sp: float = 0.0
+    # WiSE-FT (irglow.models.mixing): after training, θ₀ + m·(θ − θ₀) for each m here is validated like an
+    # epoch's model, on every validation source, and kept when it beats them all ([]: off)
+    mix_checkpoint: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.loss not in ("contrastive", "bce"):
             raise ValueError(f"GLOW loss must be 'contrastive' or 'bce', not {self.loss!r}")
         if not 0.0 <= self.alpha_ramp <= 1.0:
             raise ValueError(f"alpha_ramp is a fraction of the training steps (0..1), not {self.alpha_ramp}")
+        self.mix_checkpoint = check_mixes(self.mix_checkpoint)
 
     @classmethod
     def from_dict(cls, d: dict) -> "GlowTrainConfig":
@@ -377,6 +382,13 @@ class GlowTrainer:
                 save_trainer_checkpoint(self.out / "checkpoint", state, model=model, scorer=scorer,
                                         optimizer=opt, scheduler=sched)
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
+        if self.rank == 0 and cfg.mix_checkpoint:  # after the checkpoint: a resumed run mixes again, from it
+            model.alpha = cfg.model.weight_alpha
+            state["mixes"] = choose_mix(model, starting_weights(cfg.model), cfg.mix_checkpoint, validate,
+                                        state["best"], model.save, self.out)
+            kept = [c for c in state["mixes"] if c["kept"]]
+            if kept:
+                state["best"], state["best_mix"] = kept[0]["val_ndcg@10"], kept[0]["mix"]
         if self.rank == 0:
             atomic_write_text(self.out / "training.json", json.dumps(
                 {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
