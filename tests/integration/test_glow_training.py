@@ -154,6 +154,7 @@ def test_a_resumed_glow_training_is_the_uninterrupted_one(demo_index, tmp_path, 
     the checkpoint holds the negatives' sampler *and* torch's RNG (dropout draws); without the latter the resumed
     epoch drops other units and ends with other weights."""
     import irglow.models.glow.train as train_module
+    from tests.integration.resumed import assert_resumed_is_uninterrupted
 
     demo = DemoCollection()
     stats = CollectionStats.load(demo_index)
@@ -162,24 +163,9 @@ def test_a_resumed_glow_training_is_the_uninterrupted_one(demo_index, tmp_path, 
     cfg = GlowTrainConfig.from_dict({"batch_size": 4, "epochs": 2, "val_max_docs": 10, "val_pool_depth": 5,
                                      "model": {"variant": "glow", "num_layers": 1, "fields": ["title", "body"],
                                                "field_max_tokens": {"body": 16}}})
-    GlowTrainer(cfg, tmp_path / "whole").train(demo_index, stats, docs, queries, qrels)
-    save = train_module.save_trainer_checkpoint
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise KeyboardInterrupt("killed after the first checkpoint")
-
-    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        GlowTrainer(cfg, tmp_path / "parts").train(demo_index, stats, docs, queries, qrels)
-    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save)
-    GlowTrainer(cfg, tmp_path / "parts").train(demo_index, stats, docs, queries, qrels)
-    losses = [[h["loss"] for h in json.loads((tmp_path / f / "training.json").read_text())["state"]["history"]]
-              for f in ("whole", "parts")]
-    assert len(losses[0]) == 3 and losses[0] == losses[1]
-    whole, parts = (load_trainer_checkpoint(tmp_path / f / "checkpoint" / "trainer.pt")["model"]
-                    for f in ("whole", "parts"))
-    assert all(torch.equal(whole[k], parts[k]) for k in whole)
+    assert_resumed_is_uninterrupted(
+        monkeypatch, train_module, lambda out: GlowTrainer(cfg, out).train(demo_index, stats, docs, queries, qrels),
+        tmp_path, evaluations=3)
 
 
 def test_glow_mixed_with_its_checkpoint(demo_index, tmp_path):

@@ -215,32 +215,14 @@ def test_a_resumed_training_is_the_uninterrupted_one(tiny_index, tiny_collection
     """A re-ranker killed after its first epoch's checkpoint and resumed equals the one trained at once: the
     negatives' sampler travels in the checkpoint (a sampler seeded afresh on resume drew other negatives: the
     SciFact monoBERT resumed at step 91 departed from the uninterrupted curve, 0.6866 against 0.6462 at step 120)."""
-    import json
-
-    import torch
-
     import irglow.models.rerank.train as train_module
+    from tests.integration.resumed import assert_resumed_is_uninterrupted
 
     docs = {d.doc_id: d for d in tiny_collection.docs_iter()}
     queries, qrels = tiny_collection.queries(), tiny_collection.qrels()
     cfg = RerankTrainConfig.from_dict({"kind": "nrmf", "model": dict(SMALL, fields=["title", "body"]),
                                        "negatives": 2, "batch_queries": 1, "epochs": 3, "val_fraction": 0.0,
                                        "negative_depth": 3})
-    RerankTrainer(cfg, tmp_path / "whole").train(tiny_index, docs, queries, qrels)
-    save = train_module.save_trainer_checkpoint
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise KeyboardInterrupt("killed after the first checkpoint")
-
-    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save_then_die)
-    with pytest.raises(KeyboardInterrupt):
-        RerankTrainer(cfg, tmp_path / "parts").train(tiny_index, docs, queries, qrels)
-    monkeypatch.setattr(train_module, "save_trainer_checkpoint", save)
-    RerankTrainer(cfg, tmp_path / "parts").train(tiny_index, docs, queries, qrels)
-    losses = [[p["loss"] for p in json.loads((tmp_path / f / "training.json").read_text())["state"]["history"]]
-              for f in ("whole", "parts")]
-    assert len(losses[0]) == 4 and losses[0] == losses[1]
-    whole, parts = (torch.load(tmp_path / f / "checkpoint" / "trainer.pt", weights_only=True)["model"]
-                    for f in ("whole", "parts"))
-    assert all(torch.equal(whole[k], parts[k]) for k in whole)
+    assert_resumed_is_uninterrupted(
+        monkeypatch, train_module, lambda out: RerankTrainer(cfg, out).train(tiny_index, docs, queries, qrels),
+        tmp_path, evaluations=4)
