@@ -387,8 +387,8 @@ class GlowTrainer:
             state["mixes"] = choose_mix(model, starting_weights(cfg.model), cfg.mix_checkpoint, validate,
                                         state["best"], model.save, self.out)
             kept = [c for c in state["mixes"] if c["kept"]]
-            if kept:
-                state["best"], state["best_mix"] = kept[0]["val_ndcg@10"], kept[0]["mix"]
+            if kept:  # the kept model: the last step's weights, mixed
+                state["best"], state["best_mix"], state["best_step"] = kept[0]["val_ndcg@10"], kept[0]["mix"], state["step"]
         if self.rank == 0:
             atomic_write_text(self.out / "training.json", json.dumps(
                 {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
