@@ -202,12 +202,13 @@ class FusionStage(Stage):
 
     @staticmethod
     def all_parts(ctx) -> list[str]:
-        """What ``all`` fuses: every run that can be tuned on held-out training queries — the lexical runs and
-        every model run whose stage wrote its held-out run — not the other hybrids."""
+        """What ``all`` fuses: in domain, every run that can be tuned on held-out training queries — the lexical
+        runs and every model run whose stage wrote its held-out run; zero-shot, where nothing is tuned and
+        fusion is reciprocal-rank, every run.  Never the other hybrids."""
         hybrids = set(fused_tags(ctx.config))
         lexical = set(ctx.lexical.tags())
         return [t for t in ctx.runs if not t.startswith((TUNING, TRAINING)) and t not in hybrids
-                and (t in lexical or TUNING + t in ctx.runs)]
+                and (ctx.zero_shot or t in lexical or TUNING + t in ctx.runs)]
 
 
 def _restricted(run: Run, qids: set[str]) -> Run:

@@ -35,7 +35,7 @@ def _config(out, data, broken) -> dict:
                      "model": {"num_layers": 1, "field_max_tokens": {"body": 16}}},
             "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
                        "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
-            "fusion": {"enabled": True, "runs": ["bm25f+glow"]}}
+            "fusion": {"enabled": True, "runs": ["bm25f+glow", "all"]}}
 
 
 def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
@@ -66,13 +66,13 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     source = "demo-n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10-test"
     for column in (target, source):
         runs = {p.stem for p in (out / column).glob("*.run")}
-        assert runs == {"bm25", "bm25f", "bm25-ngram", "twbert", "glow", "bm25f+glow", "nrmf"}
+        assert runs == {"bm25", "bm25f", "bm25-ngram", "twbert", "glow", "bm25f+glow", "nrmf", "all"}
         assert (out / column / "per-query.png").is_file() and (out / column / "training-curves.png").is_file()
         assert not any((out / column).glob("*-train"))  # no training beside a test collection
     table = (out / "zero-shot.md").read_text()
     header = table.splitlines()[2]
     assert target in header and source in header and "mean" in header and "> bm25" in header
-    for system in ("bm25", "bm25f", "bm25-ngram", "twbert", "glow", "bm25f+glow", "nrmf"):
+    for system in ("bm25", "bm25f", "bm25-ngram", "twbert", "glow", "bm25f+glow", "nrmf", "all"):
         assert f"| {system} " in table
     assert "trec-robust-2004 not evaluated" in table and "disks45" in table
     assert "broken-test not evaluated: it could not be loaded (FormatError:" in table and "corpus.jsonl:2" in table
@@ -85,3 +85,10 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     # (scores 1/(60+rank) sums), the in-domain one is tuned on held-out training queries (min-max wsum)
     top = (out / target / "bm25f+glow.run").read_text().split("\n", 1)[0].split()
     assert float(top[4]) <= 2 / 61 + 1e-6  # run files keep 6 decimals
+    # `all` zero-shot: every run, reciprocal-rank fused (no run of the target has a held-out run to tune on);
+    # in domain: the runs with held-out runs, tuned
+    every = ["bm25", "bm25f", "bm25-ngram", "twbert", "glow", "nrmf"]
+    notes = json.loads((out / target / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
+    assert notes["method"] == "rrf" and notes["parts"] == every
+    notes = json.loads((out / source / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
+    assert notes["method"] == "wsum" and notes["parts"] == every
