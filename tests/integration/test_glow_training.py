@@ -168,7 +168,7 @@ def test_a_resumed_glow_training_is_the_uninterrupted_one(demo_index, tmp_path, 
         tmp_path, evaluations=3)
 
 
-def test_glow_mixed_with_its_checkpoint(demo_index, tmp_path):
+def test_glow_mixed_with_its_checkpoint(demo_index, tmp_path, monkeypatch):
     """``mix_checkpoint``: after training, θ₀ + m·(θ − θ₀) is validated like an epoch's model; the curve is in
     training.json and the model kept is the mix when it wins (the epoch's model then in best-unmixed)."""
     from irglow.models.glow.train import starting_weights
@@ -189,6 +189,15 @@ def test_glow_mixed_with_its_checkpoint(demo_index, tmp_path):
     epoch_best = max(h["val_ndcg@10"] for h in state["history"])
     assert mix["kept"] == (mix["val_ndcg@10"] > epoch_best + 1e-5) == (tmp_path / "best-unmixed").is_dir()
     assert state["best"] == (mix["val_ndcg@10"] if mix["kept"] else epoch_best)
+    # found again (another collection evaluated with it), the mixes are not validated again
+    import irglow.models.glow.train as train_module
+
+    def no_validation(*args, **kwargs):
+        raise AssertionError("a finished training's mixes were validated again")
+
+    monkeypatch.setattr(train_module, "choose_mix", no_validation)
+    assert GlowTrainer(cfg, tmp_path).train(demo_index, stats, docs, queries, qrels) == best
+    assert json.loads((tmp_path / "training.json").read_text())["state"]["mixes"] == state["mixes"]
     # every weight of the encoder has its counterpart in the checkpoint, so the mix moves all of them
     model = GlowEncoder.load(best)
     trained = {n: p.detach().clone() for n, p in model.named_parameters()}

@@ -383,9 +383,13 @@ class GlowTrainer:
                                         optimizer=opt, scheduler=sched)
         state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
         if self.rank == 0 and cfg.mix_checkpoint:  # after the checkpoint: a resumed run mixes again, from it
-            model.alpha = cfg.model.weight_alpha
-            state["mixes"] = choose_mix(model, starting_weights(cfg.model), cfg.mix_checkpoint, validate,
-                                        state["best"], model.save, self.out)
+            done = _mixed_already(self.out / "training.json", state["step"], cfg.mix_checkpoint)
+            if done is not None:  # a finished training found again: these fractions were tried on these weights
+                state["mixes"] = done
+            else:
+                model.alpha = cfg.model.weight_alpha
+                state["mixes"] = choose_mix(model, starting_weights(cfg.model), cfg.mix_checkpoint, validate,
+                                            state["best"], model.save, self.out)
             kept = [c for c in state["mixes"] if c["kept"]]
             if kept:  # the kept model: the last step's weights, mixed
                 state["best"], state["best_mix"], state["best_step"] = kept[0]["val_ndcg@10"], kept[0]["mix"], state["step"]
@@ -395,6 +399,16 @@ class GlowTrainer:
                  "val_queries": len(val_queries), "val_docs": len(val_docs), "val_query_ids": val_ids,
                  "also_validated_on": {o.label: len(o.queries) for o in others}}, indent=2, default=str))
         return self.out / "best"
+
+
+def _mixed_already(training_json: Path, step: int, mixes: list[float]) -> list[dict] | None:
+    """The mixing curve a finished training recorded, when it tried these fractions on the weights of this
+    ``step`` (then ``best`` holds its choice already): a model evaluated again elsewhere is not re-validated."""
+    if not training_json.is_file():
+        return None
+    state = json.loads(training_json.read_text()).get("state", {})
+    curve = state.get("mixes") or []
+    return curve if state.get("step") == step and [c.get("mix") for c in curve] == mixes else None
 
 
 class _OtherSource:
