@@ -119,14 +119,16 @@ bench-rerank: venv
 # The strongest pipeline (configs/bench/best.toml): BM25/BM25F, TW-BERT, GLOW and the untrained checkpoint,
 # monoBERT over BM25 and monoBERT/NRM-F over TW-BERT, the hybrids and `all` (every run fused). VALIDATE_ALSO=
 # <collection>@<split> (e.g. ../shared/data/nfcorpus@train) adds that source's held-out queries to the neural
-# models' checkpoint choice (VALIDATION_STAGES=glow: GLOW's only); MODELS= picks re-rankers; FUSE= as above.
+# models' checkpoint choice (VALIDATION_STAGES=glow: GLOW's only); MODELS= picks re-rankers; FUSE= as above;
+# SET="glow.enabled=false glow.mix_checkpoint=[0.25,0.5]" passes any other setting (--set each).
 VALIDATE_ALSO ?=
 VALIDATION_STAGES ?=
+SET ?=
 bench-best: venv
 	$(BIN)/irglow run --config configs/bench/best.toml --set collection.name=$(TEST) --set collection.train=$(TRAIN) \
 	  --set collection.train_split=$(TRAIN_SPLIT) --set collection.test_split=$(TEST_SPLIT) --set output.dir=$(OUT) \
 	  $(if $(VALIDATE_ALSO),--set validation.also=$(VALIDATE_ALSO)) $(if $(VALIDATION_STAGES),--set validation.stages=$(VALIDATION_STAGES)) \
-	  $(if $(MODELS),--set rerank.models=$(MODELS)) $(FUSION)
+	  $(if $(MODELS),--set rerank.models=$(MODELS)) $(FUSION) $(foreach s,$(SET),--set $(s))
 
 # The results browser at MS MARCO size: 10 runs × 7,000 queries × top 10, opened in headless Chromium
 bench-report: venv browser
