@@ -58,8 +58,9 @@ def mix_weights(model, start: dict, trained: dict, m: float) -> int:
 
 def choose_mix(model, start: dict, mixes: list[float], validate: Callable[[], tuple[float, dict]],
                best_score: float, save: Callable[[Path], None], out: Path) -> list[dict]:
-    """Validate θ(m) for each ``m`` in ``mixes`` (``model`` holds the trained θ on entry and on exit) and keep the best in ``out/best`` when it beats ``best_score``, the best epoch's validation score;
-    that epoch's model then moves to ``out/best-unmixed``.  Run again (a resumed training, other fractions), it
+    """Validate θ(m) for each ``m`` in ``mixes`` (``model`` holds the trained θ on entry and on exit) and keep
+    the best in ``out/best`` when it beats ``best_score``, the best epoch's validation score; that epoch's model
+    then moves to ``out/best-unmixed``.  Run again (a resumed training, other fractions), it
     starts from the epoch's model again, so ``best`` is always this call's choice.  Returns the curve:
     ``[{"mix": m, "val_ndcg@10": score, "val_by_source": {...}}, …]``."""
     out = Path(out)
@@ -73,10 +74,10 @@ def choose_mix(model, start: dict, mixes: list[float], validate: Callable[[], tu
                  "".join(f", {k} {v:.4f}" for k, v in by_source.items()))
         if not math.isnan(score) and score > best_score + 1e-5:
             best_score, winner = score, m
-            save(out / "mixed")
-    mix_weights(model, start, trained, 1.0)  # the trained weights again
     unmixed = out / UNMIXED
-    if winner is not None:
+    if winner is not None:  # saved once, not at every improvement
+        mix_weights(model, start, trained, winner)
+        save(out / "mixed")
         if not unmixed.is_dir():
             (out / "best").rename(unmixed)
         else:
@@ -85,6 +86,7 @@ def choose_mix(model, start: dict, mixes: list[float], validate: Callable[[], tu
     elif unmixed.is_dir():  # an earlier call's mix won; none of these does: the epoch's model is `best` again
         shutil.rmtree(out / "best", ignore_errors=True)
         unmixed.rename(out / "best")
+    mix_weights(model, start, trained, 1.0)  # the trained weights again
     for c in curve:
         c["kept"] = c["mix"] == winner
     return curve

@@ -392,7 +392,7 @@ class GlowTrainer:
                                             state["best"], model.save, self.out)
             kept = [c for c in state["mixes"] if c["kept"]]
             if kept:  # the kept model: the last step's weights, mixed
-                state["best"], state["best_mix"], state["best_step"] = kept[0]["val_ndcg@10"], kept[0]["mix"], state["step"]
+                state.update(best=kept[0]["val_ndcg@10"], best_mix=kept[0]["mix"], best_step=state["step"])
         if self.rank == 0:
             atomic_write_text(self.out / "training.json", json.dumps(
                 {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
