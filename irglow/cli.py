@@ -184,14 +184,24 @@ def _comparison(args, qrels):
 
 def cmd_report(args) -> int:
     """One HTML page: overview, query list, query view (irglow/eval/report.py)."""
-    from irglow.data.collection import load_collection
-    from irglow.data.trec import read_topics
-    from irglow.eval.report import report_data, twbert_weights, write_report
-    from irglow.runs.columns import read_ranked
+    from irglow.eval.report import write_report
     from irglow.utils.atomic import check_not_input, check_writable
 
     output = check_not_input(args.output or "report.html", [*args.runs, args.qrels])
     check_writable(output)
+    data = report_from_files(args)
+    write_report(output, data)
+    print(f"{len(data['runs'])} runs, {len(data['queries'])} queries → {output}")
+    return 0
+
+
+def report_from_files(args) -> dict:
+    """The report's data from the command line's runs, qrels and options (what the page shows)."""
+    from irglow.data.collection import load_collection
+    from irglow.data.trec import read_topics
+    from irglow.eval.report import report_data, twbert_weights
+    from irglow.runs.columns import read_ranked
+
     collection = load_collection(args.data) if args.data else None
     qrels = _qrels(args)
     cmp = _comparison(args, qrels)
@@ -213,11 +223,8 @@ def cmd_report(args) -> int:
 
         weights[run] = twbert_weights(model_dir, build_index(collection, root=args.data_dir),
                                       [Query(q, t) for q, t in queries.items()])
-    data = report_data(cmp, tops, qrels, queries, collection, depth=args.depth, term_weights=weights,
+    return report_data(cmp, tops, qrels, queries, collection, depth=args.depth, term_weights=weights,
                        title=args.title or f"irglow: {', '.join(names)}")
-    write_report(output, data)
-    print(f"{len(names)} runs, {len(data['queries'])} queries → {output}")
-    return 0
 
 
 def cmd_compare(args) -> int:

@@ -24,6 +24,15 @@ class FormatError(ValueError):
 
 log = logging.getLogger(__name__)
 
+# trec_eval splits lines on C's isspace (space, tab, CR, LF, VT, FF) only: a no-break space or another Unicode
+# space is part of an id, as it is for every other TREC tool (and for the columnar run reader)
+_FIELDS = re.compile(r"[ \t\r\n\v\f]+")
+
+
+def split_fields(line: str) -> list[str]:
+    """The whitespace-separated fields of a TREC run or qrels line, as trec_eval splits them."""
+    return [p for p in _FIELDS.split(line) if p]
+
 
 def is_gzip(path: str | Path) -> bool:
     """Whether the file starts with gzip's magic bytes (whatever its name)."""
@@ -70,9 +79,9 @@ def read_qrels(path: str | Path) -> list[Qrel]:
     columns = None
     truncated, repeated = [], []
     for n, line in utf8_lines(path):
-        if not line.strip():
+        parts = split_fields(line)
+        if not parts:
             continue
-        parts = line.split()
         if columns is None and parts[:2] == ["query-id", "corpus-id"]:
             columns = 3
             continue

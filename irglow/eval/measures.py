@@ -116,11 +116,19 @@ _PARTS: dict = {}  # what forked scoring processes read (set before the fork)
 
 def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str, float]]:
     part_qrels = [q for qid in part for q in judged[qid]]
+    # trec_eval reads a negative label as "in the pool, not judged" (infAP's -1): no measure but the judgment
+    # rate counts such a document, relevant or non-relevant.  pytrec_eval's bpref corrupts memory on one (a hang
+    # or a crash later, found by tests/unit/test_evaluation_differential.py), so only Judged@k is given them.
+    scored_qrels = [q for q in part_qrels if q.relevance >= 0]
     longest = max((len(d) for d in part.values()), default=0)
     out = []
     for group, depth in _by_depth(measures, longest):
         view = part if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in part.items()}
-        out += [(str(m.measure), m.query_id, float(m.value)) for m in ir_measures.iter_calc(group, part_qrels, view)]
+        for family in ([m for m in group if m.NAME == "Judged"], [m for m in group if m.NAME != "Judged"]):
+            if family:
+                qrels = part_qrels if family[0].NAME == "Judged" else scored_qrels
+                out += [(str(m.measure), m.query_id, float(m.value))
+                        for m in ir_measures.iter_calc(family, qrels, view)]
     return out
 
 

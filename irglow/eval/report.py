@@ -25,6 +25,7 @@ import base64
 import gzip
 import html
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -121,13 +122,13 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
         part = {}
         for q in qids[start:start + CHUNK_QUERIES]:
             docs = {d for n in tops for d in tops[n][q]}
-            part[q] = {"top": {n: [[d, s] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
+            part[q] = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
                        "grades": {d: grades[q][d] for d in docs if d in grades[q]},
                        "docs": {d: texts.get(d) for d in docs},
                        "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),
                        "weights": {n: w[q] for n, w in (term_weights or {}).items() if q in w}}
             where[q] = len(chunks)
-        raw = json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        raw = json.dumps(part, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
         chunks.append(base64.b64encode(gzip.compress(raw, 6)).decode("ascii"))
 
     overview = []
@@ -150,6 +151,12 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
             "caption": cmp.caption(), "overview": overview, "judged_name": JUDGED, "queries": rows,
             "chunk_of": where, "chunks": chunks, "notes": list(notes or []),
             "images": {k: base64.b64encode(v).decode("ascii") for k, v in (images or {}).items()}}
+
+
+def json_score(score: float) -> float | str:
+    """A run's score as JSON the page can parse: ±inf (legal in a run file, not in JSON) as the text
+    ``"Infinity"``/``"-Infinity"``, which the page's ``Number()`` reads back."""
+    return score if math.isfinite(score) else ("Infinity" if score > 0 else "-Infinity")
 
 
 def _num(x) -> float | None:

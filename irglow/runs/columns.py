@@ -97,6 +97,20 @@ class Columns:
     doc_names: np.ndarray  # object: the document ids
     scores: np.ndarray  # float64 scores as the file gives them, line by line
 
+    @classmethod
+    def from_run(cls, run: Run) -> "Columns":
+        """The columns of a run read strictly (already in trec_eval's order), so a file gives the same
+        :class:`RankedRun` (scores included) whichever reader took it."""
+        names: dict[str, int] = {}
+        docs, scores, starts = [], [], [0]
+        for ranked in run.ranking.values():
+            for d, s in ranked:
+                docs.append(names.setdefault(d, len(names)))
+                scores.append(s)
+            starts.append(len(docs))
+        return cls(list(run.ranking), np.array(starts, np.int64), np.array(docs, np.int32),
+                   np.array(list(names), dtype=object), np.array(scores, np.float64))
+
     def chunks(self, wanted: set[str], lines: int) -> list[list[int]]:
         """Query numbers of the ``wanted`` queries, grouped so each group holds about ``lines`` lines."""
         out, current, size = [], [], 0
@@ -126,7 +140,7 @@ def _fast(path: Path) -> RankedRun | None:
     ids = pa.dictionary(pa.int32(), pa.string())  # dictionary-encoded while parsed: no 7M Python strings
     try:
         table = pc.read_csv(path, read_options=pc.ReadOptions(column_names=names, block_size=1 << 24),
-                            parse_options=pc.ParseOptions(delimiter=" "),
+                            parse_options=pc.ParseOptions(delimiter=" ", quote_char=False),  # ids may hold quotes
                             convert_options=pc.ConvertOptions(
                                 column_types={"q": ids, "z": pa.string(), "d": ids, "r": pa.int64(),
                                               "s": pa.float64(), "t": ids}, include_columns=["q", "d", "r", "s", "t"]))
@@ -160,14 +174,15 @@ def _fast(path: Path) -> RankedRun | None:
     # most run files are already in trec_eval's order (queries contiguous, score desc, id desc): check, else sort
     same_q = qi[1:] == qi[:-1]
     in_order = (~same_q | (scores[1:] < scores[:-1]) | ((scores[1:] == scores[:-1]) & (dr[1:] < dr[:-1]))).all()
-    contiguous = len(np.unique(qi[np.concatenate([[True], ~same_q])])) == len(q_names)
+    # contiguous: one block of lines per query (a query split over two blocks, as `cat a.run b.run` makes, is not)
+    contiguous = int((~same_q).sum()) + 1 == len(np.unique(qi))
     if not (in_order and contiguous):
         order = np.lexsort((-dr, -scores, qi))
         qi, di, scores = qi[order], di[order], scores[order]
     starts = np.concatenate([[0], np.flatnonzero(qi[1:] != qi[:-1]) + 1, [len(qi)]]).astype(np.int64)
     names = q_names.to_pylist()
     query_names = [names[i] for i in qi[starts[:-1]].tolist()]
-    tag = str(table.column("t")[0].as_py())
+    tag = str(table.column("t")[0].as_py())  # the first line's, as the strict reader
     del table, qi, dr, same_q, pairs
     return RankedRun(None, tag, Columns(query_names, starts, di.astype(np.int32), doc_names, scores))
 
@@ -181,4 +196,5 @@ def read_ranked(path: str | Path, duplicates: str = "error") -> RankedRun:
         if not fast.tag:
             fast.tag = path.stem
         return fast
-    return RankedRun.from_run(Run.read(path, duplicates=duplicates))
+    run = Run.read(path, duplicates=duplicates)
+    return RankedRun(None, run.tag, Columns.from_run(run))

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from irglow.data.records import ScoredDoc
-from irglow.data.trec import FormatError, open_binary, utf8_advice
+from irglow.data.trec import FormatError, open_binary, split_fields, utf8_advice
 from irglow.utils.atomic import atomic_file
 
 log = logging.getLogger(__name__)
 
 _BAD_TOKEN = re.compile(r"\s")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)", re.I)
+_INTEGER = re.compile(r"[+-]?\d+")
 
 
 _SCORE_THEN_ID = operator.itemgetter(1, 0)
@@ -104,22 +106,22 @@ class Run:
         ranking: dict[str, dict[str, tuple[float, int]]] = {}
         tag = None
         dropped = 0
-        with open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8") as f:
+        with open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig") as f:  # -sig: a BOM is dropped
             n = 0
             try:
                 for n, line in enumerate(f, 1):
-                    if not line.strip():
+                    parts = split_fields(line)
+                    if not parts:
                         continue
-                    parts = line.split()
                     if len(parts) != 6:
                         raise FormatError(path, n, f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
                                           line)
-                    qid, _, doc_id, rank, score, tag = parts
-                    try:
-                        int(rank)
-                        value = float(score)
-                    except ValueError:
-                        raise FormatError(path, n, "rank must be an integer and score a number", line) from None
+                    qid, _, doc_id, rank, score, line_tag = parts
+                    tag = tag or line_tag  # the first line's tag names the run (as the columnar reader reads it)
+                    if not (_INTEGER.fullmatch(rank) and _NUMBER.fullmatch(score)):
+                        raise FormatError(path, n, "rank must be an integer and score a number (digits, '.', an "
+                                                   "exponent, or inf)", line)
+                    value = float(score)
                     if math.isnan(value):
                         raise FormatError(path, n, "score is NaN", line)
                     docs = ranking.setdefault(qid, {})
