@@ -104,9 +104,9 @@ def cmd_search(args) -> int:
     # an ad-hoc --query prints its ranking, and writes it too when -o names a file
     output = Path(args.output) if args.output else (None if args.query else Path(f"runs/{args.tag or args.system}.run"))
     if output is not None:
-        from irglow.utils.atomic import check_writable
+        from irglow.utils.atomic import check_not_input, check_writable
 
-        check_writable(output)
+        check_writable(check_not_input(output, [args.topics], data=args.data))
     index = _index(args)
     if args.query:
         queries = [Query("q", args.query)]
@@ -187,7 +187,7 @@ def cmd_report(args) -> int:
     from irglow.eval.report import write_report
     from irglow.utils.atomic import check_not_input, check_writable
 
-    output = check_not_input(args.output or "report.html", [*args.runs, args.qrels])
+    output = check_not_input(args.output or "report.html", [*args.runs, args.qrels, args.topics], data=args.data)
     check_writable(output)
     data = report_from_files(args)
     write_report(output, data)
@@ -231,8 +231,12 @@ def cmd_compare(args) -> int:
     from irglow.eval.compare import compare
     from irglow.utils.atomic import check_not_input
 
-    if args.output:
-        check_not_input(args.output, [*args.runs, args.qrels])
+    from irglow.utils.atomic import check_writable
+
+    inputs = [*args.runs, args.qrels]
+    for option, path in (("-o", args.output), ("--plot", args.plot), ("--heatmap", args.heatmap)):
+        if path:  # before any work: an unwritable folder is said now, not after the table was printed
+            check_writable(check_not_input(path, inputs, option, data=args.data))
     qrels = _qrels(args)
     cmp = _comparison(args, qrels)
     text = cmp.render(args.format)
@@ -271,9 +275,11 @@ def run_name(path: str, all_paths: list[str]) -> str:
 def cmd_qrels(args) -> int:
     from irglow.data.collection import load_collection
     from irglow.data.trec import write_qrels
+    from irglow.utils.atomic import check_not_input
 
     collection = load_collection(args.data)
-    path = write_qrels(collection.qrels(args.split), Path(args.output or f"qrels/{collection.name}.{args.split}.qrels"))
+    output = check_not_input(args.output or f"qrels/{collection.name}.{args.split}.qrels", [], data=args.data)
+    path = write_qrels(collection.qrels(args.split), output)
     print(path)
     return 0
 
@@ -285,6 +291,8 @@ def cmd_fuse(args) -> int:
     from irglow.utils.atomic import check_not_input, check_writable
 
     output = check_not_input(args.output, [*args.runs, *(args.tune_runs or []), args.tune_qrels])
+    for p in args.runs:  # a run file's own folder may be a collection's: nothing of it is written over
+        check_not_input(output, [], data=Path(p).parent if (Path(p).parent / "corpus.jsonl").exists() else None)
     check_writable(output)
     tag = check_token(args.tag or output.stem, "--tag")
     if len(args.runs) < 2:
@@ -561,6 +569,11 @@ def entry() -> None:
 
     try:
         code = main()
+    except BrokenPipeError:  # `irglow compare … | head -2`: the reader left; exit quietly, as Unix tools do
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        code = 141
     except KeyboardInterrupt:
         print("interrupted; finished outputs are complete, unfinished ones were not written", file=sys.stderr)
         code = 130

@@ -189,6 +189,10 @@ def prepare(config: dict[str, Any]) -> Prepared:
     lexical = LexicalSettings.from_config(config)
     c = config.get("collection", {})
     out = Path(config.get("output", {}).get("dir", "runs/demo"))
+    from irglow.utils.atomic import check_not_input
+
+    for folder in {c.get("name", "demo"), *(t for t in [c.get("train")] if isinstance(t, str))}:
+        check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
     train_split, test_split = c.get("train_split", "train"), c.get("test_split", "test")
     splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]

@@ -68,21 +68,23 @@ def snippet(text: str, terms: set[str], chars: int = SNIPPET_CHARS) -> str:
     return ("…" if start else "") + " ".join(piece.split()) + ("…" if start + chars < len(text) else "")
 
 
-def _doc_texts(collection, wanted: set[str], terms_of: dict[str, set[str]]) -> dict[str, list[str]]:
-    """``{doc id: [title, snippet]}`` for the documents the report shows (one pass over the corpus)."""
-    out: dict[str, list[str]] = {}
-    if collection is None or not wanted:
+def _doc_texts(collection, shown_for: dict[str, set[str]], terms_of: dict[str, set[str]]
+               ) -> dict[str, dict[str, list[str]]]:
+    """``{doc id: {query id: [title, snippet]}}`` for the documents the report shows, each snippet centred on
+    *that* query's words (one pass over the corpus): a window chosen on every query's words would show a
+    document shown for "quantum entanglement" around another query's "zebra"."""
+    out: dict[str, dict[str, list[str]]] = {}
+    if collection is None or not shown_for:
         return out
-    every = set().union(*terms_of.values()) if terms_of else set()
     for doc in collection.docs_iter():
-        if doc.doc_id not in wanted:
+        if doc.doc_id not in shown_for:
             continue
         fields = list(doc.fields)
         title_field = next((f for f in fields if f.lower() in ("title", "headline")), None)
         title = " ".join(doc.text(title_field).split())[:TITLE_CHARS] if title_field else ""
         body = " ".join(doc.text(f) for f in fields if f != title_field)
-        out[doc.doc_id] = [title, snippet(body, every)]
-        if len(out) == len(wanted):
+        out[doc.doc_id] = {q: [title, snippet(body, terms_of.get(q, set()))] for q in shown_for[doc.doc_id]}
+        if len(out) == len(shown_for):
             break
     return out
 
@@ -104,8 +106,12 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
     per_query = cmp.values_per_query or {}
     tops = {n: {q: [d for d, _ in runs[n].ranking.get(q, [])[:depth]] for q in qids} for n in names if n in runs}
     terms_of = {q: {w.lower() for w in _WORD.findall(queries.get(q, ""))} for q in qids}
-    shown = {d for n in tops for q in qids for d in tops[n][q]}
-    texts = _doc_texts(collection, shown, terms_of)
+    shown_for: dict[str, set[str]] = {}
+    for n in tops:
+        for q in qids:
+            for d in tops[n][q]:
+                shown_for.setdefault(d, set()).add(q)
+    texts = _doc_texts(collection, shown_for, terms_of)
     in_corpus = None if collection is None else set(texts)
 
     rows = []
@@ -124,7 +130,7 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
             docs = {d for n in tops for d in tops[n][q]}
             part[q] = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
                        "grades": {d: grades[q][d] for d in docs if d in grades[q]},
-                       "docs": {d: texts.get(d) for d in docs},
+                       "docs": {d: texts[d][q] if d in texts else None for d in docs},
                        "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),
                        "weights": {n: w[q] for n, w in (term_weights or {}).items() if q in w}}
             where[q] = len(chunks)

@@ -22,15 +22,41 @@ def check_writable(path: str | Path) -> Path:
             if not os.access(p, os.W_OK | os.X_OK):
                 raise SystemExit(f"cannot write {path}: {p} is not writable")
             break
+    try:  # the folder is made now: one that cannot be (under /proc, a full or read-only mount) is said before work
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SystemExit(f"cannot write {path}: cannot create its folder {parent} ({e.strerror})") from None
     return path
 
 
-def check_not_input(output: str | Path, inputs, option: str = "-o") -> Path:
-    """Fail before the work if the output file is one of the inputs (``fuse a.run b.run -o a.run``): the
-    result would replace what it was computed from."""
+def _same_file(a: Path, b: Path) -> bool:
+    """The same file on disk: by resolved path (``..``, symbolic links), or by inode (hard links)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_not_input(output: str | Path, inputs, option: str = "-o", data: str | Path | None = None) -> Path:
+    """Fail before the work if the output file is one of the inputs (``fuse a.run b.run -o a.run``), the same file
+    through ``..``, a symbolic or a hard link, or lies inside the collection folder ``data`` (``report … --data C
+    -o C/qrels/test.tsv`` would replace the qrels with HTML): the result would replace what it was computed from."""
     output = Path(output)
-    if output.resolve() in {Path(p).resolve() for p in inputs if p}:
-        raise SystemExit(f"{option} {output} is one of the inputs; it would be overwritten: choose another file")
+    for p in inputs:
+        if p and _same_file(output, Path(p)):
+            raise SystemExit(f"{option} {output} is the input {p}; it would be overwritten: choose another file")
+    if data is not None and Path(data).is_dir():
+        folder = Path(data).resolve()
+        if output.resolve() == folder or folder in output.resolve().parents:
+            raise SystemExit(f"{option} {output} lies inside the collection folder {data}; writing there could "
+                             f"replace the collection's own files: choose a file outside it")
+        if output.exists():
+            for f in folder.rglob("*"):
+                if f.is_file() and _same_file(output, f):
+                    raise SystemExit(f"{option} {output} is the collection's file {f} (a link to it); it would be "
+                                     f"overwritten: choose another file")
     return output
 
 

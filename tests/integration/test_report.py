@@ -277,3 +277,29 @@ def test_a_figure_made_later_joins_the_overview(browser, tmp_path):
     images = browser.find_elements(By.CSS_SELECTOR, "main figure img")
     assert [i.get_attribute("alt") for i in images] == ["pooled effect (forest plot)"]
     assert browser.execute_script("return arguments[0].naturalWidth", images[0]) > 0 and _errors(browser) == []
+
+
+def test_each_snippet_is_centred_on_its_own_querys_words():
+    """Issue 37 item 5: one document shown for two queries gets two snippets, each around that query's word (a
+    window chosen on every query's words centred a document on another query's "zebra")."""
+    import base64
+    import gzip
+
+    from irglow.eval.compare import compare
+    from irglow.eval.report import report_data
+    from irglow.runs.trec import Run
+
+    class Coll:
+        def docs_iter(self):
+            yield make_document("d1", text="zebra stripes " + "filler " * 200 + "quantum entanglement of pairs")
+
+    qrels = [Qrel("q1", "d1", 1), Qrel("q2", "d1", 1)]
+    runs = {"a": Run({"q1": [("d1", 1.0)], "q2": [("d1", 1.0)]}, "a")}
+    data = report_data(compare(runs, qrels, ["nDCG@10"]), runs, qrels, {"q1": "quantum entanglement",
+                                                                         "q2": "zebra"}, Coll())
+    detail = {}
+    for chunk in data["chunks"]:
+        detail.update(json.loads(gzip.decompress(base64.b64decode(chunk))))
+    assert "quantum entanglement" in detail["q1"]["docs"]["d1"][1]
+    assert "zebra" not in detail["q1"]["docs"]["d1"][1]
+    assert detail["q2"]["docs"]["d1"][1].startswith("zebra stripes")

@@ -75,7 +75,7 @@ def cmd_rerank(args) -> int:
     from irglow.runs.trec import Run, check_token
     from irglow.utils.atomic import check_not_input, check_writable
 
-    out = check_not_input(args.output, [args.run])
+    out = check_not_input(args.output, [args.run], data=args.data)
     if args.tag:
         check_token(args.tag, "run tag")
     check_writable(out)
