@@ -168,6 +168,21 @@ def test_trainer_does_not_validate_twice_at_an_epoch_end(tiny_index, tiny_collec
     assert [h["step"] for h in info["state"]["history"]] == [0, 2, 4]
 
 
+def test_the_last_step_is_always_validated(tiny_index, tiny_collection, tmp_path):
+    """Issue 37 item 6: max_steps 1 with eval_every 30 validated only the untrained model and kept it silently;
+    the last step is validated and training.json says which step was kept and why."""
+    import json
+
+    docs = {d.doc_id: d for d in tiny_collection.docs_iter()}
+    cfg = RerankTrainConfig.from_dict({"kind": "nrmf", "model": dict(SMALL, fields=["title", "body"]),
+                                       "negatives": 1, "batch_queries": 1, "epochs": 2, "val_fraction": 0.0,
+                                       "eval_every": 30, "max_steps": 1})
+    RerankTrainer(cfg, tmp_path / "m").train(tiny_index, docs, tiny_collection.queries(), tiny_collection.qrels())
+    info = json.loads((tmp_path / "m" / "training.json").read_text())
+    assert [h["step"] for h in info["state"]["history"]] == [0, 1]
+    assert info["kept"].startswith(f"step {info['state']['best_step']}")
+
+
 def _beir(folder, n=12):
     """A small BEIR folder: document i is about word w<i>; query i asks for it."""
     import json

@@ -92,6 +92,14 @@ class RerankTrainConfig:
         return NRMF(NRMFConfig.from_dict({"fields": fields, **self.model}))
 
 
+def kept_note(best_step: int | None, last_step: int, best: float) -> str:
+    """Which step's model ``best/`` holds and why, for the notes under a table."""
+    if best_step == 0:
+        return f"step 0 (the untrained model): no later step beat its validation nDCG@10 {best:.4f}; last step " \
+               f"{last_step} was validated"
+    return f"step {best_step} of {last_step}: the best validation nDCG@10 ({best:.4f})"
+
+
 def softmax_loss(scores: torch.Tensor) -> torch.Tensor:
     """scores [B, 1 + n], column 0 the positive: mean −log softmax(scores)[0]."""
     return torch.nn.functional.cross_entropy(scores, torch.zeros(scores.shape[0], dtype=torch.long,
@@ -233,15 +241,20 @@ class RerankTrainer:
                     break
             state["epoch"] += 1
             last = state["history"][-1]["step"] if state["history"] else -1
-            if not (cfg.eval_every and state["step"] - last < max(1, cfg.eval_every // 2)):
-                evaluate(running / max(1, n))  # not again right after a periodic evaluation (same model ±1 step)
+            finishing = state["epoch"] >= cfg.epochs or state["step"] >= total_steps or state["bad"] >= cfg.patience
+            # not again right after a periodic evaluation (nearly the same model) — except after the last step,
+            # which is always validated: max_steps below eval_every kept the step-0 model without a word
+            if state["step"] != last and (finishing or not (cfg.eval_every and
+                                                            state["step"] - last < max(1, cfg.eval_every // 2))):
+                evaluate(running / max(1, n))
             state["train_seconds"] += time.perf_counter() - t0
             t0 = time.perf_counter()
             keep_sampler(state, rng)
             save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt, scheduler=sched)
         state["train_seconds"] += time.perf_counter() - t0
         atomic_write_text(self.out / "training.json", json.dumps(
-            {"config": asdict(cfg), "state": state, "train_queries": len(train_ids), "val_queries": len(val_ids),
+            {"config": asdict(cfg), "state": state, "kept": kept_note(state["best_step"], state["step"], state["best"]),
+             "train_queries": len(train_ids), "val_queries": len(val_ids),
              "val_query_ids": val_ids, "first_stage": bm25.tag,
              "also_validated_on": {v.label: len(v.queries) for v, _ in others}}, indent=2, default=str))
         return self.out / "best"
