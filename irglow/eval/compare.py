@@ -449,10 +449,9 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     answered = {n: evaluated[n].answered for n in names}
     missing = {n: len(judged_ids - answered[n]) for n in names}
     strangers = [n for n in names if answered[n] and not answered[n] & judged_ids]
-    if strangers:  # an all-zero row is no result: say so instead of printing it
-        raise ValueError(f"run(s) {', '.join(strangers)} share no query with the {len(judged_ids)} judged queries "
-                         f"(e.g. run {sorted(answered[strangers[0]])[:3]}, qrels {qids[:3]}): are they runs of "
-                         f"another split or topic set?")
+    if strangers:  # an all-zero row is no result: say so, with the likely cause, instead of printing it
+        raise ValueError("; ".join(query_overlap_warning(n, answered[n], judged_ids) for n in strangers)
+                         + " — nothing to compare")
     notes = [w for n in names if (w := query_overlap_warning(n, answered[n], judged_ids))]
     if judged_only and not any(q.relevance <= 0 for q in qrels):
         notes.append("the qrels judge no document non-relevant, so condensed lists keep only relevant documents "

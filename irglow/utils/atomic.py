@@ -46,7 +46,9 @@ def check_not_input(output: str | Path, inputs, option: str = "-o", data: str | 
     output = Path(output)
     for p in inputs:
         if p and _same_file(output, Path(p)):
-            raise SystemExit(f"{option} {output} is the input {p}; it would be overwritten: choose another file")
+            same = "" if Path(p) == output else f" (the same file as {p})"
+            raise SystemExit(f"{option} {output} is one of the inputs; it would be overwritten: choose another "
+                             f"file{same}")
     if data is not None and Path(data).is_dir():
         folder = Path(data).resolve()
         if output.resolve() == folder or folder in output.resolve().parents:

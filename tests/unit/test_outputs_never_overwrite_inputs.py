@@ -71,4 +71,4 @@ def test_runs_sharing_no_query_with_the_qrels_are_an_error(files, capsys):
     (files / "other.run").write_text("5 Q0 d1 1 2.0 r\n")
     code = main(["compare", str(files / "a.run"), str(files / "other.run"), "--qrels", str(files / "q.qrels")])
     assert code == 2
-    assert "other share no query with the 2 judged queries" in capsys.readouterr().err
+    assert "`other` shares 0 of its 1 query ids" in capsys.readouterr().err

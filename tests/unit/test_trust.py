@@ -123,11 +123,15 @@ def test_zero_padded_query_ids_are_named(caplog):
 
     qrels = [Qrel(str(i), "d1", 1) for i in range(1, 6)]
     padded = Run({f"0{i}": [("d1", 1.0)] for i in range(1, 6)}, "padded")
-    with caplog.at_level(logging.WARNING):
-        cmp = compare({"padded": padded}, qrels, ["RR@10"])
-    assert "leading zeros" in cmp.caption() and "shares 0 of its 5 query ids" in cmp.caption()
+    # sharing no query is an error (issue 37 item 9: an all-zero row is no result), still naming the cause
+    with pytest.raises(ValueError, match="shares 0 of its 5 query ids.*leading zeros"):
+        compare({"padded": padded}, qrels, ["RR@10"])
     other = Run({f"x{i}": [("d1", 1.0)] for i in range(1, 6)}, "other")
-    assert "another split" in compare({"other": other}, qrels, ["RR@10"]).caption()
+    with pytest.raises(ValueError, match="another split"):
+        compare({"other": other}, qrels, ["RR@10"])
+    few = Run({"01": [("d1", 1.0)], "02": [("d1", 1.0)], "1": [("d1", 1.0)]}, "few")  # shares some: a warning
+    with caplog.at_level(logging.WARNING):
+        assert "leading zeros" in compare({"few": few}, qrels, ["RR@10"]).caption()
     fine = Run({str(i): [("d1", 1.0)] for i in range(1, 4)}, "fine")
     assert "Warning" not in compare({"fine": fine}, qrels, ["RR@10"]).caption()
 
