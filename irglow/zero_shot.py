@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,52 @@ def training_names(train_coll) -> set[str]:
     return {train_coll.name, *(c.name for c, _ in getattr(train_coll, "parts", []))}
 
 
+CONTENT_SAMPLE = 2000  # documents of an evaluated collection looked up among the training side's
+
+
+def _text_key(text: str) -> int:
+    """A document's or query's text, whitespace-normalised and case-folded, as a number (what is shared is the
+    content: a copy of a folder under another name, or the same collection through ir_datasets)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.blake2b(" ".join(text.split()).casefold().encode(), digest_size=8).digest(), "big")
+
+
+def _doc_text(doc) -> str:
+    return " ".join(doc.text(f) for f in doc.fields)
+
+
+@dataclass
+class Seen:
+    """What chose anything in training (the training collection's documents and queries, every validation
+    source's): an evaluated collection sharing either is in-domain, whatever its name."""
+
+    docs: set[int]
+    queries: set[int]
+
+    @classmethod
+    def of(cls, collections: list[tuple[Any, list]]) -> "Seen":
+        docs, queries = set(), set()
+        for collection, qs in collections:
+            docs.update(_text_key(t) for d in collection.docs_iter() if (t := _doc_text(d)).strip())
+            queries.update(_text_key(q.text) for q in qs if q.text.strip())
+        return cls(docs, queries)
+
+    def shared(self, collection, queries) -> str | None:
+        """How much of ``collection`` was seen in training, in words; ``None`` when nothing was."""
+        import itertools
+
+        texts = (t for d in collection.docs_iter() if (t := _doc_text(d)).strip())  # empty documents share nothing
+        sample = [_text_key(t) for t in itertools.islice(texts, CONTENT_SAMPLE)]
+        docs = sum(k in self.docs for k in sample)
+        qs = [_text_key(q.text) for q in queries if q.text.strip()]
+        shared_q = sum(k in self.queries for k in qs)
+        if not docs and not shared_q:
+            return None
+        return (f"{docs} of its first {len(sample)} documents and {shared_q} of its {len(qs)} queries occur in the "
+                f"collections training or validation chose on")
+
+
 def run_zero_shot(config: dict[str, Any]) -> Path:
     check_config(config)
     zs = dict(config.get("zero_shot", {}))
@@ -125,6 +172,9 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     train_coll, train_split = source.collection, source.split
     timings["train_collection_s"] = time.perf_counter() - t
 
+    # by content, not by name: the training collection (each part of a union) and every validation source
+    seen = Seen.of([(train_coll, list(source.queries())),
+                    *((v.collection, list(v.queries)) for v in getattr(source, "validation", ()))])
     results, notes, folders, in_domain = {}, [], {}, []
     for name, split in specs:
         column = label(name, split)
@@ -141,10 +191,11 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
             split_config = {**config, "collection": {"name": name, "train_split": train_split, "test_split": split}}
             results[column] = evaluate_split(split_config, prepared, split, out / column)
             folders[column] = str(out / column)
-            if collection.name in training_names(train_coll):
+            shared = seen.shared(collection, collection.queries(split))
+            if collection.name in training_names(train_coll) or shared:
                 in_domain.append(column)
                 notes.append(f"{column} is a training collection ({split} split): in-domain, not zero-shot, so it "
-                             f"is left out of the pooled effect.")
+                             f"is left out of the pooled effect" + (f" ({shared})." if shared else "."))
         timings[f"{column}_s"] = time.perf_counter() - t
 
     if not results:

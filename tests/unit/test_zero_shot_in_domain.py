@@ -1,0 +1,33 @@
+"""Issue 37 item 3: zero-shot decides in-domain by content — a copy of the training folder under another name, or
+the same collection through another loader, is in-domain; a collection sharing nothing is not."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from irglow.data.beir import BeirCollection
+from irglow.zero_shot import Seen
+
+
+def _beir(folder, docs, queries):
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n"
+                                                 for i, t in enumerate(docs)))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n"
+                                                  for i, t in enumerate(queries)))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq0\td0\t1\n")
+    return BeirCollection(folder)
+
+
+def test_a_copy_under_another_name_is_in_domain_and_a_stranger_is_not(tmp_path):
+    train = _beir(tmp_path / "scifact", ["Lyme disease ticks", "quantum  entanglement", ""], ["lyme ticks", "spin"])
+    shutil.copytree(tmp_path / "scifact", tmp_path / "renamed")
+    copy = BeirCollection(tmp_path / "renamed")
+    stranger = _beir(tmp_path / "other", ["zebra stripes", ""], ["zebra"])
+    seen = Seen.of([(train, train.queries("test"))])
+    assert seen.shared(copy, copy.queries("test")) == ("2 of its first 2 documents and 1 of its 1 queries occur in "
+                                                       "the collections training or validation chose on")
+    assert seen.shared(stranger, stranger.queries("test")) is None  # empty documents share nothing
+    same_queries = _beir(tmp_path / "qonly", ["unrelated text"], ["LYME   ticks"])  # case and spaces folded
+    assert "1 of its 1 queries" in seen.shared(same_queries, same_queries.queries("test"))
