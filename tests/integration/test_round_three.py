@@ -186,3 +186,17 @@ def test_a_setting_added_since_a_checkpoint_does_not_stop_its_resumption(tmp_pat
     changed = training_inputs(RerankTrainConfig(kind="nrmf", score_batch=8), [], [])
     with pytest.raises(ValueError, match="settings.score_batch: '\\(absent\\)' → 8"):
         check_resumable("ckpt", {"inputs": old}, changed)
+
+
+def test_a_reused_twbert_without_held_out_queries_is_refused_before_work(tmp_path, capsys):
+    """Issue 37 item 8: ``twbert.model_dir`` with a fusion that tunes twbert's weight failed only after every stage
+    ran (tuning runs sharing no query); the cause is known from the settings and said before any work."""
+    reused = tmp_path / "M" / "best"
+    reused.mkdir(parents=True)
+    (tmp_path / "M" / "training.json").write_text('{"val_query_ids": ["not-a-demo-query"]}')
+    out = tmp_path / "out"
+    assert main(["run", "--config", "configs/demo.toml", "--set", f'twbert.model_dir="{reused}"',
+                 "--set", f"output.dir={out}", "--set", f"data_dir={tmp_path / 'data'}"]) == 2
+    err = capsys.readouterr().err
+    assert "none of its 1 held-out queries is among demo" in err and "nothing to tune on" in err
+    assert not (tmp_path / "data").exists()  # no index was built: nothing ran

@@ -24,6 +24,31 @@ def settings(config) -> tuple[dict, bool, str | None]:
     return tcfg, tcfg.pop("rm3", True), tcfg.pop("model_dir", None)
 
 
+def check_reused_model_can_tune(config, model_dir: str | None) -> None:
+    """Before any work: a fusion tunes twbert's weight on the training queries TW-BERT held out; a reused
+    ``model_dir`` holds out queries of the collection it was trained on, which may not be this one's (the
+    fusion used to fail after every stage had run, on tuning runs sharing no query)."""
+    from irglow.runs.hybrid import wants_tuning
+
+    c = config.get("collection", {})
+    tuned = [t for t in ("twbert", "bm25-ngram") if wants_tuning(config, t)]
+    if not model_dir or not tuned or not c.get("name") or config.get("zero_shot", {}).get("train"):
+        return
+    from irglow.data.collection import load_collection
+    from irglow.models.checkpoints import read_training
+
+    held_out = set(read_training(model_dir).get("val_query_ids") or [])
+    train = c.get("train") or c["name"]
+    ours = {q.query_id for q in load_collection(train).queries(c.get("train_split", "train"))}
+    if not held_out & ours:
+        why = (f"its training.json names no held-out query" if not held_out else
+               f"none of its {len(held_out)} held-out queries is among {train}'s {c.get('train_split', 'train')} "
+               f"queries")
+        raise ValueError(f"twbert.model_dir = {model_dir!r} reuses a trained model and fusion.runs tunes "
+                         f"{' and '.join(tuned)}'s weight on the queries its training held out, but {why}: nothing "
+                         f"to tune on. Train TW-BERT here (drop twbert.model_dir) or leave it out of fusion.runs")
+
+
 class TWBertStage(Stage):
     name = "twbert"
     trains = True
@@ -35,6 +60,7 @@ class TWBertStage(Stage):
         from irglow.models.twbert.train import TrainConfig
 
         TrainConfig.from_dict(settings(config)[0])
+        check_reused_model_can_tune(config, settings(config)[2])
 
     def resolved(self, config):
         from dataclasses import asdict
