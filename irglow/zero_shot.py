@@ -83,14 +83,16 @@ def _load(name: str, split: str, config: dict[str, Any], notes: list[str], colum
 
     try:
         collection = load_collection(name)
-        index, stats = index_and_stats(collection, config, {})
-        if not collection.qrels(split):
+        if not collection.qrels(split):  # before the index is built: a collection without judgments is skipped
             raise ValueError(f"no judgments for split {split!r}")
+        index, stats = index_and_stats(collection, config, {})
         return collection, index, stats
     except (DatasetUnavailableError, UnknownDatasetError, FileNotFoundError) as e:
         reason = str(e)
+    except KeyError as e:  # a split without a qrels file
+        reason = str(e.args[0]) if e.args else str(e)
     except Exception as e:  # noqa: BLE001 — a loader failing on a collection's files
-        log.exception("%s (%s) could not be loaded", name, split)
+        log.debug("%s (%s) could not be loaded", name, split, exc_info=True)  # one line below, no traceback
         reason = f"it could not be loaded ({type(e).__name__}: {e})"
     log.warning("%s (%s): not evaluated: %s", name, split, reason)
     notes.append(f"{column} not evaluated: {reason}")

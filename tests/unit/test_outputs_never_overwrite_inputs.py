@@ -72,3 +72,17 @@ def test_runs_sharing_no_query_with_the_qrels_are_an_error(files, capsys):
     code = main(["compare", str(files / "a.run"), str(files / "other.run"), "--qrels", str(files / "q.qrels")])
     assert code == 2
     assert "`other` shares 0 of its 1 query ids" in capsys.readouterr().err
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(files):
+    """``irglow compare … | head -2``: the pipe closes before the table is written; exit quietly (141, as Unix
+    tools killed by SIGPIPE), nothing on stderr."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "irglow", "eval", str(files / "a.run"), "--qrels",
+                             str(files / "q.qrels")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before irglow prints
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -31,3 +31,15 @@ def test_a_copy_under_another_name_is_in_domain_and_a_stranger_is_not(tmp_path):
     assert seen.shared(stranger, stranger.queries("test")) is None  # empty documents share nothing
     same_queries = _beir(tmp_path / "qonly", ["unrelated text"], ["LYME   ticks"])  # case and spaces folded
     assert "1 of its 1 queries" in seen.shared(same_queries, same_queries.queries("test"))
+
+
+def test_a_folder_without_qrels_is_one_note_not_a_traceback(tmp_path, caplog):
+    """Issue 37 item 10: zero-shot on a BEIR folder without qrels printed a traceback (and built its index)."""
+    from irglow.zero_shot import _load
+
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "a b"}\n')
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n')
+    notes = []
+    assert _load(str(tmp_path), "test", {}, notes, "x") is None
+    assert notes == [f"x not evaluated: {tmp_path} has no qrels for split 'test'; splits: []"]
+    assert "Traceback" not in caplog.text
