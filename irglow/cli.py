@@ -229,9 +229,7 @@ def report_from_files(args) -> dict:
 
 def cmd_compare(args) -> int:
     from irglow.eval.compare import compare
-    from irglow.utils.atomic import check_not_input
-
-    from irglow.utils.atomic import check_writable
+    from irglow.utils.atomic import check_not_input, check_writable
 
     inputs = [*args.runs, args.qrels]
     for option, path in (("-o", args.output), ("--plot", args.plot), ("--heatmap", args.heatmap)):

@@ -115,10 +115,6 @@ def _text_key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(" ".join(text.split()).casefold().encode(), digest_size=8).digest(), "big")
 
 
-def _doc_text(doc) -> str:
-    return " ".join(doc.text(f) for f in doc.fields)
-
-
 @dataclass
 class Seen:
     """What chose anything in training (the training collection's documents and queries, every validation
@@ -131,7 +127,7 @@ class Seen:
     def of(cls, collections: list[tuple[Any, list]]) -> "Seen":
         docs, queries = set(), set()
         for collection, qs in collections:
-            docs.update(_text_key(t) for d in collection.docs_iter() if (t := _doc_text(d)).strip())
+            docs.update(_text_key(t) for d in collection.docs_iter() if (t := d.contents()).strip())
             queries.update(_text_key(q.text) for q in qs if q.text.strip())
         return cls(docs, queries)
 
@@ -139,7 +135,7 @@ class Seen:
         """How much of ``collection`` was seen in training, in words; ``None`` when nothing was."""
         import itertools
 
-        texts = (t for d in collection.docs_iter() if (t := _doc_text(d)).strip())  # empty documents share nothing
+        texts = (t for d in collection.docs_iter() if (t := d.contents()).strip())  # empty documents share nothing
         sample = [_text_key(t) for t in itertools.islice(texts, CONTENT_SAMPLE)]
         docs = sum(k in self.docs for k in sample)
         qs = [_text_key(q.text) for q in queries if q.text.strip()]

@@ -124,9 +124,9 @@ def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str
     out = []
     for group, depth in _by_depth(measures, longest):
         view = part if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in part.items()}
-        for family in ([m for m in group if m.NAME == "Judged"], [m for m in group if m.NAME != "Judged"]):
+        judged_rate = [m for m in group if m.NAME == "Judged"]
+        for family, qrels in ((judged_rate, part_qrels), ([m for m in group if m not in judged_rate], scored_qrels)):
             if family:
-                qrels = part_qrels if family[0].NAME == "Judged" else scored_qrels
                 out += [(str(m.measure), m.query_id, float(m.value))
                         for m in ir_measures.iter_calc(family, qrels, view)]
     return out

@@ -50,8 +50,8 @@ def check_not_input(output: str | Path, inputs, option: str = "-o", data: str | 
             raise SystemExit(f"{option} {output} is one of the inputs; it would be overwritten: choose another "
                              f"file{same}")
     if data is not None and Path(data).is_dir():
-        folder = Path(data).resolve()
-        if output.resolve() == folder or folder in output.resolve().parents:
+        folder, resolved = Path(data).resolve(), output.resolve()
+        if resolved == folder or folder in resolved.parents:
             raise SystemExit(f"{option} {output} lies inside the collection folder {data}; writing there could "
                              f"replace the collection's own files: choose a file outside it")
         if output.exists():
