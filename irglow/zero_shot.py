@@ -115,6 +115,28 @@ def _text_key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(" ".join(text.split()).casefold().encode(), digest_size=8).digest(), "big")
 
 
+def doc_sample(collection) -> list[int]:
+    """Content keys of ``collection``'s first :data:`CONTENT_SAMPLE` non-empty documents (empty ones share nothing)."""
+    import itertools
+
+    texts = (t for d in collection.docs_iter() if (t := d.contents()).strip())
+    return [_text_key(t) for t in itertools.islice(texts, CONTENT_SAMPLE)]
+
+
+def shared_between(samples: dict[str, list[int]]) -> list[str]:
+    """Notes for listed collections that share documents with each other (two splits of one corpus, one
+    collection under two names): their effects are not independent evidence, which the pooled mean assumes."""
+    notes, names = [], list(samples)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = len(set(samples[a]) & set(samples[b]))
+            if common:
+                notes.append(f"{a} and {b} share documents ({common} of the first {len(samples[a])} and "
+                             f"{len(samples[b])}): the pooled effect counts that corpus twice, so it is not "
+                             f"independent evidence")
+    return notes
+
+
 @dataclass
 class Seen:
     """What chose anything in training (the training collection's documents and queries, every validation
@@ -133,10 +155,7 @@ class Seen:
 
     def shared(self, collection, queries) -> str | None:
         """How much of ``collection`` was seen in training, in words; ``None`` when nothing was."""
-        import itertools
-
-        texts = (t for d in collection.docs_iter() if (t := d.contents()).strip())  # empty documents share nothing
-        sample = [_text_key(t) for t in itertools.islice(texts, CONTENT_SAMPLE)]
+        sample = doc_sample(collection)
         docs = sum(k in self.docs for k in sample)
         qs = [_text_key(q.text) for q in queries if q.text.strip()]
         shared_q = sum(k in self.queries for k in qs)
@@ -173,7 +192,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     # by content, not by name: the training collection (each part of a union) and every validation source
     seen = Seen.of([(train_coll, list(source.queries())),
                     *((v.collection, list(v.queries)) for v in getattr(source, "validation", ()))])
-    results, notes, folders, in_domain = {}, [], {}, []
+    results, notes, folders, in_domain, samples = {}, [], {}, [], {}
     for name, split in specs:
         column = label(name, split)
         while column in folders or any(n.startswith(f"{column} not evaluated") for n in notes):
@@ -190,6 +209,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
             results[column] = evaluate_split(split_config, prepared, split, out / column)
             folders[column] = str(out / column)
             shared = seen.shared(collection, collection.queries(split))
+            samples[column] = doc_sample(collection)
             if collection.name in training_names(train_coll) or shared:
                 in_domain.append(column)
                 notes.append(f"{column} is a training collection ({split} split): in-domain, not zero-shot, so it "
@@ -198,6 +218,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
 
     if not results:
         raise NoCollectionError("no collection could be evaluated:\n" + "\n".join(notes))
+    notes += shared_between({c: k for c, k in samples.items() if c not in in_domain})
     table = CrossCollection.from_comparisons(results, measure, notes, in_domain)
     from irglow.stages import enabled_stages
 

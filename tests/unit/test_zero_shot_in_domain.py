@@ -7,7 +7,7 @@ import json
 import shutil
 
 from irglow.data.beir import BeirCollection
-from irglow.zero_shot import Seen
+from irglow.zero_shot import Seen, doc_sample, shared_between
 
 
 def _beir(folder, docs, queries):
@@ -43,3 +43,14 @@ def test_a_folder_without_qrels_is_one_note_not_a_traceback(tmp_path, caplog):
     assert _load(str(tmp_path), "test", {}, notes, "x") is None
     assert notes == [f"x not evaluated: {tmp_path} has no qrels for split 'test'; splits: []"]
     assert "Traceback" not in caplog.text
+
+
+def test_listed_collections_sharing_a_corpus_are_said_to(tmp_path):
+    """Two listed collections over one corpus (NFCorpus dev and test, or one collection under two names) are not
+    two independent pieces of evidence for the pooled effect: the table says so; unrelated ones get no note."""
+    dev = _beir(tmp_path / "dev", ["vitamin d", "statins", "fish oil"], ["a"])
+    test = _beir(tmp_path / "test", ["fish  oil", "statins", "kale"], ["b"])
+    other = _beir(tmp_path / "other", ["zebra stripes"], ["c"])
+    notes = shared_between({"dev": doc_sample(dev), "test": doc_sample(test), "other": doc_sample(other)})
+    assert notes == ["dev and test share documents (2 of the first 3 and 3): the pooled effect counts that corpus "
+                     "twice, so it is not independent evidence"]

@@ -211,7 +211,8 @@ class GlowTrainer:
                 positives.setdefault(q.query_id, []).append(q.doc_id)
         ids = sorted(positives)
         random.Random(cfg.seed).shuffle(ids)
-        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training")
+        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training",
+                                              cfg.seed)
         bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.hard_negative_depth, cfg.val_pool_depth))
                                ).search([qmap[q] for q in ids])
         hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.hard_negative_depth] if d not in judged.get(q, ())

@@ -141,7 +141,7 @@ class RerankTrainer:
                 positives.setdefault(r.query_id, []).append((r.doc_id, int(r.relevance)))
         ids = sorted(positives)
         random.Random(cfg.seed).shuffle(ids)
-        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"{cfg.kind} training")
+        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"{cfg.kind} training", cfg.seed)
         if not train_ids:
             raise ValueError("no training query has a judged-relevant document in the collection")
         bm25 = first_stage if first_stage is not None else LexicalSearcher(

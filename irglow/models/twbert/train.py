@@ -329,7 +329,7 @@ class Trainer:
         rng.shuffle(ids)
         if cfg.max_train_queries:
             ids = ids[: cfg.max_train_queries]
-        val_list, train_ids = split_validation(ids, cfg.val_fraction, "TW-BERT training")
+        val_list, train_ids = split_validation(ids, cfg.val_fraction, "TW-BERT training", cfg.seed)
         val_ids = set(val_list)
         t0 = time.perf_counter()
         forward = ForwardIndex(index)
