@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from irglow.settings import positive_int
 from irglow.eval.defaults import DEFAULT_MEASURES
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
 
@@ -23,7 +24,7 @@ def _add_index_opts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fields", nargs="*", default=None, help="document fields to index (default: all)")
     p.add_argument("--stemmer", default="porter", choices=["porter", "krovetz", "none"])
     p.add_argument("--keep-stopwords", action="store_true")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=positive_int, default=2)
 
 
 def _index(args):
@@ -358,6 +359,46 @@ def cmd_zero_shot(args) -> int:
     return 0
 
 
+def cmd_settings(args) -> int:
+    from irglow.settings import DECLARED
+
+    classes = _settings_classes()
+    unknown = [s for s in args.sections if s not in DECLARED and s not in classes]
+    if unknown:
+        print(f"irglow settings: no section {unknown}; sections: {', '.join([*DECLARED, *classes])}", file=sys.stderr)
+        return 2
+    print(settings_reference(args.sections or None))
+    return 0
+
+
+def settings_reference(sections: list[str] | None = None) -> str:
+    """``irglow settings``' text; the README's settings reference is this, verbatim (a test keeps it so)."""
+    from irglow.settings import DECLARED, dataclass_reference, reference
+
+    classes = _settings_classes()
+    wanted = sections or [*DECLARED, *classes]
+    parts = [reference([s for s in wanted if s in DECLARED])]
+    parts += [dataclass_reference(s, classes[s]) for s in wanted if s in classes]
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts if p.strip())
+
+
+def _settings_classes() -> dict:
+    """The sections declared by settings classes (the trainers' and models'), for ``irglow settings``."""
+    from irglow.lexical.stage import LexicalSettings
+    from irglow.models.glow.model import GlowConfig
+    from irglow.models.glow.train import GlowTrainConfig
+    from irglow.models.rerank.monobert import MonoBERTConfig
+    from irglow.models.rerank.nrmf import NRMFConfig
+    from irglow.models.rerank.train import RerankTrainConfig
+    from irglow.models.twbert.model import TWBertConfig
+    from irglow.models.twbert.train import TrainConfig
+
+    return {"lexical": LexicalSettings, "twbert (training)": TrainConfig, "twbert.model": TWBertConfig,
+            "glow (training)": GlowTrainConfig, "glow.model": GlowConfig,
+            "rerank.monobert / rerank.nrmf (training)": RerankTrainConfig, "rerank.monobert.model": MonoBERTConfig,
+            "rerank.nrmf.model": NRMFConfig}
+
+
 def cmd_cache(args) -> int:
     from irglow.index.cache import cached_indexes, describe, prunable, remove
 
@@ -422,12 +463,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default="bm25", choices=["bm25", "bm25-mf", "bm25f", "tfidf"])
     p.add_argument("--k1", type=float, default=BM25_K1)
     p.add_argument("--b", type=float, default=BM25_B)
-    p.add_argument("--depth", type=int, default=DEPTH)
+    p.add_argument("--depth", type=positive_int, default=DEPTH)
     p.add_argument("--field-weight", action="append", metavar="FIELD=W", help="bm25-mf/bm25f field weight")
     p.add_argument("--rm3", action="store_true")
     p.add_argument("--topics", help="TREC/TSV/BEIR topics file instead of the collection's queries")
     p.add_argument("--query", help="search one query and print the top hits")
-    p.add_argument("--show", type=int, default=10)
+    p.add_argument("--show", type=positive_int, default=10)
     p.add_argument("--tag", default=None)
     p.add_argument("-o", "--output", help="run file (default runs/<tag>.run)")
     p.set_defaults(func=cmd_search)
@@ -449,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="also score condensed lists (unjudged documents removed; columns marked ')")
         p.add_argument("--no-judged", action="store_true", help="leave out the Judged@10 column")
         if name == "report":
-            p.add_argument("--depth", type=int, default=10, help="documents per run shown in the query view")
+            p.add_argument("--depth", type=positive_int, default=10, help="documents per run shown in the query view")
             p.add_argument("--topics", help="query texts from a topics file (default: the collection's)")
             p.add_argument("--twbert", action="append", metavar="RUN=MODEL_DIR",
                            help="show TW-BERT's learned term weights for this run's queries")
@@ -462,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="paired test against the baseline (default: randomization; README 'Statistics')")
             p.add_argument("--correction", default="holm", choices=["holm", "bonferroni", "bh", "none"],
                            help="multiple-comparison correction over the runs, per measure (default: holm)")
-            p.add_argument("--permutations", type=int, default=10000,
+            p.add_argument("--permutations", type=positive_int, default=10000,
                            help="randomization/bootstrap draws (exact enumeration when 2^queries is not larger)")
             p.add_argument("--seed", type=int, default=0)
             p.add_argument("--ci", action="store_true", help="show Δ to the baseline with its 95%% CI in each cell")
@@ -490,10 +531,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tune-qrels", help="qrels of the training queries")
     p.add_argument("--measure", default="nDCG@10")
     p.add_argument("--step", type=float, default=0.05, help="weight grid step")
-    p.add_argument("--depth", type=int, default=1000)
+    p.add_argument("--depth", type=positive_int, default=1000)
     p.add_argument("--tag")
     add_duplicates_option(p)
     p.set_defaults(func=cmd_fuse)
+
+    p = sub.add_parser("settings", help="the settings reference: key, type and range, default, meaning")
+    p.add_argument("sections", nargs="*", help="only these sections (default: every declared one)")
+    p.set_defaults(func=cmd_settings)
 
     p = sub.add_parser("cache", help="list cached indexes, or prune those a newer version replaced")
     p.add_argument("action", choices=["list", "prune"])

@@ -172,8 +172,13 @@ def apply_override(config: dict[str, Any], item: str) -> None:
         raise ValueError(f"override {item!r} must look like section.key=value")
     node = config
     parts = key.strip().split(".")
-    for p in parts[:-1]:
+    if not all(parts):
+        raise ValueError(f"override {item!r}: {key.strip()!r} is not a dotted key such as lexical.depth")
+    for i, p in enumerate(parts[:-1]):
         node = node.setdefault(p, {})
+        if not isinstance(node, dict):  # lexical.depth.x=1 where lexical.depth is a number
+            raise ValueError(f"override {item!r}: {'.'.join(parts[:i + 1])} is a value ({node!r}), not a table "
+                             f"of settings, so it has no key {parts[i + 1]!r}")
     node[parts[-1]] = _parse_value(value.strip())
 
 

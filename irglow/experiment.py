@@ -62,6 +62,9 @@ class Experiment:
         ev["runs"] = [s for s in dict.fromkeys(self.systems) if s != self.baseline]
         for name in dict.fromkeys([self.baseline, *self.systems]):
             self._switch_on(cfg, name)
+        if not isinstance(settings or {}, dict) or not all(isinstance(k, str) for k in (settings or {})):
+            raise TypeError(f"Experiment(settings=…) takes a dict of dotted keys, e.g. {{'lexical.k1': 1.2}}, "
+                            f"not {settings!r}")
         for key, value in (settings or {}).items():
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
         self.config = cfg

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from irglow import settings
 from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.data.trec import write_qrels
@@ -44,13 +45,13 @@ STAGE_FORMAT = 4
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
     "seed": None, "data_dir": None,
-    "collection": ("name", "train", "train_split", "test_split", "max_docs", "max_queries"),
+    "collection": None,  # declared in irglow.settings (as are [output], [fusion], [validation], [zero_shot])
     "index": ("fields", "stemmer", "keep_stopwords", "threads"),
     "eval": ("measures", "baseline", "runs", "test", "correction", "permutations", "seed", "ci", "judged_only",
              "risk_alphas", "pairs", "alpha"),
-    "output": ("dir",),
-    "validation": None,  # irglow.models.validation.check checks it (other sources a checkpoint is chosen on)
-    "zero_shot": None,  # irglow.zero_shot checks it
+    "output": None,
+    "validation": None,
+    "zero_shot": None,
     "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
     "grid": None,  # written by irglow.grid: the points and the one chosen on validation
 }
@@ -68,10 +69,7 @@ def check_config(config: dict[str, Any]) -> list[str]:
             if not isinstance(config[section], dict):
                 raise ValueError(f"[{section}] must be a table of settings, not {config[section]!r}")
             check_settings(config[section], keys, f"[{section}]")
-    c = config.get("collection", {})
-    max_docs = c.get("max_docs")
-    if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1):
-        raise ValueError(f"collection.max_docs = {max_docs!r} must be an integer >= 1")
+    settings.check(config)  # every declared section: misspelt keys, types, ranges and choices, each named
     if "seed" in config and (isinstance(config["seed"], bool) or not isinstance(config["seed"], int)):
         raise ValueError(f"seed = {config['seed']!r} must be an integer")
     check_index_config(index_config(config))

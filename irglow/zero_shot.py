@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from irglow import settings
 from irglow.config import check_settings, write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
@@ -38,7 +39,6 @@ from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
-SETTINGS = ("train", "train_split", "collections", "measure")
 
 
 class NoCollectionError(RuntimeError):
@@ -167,8 +167,8 @@ class Seen:
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
     check_config(config)
+    settings.check(config, ("zero_shot",))
     zs = dict(config.get("zero_shot", {}))
-    check_settings(zs, SETTINGS, "[zero_shot]")
     if not zs.get("train"):
         raise ValueError("[zero_shot] train is missing: the collection the models are trained on")
     specs = collection_specs(list(zs.get("collections", [])))

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from irglow import settings
 from irglow.stage import Stage
 
 
-@dataclass
+@dataclass(frozen=True)
 class QLSettings:
-    enabled: bool = False
-    mu: float = 1000.0  # Anserini's default for query likelihood
+    enabled: bool
+    mu: float  # Anserini's default, 1000 (declared in irglow.settings)
 
     @classmethod
     def from_config(cls, config) -> "QLSettings":
-        from irglow.config import check_settings, check_values
-
-        check_settings(config.get("ql", {}), ("enabled", "mu"), "[ql]")
-        return check_values(cls(**config.get("ql", {})), "ql")
+        """Bound from the declarations (:mod:`irglow.settings`: type, range, default, said once)."""
+        settings.check(config, ("ql",))
+        return cls(**{k: settings.value(config, "ql", k) for k in ("enabled", "mu")})
 
 
 class QueryLikelihoodStage(Stage):

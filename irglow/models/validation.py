@@ -27,10 +27,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
+from irglow import settings
 from irglow.data.records import Document, Qrel, Query
 
-SETTINGS = ("also", "queries", "stages")
-DEFAULT_QUERIES = 100
 STAGES = ("glow", "rerank")  # the stages whose trainers can choose on other sources (Stage.validates_elsewhere)
 
 
@@ -59,18 +58,7 @@ class ValidationSource:
 
 def check(config: dict[str, Any]) -> None:
     """Stop on a wrong ``[validation]`` setting before any work, naming the key."""
-    v = config.get("validation", {})
-    if not isinstance(v, dict):
-        raise ValueError("[validation] must be a table: also = ['<collection>@<split>', …], queries = N")
-    unknown = sorted(set(v) - set(SETTINGS))
-    if unknown:
-        raise ValueError(f"unknown [validation] setting(s) {unknown}; known: {', '.join(SETTINGS)}")
-    n = v.get("queries", DEFAULT_QUERIES)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"validation.queries = {n!r} must be an integer >= 1 (judged queries drawn per source)")
-    also = v.get("also", [])
-    if not isinstance(also, (str, list)):
-        raise ValueError(f"validation.also = {also!r} must name collections: ['<collection>@<split>', …]")
+    settings.check(config, ("validation",))
     wrong = [s for s in used_by(config) if s not in STAGES]
     if wrong:
         raise ValueError(f"validation.stages: {wrong} cannot choose checkpoints on other sources; "
@@ -81,7 +69,7 @@ def used_by(config: dict[str, Any]) -> list[str]:
     """The stages whose trainers also validate on ``[validation] also``."""
     from irglow.config import as_names
 
-    return as_names(config.get("validation", {}).get("stages", list(STAGES)))
+    return as_names(settings.value(config, "validation", "stages"))
 
 
 def for_stage(config: dict[str, Any], source, stage: str) -> tuple:
@@ -108,7 +96,7 @@ def sources(config: dict[str, Any], index_and_stats: Callable, timings: dict[str
     also = v.get("also", [])
     if not also:
         return ()
-    n, seed = v.get("queries", DEFAULT_QUERIES), config.get("seed", 13)
+    n, seed = settings.value(config, "validation", "queries"), config.get("seed", 13)
     out = []
     for spec, split in parse_sources(also, "train"):
         collection = load_collection(spec)

@@ -29,8 +29,7 @@ from irglow.data.records import Qrel
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.runs.trec import Run, trec_order
 
-METHODS = ("rrf", "wsum")
-NORMS = ("min-max", "z-score", "none")
+from irglow.settings import FUSION_METHODS as METHODS, FUSION_NORMS as NORMS  # declared once
 
 
 def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:

@@ -26,15 +26,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from irglow import settings
 from irglow.config import as_names, flag
-from irglow.runs.fusion import METHODS, NORMS, fuse, fuse_tuned
+from irglow.runs.fusion import fuse, fuse_tuned
 from irglow.runs.trec import Run
 from irglow.stage import Stage, Unit
 
 log = logging.getLogger(__name__)
 
 TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-out training) queries
-SETTINGS = ("enabled", "runs", "method", "norm", "step", "measure", "optional")
 
 
 ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
@@ -87,9 +87,8 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     entries = _entries(fs)
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
-    optional = fs.get("optional", False)
-    if not isinstance(optional, bool):
-        raise ValueError(f"fusion.optional = {optional!r} must be true or false")
+    settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
+    optional = settings.value(config, "fusion", "optional")
     for parts in components(config):
         if parts == [ALL]:
             if len(produced) < 2:
@@ -106,22 +105,16 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
                              f"{missing}; its runs: {', '.join(produced)}")
         if "+".join(parts) in produced:
             raise ValueError(f"fusion.runs: {'+'.join(parts)} is already a run of another stage; rename or drop one")
-    if fs.get("method", "wsum") not in METHODS or fs.get("norm", "min-max") not in NORMS:
-        raise ValueError(f"fusion.method must be one of {METHODS} and fusion.norm one of {NORMS}")
-    step = fs.get("step", 0.05)
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 < step <= 0.5:
-        raise ValueError(f"fusion.step = {step!r} must be a number in (0, 0.5]")
     from irglow.eval.measures import parse_measures
 
-    parse_measures([fs.get("measure", "nDCG@10")])
+    parse_measures([settings.value(config, "fusion", "measure")])
 
 
 def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
     """One configured hybrid of the runs in ``ctx.runs``: weights tuned on the held-out training queries every
     fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
     zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth."""
-    fs = ctx.config.get("fusion", {})
-    method, norm = fs.get("method", "wsum"), fs.get("norm", "min-max")
+    method, norm, measure, step = (settings.value(ctx.config, "fusion", k) for k in ("method", "norm", "measure", "step"))
     depth, runs, tag = ctx.lexical.depth, ctx.runs, "+".join(parts)
     lexical = set(ctx.lexical.tags())
 
@@ -143,8 +136,7 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
     queries = [q for q in ctx.source.queries() if q.query_id in qids]
     tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
             else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
-    run, info = fuse_tuned(test, tune, qrels, method, norm, fs.get("measure", "nDCG@10"), fs.get("step", 0.05),
-                           depth=depth, tag=tag)
+    run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
     return run, {**info, "parts": list(parts)}
 
 

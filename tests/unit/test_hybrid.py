@@ -29,8 +29,8 @@ def test_components_read_lists_and_plus_joined_strings():
 @pytest.mark.parametrize("runs, more, message", [
     ([["twbert", "glow"]], {}, r"needs runs this configuration does not produce: \['glow'\]"),
     ([["twbert"]], {}, "fuses nothing"),
-    ([["bm25", "twbert"]], {"method": "max"}, "fusion.method must be one of"),
-    ([["bm25", "twbert"]], {"step": 0}, r"fusion.step = 0 must be a number in \(0, 0.5\]"),
+    ([["bm25", "twbert"]], {"method": "max"}, "fusion.method = .max.: must be one of"),
+    ([["bm25", "twbert"]], {"step": 0}, r"fusion.step = 0: must be a number > 0 and <= 0.5"),
     ([], {}, "must be a non-empty list"),
 ])
 def test_bad_fusion_settings_stop_before_work(runs, more, message):

@@ -187,7 +187,8 @@ def test_config_base_cycles_and_relative_paths(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--step", "0"], "weight grid step"), (["--step", "2"], "weight grid step"),
-    (["--k", "-1"], "RRF constant"), (["--depth", "-1"], "fusion depth"), (["--depth", "0"], "fusion depth"),
+    (["--k", "-1"], "RRF constant"), (["--depth", "-1"], "argument --depth: -1 must be >= 1"),
+    (["--depth", "0"], "argument --depth: 0 must be >= 1"),
 ])
 def test_fuse_refuses_settings_that_would_divide_by_zero_or_drop_documents(tmp_path, capsys, args, message):
     Run({"q": [("d1", 1.0), ("d2", 0.5)]}).write(tmp_path / "a.run")
@@ -195,9 +196,12 @@ def test_fuse_refuses_settings_that_would_divide_by_zero_or_drop_documents(tmp_p
     (tmp_path / "q.qrels").write_text("q 0 d1 1\n")
     extra = ["--tune-runs", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--tune-qrels",
              str(tmp_path / "q.qrels")] if "--step" in args else []
-    assert main(["fuse", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "-o", str(tmp_path / "f.run"),
-                 *args, *extra]) == 2
-    assert message in capsys.readouterr().err
+    try:
+        rc = main(["fuse", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "-o", str(tmp_path / "f.run"),
+                   *args, *extra])
+    except SystemExit as e:  # argparse's own usage error (a type that refuses the value), exit status 2
+        rc = e.code
+    assert rc == 2 and message in capsys.readouterr().err
 
 
 def test_zscore_fusion_refuses_infinite_scores():

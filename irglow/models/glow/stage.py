@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from irglow import settings as declared
 from irglow.config import as_names, stage_settings
 from irglow.stage import Stage
 
 UNTRAINED = ("minilm", "minilm-fields", "minilm-glow")
-STAGE_KEYS = ("variants", "untrained", "zero_shot_tokens", "model_dir")
 # settings an unweighted encoder (variant "bert") never reads: a grid over them trains it once
 WEIGHT_ONLY_MODEL = ("attention", "weights", "weight_alpha")
 WEIGHT_ONLY_TRAINING = ("alpha_ramp",)
@@ -31,15 +31,18 @@ def settings(config) -> tuple[dict, list[str], dict]:
     from irglow.models.fields import resolve_auto_budgets
 
     gcfg = stage_settings(config.get("glow", {}), "glow")
+    declared.check_table("glow", {**gcfg, "enabled": config.get("glow", {}).get("enabled", False)})
     model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
     if budget is not None:
         gcfg["model"] = model
     if "fuse_with" in gcfg:
         raise ValueError("glow.fuse_with moved to the one fusion stage: write [fusion] runs = ['bm25f+glow', …] "
                          "(weights tuned on the queries the training held out, reciprocal-rank fusion zero-shot)")
-    variants = as_names(gcfg.pop("variants", ["glow"]))
-    options = {"untrained": as_names(gcfg.pop("untrained", [])), "zero_shot_tokens": gcfg.pop("zero_shot_tokens", 256),
-               "model_dir": gcfg.pop("model_dir", None), "token_budget": budget}
+    default = {k: s.default for k, s in declared.DECLARED["glow"].items()}
+    variants = as_names(gcfg.pop("variants", default["variants"]))
+    options = {"untrained": as_names(gcfg.pop("untrained", default["untrained"])),
+               "zero_shot_tokens": gcfg.pop("zero_shot_tokens", default["zero_shot_tokens"]),
+               "model_dir": gcfg.pop("model_dir", default["model_dir"]), "token_budget": budget}
     return gcfg, variants, options
 
 

@@ -99,6 +99,7 @@ class GlowTrainConfig:
     mix_checkpoint: list = field(default_factory=list)
 
     def __post_init__(self):
+        check_values(self, "glow")  # types and ranges first: the checks below compare values
         if self.loss not in ("contrastive", "bce"):
             raise ValueError(f"GLOW loss must be 'contrastive' or 'bce', not {self.loss!r}")
         if not 0.0 <= self.alpha_ramp <= 1.0:
@@ -110,9 +111,11 @@ class GlowTrainConfig:
         from irglow.models.fields import resolve_auto_budgets
 
         d = dict(d)
-        model = GlowConfig(**resolve_auto_budgets(d.pop("model", {}), d.get("device", "auto"))[0])
+        model = resolve_auto_budgets(d.pop("model", {}), d.get("device", "auto"))[0]
+        check_settings(model, GlowConfig.__dataclass_fields__, "[glow.model]")
+        model = GlowConfig(**model)
         check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "GLOW training", ignore={"enabled", "variants"})
-        return check_values(cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__}), "glow")
+        return cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
 class GlowScorer(torch.nn.Module):

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
 from irglow.stage import Stage
 
 KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
-OPTIONS = ("models", "depth", "rerank_also", "model_dir", "variants", "first_stage")
 # stages that write their runs of the training queries for a re-ranker (irglow.runs.hybrid.wants_training_run)
 TRAINING_RUNS_FROM = ("twbert", "bm25-ngram")
 
@@ -43,14 +43,15 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
     stands for one model per field of the training collection when it has more than one (``fields``; before
     the index is known, from ``index.fields`` if configured, else left out)."""
     rcfg = dict(config.get("rerank", {}))
-    rcfg.pop("enabled", None)
     if "fuse" in rcfg:
         raise ValueError("rerank.fuse moved to the one fusion stage: write [fusion] runs = ['bm25+monobert', "
                          "'bm25+nrmf', …] (the re-ranked block fused with BM25, weights tuned on held-out queries)")
+    declared.check_table("rerank", rcfg)  # misspelt keys, a negative or string depth: named before any work
+    rcfg.pop("enabled", None)
     variants = dict(rcfg.get("variants", {}))
     fields = fields if fields is not None else config.get("index", {}).get("fields")
     models = []
-    for name in as_names(rcfg.get("models", ["monobert", "nrmf"])):
+    for name in as_names(declared.value(config, "rerank", "models")):
         if "{field}" not in name:
             models.append(name)
             continue
@@ -59,10 +60,6 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
         for f in fields if fields and len(fields) > 1 else []:
             models.append(name.replace("{field}", f))
             variants[models[-1]] = _per_field(variants[name], f)
-    unknown = sorted(set(rcfg) - set(OPTIONS) - set(KINDS))
-    if unknown:
-        raise ValueError(f"unknown [rerank] setting(s) {unknown}; known: {', '.join(OPTIONS)}, and one section per "
-                         f"kind ({', '.join(KINDS)})")
     trainers = {}
     for name in models:
         if name in KINDS:
@@ -78,13 +75,14 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
         if kind not in KINDS:
             raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
         trainers[name] = {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
-    return models, rcfg.get("depth", 100), as_names(rcfg.get("rerank_also", [])), trainers
+    return (models, declared.value(config, "rerank", "depth"), as_names(declared.value(config, "rerank", "rerank_also")),
+            trainers)
 
 
 def first_stages(config, fields: list[str] | None = None) -> dict[str, str]:
     """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``, else
     ``bm25``."""
-    default = config.get("rerank", {}).get("first_stage", "bm25")
+    default = declared.value(config, "rerank", "first_stage")
     return {name: v.get("first_stage", default) for name, v in _variant_tables(config, fields).items()}
 
 
@@ -144,8 +142,8 @@ class RerankStage(Stage):
         from irglow.models.rerank.train import RerankTrainConfig
 
         models, _, _, trainers = settings(config)
-        for trainer in trainers.values():
-            RerankTrainConfig.from_dict(trainer)
+        for name, trainer in trainers.items():
+            RerankTrainConfig.from_dict(trainer).model_config(f"rerank.{name}.model")
         owners = models_of(config)
         for name, owner in owners.items():
             if owner != name and (owner not in owners or owners[owner] != owner):

@@ -70,6 +70,7 @@ class RerankTrainConfig:
     amp: bool = True
 
     def __post_init__(self):
+        check_values(self, "rerank")  # types and ranges first: the checks below compare values
         if self.kind not in KINDS:
             raise ValueError(f"re-ranker kind must be one of {KINDS}, not {self.kind!r}")
         self.loss = self.loss or ("softmax" if self.kind == "monobert" else "pairwise")
@@ -80,16 +81,31 @@ class RerankTrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
         check_settings(d, cls.__dataclass_fields__, "re-ranker training", ignore={"enabled"})
-        return check_values(cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__}), "rerank")
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+    def model_config(self, key: str, fields: list[str] | None = None):
+        """The model's settings (``[rerank.<kind>.model]``), checked — a misspelt key or a wrong type is an
+        error naming ``key`` before any work, not when the model is built after the first stage ran."""
+        if self.kind == "monobert":
+            from irglow.models.rerank.monobert import MonoBERTConfig as Config
+        else:
+            from irglow.models.rerank.nrmf import NRMFConfig as Config
+        if not isinstance(self.model, dict):
+            raise ValueError(f"{key} = {self.model!r} must be a table of settings")
+        try:
+            return Config.from_dict({"fields": fields or ["text"], **self.model})
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{key}: {e}") from None
 
     def build_model(self, fields: list[str]):
+        config = self.model_config(f"rerank.{self.kind}.model", fields)
         if self.kind == "monobert":
-            from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
+            from irglow.models.rerank.monobert import MonoBERT
 
-            return MonoBERT.from_pretrained_bert(MonoBERTConfig.from_dict({"fields": fields, **self.model}))
-        from irglow.models.rerank.nrmf import NRMF, NRMFConfig
+            return MonoBERT.from_pretrained_bert(config)
+        from irglow.models.rerank.nrmf import NRMF
 
-        return NRMF(NRMFConfig.from_dict({"fields": fields, **self.model}))
+        return NRMF(config)
 
 
 def kept_note(best_step: int | None, last_step: int, best: float) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from irglow import settings as declared
 from irglow.config import stage_settings
 from irglow.stage import Stage
 
@@ -16,12 +17,13 @@ def settings(config) -> tuple[dict, bool, str | None]:
     from irglow.lexical.stage import LexicalSettings
 
     tcfg = stage_settings(config.get("twbert", {}), "twbert")
+    declared.check_table("twbert", {**tcfg, "enabled": config.get("twbert", {}).get("enabled", False)})
     lexical = LexicalSettings.from_config(config)
     model = dict(tcfg.get("model", {}))
     model.setdefault("k1", lexical.k1)
     model.setdefault("b", lexical.b)
     tcfg["model"] = model
-    return tcfg, tcfg.pop("rm3", True), tcfg.pop("model_dir", None)
+    return tcfg, tcfg.pop("rm3", declared.DECLARED["twbert"]["rm3"].default), tcfg.pop("model_dir", None)
 
 
 def check_reused_model_can_tune(config, model_dir: str | None) -> None:

@@ -117,7 +117,7 @@ class TrainConfig:
                                      (model, TWBertConfig.__dataclass_fields__, "twbert.model")):
             unknown = sorted(set(name) - set(known) - {"model"})
             if unknown:
-                raise KeyError(f"unknown [{section}] key(s) {unknown}; allowed: {sorted(set(known) - {'model'})}")
+                raise ValueError(f"unknown [{section}] key(s) {unknown}; allowed: {sorted(set(known) - {'model'})}")
         return check_values(cls(model=TWBertConfig(**model), **d), "twbert")
 
 

@@ -1,0 +1,250 @@
+"""The declarations of the settings read as tables: each key once, with its type, default, range and meaning.
+
+A setting used to be read where it was used (``fs.get("method", "wsum")``), so a string where a boolean belongs
+(``twbert.rm3 = "false"``: true to Python), a misspelt key (``fusion.mehtod``) or a negative depth passed
+unseen.  Here each is declared once; :func:`check` stops on any of them before work with one error naming the
+full key, the value and what is allowed, readers take defaults from :func:`value`, and ``irglow settings``
+and the README's reference are printed from the same list.  The training sections (``[twbert]``, ``[glow]``,
+``[rerank.<kind>]``) are declared by their dataclasses (:func:`irglow.config.check_values`); their stage-level
+keys are declared here.
+
+Leaf module: it imports nothing of irglow, so every layer may read a declaration.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
+FUSION_NORMS = ("min-max", "z-score", "none")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of one section.  ``kind``: bool | int | number | str | names (a list of strings, or one
+    comma-separated string as ``--set`` and make pass it) | list | table | counts (split = integer) | any."""
+
+    section: str
+    name: str
+    kind: str
+    default: Any
+    doc: str
+    low: float | None = None  # inclusive bound
+    high: float | None = None  # inclusive bound
+    above: float | None = None  # exclusive lower bound
+    choices: tuple[Any, ...] = ()
+    optional: bool = False  # may be unset (None)
+
+    @property
+    def key(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    def allowed(self) -> str:
+        """What the setting accepts, in words (the error and the reference say the same)."""
+        if self.choices:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        words = {"bool": "true or false", "int": "an integer", "number": "a number", "str": "a string",
+                 "names": "a list of names (or one comma-separated string)", "list": "a list",
+                 "table": "a table of settings", "counts": "a table of split = integer",
+                 "any": "see the description"}[self.kind]
+        bounds = []
+        if self.above is not None:
+            bounds.append(f"> {self.above:g}")
+        if self.low is not None:
+            bounds.append(f">= {self.low:g}")
+        if self.high is not None:
+            bounds.append(f"<= {self.high:g}")
+        return words + (" " + " and ".join(bounds) if bounds else "")
+
+    def check(self, value: Any) -> None:
+        if value is None and self.optional:
+            return
+        if not self._fits(value):
+            raise ValueError(f"{self.key} = {value!r}: must be {self.allowed()}")
+
+    def _fits(self, value: Any) -> bool:
+        if self.choices:
+            return isinstance(value, type(self.choices[0])) and value in self.choices
+        kind = self.kind
+        if kind == "bool":
+            return isinstance(value, bool)
+        if kind == "counts":
+            return isinstance(value, dict) and all(isinstance(k, str) and Setting(
+                self.section, self.name, "int", None, "", low=self.low)._fits(v) for k, v in value.items())
+        if kind in ("int", "number"):
+            if isinstance(value, bool) or not isinstance(value, int if kind == "int" else (int, float)):
+                return False
+            if not math.isfinite(value):
+                return False
+            return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+                    and (self.above is None or value > self.above))
+        if kind == "str":
+            return isinstance(value, str)
+        if kind == "names":
+            return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+        if kind == "list":
+            return isinstance(value, list)
+        if kind == "table":
+            return isinstance(value, dict)
+        return True
+
+
+def _section(name: str, *settings: tuple, closed: bool = True) -> dict[str, Setting]:
+    return {s[0]: Setting(name, *s[:3], doc=s[3], **(s[4] if len(s) > 4 else {})) for s in settings}
+
+
+# section → {key: Setting}; CLOSED: sections whose keys are all declared here (anything else is misspelt)
+DECLARED: dict[str, dict[str, Setting]] = {
+    "collection": _section(
+        "collection",
+        ("name", "str", "demo", "the evaluated collection: a BEIR folder, an ir_datasets id or a demo spec"),
+        ("train", "names", None, "where models train, when not the evaluated collection (several: a union)",
+         {"optional": True}),
+        ("train_split", "str", "train", "the split models train on"),
+        ("test_split", "names", "test", "the split evaluated (several: one table each)"),
+        ("max_docs", "int", None, "index only the first N documents", {"low": 1, "optional": True}),
+        ("max_queries", "counts", None, "a seeded sample of N judged queries per split: {train = 5000, dev = 500}",
+         {"low": 1, "optional": True})),
+    "output": _section(
+        "output", ("dir", "str", "runs", "where runs, tables, plots and the manifest are written")),
+    "fusion": _section(
+        "fusion",
+        ("enabled", "bool", False, "fuse runs into hybrids"),
+        ("runs", "any", [], "the hybrids: ['a+b', ['a', 'b', 'c'], 'all'] or one 'a+b,a+b+c' string"),
+        ("method", "str", "wsum", "wsum: weighted sum of normalised scores (weights tuned on held-out training "
+         "queries); rrf: reciprocal-rank fusion (nothing tuned)", {"choices": FUSION_METHODS}),
+        ("norm", "str", "min-max", "score normalisation before a weighted sum", {"choices": FUSION_NORMS}),
+        ("step", "number", 0.05, "the convex weight grid's step", {"above": 0, "high": 0.5}),
+        ("measure", "str", "nDCG@10", "what the weights maximise on the tuning queries"),
+        ("optional", "bool", False, "leave out (with a warning) a hybrid naming a run not produced")),
+    "ql": _section(
+        "ql",
+        ("enabled", "bool", False, "query likelihood with Dirichlet smoothing (the new-ranker example)"),
+        ("mu", "number", 1000.0, "Dirichlet μ", {"above": 0})),
+    "validation": _section(
+        "validation",
+        ("also", "names", [], "other collection@split sources a checkpoint is also chosen on"),
+        ("queries", "int", 100, "judged queries drawn from each source (seeded)", {"low": 1}),
+        ("stages", "names", ["glow", "rerank"], "the stages whose trainers use them")),
+    "zero_shot": _section(
+        "zero_shot",
+        ("train", "str", None, "the collection the models are trained on", {"optional": True}),
+        ("train_split", "str", "train", "its split"),
+        ("collections", "list", [], "collections evaluated: names, or {name, split} tables"),
+        ("measure", "str", "nDCG@10", "the measure of the cross-collection table")),
+    # the model stages' own keys (their training settings are the trainers' dataclasses)
+    "twbert": _section(
+        "twbert",
+        ("enabled", "bool", False, "train TW-BERT and write bm25-ngram and twbert"),
+        ("config", "str", None, "a file whose [twbert] this section starts from", {"optional": True}),
+        ("rm3", "bool", True, "also write twbert-rm3 (the weighted query expanded by RM3)"),
+        ("model_dir", "str", None, "a trained model to reuse instead of training", {"optional": True}),
+        closed=False),
+    "glow": _section(
+        "glow",
+        ("enabled", "bool", False, "train GLOW/BERT dense encoders and search them with faiss"),
+        ("config", "str", None, "a file whose [glow] this section starts from", {"optional": True}),
+        ("variants", "names", ["glow"], "glow (BM25-weighted attention) and/or bert (plain)"),
+        ("untrained", "names", [], "untrained reference runs: minilm, minilm-fields, minilm-glow"),
+        ("zero_shot_tokens", "int", 256, "the untrained MiniLM run's token budget", {"low": 1}),
+        ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True}),
+        closed=False),
+    "rerank": _section(
+        "rerank",
+        ("enabled", "bool", False, "train re-rankers and re-rank a first-stage run"),
+        ("models", "names", ["monobert", "nrmf"], "kinds (monobert, nrmf) or [rerank.variants] names"),
+        ("depth", "int", 100, "documents re-ranked per query", {"low": 1}),
+        ("rerank_also", "names", [], "other runs the trained models re-rank"),
+        ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True}),
+        ("variants", "table", {}, "named variants: kind, first_stage, model_of and training settings"),
+        ("first_stage", "str", "bm25", "the run re-ranked (and trained on)"),
+        ("monobert", "table", {}, "monoBERT's training settings (and [rerank.monobert.model])"),
+        ("nrmf", "table", {}, "NRM-F's training settings (and [rerank.nrmf.model])")),
+}
+CLOSED = {"collection", "output", "fusion", "ql", "validation", "zero_shot", "rerank"}
+
+
+def value(config: dict[str, Any], section: str, name: str) -> Any:
+    """``config[section][name]``, or its declared default: the one place a default is written."""
+    node = config.get(section)
+    setting = DECLARED[section][name]
+    return node.get(name, setting.default) if isinstance(node, dict) else setting.default
+
+
+def check(config: dict[str, Any], sections: tuple[str, ...] | None = None) -> None:
+    """Stop on a declared section that is not a table, an undeclared key in a closed section, or a value
+    of the wrong type, range or choice — one error naming the full key, the value and what is allowed."""
+    for section, settings in DECLARED.items():
+        if sections is not None and section not in sections:
+            continue
+        if config.get(section) is not None:
+            check_table(section, config[section])
+
+
+def check_table(section: str, node: Any) -> None:
+    """:func:`check` for one section's table (a stage's, after its ``config = "…"`` file is merged in)."""
+    settings = DECLARED[section]
+    if not isinstance(node, dict):
+        raise ValueError(f"[{section}] must be a table of settings, not {node!r}")
+    if section in CLOSED:
+        unknown = sorted(set(node) - set(settings))
+        if unknown:
+            raise ValueError(f"unknown [{section}] setting(s) {unknown}{_did_you_mean(unknown[0], settings)}; "
+                             f"known: {', '.join(settings)}")
+    for name, setting in settings.items():
+        if name in node:
+            setting.check(node[name])
+
+
+def _did_you_mean(name: str, known) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def reference(sections: list[str] | None = None) -> str:
+    """The settings reference as markdown: ``irglow settings`` prints it and the README embeds it."""
+    lines = []
+    for section, settings in DECLARED.items():
+        if sections is not None and section not in sections:
+            continue
+        lines += [f"### [{section}]", "", "| key | type and range | default | meaning |", "|:--|:--|:--|:--|"]
+        for s in settings.values():
+            default = "unset" if s.default is None else repr(s.default)
+            lines.append(f"| `{s.name}` | {s.allowed()} | `{default}` | {s.doc} |")
+        if section not in CLOSED:
+            lines.append(f"| … | | | the training settings of `{section}` (its trainer's dataclass) |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def dataclass_reference(section: str, cls) -> str:
+    """A trainer's or model's settings class as a reference table (its fields are that section's
+    declarations: type and default from the field, ranges from :func:`irglow.config.check_values`)."""
+    import dataclasses
+
+    lines = [f"### [{section}]", "", "| key | type | default |", "|:--|:--|:--|"]
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        if dataclasses.is_dataclass(default):
+            default = f"[{section}.{f.name}]"
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        lines.append(f"| `{f.name}` | {kind.replace('|', 'or')} | `{default!r}` |")
+    return "\n".join(lines + [""])
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for depths, counts and threads: ``--depth -98`` is an error, not "top -98"."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
