@@ -8,6 +8,10 @@ import logging
 import sys
 from pathlib import Path
 
+from irglow.models.cli import add_duplicates_option
+from irglow.models.glow.cli import add_glow_command
+from irglow.models.rerank.cli import add_rerank_commands
+from irglow.models.twbert.cli import add_twbert_command
 from irglow.settings import positive_int
 from irglow.eval.defaults import DEFAULT_MEASURES
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
@@ -200,7 +204,8 @@ def report_from_files(args) -> dict:
     """The report's data from the command line's runs, qrels and options (what the page shows)."""
     from irglow.data.collection import load_collection
     from irglow.data.trec import read_topics
-    from irglow.eval.report import report_data, twbert_weights
+    from irglow.eval.report import report_data
+    from irglow.models.explain import twbert_weights
     from irglow.runs.columns import read_ranked
 
     collection = load_collection(args.data) if args.data else None
@@ -421,7 +426,7 @@ def cmd_cache(args) -> int:
 
 
 def cmd_regressions(args) -> int:
-    from irglow.eval.regressions import run_matrix
+    from irglow.regressions import run_matrix
     from irglow.utils.atomic import atomic_write_text
 
     matrix = run_matrix(args.config, args.output, [t for t in (args.tags or "").split(",") if t] or None,
@@ -433,12 +438,6 @@ def cmd_regressions(args) -> int:
     print(text)
     print(f"matrix in {args.output}/regressions.md and .html")
     return 1 if matrix.failed else 0
-
-
-def add_duplicates_option(p: argparse.ArgumentParser) -> None:
-    """``--duplicates``, which a run file's repeated-line error suggests: every command reading runs has it."""
-    p.add_argument("--duplicates", default="error", choices=["error", "keep-max"],
-                   help="a repeated (query, document) line in a run: stop (default) or keep the highest score")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -575,9 +574,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="output folder (overrides output.dir)")
     p.set_defaults(func=cmd_zero_shot)
 
-    from irglow.models.cli import add_model_commands
-
-    add_model_commands(sub)
+    # the neural models' commands (their modules defer torch to the commands themselves)
+    add_twbert_command(sub)
+    add_glow_command(sub)
+    add_rerank_commands(sub)
     return parser
 
 

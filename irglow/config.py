@@ -227,14 +227,10 @@ def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None
                                                "ir-measures", "ir-datasets", "numpy", "pandas")},
         **extra,
     }
-    try:
-        from irglow.index import jvm
-
-        if jvm._started is not None:  # noqa: SLF001
-            manifest["java"] = {"home": str(jvm._started.home), "major": jvm._started.major,
-                                "source": jvm._started.source}
-    except ImportError:
-        pass
+    jvm = sys.modules.get("irglow.index.jvm")  # the Java a run started, if it started one (never imported here)
+    if jvm is not None and jvm._started is not None:  # noqa: SLF001
+        manifest["java"] = {"home": str(jvm._started.home), "major": jvm._started.major,
+                            "source": jvm._started.source}
     out_dir = Path(out_dir)
     text = json.dumps(manifest, indent=2, default=str)
     # the newest record is manifest.json; every run also keeps its own under manifests/, so a

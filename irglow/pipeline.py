@@ -350,7 +350,8 @@ def settings_note(config: dict[str, Any], p: Prepared, tags: list[str]) -> str:
 def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str) -> Path:
     """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
     learned term weights for its runs and the word weights GLOW's attention used, where those stages ran."""
-    from irglow.eval.report import glow_weights, report_data, twbert_weights, write_report
+    from irglow.eval.report import report_data, write_report
+    from irglow.models.explain import glow_weights, twbert_weights
     from irglow.models.source import read_stage_notes
 
     weights = {}
@@ -369,14 +370,16 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: 
 def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Path, notes: str = ""):
     """One test split: every enabled stage in registry order (each unit cached by content; a fusion entry as soon
     as its runs exist), the comparison table, plots and manifest.  Returns the comparison."""
-    from irglow.runs.hybrid import TRAINING, TUNING, FusionStage
+    from irglow.hybrid import FusionStage
+    from irglow.runs.wanted import TRAINING, TUNING
     from irglow.stage import Context
     from irglow.stages import enabled_stages
 
     out.mkdir(parents=True, exist_ok=True)
     timings = dict(p.timings)
     collection, index, stats = p.collection, p.index, p.stats
-    ctx = Context(config, collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split)
+    ctx = Context(config, collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
+                  training_runs=frozenset().union(*(s.training_runs_read(config) for s in enabled_stages(config))))
     test_qrels = collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     # every unit keys on the content it reads: the index (its name carries the corpus digest and the analysis

@@ -62,7 +62,7 @@ class Setting:
         if value is None and self.optional:
             return
         if not self._fits(value):
-            raise ValueError(f"{self.key} = {value!r}: must be {self.allowed()}")
+            raise ValueError(f"{self.key} = {value!r} must be {self.allowed()}")
 
     def _fits(self, value: Any) -> bool:
         if self.choices:
@@ -163,6 +163,13 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("monobert", "table", {}, "monoBERT's training settings (and [rerank.monobert.model])"),
         ("nrmf", "table", {}, "NRM-F's training settings (and [rerank.nrmf.model])")),
 }
+# keys that were renamed or moved: one line naming the new place, not "unknown key"
+MOVED = {
+    "rerank.fuse": "moved to the one fusion stage: write [fusion] runs = ['bm25+monobert', 'bm25+nrmf', …] (the "
+                   "re-ranked block fused with BM25, weights tuned on held-out queries)",
+    "glow.fuse_with": "moved to the one fusion stage: write [fusion] runs = ['bm25f+glow', …] (weights tuned on the "
+                      "queries the training held out, reciprocal-rank fusion zero-shot)",
+}
 CLOSED = {"collection", "output", "fusion", "ql", "validation", "zero_shot", "rerank"}
 
 
@@ -188,6 +195,9 @@ def check_table(section: str, node: Any) -> None:
     settings = DECLARED[section]
     if not isinstance(node, dict):
         raise ValueError(f"[{section}] must be a table of settings, not {node!r}")
+    for name in node:
+        if f"{section}.{name}" in MOVED:
+            raise ValueError(f"{section}.{name} {MOVED[f'{section}.{name}']}")
     if section in CLOSED:
         unknown = sorted(set(node) - set(settings))
         if unknown:

@@ -34,6 +34,8 @@ class Context:
     field_weights: dict[str, dict[str, float]]  # per multi-field system, tuned for it (or configured)
     test_split: str
     runs: dict[str, Any] = field(default_factory=dict)  # the runs the stages before produced
+    # runs a later stage learns from (a re-ranker's first stage): their stages also write the training queries'
+    training_runs: frozenset[str] = frozenset()
 
     @cached_property
     def test_queries(self) -> list:
@@ -104,6 +106,11 @@ class Stage:
         """Trained models it loads from a path instead of training (the cache keys on their content)."""
         return {}
 
+    def training_runs_read(self, config: dict[str, Any]) -> set[str]:
+        """The runs this stage learns from (re-ranks and trains on): the stages writing them also write their
+        run of every training query (:attr:`Context.training_runs`)."""
+        return set()
+
     def train(self, config: dict[str, Any], source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained) its models: ``{name: model directory}``."""
         return {}
@@ -112,7 +119,7 @@ class Stage:
         """What its outputs depend on besides the runs it reads: its section, the lexical settings and field
         weights, the seed, the training data, the content of every model it loads from a path, and which
         held-out runs a fusion wants from it."""
-        from irglow.runs.hybrid import wants_training_run, wants_tuning
+        from irglow.runs.wanted import wants_tuning
         from irglow.utils.digest import local_paths_digest, tree_digest
 
         loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(ctx.config, list(ctx.source.index.fields)
@@ -121,18 +128,16 @@ class Stage:
         key = {"section": ctx.config.get(self.name), "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
                "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
-               "training_runs": [t for t in self.tags(ctx.config) if wants_training_run(ctx.config, t)]}
-        if self.validates_elsewhere:  # the checkpoint was chosen on these too
-            from irglow.models.validation import for_stage_keyed
-
-            key.update(for_stage_keyed(ctx.config, ctx.source, self.name)[1])
+               "training_runs": [t for t in self.tags(ctx.config) if t in ctx.training_runs]}
+        key.update(self.chosen_on_key(ctx))
         return key
+
+    def chosen_on_key(self, ctx: Context) -> dict[str, Any]:
+        """What else chose its checkpoints (other sources' queries, :mod:`irglow.models.validation`)."""
+        return {}
 
     def units(self, ctx: Context) -> list[Unit]:
         return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]
 
     def run(self, ctx: Context) -> dict[str, Any]:
         raise NotImplementedError
-
-    def add_commands(self, sub) -> None:
-        """Its ``irglow <name> …`` sub-commands, if any."""

@@ -11,7 +11,7 @@ from irglow.lexical.stage import LexicalStage
 from irglow.models.glow.stage import GlowStage
 from irglow.models.rerank.stage import RerankStage
 from irglow.models.twbert.stage import TWBertStage
-from irglow.runs.hybrid import FusionStage
+from irglow.hybrid import FusionStage
 from irglow.stage import Stage
 
 # the order a pipeline runs them in; a [fusion] entry runs as soon as the runs it fuses exist

@@ -6,16 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-def add_model_commands(sub: argparse._SubParsersAction) -> None:
-    """Each registered stage's commands (:data:`irglow.stages.STAGES`); a stage whose dependencies are missing
-    (torch, transformers) is left out."""
-    from irglow.stages import STAGES
-
-    for stage in STAGES:
-        try:
-            stage.add_commands(sub)
-        except ImportError:
-            continue
+def add_duplicates_option(p: argparse.ArgumentParser) -> None:
+    """``--duplicates``, which a run file's repeated-line error suggests: every command reading runs has it."""
+    p.add_argument("--duplicates", default="error", choices=["error", "keep-max"],
+                   help="a repeated (query, document) line in a run: stop (default) or keep the highest score")
 
 
 def add_train_parser(group: argparse._SubParsersAction, help: str, func: Callable, *, config: str | None,

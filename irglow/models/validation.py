@@ -56,6 +56,16 @@ class ValidationSource:
                 "qrels": qrels_digest(self.qrels)}
 
 
+class ChoosesOnOtherSources:
+    """Mixed into a stage whose trainers may also choose checkpoints on ``[validation] also``: its cache key then
+    holds those sources' digests (keys written before ``[validation]`` existed stay valid without them)."""
+
+    validates_elsewhere = True
+
+    def chosen_on_key(self, ctx) -> dict[str, Any]:
+        return for_stage_keyed(ctx.config, ctx.source, self.name)[1]
+
+
 def check(config: dict[str, Any]) -> None:
     """Stop on a wrong ``[validation]`` setting before any work, naming the key."""
     settings.check(config, ("validation",))

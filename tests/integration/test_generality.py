@@ -63,7 +63,7 @@ def test_checkpoints_are_chosen_on_every_source_and_the_curves_keep_each(tmp_pat
     ({"also": [f"{SMALL_DEMO}@test"], "queries": 0}, "validation.queries = 0 must be an integer >= 1"),
     ({"also": [f"{SMALL_DEMO}@test"], "stages": ["twbert"]}, r"validation.stages: \['twbert'\] cannot choose"),
     ({"alsoo": []}, r"unknown \[validation\] setting"),
-    ({"also": 3}, "validation.also = 3 must name collections")])
+    ({"also": 3}, r"validation.also = 3 must be a list of names")])
 def test_a_wrong_validation_setting_is_named(tmp_path, section, message):
     from irglow.pipeline import check_config
 

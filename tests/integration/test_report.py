@@ -237,7 +237,7 @@ def test_glow_word_weights_for_the_query_view(tmp_path):
     against the collection's statistics, mean 1 over the words the analyzer keeps (stop words 0.5)."""
     from irglow.data.collection import load_collection
     from irglow.data.records import Query
-    from irglow.eval.report import glow_weights
+    from irglow.models.explain import glow_weights
     from irglow.index.lucene_index import IndexConfig, build_index
     from irglow.index.stats import CollectionStats
     from irglow.models.glow.model import GlowConfig, GlowEncoder

@@ -1,4 +1,4 @@
-"""The pipeline's own fusion ([fusion], irglow.runs.hybrid): settings checked before work, tuning only on
+"""The pipeline's own fusion ([fusion], irglow.hybrid): settings checked before work, tuning only on
 queries every fused model held out, RRF where nothing was held out."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from irglow.data.records import Qrel, Query
-from irglow.runs.hybrid import TUNING, check, components, fuse_entry, fused_tags, wants_tuning
+from irglow.hybrid import TUNING, check, components, fuse_entry, fused_tags, wants_tuning
 from irglow.runs.trec import Run
 
 
@@ -29,8 +29,8 @@ def test_components_read_lists_and_plus_joined_strings():
 @pytest.mark.parametrize("runs, more, message", [
     ([["twbert", "glow"]], {}, r"needs runs this configuration does not produce: \['glow'\]"),
     ([["twbert"]], {}, "fuses nothing"),
-    ([["bm25", "twbert"]], {"method": "max"}, "fusion.method = .max.: must be one of"),
-    ([["bm25", "twbert"]], {"step": 0}, r"fusion.step = 0: must be a number > 0 and <= 0.5"),
+    ([["bm25", "twbert"]], {"method": "max"}, "fusion.method = .max. must be one of"),
+    ([["bm25", "twbert"]], {"step": 0}, r"fusion.step = 0 must be a number > 0 and <= 0.5"),
     ([], {}, "must be a non-empty list"),
 ])
 def test_bad_fusion_settings_stop_before_work(runs, more, message):

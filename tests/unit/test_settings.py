@@ -119,7 +119,7 @@ def test_every_trainer_setting_refuses_a_wrong_type_a_negative_and_a_misspelt_si
 
 def test_a_string_false_is_not_true():
     for value in ("false", "no"):
-        with pytest.raises(ValueError, match=r"twbert.rm3 = '(false|no)': must be true or false"):
+        with pytest.raises(ValueError, match=r"twbert.rm3 = '(false|no)' must be true or false"):
             check_config({**MINIMAL, "twbert": {"enabled": True, "rm3": value}})
 
 
@@ -135,7 +135,7 @@ def test_a_misspelt_fusion_key_is_named_with_its_likely_meaning():
 
 @pytest.mark.parametrize("depth", [-5, "10", 0, 1.5])
 def test_rerank_depth_must_be_a_positive_integer(depth):
-    with pytest.raises(ValueError, match=rf"rerank.depth = {depth!r}: must be an integer >= 1"):
+    with pytest.raises(ValueError, match=rf"rerank.depth = {depth!r} must be an integer >= 1"):
         check_config({**MINIMAL, "rerank": {"enabled": True, "models": ["nrmf"], "depth": depth}})
 
 

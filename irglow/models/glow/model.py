@@ -247,3 +247,9 @@ class Featurizer:
             segments = [(fid, pieces[f][0], feats[f]) for fid, f in enumerate(c.fields)]
             rows.append(self._assemble(segments, max_len))
         return self._batch(rows)
+
+
+def featurizer_for(model: GlowEncoder, index, stats) -> Featurizer:
+    """Weights always come from the collection being *searched* (its N, df and field lengths)."""
+    weighter = WordWeighter(index, stats, model.config.weight_config()) if model.config.weighted else None
+    return Featurizer(model.config, model.tokenizer, weighter)

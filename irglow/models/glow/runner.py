@@ -15,18 +15,12 @@ from irglow.dense.encode import (dense_search, encode, encode_corpus, faiss_inde
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device, read_training
-from irglow.models.glow.model import Featurizer, GlowEncoder
+from irglow.models.glow.model import Featurizer, GlowEncoder, featurizer_for  # noqa: F401 (re-exported)
 from irglow.models.glow.train import embed
 from irglow.models.glow.weights import WordWeighter
 from irglow.runs.trec import Run
 
 log = logging.getLogger(__name__)
-
-
-def featurizer_for(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats) -> Featurizer:
-    """Weights always come from the collection being *searched* (its N, df and field lengths)."""
-    weighter = WordWeighter(index, stats, model.config.weight_config()) if model.config.weighted else None
-    return Featurizer(model.config, model.tokenizer, weighter)
 
 
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from irglow import settings as declared
 from irglow.config import as_names, stage_settings
+from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
 
 UNTRAINED = ("minilm", "minilm-fields", "minilm-glow")
@@ -35,9 +36,6 @@ def settings(config) -> tuple[dict, list[str], dict]:
     model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
     if budget is not None:
         gcfg["model"] = model
-    if "fuse_with" in gcfg:
-        raise ValueError("glow.fuse_with moved to the one fusion stage: write [fusion] runs = ['bm25f+glow', …] "
-                         "(weights tuned on the queries the training held out, reciprocal-rank fusion zero-shot)")
     default = {k: s.default for k, s in declared.DECLARED["glow"].items()}
     variants = as_names(gcfg.pop("variants", default["variants"]))
     options = {"untrained": as_names(gcfg.pop("untrained", default["untrained"])),
@@ -93,10 +91,9 @@ def _checkpoint_run(encoder, docs, test_q, tune_q, out: Path, tag: str, depth: i
     return run, {"docs_per_s": rate, "also": {"tune": tune} if tune else {}}
 
 
-class GlowStage(Stage):
+class GlowStage(ChoosesOnOtherSources, Stage):
     name = "glow"
     trains = True
-    validates_elsewhere = True
 
     def tags(self, config) -> list[str]:
         _, variants, options = settings(config)
@@ -170,7 +167,7 @@ class GlowStage(Stage):
         from irglow.models.glow.model import GlowEncoder
         from irglow.models.glow.runner import glow_run, validation_queries
         from irglow.models.source import write_stage_notes
-        from irglow.runs.hybrid import wants_tuning, write_tuning_run
+        from irglow.runs.wanted import wants_tuning, write_tuning_run
 
         gcfg, variants, options = settings(ctx.config)
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
@@ -199,8 +196,3 @@ class GlowStage(Stage):
                                             "untrained": {"zero_shot_tokens": options["zero_shot_tokens"]}
                                             if "minilm" in options["untrained"] else {}})
         return runs
-
-    def add_commands(self, sub) -> None:
-        from irglow.models.glow.cli import add_glow_command
-
-        add_glow_command(sub)

@@ -54,7 +54,7 @@ from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import (clipped_step, fit_batch, keep_sampler, pick_device, restore_sampler,
                                       resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
                                       training_inputs, validation_score)
-from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
+from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder, featurizer_for
 from irglow.models.glow.weights import WordWeighter
 from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.validation import selection_score
@@ -421,7 +421,6 @@ class _OtherSource:
     statistics (the test-time rule)."""
 
     def __init__(self, source, model: GlowEncoder, bm25_depth: int, max_docs: int):
-        from irglow.models.glow.runner import featurizer_for
 
         self.label, self.queries, self.qrels = source.label, list(source.queries), list(source.qrels)
         bm25 = LexicalSearcher(source.index, LexicalConfig("bm25", depth=bm25_depth)).search(self.queries)

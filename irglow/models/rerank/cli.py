@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from irglow.settings import positive_int
-from irglow.models.cli import add_train_parser
+from irglow.models.cli import add_duplicates_option, add_train_parser
 
 
 def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
@@ -18,8 +18,6 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--batch-size", type=int, default=64)
     r.add_argument("--tag", default=None)
     r.add_argument("-o", "--output", required=True)
-    from irglow.cli import add_duplicates_option
-
     add_duplicates_option(r)
     r.set_defaults(func=cmd_rerank)
     for kind, title in (("monobert", "monoBERT cross-encoder"), ("nrmf", "NRM-F multi-field ranker")):

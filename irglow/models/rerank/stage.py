@@ -30,10 +30,11 @@ from pathlib import Path
 
 from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
+from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
 
 KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
-# stages that write their runs of the training queries for a re-ranker (irglow.runs.hybrid.wants_training_run)
+# stages that write their runs of the training queries for a re-ranker (Stage.training_runs_read)
 TRAINING_RUNS_FROM = ("twbert", "bm25-ngram")
 
 
@@ -43,9 +44,6 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
     stands for one model per field of the training collection when it has more than one (``fields``; before
     the index is known, from ``index.fields`` if configured, else left out)."""
     rcfg = dict(config.get("rerank", {}))
-    if "fuse" in rcfg:
-        raise ValueError("rerank.fuse moved to the one fusion stage: write [fusion] runs = ['bm25+monobert', "
-                         "'bm25+nrmf', …] (the re-ranked block fused with BM25, weights tuned on held-out queries)")
     declared.check_table("rerank", rcfg)  # misspelt keys, a negative or string depth: named before any work
     rcfg.pop("enabled", None)
     variants = dict(rcfg.get("variants", {}))
@@ -129,14 +127,16 @@ def _top(run, depth: int):
     return Run({q: d[:depth] for q, d in run.ranking.items()}, run.tag)
 
 
-class RerankStage(Stage):
+class RerankStage(ChoosesOnOtherSources, Stage):
     name = "rerank"
     trains = True
-    validates_elsewhere = True
 
     def tags(self, config) -> list[str]:
         models, _, also, _ = settings(config)
         return models + [f"{a}+{m}" for a in also for m in models]
+
+    def training_runs_read(self, config) -> set[str]:
+        return set(first_stages(config).values())
 
     def check(self, config) -> None:
         from irglow.models.rerank.train import RerankTrainConfig
@@ -221,7 +221,7 @@ class RerankStage(Stage):
     def first_stage(self, ctx, tag: str = "bm25"):
         """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own)."""
         from irglow.lexical.searchers import LexicalSearcher
-        from irglow.runs.hybrid import TRAINING
+        from irglow.runs.wanted import TRAINING
 
         if tag == "bm25":
             bm25 = ctx.lexical_config("bm25")
@@ -234,7 +234,7 @@ class RerankStage(Stage):
     def units(self, ctx) -> list:
         """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
         runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other model."""
-        from irglow.runs.hybrid import TRAINING
+        from irglow.runs.wanted import TRAINING
         from irglow.stage import Unit
 
         models, depth, also, trainers = settings(ctx.config, list(ctx.source.index.fields))
@@ -263,7 +263,7 @@ class RerankStage(Stage):
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.models.checkpoints import read_training
         from irglow.models.rerank.rerank import load_reranker, rerank
-        from irglow.runs.hybrid import wants_tuning, write_tuning_run
+        from irglow.runs.wanted import wants_tuning, write_tuning_run
         from irglow.runs.trec import Run
 
         source, test_q = ctx.source, ctx.test_queries
@@ -323,8 +323,3 @@ class RerankStage(Stage):
             if isinstance(notes.get(key), dict):
                 notes[key] = {k: v for k, v in notes[key].items() if k in models}
         write_stage_notes(out, "rerank", notes)
-
-    def add_commands(self, sub) -> None:
-        from irglow.models.rerank.cli import add_rerank_commands
-
-        add_rerank_commands(sub)

@@ -30,7 +30,7 @@ def check_reused_model_can_tune(config, model_dir: str | None) -> None:
     """Before any work: a fusion tunes twbert's weight on the training queries TW-BERT held out; a reused
     ``model_dir`` holds out queries of the collection it was trained on, which may not be this one's (the
     fusion used to fail after every stage had run, on tuning runs sharing no query)."""
-    from irglow.runs.hybrid import wants_tuning
+    from irglow.runs.wanted import wants_tuning
 
     c = config.get("collection", {})
     tuned = [t for t in ("twbert", "bm25-ngram") if wants_tuning(config, t)]
@@ -105,7 +105,7 @@ class TWBertStage(Stage):
         from irglow.models.source import write_stage_notes
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
-        from irglow.runs.hybrid import TRAINING, wants_training_run, wants_tuning, write_tuning_run
+        from irglow.runs.wanted import TRAINING, wants_tuning, write_tuning_run
 
         expansion = settings(ctx.config)[1]
         source, index, queries, depth = ctx.source, ctx.index, ctx.test_queries, ctx.lexical.depth
@@ -120,7 +120,7 @@ class TWBertStage(Stage):
                                                weighted=weighted)
         for tag, run in runs.items():
             run.write(ctx.out / f"{tag}.run")
-        for tag in [t for t in ("twbert", "bm25-ngram") if wants_training_run(ctx.config, t)]:
+        for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.training_runs]:
             # every training query, for a re-ranker that re-ranks this run and learns from its mistakes
             run = twbert_search(model if tag == "twbert" else None, source.index, source.queries(), depth=depth,
                                 tag=tag, weighted=weigh_queries(model, source.index, source.queries())
@@ -137,8 +137,3 @@ class TWBertStage(Stage):
                 runs.update([write_tuning_run(ctx.out, tag, run)])
         write_stage_notes(ctx.out, "twbert", {"models": {"twbert": str(model_dir)}})
         return runs
-
-    def add_commands(self, sub) -> None:
-        from irglow.models.twbert.cli import add_twbert_command
-
-        add_twbert_command(sub)

@@ -27,57 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from irglow import settings
-from irglow.config import as_names, flag
+from irglow.config import flag
 from irglow.runs.fusion import fuse, fuse_tuned
 from irglow.runs.trec import Run
+from irglow.runs.wanted import (ALL, TRAINING, TUNING, _entries, components, fused_tags,  # noqa: F401 (re-exported)
+                                wants_tuning, write_tuning_run)
 from irglow.stage import Stage, Unit
 
 log = logging.getLogger(__name__)
-
-TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-out training) queries
-
-
-ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
-
-
-def components(config: dict[str, Any]) -> list[list[str]]:
-    """The configured hybrids, each as its list of run tags (``["all"]`` for the all-runs fusion)."""
-    fs = config.get("fusion", {})
-    if not flag(config, "fusion"):
-        return []
-    out = []
-    for entry in _entries(fs):
-        parts = entry.split("+") if isinstance(entry, str) else list(entry)
-        out.append([str(p) for p in parts])
-    return out
-
-
-
-def _entries(fs: dict[str, Any]):
-    """``fusion.runs`` as written: a list, or one ``"a+b,a+b+c"`` string (``--set``, ``FUSE=``)."""
-    entries = fs.get("runs", [])
-    return as_names(entries) if isinstance(entries, str) else entries
-
-
-def fused_tags(config: dict[str, Any]) -> list[str]:
-    return ["+".join(parts) for parts in components(config)]
-
-
-def wants_tuning(config: dict[str, Any], tag: str) -> bool:
-    """Whether a stage should also write ``tag``'s run of its held-out training queries (a fusion uses it)."""
-    return any(tag in parts or parts == [ALL] for parts in components(config))
-
-
-TRAINING = "training/"  # runs of every training query, written for a re-ranker that re-ranks that run
-
-
-def wants_training_run(config: dict[str, Any], tag: str) -> bool:
-    """Whether a stage should also write ``tag``'s run of all training queries (the re-rankers re-rank ``tag``
-    and learn from its mistakes: ``rerank.first_stage``, or a variant's own)."""
-    from irglow.models.rerank.stage import first_stages
-
-    return flag(config, "rerank") and tag in first_stages(config).values()
-
 
 def check(config: dict[str, Any], produced: list[str]) -> None:
     """Stop before any work on a hybrid of runs the configuration does not produce, or a bad setting."""
@@ -205,11 +162,3 @@ class FusionStage(Stage):
 
 def _restricted(run: Run, qids: set[str]) -> Run:
     return Run({q: d for q, d in run.ranking.items() if q in qids}, run.tag)
-
-
-def write_tuning_run(out: Path, tag: str, run: Run, prefix: str = TUNING) -> tuple[str, Run]:
-    """``<out>/tuning/<tag>.run`` (or ``training/``), returned under the tag the stage cache and the later
-    stages know it by."""
-    (Path(out) / prefix).mkdir(parents=True, exist_ok=True)
-    run.write(Path(out) / f"{prefix}{tag}.run")
-    return prefix + tag, run
