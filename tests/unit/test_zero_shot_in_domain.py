@@ -54,3 +54,14 @@ def test_listed_collections_sharing_a_corpus_are_said_to(tmp_path):
     notes = shared_between({"dev": doc_sample(dev), "test": doc_sample(test), "other": doc_sample(other)})
     assert notes == ["dev and test share documents (2 of the first 3 and 3): the pooled effect counts that corpus "
                      "twice, so it is not independent evidence"]
+
+
+def test_a_collection_sharing_only_a_validation_source_is_in_domain(tmp_path):
+    """Issue 37 item 11: a collection whose documents chose the checkpoint ([validation] also: NFCorpus train when
+    NFCorpus dev is evaluated) is in-domain, though the models never trained on it."""
+    train = _beir(tmp_path / "scifact", ["lyme disease ticks"], ["lyme"])
+    nf_train = _beir(tmp_path / "nf-train", ["statins and cholesterol", "vitamin d"], ["statins"])
+    nf_dev = _beir(tmp_path / "nf-dev", ["vitamin d", "kale"], ["kale soup"])
+    assert Seen.of([(train, train.queries("test"))]).shared(nf_dev, nf_dev.queries("test")) is None
+    seen = Seen.of([(train, train.queries("test")), (nf_train, nf_train.queries("test"))])
+    assert seen.shared(nf_dev, nf_dev.queries("test")).startswith("1 of its first 2 documents and 0 of its 1 queries")
