@@ -20,6 +20,8 @@ import copy
 from pathlib import Path
 from typing import Any, Sequence
 
+from irglow import settings as declared
+
 LEXICAL = ("bm25", "bm25-mf", "bm25f", "tfidf")
 TWBERT_RUNS = ("twbert", "twbert-rm3", "bm25-ngram")
 RERANKERS = ("monobert", "nrmf")
@@ -147,9 +149,10 @@ class Experiment:
         ev = config.get("eval", {})
         baseline = ev.get("baseline", "bm25")
         c = config.get("collection", {})
-        return cls(c.get("name", "demo"), [baseline, *ev.get("runs", [])], baseline=baseline, config=config,
-                   train=c.get("train"), train_split=c.get("train_split", "train"),
-                   test_split=c.get("test_split", "test"), out=config.get("output", {}).get("dir"))
+        name, train_split, test_split = (declared.value(config, "collection", k)
+                                         for k in ("name", "train_split", "test_split"))
+        return cls(name, [baseline, *ev.get("runs", [])], baseline=baseline, config=config, train=c.get("train"),
+                   train_split=train_split, test_split=test_split, out=config.get("output", {}).get("dir"))
 
     def __repr__(self) -> str:
         return (f"Experiment({self.config['collection']['name']!r}, systems={self.systems!r}, "

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from irglow import settings
 from irglow.config import apply_override, flag
 from irglow.utils.atomic import atomic_write_text
 
@@ -145,7 +146,7 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
     base = _with(config, [])
     for overrides in points:  # every point's settings checked before any work
         check_config(_with(config, overrides))
-    out = Path(base.get("output", {}).get("dir", "runs/demo"))
+    out = Path(settings.value(base, "output", "dir"))
     if select_on is None:
         rows = []
         for label, overrides in zip(labels, points):

@@ -71,7 +71,8 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
     """One configured hybrid of the runs in ``ctx.runs``: weights tuned on the held-out training queries every
     fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
     zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth."""
-    method, norm, measure, step = (settings.value(ctx.config, "fusion", k) for k in ("method", "norm", "measure", "step"))
+    method, norm, measure, step = (settings.value(ctx.config, "fusion", k)
+                                   for k in ("method", "norm", "measure", "step"))
     depth, runs, tag = ctx.lexical.depth, ctx.runs, "+".join(parts)
     lexical = set(ctx.lexical.tags())
 

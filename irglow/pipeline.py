@@ -167,8 +167,7 @@ def training_side(config: dict[str, Any], lexical: LexicalSettings, timings: dic
     from irglow.models.validation import sources
 
     c = config.get("collection", {})
-    train_split = c.get("train_split", "train")
-    name = c.get("name", "demo")
+    train_split, name = (settings.value(config, "collection", k) for k in ("train_split", "name"))
     validation = sources(config, index_and_stats, timings)
     if collection is not None and c.get("train") in (None, "", [], name):
         source = TrainSource(collection, index, stats, train_split, validation)
@@ -186,15 +185,15 @@ def prepare(config: dict[str, Any]) -> Prepared:
     check_config(config)
     lexical = LexicalSettings.from_config(config)
     c = config.get("collection", {})
-    out = Path(config.get("output", {}).get("dir", "runs/demo"))
+    out = Path(settings.value(config, "output", "dir"))
+    name, train_split, test_split = (settings.value(config, "collection", k)
+                                     for k in ("name", "train_split", "test_split"))
     from irglow.utils.atomic import check_not_input
 
-    for folder in {c.get("name", "demo"), *(t for t in [c.get("train")] if isinstance(t, str))}:
+    for folder in {name, *(t for t in [c.get("train")] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
-    train_split, test_split = c.get("train_split", "train"), c.get("test_split", "test")
     splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]
-    name = c.get("name", "demo")
     other_train = c.get("train") not in (None, "", [], name)
     collection = load_collection(name)
     if c.get("max_docs") or c.get("max_queries"):

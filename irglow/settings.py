@@ -91,11 +91,11 @@ class Setting:
         return True
 
 
-def _section(name: str, *settings: tuple, closed: bool = True) -> dict[str, Setting]:
+def _section(name: str, *settings: tuple) -> dict[str, Setting]:
     return {s[0]: Setting(name, *s[:3], doc=s[3], **(s[4] if len(s) > 4 else {})) for s in settings}
 
 
-# section → {key: Setting}; CLOSED: sections whose keys are all declared here (anything else is misspelt)
+# section → {key: Setting}
 DECLARED: dict[str, dict[str, Setting]] = {
     "collection": _section(
         "collection",
@@ -108,7 +108,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("max_queries", "counts", None, "a seeded sample of N judged queries per split: {train = 5000, dev = 500}",
          {"low": 1, "optional": True})),
     "output": _section(
-        "output", ("dir", "str", "runs", "where runs, tables, plots and the manifest are written")),
+        "output", ("dir", "str", "runs/demo",
+                   "where runs, tables, plots and the manifest are written (`irglow zero-shot`: runs/zero-shot)")),
     "fusion": _section(
         "fusion",
         ("enabled", "bool", False, "fuse runs into hybrids"),
@@ -140,8 +141,7 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("enabled", "bool", False, "train TW-BERT and write bm25-ngram and twbert"),
         ("config", "str", None, "a file whose [twbert] this section starts from", {"optional": True}),
         ("rm3", "bool", True, "also write twbert-rm3 (the weighted query expanded by RM3)"),
-        ("model_dir", "str", None, "a trained model to reuse instead of training", {"optional": True}),
-        closed=False),
+        ("model_dir", "str", None, "a trained model to reuse instead of training", {"optional": True})),
     "glow": _section(
         "glow",
         ("enabled", "bool", False, "train GLOW/BERT dense encoders and search them with faiss"),
@@ -149,8 +149,7 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("variants", "names", ["glow"], "glow (BM25-weighted attention) and/or bert (plain)"),
         ("untrained", "names", [], "untrained reference runs: minilm, minilm-fields, minilm-glow"),
         ("zero_shot_tokens", "int", 256, "the untrained MiniLM run's token budget", {"low": 1}),
-        ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True}),
-        closed=False),
+        ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True})),
     "rerank": _section(
         "rerank",
         ("enabled", "bool", False, "train re-rankers and re-rank a first-stage run"),
@@ -170,7 +169,9 @@ MOVED = {
     "glow.fuse_with": "moved to the one fusion stage: write [fusion] runs = ['bm25f+glow', …] (weights tuned on the "
                       "queries the training held out, reciprocal-rank fusion zero-shot)",
 }
-CLOSED = {"collection", "output", "fusion", "ql", "validation", "zero_shot", "rerank"}
+# the sections whose other keys are their trainer's settings (declared by its dataclass); the rest are closed
+OPEN = {"twbert", "glow"}
+CLOSED = set(DECLARED) - OPEN
 
 
 def value(config: dict[str, Any], section: str, name: str) -> Any:
@@ -178,6 +179,11 @@ def value(config: dict[str, Any], section: str, name: str) -> Any:
     node = config.get(section)
     setting = DECLARED[section][name]
     return node.get(name, setting.default) if isinstance(node, dict) else setting.default
+
+
+def take(table: dict[str, Any], section: str, name: str) -> Any:
+    """Remove and return a stage-level key from ``section``'s merged table, or its declared default."""
+    return table.pop(name, DECLARED[section][name].default)
 
 
 def check(config: dict[str, Any], sections: tuple[str, ...] | None = None) -> None:

@@ -166,13 +166,12 @@ class Seen:
 
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
-    check_config(config)
-    settings.check(config, ("zero_shot",))
+    check_config(config)  # [zero_shot] included (irglow.settings)
     zs = dict(config.get("zero_shot", {}))
     if not zs.get("train"):
         raise ValueError("[zero_shot] train is missing: the collection the models are trained on")
-    specs = collection_specs(list(zs.get("collections", [])))
-    measure = zs.get("measure", "nDCG@10")
+    specs = collection_specs(list(settings.value(config, "zero_shot", "collections")))
+    measure = settings.value(config, "zero_shot", "measure")
     measures = config.setdefault("eval", {}).setdefault("measures", [measure])
     if measure not in measures:
         measures.insert(0, measure)
@@ -184,7 +183,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     # the pipeline's own training side: models (and each multi-field system's weights) learn from zs.train
     lexical = LexicalSettings.from_config(config)
     train_config = {**config, "collection": {"name": "", "train": zs["train"],
-                                             "train_split": zs.get("train_split", "train")}}
+                                             "train_split": settings.value(config, "zero_shot", "train_split")}}
     source, weights = training_side(train_config, lexical, timings)
     train_coll, train_split = source.collection, source.split
     timings["train_collection_s"] = time.perf_counter() - t

@@ -68,7 +68,6 @@ class ChoosesOnOtherSources:
 
 def check(config: dict[str, Any]) -> None:
     """Stop on a wrong ``[validation]`` setting before any work, naming the key."""
-    settings.check(config, ("validation",))
     wrong = [s for s in used_by(config) if s not in STAGES]
     if wrong:
         raise ValueError(f"validation.stages: {wrong} cannot choose checkpoints on other sources; "

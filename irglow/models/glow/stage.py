@@ -36,11 +36,10 @@ def settings(config) -> tuple[dict, list[str], dict]:
     model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
     if budget is not None:
         gcfg["model"] = model
-    default = {k: s.default for k, s in declared.DECLARED["glow"].items()}
-    variants = as_names(gcfg.pop("variants", default["variants"]))
-    options = {"untrained": as_names(gcfg.pop("untrained", default["untrained"])),
-               "zero_shot_tokens": gcfg.pop("zero_shot_tokens", default["zero_shot_tokens"]),
-               "model_dir": gcfg.pop("model_dir", default["model_dir"]), "token_budget": budget}
+    variants = as_names(declared.take(gcfg, "glow", "variants"))
+    options = {"untrained": as_names(declared.take(gcfg, "glow", "untrained")),
+               "zero_shot_tokens": declared.take(gcfg, "glow", "zero_shot_tokens"),
+               "model_dir": declared.take(gcfg, "glow", "model_dir"), "token_budget": budget}
     return gcfg, variants, options
 
 
@@ -121,9 +120,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         for u in options["untrained"]:
             if u not in UNTRAINED:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
-        tokens = options["zero_shot_tokens"]
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-            raise ValueError(f"glow.zero_shot_tokens = {tokens!r} must be an integer >= 1")
         GlowTrainConfig.from_dict(gcfg)
 
     def resolved(self, config):

@@ -23,7 +23,7 @@ def settings(config) -> tuple[dict, bool, str | None]:
     model.setdefault("k1", lexical.k1)
     model.setdefault("b", lexical.b)
     tcfg["model"] = model
-    return tcfg, tcfg.pop("rm3", declared.DECLARED["twbert"]["rm3"].default), tcfg.pop("model_dir", None)
+    return tcfg, declared.take(tcfg, "twbert", "rm3"), declared.take(tcfg, "twbert", "model_dir")
 
 
 def check_reused_model_can_tune(config, model_dir: str | None) -> None:
@@ -41,10 +41,11 @@ def check_reused_model_can_tune(config, model_dir: str | None) -> None:
 
     held_out = set(read_training(model_dir).get("val_query_ids") or [])
     train = c.get("train") or c["name"]
-    ours = {q.query_id for q in load_collection(train).queries(c.get("train_split", "train"))}
+    split = declared.value(config, "collection", "train_split")
+    ours = {q.query_id for q in load_collection(train).queries(split)}
     if not held_out & ours:
         why = (f"its training.json names no held-out query" if not held_out else
-               f"none of its {len(held_out)} held-out queries is among {train}'s {c.get('train_split', 'train')} "
+               f"none of its {len(held_out)} held-out queries is among {train}'s {split} "
                f"queries")
         raise ValueError(f"twbert.model_dir = {model_dir!r} reuses a trained model and fusion.runs tunes "
                          f"{' and '.join(tuned)}'s weight on the queries its training held out, but {why}: nothing "
@@ -61,8 +62,9 @@ class TWBertStage(Stage):
     def check(self, config) -> None:
         from irglow.models.twbert.train import TrainConfig
 
-        TrainConfig.from_dict(settings(config)[0])
-        check_reused_model_can_tune(config, settings(config)[2])
+        tcfg, _, model_dir = settings(config)
+        TrainConfig.from_dict(tcfg)
+        check_reused_model_can_tune(config, model_dir)
 
     def resolved(self, config):
         from dataclasses import asdict
