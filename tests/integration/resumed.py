@@ -12,7 +12,8 @@ import torch
 def assert_resumed_is_uninterrupted(monkeypatch, train_module, train: Callable[[Path], None], tmp_path: Path,
                                     evaluations: int) -> None:
     """``train(folder)`` trains into ``folder``; ``train_module`` is the module whose ``save_trainer_checkpoint``
-    is made to kill the run right after writing the first checkpoint; ``evaluations``: the curve's length."""
+    is made to kill the run right after writing the first checkpoint (:mod:`irglow.models.training`, the one
+    loop); ``evaluations``: the curve's length."""
     train(tmp_path / "whole")
     save = train_module.save_trainer_checkpoint
 

@@ -11,8 +11,8 @@ from irglow.models.checkpoints import load_trainer_checkpoint
 from irglow.models.glow.explain import top_attended_words
 from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import featurizer_for, glow_run
-from irglow.models.glow.train import (GlowTrainConfig, GlowTrainer, contrastive_loss, epoch_batches,
-                                      linear_schedule, pick_negatives)
+from irglow.models.glow.train import GlowTrainConfig, GlowTrainer, contrastive_loss, epoch_batches
+from irglow.models.training import linear_schedule, pick_negatives
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_training_writes_model_dir_and_resumes(trained, demo_index, caplog):
     demo = DemoCollection()
     with caplog.at_level(logging.WARNING):
         GlowTrainer(cfg, out).train(demo_index, stats, docs, demo.queries("train")[:40], demo.qrels("train"))
-    assert "resuming GLOW training" in caplog.text
+    assert "resuming GLOW[glow] training" in caplog.text
     assert json.loads(load_trainer_checkpoint(out / "checkpoint" / "trainer.pt")["state"])["step"] == 3
 
 
@@ -153,7 +153,7 @@ def test_a_resumed_glow_training_is_the_uninterrupted_one(demo_index, tmp_path, 
     """GLOW killed after its first epoch's checkpoint and resumed trains the model the uninterrupted run trains:
     the checkpoint holds the negatives' sampler *and* torch's RNG (dropout draws); without the latter the resumed
     epoch drops other units and ends with other weights."""
-    import irglow.models.glow.train as train_module
+    import irglow.models.training as train_module
     from tests.integration.resumed import assert_resumed_is_uninterrupted
 
     demo = DemoCollection()

@@ -230,7 +230,7 @@ def test_a_resumed_training_is_the_uninterrupted_one(tiny_index, tiny_collection
     """A re-ranker killed after its first epoch's checkpoint and resumed equals the one trained at once: the
     negatives' sampler travels in the checkpoint (a sampler seeded afresh on resume drew other negatives: the
     SciFact monoBERT resumed at step 91 departed from the uninterrupted curve, 0.6866 against 0.6462 at step 120)."""
-    import irglow.models.rerank.train as train_module
+    import irglow.models.training as train_module
     from tests.integration.resumed import assert_resumed_is_uninterrupted
 
     docs = {d.doc_id: d for d in tiny_collection.docs_iter()}

@@ -93,10 +93,27 @@ def test_training_checkpoints_and_resumes(demo_index, tmp_path, caplog):
     best = Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), demo.qrels("train"))
     assert (best / "twbert.json").is_file() and (tmp_path / "checkpoint" / "trainer.pt").is_file()
     first = json.loads(load_trainer_checkpoint(tmp_path / "checkpoint" / "trainer.pt")["state"])
-    assert first["stage"] == 2 and first["epoch"] == 1
+    assert first["warming"] is False and first["epoch"] == 1
     cfg.epochs = 2
     with caplog.at_level(logging.WARNING):
         Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), demo.qrels("train"))
     assert "resuming TW-BERT training" in caplog.text
     second = json.loads(load_trainer_checkpoint(tmp_path / "checkpoint" / "trainer.pt")["state"])
     assert second["epoch"] == 2 and len(second["history"]) == len(first["history"]) + 1
+
+
+def test_a_resumed_twbert_training_is_the_uninterrupted_one(demo_index, tmp_path, monkeypatch):
+    """TW-BERT killed after its first checkpoint (the stage-1 epoch) and resumed trains what the uninterrupted
+    run trains: ListMLE's tie shuffling draws from a generator the checkpoint now carries (it was re-seeded on
+    resume), and dropout from torch's RNG."""
+    import irglow.models.training as train_module
+    from tests.integration.resumed import assert_resumed_is_uninterrupted
+
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    cfg = TrainConfig(model=TWBertConfig(max_query_tokens=32), candidates=10, max_train_queries=24,
+                      batch_queries=8, stage1_epochs=1, epochs=2, patience=5, seed=3, loss="amse+listmle")
+    assert_resumed_is_uninterrupted(
+        monkeypatch, train_module,
+        lambda out: Trainer(cfg, out).train(demo_index, stats, demo.queries("train"), demo.qrels("train")),
+        tmp_path, evaluations=3)

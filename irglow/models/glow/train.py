@@ -21,13 +21,12 @@ and full-strength weights from step 0, glow ended 0.03 nDCG@10 below bert on Sci
 from 0 — exactly the checkpoint — to ``model.weight_alpha`` over the first ``alpha_ramp`` of the
 steps; no new parameters.  ``alpha_ramp = 0`` is the papers' plain form.
 
-AdamW with linear warm-up and decay, AMP on CUDA, gradient accumulation (an epoch's last,
-incomplete accumulation group is dropped, so no gradient leaks into the next epoch), a checkpoint
-per epoch (``resume`` continues), validation nDCG@10 on queries carved out of the training split
-— the checkpoint itself is evaluated first and stays the answer if training never beats it — on
-what a retriever would see: the whole corpus up to ``val_max_docs``, else the union of the
-validation queries' BM25 top-``val_pool_depth`` lists (judged documents are *not* added: that
-inflates nDCG@10).  DDP when launched with ``torchrun`` (each rank takes its share of batches).
+AdamW with linear warm-up and decay in the one training loop (:mod:`irglow.models.training`: AMP, gradient
+accumulation, checkpoints and resumption, early stopping), validation nDCG@10 on queries carved out of the
+training split — the checkpoint itself is evaluated first and stays the answer if training never beats it — on
+what a retriever would see: the whole corpus up to ``val_max_docs``, else the union of the validation queries'
+BM25 top-``val_pool_depth`` lists (judged documents are *not* added: that inflates nDCG@10).  DDP when launched
+with ``torchrun`` (each rank takes its share of batches).
 """
 
 from __future__ import annotations
@@ -36,13 +35,10 @@ import json
 import logging
 import os
 import random
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
@@ -51,14 +47,13 @@ from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, fit_batch, keep_sampler, pick_device, restore_sampler,
-                                      resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
-                                      training_inputs, validation_score)
+from irglow.models.checkpoints import (fit_batch, pick_device, seed_everything, training_inputs,
+                                      validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder, featurizer_for
 from irglow.models.glow.weights import WordWeighter
 from irglow.models.mixing import check_mixes, choose_mix
+from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
-from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +185,6 @@ class GlowTrainer:
             self.device = torch.device("cuda", local)
         else:
             self.device = pick_device(config.device)
-        self.use_amp = config.amp and self.device.type == "cuda"
 
     def train(self, index: LuceneIndex, stats: CollectionStats, docs: dict[str, Document],
               queries: list[Query], qrels: list[Qrel], resume: bool = True, validation: tuple = ()) -> Path:
@@ -201,208 +195,179 @@ class GlowTrainer:
         model = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
         scorer = GlowScorer(cfg.scorer_init_w).to(self.device)
         weighter = WordWeighter(index, stats, cfg.model.weight_config()) if cfg.model.weighted else None
-        qmap = {q.query_id: q for q in queries}
         if weighter is not None:
             cfg.model.weights["avg_query_len"] = weighter.set_avg_query_len([q.text for q in queries])
         featurizer = Featurizer(cfg.model, model.tokenizer, weighter)
-
-        positives: dict[str, list[str]] = {}
-        judged: dict[str, set[str]] = {}
-        for q in qrels:
-            judged.setdefault(q.query_id, set()).add(q.doc_id)
-            if q.relevance > 0 and q.query_id in qmap and q.doc_id in docs:
-                positives.setdefault(q.query_id, []).append(q.doc_id)
-        ids = sorted(positives)
-        random.Random(cfg.seed).shuffle(ids)
-        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training",
-                                              cfg.seed)
+        ex = Examples.split(docs, queries, qrels, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training", cfg.seed)
         bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.hard_negative_depth, cfg.val_pool_depth))
-                               ).search([qmap[q] for q in ids])
-        hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.hard_negative_depth] if d not in judged.get(q, ())
-                    and d in docs] for q in train_ids}
-        doc_ids = list(docs)
-        val_queries = [qmap[q] for q in val_ids]
-        val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
-        val_docs = validation_docs(docs, bm25, val_ids, cfg.val_max_docs, cfg.val_pool_depth)
-
-        batch_size = fit_batch(cfg.batch_size, len(train_ids), f"GLOW[{cfg.model.variant}] training", "batch_size",
-                               self.world * cfg.grad_accum)
-        per_step = batch_size * self.world * cfg.grad_accum
-        steps_per_epoch = max(1, len(train_ids) // per_step)
-        total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
-        params = list(model.parameters()) + list(scorer.parameters())
+                               ).search([ex.queries[q] for q in ex.ids])
+        ex.mine(bm25, cfg.hard_negative_depth)
+        val = _Validation(featurizer, validation_docs(docs, bm25, ex.val_ids, cfg.val_max_docs, cfg.val_pool_depth),
+                          [ex.queries[q] for q in ex.val_ids], ex.held_out_qrels(qrels), ex.val_ids,
+                          [_OtherSource(v, model, bm25_depth=cfg.val_pool_depth, max_docs=cfg.val_max_docs)
+                           for v in validation])
+        batch_size = fit_batch(cfg.batch_size, len(ex.train_ids), f"GLOW[{cfg.model.variant}] training",
+                               "batch_size", self.world * cfg.grad_accum)
+        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch_size * self.world * cfg.grad_accum)
+                                           ) * cfg.epochs
         groups = [{"params": list(model.parameters()), "lr": cfg.lr}]
         if cfg.loss == "bce":
             groups.append({"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
-        warmup = max(1, int(cfg.warmup_ratio * total_steps))
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
         inputs = training_inputs(cfg, queries, qrels, index)
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
-        others = [_OtherSource(v, model, bm25_depth=cfg.val_pool_depth, max_docs=cfg.val_max_docs)
-                  for v in validation]
-        state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [], "inputs": inputs,
-                 "batch_size": batch_size}
-        ckpt = self.out / "checkpoint" / "trainer.pt"
-        if resume and ckpt.is_file():
-            state = resume_trainer(ckpt, self.device, inputs=inputs, model=model, scorer=scorer, optimizer=opt, scheduler=sched)
-            log.warning("resuming GLOW training from %s (epoch %d, step %d)", ckpt, state["epoch"], state["step"])
-        train_model = model
+        task = _GlowTask(self, model, scorer, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), ex, val,
+                         batch_size, total_steps)
+        TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device, self.rank, self.world).run(
+            resume, inputs, {"batch_size": batch_size})
+        return self.out / "best"
+
+
+@dataclass
+class _Validation:
+    """What GLOW validates on: the held-out queries over the documents a retriever would rank, and the
+    ``[validation] also`` sources."""
+
+    featurizer: Featurizer
+    docs: list[Document]
+    queries: list[Query]
+    qrels: list[Qrel]
+    ids: list[str]
+    others: list
+
+
+class _GlowTask(Task):
+    """GLOW/BERT in the training loop: batches of training queries, each with a positive and BM25 hard negatives
+    (the module docstring's losses), validation by dense retrieval over the held-out queries' corpus; α ramps up
+    and a model is kept only at full weighting strength (a ramping model is a different model)."""
+
+    def __init__(self, trainer: GlowTrainer, model: GlowEncoder, scorer: GlowScorer, optimizer, scheduler,
+                 examples: Examples, val: _Validation, batch_size: int, total_steps: int):
+        super().__init__(model, optimizer, scheduler, config=trainer.config)
+        cfg = self.cfg = trainer.config
+        self.out, self.device, self.rank, self.world = trainer.out, trainer.device, trainer.rank, trainer.world
+        self.scorer, self.ex, self.val = scorer, examples, val
+        self.batch_size, self.total_steps = batch_size, total_steps
+        self.name = f"GLOW[{cfg.model.variant}]"
+        self.sampler = random.Random(cfg.seed)
+        self.measure = parse_measures(["nDCG@10"])
+        # θ₀ for L2-SP: the checkpoint's own weights (a resumed run reloads them from the checkpoint it started from)
+        self.start_weights = starting_weights(cfg.model) if cfg.l2sp > 0 else {}
+        self.train_model = model
         if self.world > 1:
             # the BERT pooler is loaded with the checkpoint but never used for the loss
-            train_model = torch.nn.parallel.DistributedDataParallel(
+            self.train_model = torch.nn.parallel.DistributedDataParallel(
                 model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
                 find_unused_parameters=True)
-        scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
-        measure = parse_measures(["nDCG@10"])
-        ramp_steps = cfg.alpha_ramp * total_steps
 
-        def set_alpha() -> float:
-            model.alpha = cfg.model.weight_alpha * (min(1.0, state["step"] / ramp_steps) if ramp_steps > 0 else 1.0)
-            return model.alpha
+    def parts(self) -> dict:
+        return {"model": self.model, "scorer": self.scorer, "optimizer": self.optimizer, "scheduler": self.scheduler}
 
-        def ranked(feat, vdocs, vqueries, desc: str):
-            with torch.no_grad():
-                dv = encode(vdocs, lambda b: embed(model, feat, b, self.device, "doc"), cfg.encode_batch, desc=desc)
-                qv = encode(vqueries, lambda b: embed(model, feat, b, self.device, "query"), cfg.encode_batch)
-            return dense_search(faiss_index(dv), [d.doc_id for d in vdocs], vqueries, qv, depth=100)
+    def parameters(self) -> list:
+        return list(self.model.parameters()) + list(self.scorer.parameters())
 
-        def validate() -> tuple[float, dict[str, float]]:
-            """(the score the checkpoint is chosen on, each source's): the held-out training queries, and with
-            ``validation`` the mean over them and every other source."""
-            model.eval()
-            own = validation_score(measure, val_qrels, ranked(featurizer, val_docs, val_queries, "validation corpus")
-                                   ) if val_queries else float("nan")
-            scores = {o.label: validation_score(measure, o.qrels, ranked(o.featurizer, o.docs, o.queries,
-                                                                         f"validation corpus ({o.label})"))
-                      for o in others}
-            model.train()
-            return selection_score(own, scores), ({"own": own, **scores} if scores else {})
+    def at_step(self, step: int, start: bool = False) -> None:
+        ramp = self.cfg.alpha_ramp * self.total_steps
+        full = self.cfg.model.weight_alpha
+        # the starting checkpoint is evaluated at full weighting: what training has to beat
+        self.model.alpha = full if start else full * (min(1.0, step / ramp) if ramp > 0 else 1.0)
 
-        def evaluate(loss: float | None) -> None:
-            """Rank 0 validates, keeps the best model (the checkpoint counts: step 0) and logs the curve;
-            its early-stopping count then goes to every rank, which must leave the loop at the same step
-            or DDP hangs."""
-            if self.rank == 0:
-                record(loss)
-            if self.world > 1:
-                import torch.distributed as dist
+    def keepable(self) -> bool:
+        return abs(self.model.alpha - self.cfg.model.weight_alpha) < 1e-9
 
-                flag = torch.tensor([state["bad"]], dtype=torch.long)
-                dist.broadcast(flag, 0)
-                state["bad"] = int(flag)
+    def save(self, folder: Path) -> None:
+        self.model.alpha = self.cfg.model.weight_alpha
+        self.model.save(folder)
 
-        def record(loss: float | None) -> None:
-            score, by_source = validate()
-            alpha = model.alpha
-            state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss, "alpha": alpha,
-                                     "val_ndcg@10": score, **({"val_by_source": by_source} if by_source else {})})
-            log.info("GLOW[%s] step %d (epoch %d, α %.2f): loss %s, validation nDCG@10 %.4f%s", cfg.model.variant,
-                     state["step"], state["epoch"], alpha, "-" if loss is None else f"{loss:.4f}", score,
-                     "".join(f", {k} {v:.4f}" for k, v in by_source.items()))
-            # a model is kept only at full weighting strength: a ramping model is a different model
-            full = abs(alpha - cfg.model.weight_alpha) < 1e-9
-            if full and (score > state["best"] + 1e-5 or np.isnan(score)):
-                state["best"], state["best_step"], state["bad"] = score, state["step"], 0
-                model.alpha = cfg.model.weight_alpha
-                model.save(self.out / "best")
-            elif full:
-                state["bad"] += 1
+    def epoch_batches(self, epoch: int, warming: bool = False) -> list:
+        order = list(range(len(self.ex.train_ids)))
+        random.Random(self.cfg.seed + epoch).shuffle(order)
+        order = order[: len(order) - len(order) % self.world][self.rank::self.world]  # equal shards
+        return [[self.ex.train_ids[i] for i in b] for b in epoch_batches(order, self.batch_size,
+                                                                          self.cfg.grad_accum)]
 
-        t0 = time.perf_counter()
-        rng = random.Random(cfg.seed)
-        restore_sampler(state, rng)  # resumed: where the uninterrupted run's sampler was
-        # θ₀ for L2-SP: the checkpoint's own weights (a resumed run reloads them from the checkpoint it started from)
-        start_weights = starting_weights(cfg.model) if cfg.l2sp > 0 else {}
-        if state["step"] == 0 and not state["history"]:
-            model.alpha = cfg.model.weight_alpha
-            evaluate(None)  # the starting checkpoint, at full weighting: what training has to beat
-        while state["epoch"] < cfg.epochs and state["step"] < total_steps and state["bad"] < cfg.patience:
-            model.train()
-            order = list(range(len(train_ids)))
-            random.Random(cfg.seed + state["epoch"]).shuffle(order)
-            order = order[: len(order) - len(order) % self.world][self.rank::self.world]  # equal shards
-            batches = epoch_batches(order, batch_size, cfg.grad_accum)
-            bar = tqdm(batches, desc=f"GLOW[{cfg.model.variant}] epoch {state['epoch'] + 1}", unit="batch",
-                       disable=self.rank != 0)
-            opt.zero_grad(set_to_none=True)
-            running, n = 0.0, 0
-            for n, batch_idx in enumerate(bar, 1):
-                set_alpha()
-                qids = [train_ids[i] for i in batch_idx]
-                pos = [docs[rng.choice(positives[q])] for q in qids]
-                neg = [docs[d] for q in qids for d in pick_negatives(hard.get(q, []), judged.get(q, set()), doc_ids,
-                                                                      cfg.hard_negatives, rng)]
-                with torch.autocast(self.device.type, enabled=self.use_amp):
-                    qv, dv = embed_pair(train_model, featurizer, [qmap[q] for q in qids], pos + neg, self.device)
-                    qv = torch.nn.functional.normalize(qv.float(), dim=-1)
-                    dv = torch.nn.functional.normalize(dv.float(), dim=-1)
-                cos = qv @ dv.T  # [B, B(1 + h)]: columns 0..B-1 the positives, then each query's hard negatives
-                batch_docs = [d.doc_id for d in pos + neg]
-                # a batch document judged relevant to a query is not its negative (its own positive excepted)
-                false_neg = torch.tensor([[d in judged.get(q, ()) and j != i for j, d in enumerate(batch_docs)]
-                                          for i, q in enumerate(qids)], device=cos.device)
-                if cfg.loss == "contrastive":
-                    loss = contrastive_loss(cos, false_neg, cfg.contrastive_temperature)
-                else:
-                    if not state.get("bias_initialised"):
-                        # data-dependent start: centre the logits (b = −w · mean cosine of the first batch)
-                        with torch.no_grad():
-                            scorer.b.fill_(-float(scorer.w) * float(cos.mean()))
-                        state["bias_initialised"] = True
-                    loss = bce_loss(scorer(cos), cos, false_neg, cfg.hard_negatives, cfg.in_batch_negatives,
-                                    cfg.temperature)
-                if start_weights:
-                    loss = loss + cfg.l2sp * l2sp_penalty(model, start_weights)
-                scaler.scale(loss / cfg.grad_accum).backward()
-                running += float(loss.detach())
-                if n % cfg.grad_accum == 0:
-                    if self.world > 1 and cfg.loss == "bce":  # the scorer lives outside the DDP module
-                        import torch.distributed as dist
+    def loss(self, qids, autocast, warming: bool = False) -> torch.Tensor:
+        cfg, rng, ex, judged = self.cfg, self.sampler, self.ex, self.ex.judged
+        pos = [ex.docs[rng.choice(ex.positives[q])[0]] for q in qids]
+        neg = [ex.docs[d] for q in qids for d in ex.negatives(q, cfg.hard_negatives, rng)]
+        with autocast():
+            qv, dv = embed_pair(self.train_model, self.val.featurizer, [ex.queries[q] for q in qids], pos + neg,
+                                self.device)
+            qv = torch.nn.functional.normalize(qv.float(), dim=-1)
+            dv = torch.nn.functional.normalize(dv.float(), dim=-1)
+        cos = qv @ dv.T  # [B, B(1 + h)]: columns 0..B-1 the positives, then each query's hard negatives
+        batch_docs = [d.doc_id for d in pos + neg]
+        # a batch document judged relevant to a query is not its negative (its own positive excepted)
+        false_neg = torch.tensor([[d in judged.get(q, ()) and j != i for j, d in enumerate(batch_docs)]
+                                  for i, q in enumerate(qids)], device=cos.device)
+        if cfg.loss == "contrastive":
+            loss = contrastive_loss(cos, false_neg, cfg.contrastive_temperature)
+        else:
+            if not self.state.get("bias_initialised"):
+                # data-dependent start: centre the logits (b = −w · mean cosine of the first batch)
+                with torch.no_grad():
+                    self.scorer.b.fill_(-float(self.scorer.w) * float(cos.mean()))
+                self.state["bias_initialised"] = True
+            loss = bce_loss(self.scorer(cos), cos, false_neg, cfg.hard_negatives, cfg.in_batch_negatives,
+                            cfg.temperature)
+        if self.start_weights:
+            loss = loss + cfg.l2sp * l2sp_penalty(self.model, self.start_weights)
+        return loss
 
-                        for p in scorer.parameters():
-                            dist.all_reduce(p.grad)
-                            p.grad /= self.world
-                    clipped_step(opt, scaler, params)
-                    opt.zero_grad(set_to_none=True)
-                    sched.step()
-                    state["step"] += 1
-                    if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:
-                        evaluate(running / n)
-                        if state["bad"] >= cfg.patience:
-                            break
-                bar.set_postfix(loss=f"{running / n:.4f}", alpha=f"{model.alpha:.2f}")
-                if state["step"] >= total_steps:
-                    break
-            state["epoch"] += 1
-            set_alpha()
-            evaluate(running / max(1, n))
-            # seconds travel in the checkpoint: a finished training found again reports its own time, not ~0
-            state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
-            t0 = time.perf_counter()
-            if self.rank == 0:
-                keep_sampler(state, rng)
-                save_trainer_checkpoint(self.out / "checkpoint", state, model=model, scorer=scorer,
-                                        optimizer=opt, scheduler=sched)
-        state["train_seconds"] = state.get("train_seconds", 0.0) + time.perf_counter() - t0
-        if self.rank == 0 and cfg.mix_checkpoint:  # after the checkpoint: a resumed run mixes again, from it
-            done = _mixed_already(self.out / "training.json", state["step"], cfg.mix_checkpoint)
-            if done is not None:  # a finished training found again: these fractions were tried on these weights
-                state["mixes"] = done
-            else:
-                model.alpha = cfg.model.weight_alpha
-                state["mixes"] = choose_mix(model, starting_weights(cfg.model), cfg.mix_checkpoint, validate,
-                                            state["best"], model.save, self.out)
-            kept = [c for c in state["mixes"] if c["kept"]]
-            if kept:  # the kept model: the last step's weights, mixed
-                state.update(best=kept[0]["val_ndcg@10"], best_mix=kept[0]["mix"], best_step=state["step"])
-        if self.rank == 0:
-            atomic_write_text(self.out / "training.json", json.dumps(
-                {"config": asdict(cfg), "state": state, "train_queries": len(train_ids),
-                 "val_queries": len(val_queries), "val_docs": len(val_docs), "val_query_ids": val_ids,
-                 "also_validated_on": {o.label: len(o.queries) for o in others}}, indent=2, default=str))
-        return self.out / "best"
+    def before_optimizer_step(self) -> None:
+        if self.world > 1 and self.cfg.loss == "bce":  # the scorer lives outside the DDP module
+            import torch.distributed as dist
+
+            for p in self.scorer.parameters():
+                dist.all_reduce(p.grad)
+                p.grad /= self.world
+
+    def ranked(self, feat, vdocs, vqueries, desc: str):
+        cfg, model = self.cfg, self.model
+        with torch.no_grad():
+            dv = encode(vdocs, lambda b: embed(model, feat, b, self.device, "doc"), cfg.encode_batch, desc=desc)
+            qv = encode(vqueries, lambda b: embed(model, feat, b, self.device, "query"), cfg.encode_batch)
+        return dense_search(faiss_index(dv), [d.doc_id for d in vdocs], vqueries, qv, depth=100)
+
+    def scores(self) -> tuple[float, dict[str, float]]:
+        """(the score the checkpoint is chosen on, each source's): the held-out training queries, and with
+        ``[validation] also`` the mean over them and every other source."""
+        self.model.eval()
+        val = self.val
+        own = validation_score(self.measure, val.qrels, self.ranked(val.featurizer, val.docs, val.queries,
+                                                                    "validation corpus")
+                               ) if val.queries else float("nan")
+        scores = {o.label: validation_score(self.measure, o.qrels, self.ranked(o.featurizer, o.docs, o.queries,
+                                                                               f"validation corpus ({o.label})"))
+                  for o in val.others}
+        self.model.train()
+        return selection_score(own, scores), ({"own": own, **scores} if scores else {})
+
+    def validate(self) -> tuple[float, dict]:
+        score, by_source = self.scores()
+        return score, {"alpha": self.model.alpha, **({"val_by_source": by_source} if by_source else {})}
+
+    def finish(self) -> None:
+        cfg, state = self.cfg, self.state
+        if not cfg.mix_checkpoint:
+            return
+        # after the checkpoint: a resumed run mixes again, from it
+        done = _mixed_already(self.out / "training.json", state["step"], cfg.mix_checkpoint)
+        if done is not None:  # a finished training found again: these fractions were tried on these weights
+            state["mixes"] = done
+        else:
+            self.model.alpha = cfg.model.weight_alpha
+            state["mixes"] = choose_mix(self.model, starting_weights(cfg.model), cfg.mix_checkpoint, self.scores,
+                                        state["best"], self.model.save, self.out)
+        kept = [c for c in state["mixes"] if c["kept"]]
+        if kept:  # the kept model: the last step's weights, mixed
+            state.update(best=kept[0]["val_ndcg@10"], best_mix=kept[0]["mix"], best_step=state["step"])
+
+    def report(self) -> dict:
+        val = self.val
+        return {"train_queries": len(self.ex.train_ids), "val_queries": len(val.queries), "val_docs": len(val.docs),
+                "val_query_ids": val.ids, "also_validated_on": {o.label: len(o.queries) for o in val.others}}
 
 
 def _mixed_already(training_json: Path, step: int, mixes: list[float]) -> list[dict] | None:
@@ -453,13 +418,6 @@ def epoch_batches(order: list[int], batch_size: int, grad_accum: int) -> list[li
     return batches[: len(batches) - len(batches) % grad_accum]
 
 
-def linear_schedule(step: int, warmup: int, total: int) -> float:
-    """Learning-rate factor: linear warm-up over ``warmup`` steps, then linear decay to 0 at ``total``."""
-    if step < warmup:
-        return (step + 1) / warmup
-    return max(0.0, (total - step) / max(1, total - warmup))
-
-
 def validation_docs(docs: dict[str, Document], bm25, val_ids: list[str], max_docs: int,
                     pool_depth: int) -> list[Document]:
     """What a retriever would rank: the whole corpus when small, else the validation queries' BM25 pools."""
@@ -467,21 +425,6 @@ def validation_docs(docs: dict[str, Document], bm25, val_ids: list[str], max_doc
         return list(docs.values())
     pool = {d for q in val_ids for d, _ in bm25.ranking.get(q, [])[:pool_depth]}
     return [docs[d] for d in sorted(pool) if d in docs]
-
-
-def pick_negatives(hard: list[str], judged: set[str], doc_ids: list[str], n: int, rng: random.Random) -> list[str]:
-    """``n`` BM25 hard negatives (with replacement when the list is short); when a query has none, random
-    documents that are not judged for it (never a positive)."""
-    if hard:
-        return [rng.choice(hard) for _ in range(n)]
-    out = []
-    for _ in range(100 * n):
-        d = rng.choice(doc_ids)
-        if d not in judged:
-            out.append(d)
-            if len(out) == n:
-                return out
-    raise ValueError("no document left to serve as a negative: every document is judged for this query")
 
 
 def contrastive_loss(cos: torch.Tensor, false_neg: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Training the re-rankers: one loop for monoBERT and NRM-F.
+"""Training the re-rankers, monoBERT and NRM-F, in the one training loop (:mod:`irglow.models.training`).
 
 Each training query brings one judged-relevant document (its graded label kept) and ``negatives``
 documents from BM25's top ``negative_depth`` that are not judged for it (a random unjudged document
@@ -12,35 +12,29 @@ when BM25 has none).  Two losses over a query's group [positive, negatives…]:
 
 Validation re-ranks BM25's top ``val_depth`` of queries carved out of the training split (judged
 documents are not added) and measures nDCG@10; the untrained model is evaluated first and the best
-evaluation's model is kept in ``<out>/best``.  AdamW with linear warm-up and decay, AMP on CUDA,
-a checkpoint per epoch that ``resume`` continues from (loaded with ``weights_only=True``).
+evaluation's model is kept in ``<out>/best``.  AdamW with linear warm-up and decay; AMP, checkpoints,
+resumption and early stopping are the loop's.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (clipped_step, fit_batch, keep_sampler, pick_device, restore_sampler,
-                                      resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
-                                      training_inputs, validation_score)
-from irglow.models.glow.train import linear_schedule, pick_negatives
+from irglow.models.checkpoints import fit_batch, pick_device, seed_everything, training_inputs, validation_score
 from irglow.models.rerank.rerank import rerank
+from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
-from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +129,6 @@ class RerankTrainer:
     def __init__(self, config: RerankTrainConfig, out_dir: str | Path):
         self.config, self.out = config, Path(out_dir)
         self.device = pick_device(config.device)
-        self.use_amp = config.amp and self.device.type == "cuda"
 
     def train(self, index: LuceneIndex, docs: dict[str, Document], queries: list[Query], qrels: list[Qrel],
               fields: list[str] | None = None, resume: bool = True, first_stage: Run | None = None,
@@ -148,33 +141,16 @@ class RerankTrainer:
         cfg = self.config
         seed_everything(cfg.seed)
         model = cfg.build_model(list(fields or index.fields)).to(self.device)
-        qmap = {q.query_id: q for q in queries}
-        positives: dict[str, list[tuple[str, int]]] = {}
-        judged: dict[str, set[str]] = {}
-        for r in qrels:
-            judged.setdefault(r.query_id, set()).add(r.doc_id)
-            if r.relevance > 0 and r.query_id in qmap and r.doc_id in docs:
-                positives.setdefault(r.query_id, []).append((r.doc_id, int(r.relevance)))
-        ids = sorted(positives)
-        random.Random(cfg.seed).shuffle(ids)
-        val_ids, train_ids = split_validation(ids, cfg.val_fraction, f"{cfg.kind} training", cfg.seed)
-        if not train_ids:
+        ex = Examples.split(docs, queries, qrels, cfg.val_fraction, f"{cfg.kind} training", cfg.seed)
+        if not ex.train_ids:
             raise ValueError("no training query has a judged-relevant document in the collection")
         bm25 = first_stage if first_stage is not None else LexicalSearcher(
-            index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))).search([qmap[q] for q in ids])
-        hard = {q: [d for d, _ in bm25.ranking.get(q, [])[: cfg.negative_depth] if d not in judged.get(q, ())
-                    and d in docs] for q in train_ids}
-        val_queries = [qmap[q] for q in val_ids]
-        val_qrels = [r for r in qrels if r.query_id in set(val_ids)]
-        val_run = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in val_ids}, bm25.tag)
-        doc_ids = list(docs)
-
-        batch = fit_batch(cfg.batch_queries, len(train_ids), f"{cfg.kind} training", "batch_queries")
-        steps_per_epoch = max(1, len(train_ids) // batch)
-        total_steps = cfg.max_steps or steps_per_epoch * cfg.epochs
+            index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))).search(
+            [ex.queries[q] for q in ex.ids])
+        ex.mine(bm25, cfg.negative_depth)
+        batch = fit_batch(cfg.batch_queries, len(ex.train_ids), f"{cfg.kind} training", "batch_queries")
+        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // batch) * cfg.epochs
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        warmup = max(1, int(cfg.warmup_ratio * total_steps))
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: linear_schedule(s, warmup, total_steps))
         inputs = training_inputs(cfg, queries, qrels, index)
         if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too
             from irglow.utils.digest import records_digest
@@ -185,92 +161,59 @@ class RerankTrainer:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
         others = [(v, LexicalSearcher(v.index, LexicalConfig("bm25", depth=cfg.val_depth)).search(list(v.queries)))
                   for v in validation]
-        state = {"epoch": 0, "step": 0, "best": -1.0, "best_step": None, "bad": 0, "history": [],
-                 "train_seconds": 0.0, "inputs": inputs, "batch_queries": batch}
-        ckpt = self.out / "checkpoint" / "trainer.pt"
-        if resume and ckpt.is_file():
-            state = resume_trainer(ckpt, self.device, inputs=inputs, model=model, optimizer=opt, scheduler=sched)
-            log.warning("resuming %s training from %s (epoch %d, step %d)", cfg.kind, ckpt, state["epoch"],
-                        state["step"])
-        scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
-        measure = parse_measures(["nDCG@10"])
-
-        def evaluate(loss: float | None) -> None:
-            own = float("nan")
-            if val_queries:
-                run = rerank(model, val_run, val_queries, docs, cfg.val_depth, cfg.score_batch, device=self.device,
-                             desc="validation")
-                own = validation_score(measure, val_qrels, run)
-            by_source = {v.label: validation_score(measure, v.qrels, rerank(
-                model, candidates, list(v.queries), v.docs, cfg.val_depth, cfg.score_batch, device=self.device,
-                desc=f"validation ({v.label})")) for v, candidates in others}
-            score = selection_score(own, by_source)
-            model.train()
-            state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss,
-                                     "val_ndcg@10": score, **({"val_by_source": {"own": own, **by_source}}
-                                                              if by_source else {})})
-            log.info("%s step %d (epoch %d): loss %s, validation nDCG@10 %.4f%s", cfg.kind, state["step"],
-                     state["epoch"], "-" if loss is None else f"{loss:.4f}", score,
-                     "".join(f", {k} {v:.4f}" for k, v in by_source.items()))
-            if score > state["best"] + 1e-5 or score != score:
-                state["best"], state["best_step"], state["bad"] = score, state["step"], 0
-                model.save(self.out / "best")
-            else:
-                state["bad"] += 1
-
-        t0 = time.perf_counter()
-        if not state["history"]:
-            evaluate(None)  # the untrained model: training has to beat it
-        rng = random.Random(cfg.seed + state["epoch"])
-        restore_sampler(state, rng)  # resumed: where the uninterrupted run's sampler was
-        while state["epoch"] < cfg.epochs and state["step"] < total_steps and state["bad"] < cfg.patience:
-            model.train()
-            order = list(train_ids)
-            random.Random(cfg.seed + state["epoch"]).shuffle(order)
-            batches = [order[i:i + batch] for i in range(0, len(order) - batch + 1, batch)]
-            bar = tqdm(batches, desc=f"{cfg.kind} epoch {state['epoch'] + 1}", unit="batch")
-            running, n = 0.0, 0
-            for n, qids in enumerate(bar, 1):
-                texts, group, labels = [], [], []
-                for q in qids:
-                    pos, rel = rng.choice(positives[q])
-                    neg = pick_negatives(hard.get(q, []), judged.get(q, set()), doc_ids, cfg.negatives, rng)
-                    texts += [qmap[q].text] * (1 + len(neg))
-                    group += [docs[pos]] + [docs[d] for d in neg]
-                    labels.append([rel] + [0] * len(neg))
-                with torch.autocast(self.device.type, enabled=self.use_amp):
-                    scores = model.score(texts, group).float().view(len(qids), -1)
-                lab = torch.tensor(labels, device=scores.device)
-                loss = softmax_loss(scores) if cfg.loss == "softmax" else pairwise_loss(scores, lab)
-                opt.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                clipped_step(opt, scaler, model.parameters())
-                sched.step()
-                state["step"] += 1
-                running += float(loss.detach())
-                bar.set_postfix(loss=f"{running / n:.4f}")
-                if cfg.eval_every and state["step"] % cfg.eval_every == 0 and state["step"] < total_steps:
-                    evaluate(running / n)
-                    if state["bad"] >= cfg.patience:
-                        break
-                if state["step"] >= total_steps:
-                    break
-            state["epoch"] += 1
-            last = state["history"][-1]["step"] if state["history"] else -1
-            finishing = state["epoch"] >= cfg.epochs or state["step"] >= total_steps or state["bad"] >= cfg.patience
-            # not again right after a periodic evaluation (nearly the same model) — except after the last step,
-            # which is always validated: max_steps below eval_every kept the step-0 model without a word
-            if state["step"] != last and (finishing or not (cfg.eval_every and
-                                                            state["step"] - last < max(1, cfg.eval_every // 2))):
-                evaluate(running / max(1, n))
-            state["train_seconds"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            keep_sampler(state, rng)
-            save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt, scheduler=sched)
-        state["train_seconds"] += time.perf_counter() - t0
-        atomic_write_text(self.out / "training.json", json.dumps(
-            {"config": asdict(cfg), "state": state, "kept": kept_note(state["best_step"], state["step"], state["best"]),
-             "train_queries": len(train_ids), "val_queries": len(val_ids),
-             "val_query_ids": val_ids, "first_stage": bm25.tag,
-             "also_validated_on": {v.label: len(v.queries) for v, _ in others}}, indent=2, default=str))
+        candidates = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in ex.val_ids}, bm25.tag)
+        task = _RerankTask(model, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), cfg, self.device, batch,
+                           ex, candidates, ex.held_out_qrels(qrels), others)
+        TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device).run(resume, inputs, {"batch_queries": batch})
         return self.out / "best"
+
+
+class _RerankTask(Task):
+    """monoBERT or NRM-F in the training loop: batches of training queries, each a group of its positive and
+    ``negatives`` sampled negatives scored together (the module docstring's losses); validation re-ranks the
+    held-out queries' first-stage candidates."""
+
+    def __init__(self, model, optimizer, scheduler, cfg: RerankTrainConfig, device, batch: int, examples: Examples,
+                 candidates: Run, val_qrels: list[Qrel], others: list):
+        super().__init__(model, optimizer, scheduler, config=cfg)
+        self.name, self.cfg, self.device, self.batch, self.ex = cfg.kind, cfg, device, batch, examples
+        self.candidates, self.val_qrels, self.others = candidates, val_qrels, others
+        self.sampler = random.Random(cfg.seed)
+        self.measure = parse_measures(["nDCG@10"])
+
+    def epoch_batches(self, epoch: int, warming: bool = False) -> list:
+        order = list(self.ex.train_ids)
+        random.Random(self.cfg.seed + epoch).shuffle(order)
+        return [order[i:i + self.batch] for i in range(0, len(order) - self.batch + 1, self.batch)]
+
+    def loss(self, qids, autocast, warming: bool = False) -> torch.Tensor:
+        texts, group, labels, ex = [], [], [], self.ex
+        for q in qids:
+            pos, rel = self.sampler.choice(ex.positives[q])
+            neg = ex.negatives(q, self.cfg.negatives, self.sampler)
+            texts += [ex.queries[q].text] * (1 + len(neg))
+            group += [ex.docs[pos]] + [ex.docs[d] for d in neg]
+            labels.append([rel] + [0] * len(neg))
+        with autocast():
+            scores = self.model.score(texts, group).float().view(len(qids), -1)
+        lab = torch.tensor(labels, device=scores.device)
+        return softmax_loss(scores) if self.cfg.loss == "softmax" else pairwise_loss(scores, lab)
+
+    def validate(self) -> tuple[float, dict]:
+        cfg, model, ex = self.cfg, self.model, self.ex
+        own = float("nan")
+        if ex.val_ids:
+            own = validation_score(self.measure, self.val_qrels, rerank(
+                model, self.candidates, [ex.queries[q] for q in ex.val_ids], ex.docs, cfg.val_depth, cfg.score_batch,
+                device=self.device, desc="validation"))
+        by_source = {v.label: validation_score(self.measure, v.qrels, rerank(
+            model, candidates, list(v.queries), v.docs, cfg.val_depth, cfg.score_batch, device=self.device,
+            desc=f"validation ({v.label})")) for v, candidates in self.others}
+        return selection_score(own, by_source), ({"val_by_source": {"own": own, **by_source}} if by_source else {})
+
+    def report(self) -> dict:
+        state, ex = self.state, self.ex
+        return {"kept": kept_note(state["best_step"], state["step"], state["best"]),
+                "train_queries": len(ex.train_ids), "val_queries": len(ex.val_ids), "val_query_ids": ex.val_ids,
+                "first_stage": self.candidates.tag,
+                "also_validated_on": {v.label: len(v.queries) for v, _ in self.others}}

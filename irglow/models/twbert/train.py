@@ -30,18 +30,18 @@ The defaults (softmax loss, no added documents, residual head starting at the pr
 configuration that raised validation nDCG@10 in that study.  One change at a time from it: freezing
 BERT learns less and over-fits (0.7637 at best), uniform score scaling and the label scale change
 little, and BERT's learning rate matters most — 3e-5 reaches 0.7904 against 0.7658 at 1e-5, so 3e-5
-is the default (SciFact test: nDCG@10 0.7095 against BM25 0.6789 and the fixed prior 0.6834).
-Checkpoints every epoch; ``resume`` continues from the last one.  AMP is used on CUDA.
+is the default (SciFact test, seed 13: nDCG@10 0.6912 against BM25 0.6789 and the fixed prior 0.6834;
+BENCHMARKS.md has seeds 13 to 16).
+Stage 1 and stage 2 run in the one training loop (:mod:`irglow.models.training`): checkpoints, resumption, AMP,
+the validation schedule and early stopping are there.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -56,14 +56,13 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (check_checkpoint, clipped_step, pick_device,
-                                      resume_trainer, save_trainer_checkpoint, seed_everything, split_validation,
+from irglow.models.checkpoints import (check_checkpoint, pick_device, seed_everything, split_validation,
                                       training_inputs, validation_score)
+from irglow.models.training import GeneratorState, LoopSettings, Task, TrainingLoop
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
-from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -300,7 +299,6 @@ class Trainer:
     def __init__(self, config: TrainConfig, out_dir: str | Path):
         self.config, self.out = config, Path(out_dir)
         self.device = pick_device(config.device)
-        self.use_amp = config.amp and self.device.type == "cuda"
 
     def _optimizer(self, model: TWBert):
         cfg = self.config
@@ -313,9 +311,6 @@ class Trainer:
         else:
             groups.insert(0, {"params": enc, "lr": cfg.lr})
         return torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
-
-    def _save_checkpoint(self, model, opt, state):
-        save_trainer_checkpoint(self.out / "checkpoint", state, model=model, optimizer=opt)
 
     def prepare(self, index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
                 model: TWBert | None = None) -> TrainingData:
@@ -358,131 +353,88 @@ class Trainer:
 
     def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True,
             inputs: dict | None = None) -> Path:
-        """Stage 1 (if any), then stage 2 with early stopping; returns the best model directory.  ``inputs``
+        """Stage 1 (if any), then stage 2 with early stopping, in the one training loop
+        (:mod:`irglow.models.training`); returns the best model directory.  ``inputs``
         (:func:`~irglow.models.checkpoints.training_inputs`): what the checkpoint records and a resumption
         must match."""
         cfg = self.config
         seed_everything(cfg.seed)
         model = (model or TWBert.from_pretrained_bert(cfg.model)).to(self.device)
-        opt = self._optimizer(model)
-        state = {"stage": 1, "epoch": 0, "step": 0, "best": -1.0, "best_at": None, "bad_epochs": 0, "history": [],
-                 "train_seconds": 0.0, "inputs": inputs}
-        ckpt = self.out / "checkpoint" / "trainer.pt"
-        if resume and ckpt.is_file():
-            state = resume_trainer(ckpt, self.device, inputs=inputs, model=model, optimizer=opt)
-            log.warning("resuming TW-BERT training from %s (stage %d, epoch %d)", ckpt, state["stage"], state["epoch"])
-        scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
-        measure = parse_measures(["nDCG@10"])
-        gen = torch.Generator().manual_seed(cfg.seed)
-        order_rng = random.Random(cfg.seed)
-        tracked = sorted(range(len(data.train)), key=lambda i: order_rng.random())[: cfg.train_eval_queries]
-        tracked_feats = [data.train[i] for i in tracked]
-        tracked_ids = {f.terms.query_id for f in tracked_feats}
-        tracked_qrels = [q for q in data.train_qrels if q.query_id in tracked_ids]
-        t0 = time.perf_counter()
-
-        def ndcg(feats, qrels, weights="model") -> float:
-            if not feats:
-                return float("nan")
-            return validation_score(measure, qrels, rerank_run(model, feats, self.device, cfg.model.k3, weights))
-
-        if "val_bm25" not in state:
-            state["val_bm25"] = ndcg(data.val, data.val_qrels, "bm25")
-            state["val_prior"] = ndcg(data.val, data.val_qrels, "prior")
-            state["train_bm25"] = ndcg(tracked_feats, tracked_qrels, "bm25")
-            state["train_prior"] = ndcg(tracked_feats, tracked_qrels, "prior")
-
-        def forward_weights(chunk):
-            enc = {k: v.to(self.device) for k, v in model.encode([f.terms for f in chunk]).items()}
-            with torch.autocast(self.device.type, enabled=self.use_amp):
-                w = model(**enc)
-            return w.float(), enc
-
-        def train_mode():
-            model.train()
-            if cfg.freeze_encoder:
-                model.encoder.eval()
-
-        while state["stage"] == 1 and state["epoch"] < cfg.stage1_epochs:
-            train_mode()
-            order = list(range(len(data.train)))
-            random.Random(cfg.seed + state["epoch"]).shuffle(order)
-            for start in tqdm(range(0, len(order), cfg.batch_queries), desc=f"stage 1 epoch {state['epoch'] + 1}",
-                              unit="batch"):
-                chunk = [data.train[i] for i in order[start:start + cfg.batch_queries]]
-                w, enc = forward_weights(chunk)
-                valid = (enc["term_mask"].sum(-1) > 0).float()
-                loss = (((w - enc["prior"]) ** 2) * valid).sum() / valid.sum().clamp(min=1)
-                opt.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-            state["epoch"] += 1
-            self._save_checkpoint(model, opt, state)
-
-        def evaluate(loss_value: float) -> None:
-            score = ndcg(data.val, data.val_qrels)
-            entry = {"stage": state["stage"], "epoch": state["epoch"], "step": state["step"], "loss": loss_value,
-                     "train_ndcg@10": ndcg(tracked_feats, tracked_qrels), "val_ndcg@10": score}
-            state["history"].append(entry)
-            log.info("stage %d epoch %d step %d: loss %.4f, nDCG@10 train %.4f, validation %.4f (BM25 %.4f, prior %.4f)",
-                     state["stage"], state["epoch"], state["step"], loss_value, entry["train_ndcg@10"], score,
-                     state["val_bm25"], state["val_prior"])
-            # no validation queries (NaN): the latest model is kept, never the untrained start
-            if score > state["best"] + 1e-5 or np.isnan(score) or state["best"] < 0:
-                state["best"], state["bad_epochs"] = score, 0
-                state["best_at"] = {"stage": state["stage"], "epoch": state["epoch"], "step": state["step"]}
-                model.save(self.out / "best")
-            else:
-                state["bad_epochs"] += 1
-            train_mode()
-
-        if state["stage"] == 1:
-            evaluate(float("nan"))
-            state.update(stage=2, epoch=0)
-            self._save_checkpoint(model, opt, state)
-
-        while state["stage"] == 2 and state["epoch"] < cfg.epochs and state["bad_epochs"] < cfg.patience:
-            train_mode()
-            order = epoch_order([f.terms.query_id for f in data.train], cfg.seed + 1000 + state["epoch"],
-                                cfg.balance_sources)
-            total, n_batches, since_eval = 0.0, 0, []
-            bar = tqdm(range(0, len(order), cfg.batch_queries), desc=f"stage 2 epoch {state['epoch'] + 1}", unit="batch")
-            for start in bar:
-                chunk = [data.train[i] for i in order[start:start + cfg.batch_queries]]
-                batch = collate(chunk, self.device, retrieved_only=not cfg.add_unretrieved_relevant)
-                w, enc = forward_weights(chunk)
-                m = batch["idf"].shape[1]
-                loss = ranking_loss(model, w[:, :m], enc["prior"][:, :m], batch, cfg, data.max_rel, gen)
-                opt.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                clipped_step(opt, scaler, model.parameters())
-                value = float(loss.detach())
-                total, n_batches = total + value, n_batches + 1
-                since_eval.append(value)
-                state["step"] += 1
-                bar.set_postfix(loss=f"{total / n_batches:.4f}")
-                if cfg.eval_every and state["step"] % cfg.eval_every == 0 and n_batches < len(bar):
-                    evaluate(float(np.mean(since_eval)))
-                    since_eval = []
-                    if state["bad_epochs"] >= cfg.patience:
-                        break
-            state["epoch"] += 1
-            if state["bad_epochs"] < cfg.patience:
-                evaluate(float(np.mean(since_eval)) if since_eval else float("nan"))
-            state["train_seconds"] += time.perf_counter() - t0
-            t0 = time.perf_counter()
-            self._save_checkpoint(model, opt, state)
-        state["train_seconds"] += time.perf_counter() - t0
-        report = {"config": asdict(cfg), "state": state, "n_train": len(data.train), "n_val": len(data.val),
-                  "train_queries": len(data.train), "val_queries": len(data.val), "feature_seconds": data.seconds,
-                  # the held-out queries, as every trainer records them: what fusion may be tuned on
-                  "val_query_ids": sorted({f.terms.query_id for f in data.val})}
-        atomic_write_text(self.out / "training.json", json.dumps(report, indent=2, default=_json_default))
+        task = _TWBertTask(model, self._optimizer(model), cfg, data, self.device)
+        TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device).run(resume, inputs, task.baselines())
         return self.out / "best"
 
 
-def _json_default(o):
-    if isinstance(o, float) and math.isnan(o):
-        return None
-    return str(o)
+class _TWBertTask(Task):
+    """TW-BERT in the training loop: batches of queries' candidate features, the ranking loss through the
+    differentiable BM25 (stage 1: the weights regressed onto the fixed prior), validation by re-ranking the
+    held-out queries' candidates with the torch scorer; training queries' nDCG@10 tracked beside it."""
+
+    name = "TW-BERT"
+
+    def __init__(self, model: TWBert, optimizer, cfg: TrainConfig, data: TrainingData, device):
+        super().__init__(model, optimizer, config=cfg)
+        self.data, self.device, self.cfg = data, device, cfg
+        self.warm_up_epochs = cfg.stage1_epochs
+        self.generator = torch.Generator().manual_seed(cfg.seed)  # ListMLE's tie shuffling
+        order_rng = random.Random(cfg.seed)
+        tracked = sorted(range(len(data.train)), key=lambda i: order_rng.random())[: cfg.train_eval_queries]
+        self.tracked = [data.train[i] for i in tracked]
+        tracked_ids = {f.terms.query_id for f in self.tracked}
+        self.tracked_qrels = [q for q in data.train_qrels if q.query_id in tracked_ids]
+        self.measure = parse_measures(["nDCG@10"])
+
+    def parts(self) -> dict:
+        return {**super().parts(), "generator": GeneratorState(self.generator)}
+
+    def ndcg(self, feats, qrels, weights: str = "model") -> float:
+        if not feats:
+            return float("nan")
+        return validation_score(self.measure, qrels, rerank_run(self.model, feats, self.device, self.cfg.model.k3,
+                                                                weights))
+
+    def baselines(self) -> dict[str, float]:
+        """BM25's and the fixed prior's nDCG@10 on the same candidates, recorded beside the curve."""
+        d = self.data
+        return {"val_bm25": self.ndcg(d.val, d.val_qrels, "bm25"), "val_prior": self.ndcg(d.val, d.val_qrels, "prior"),
+                "train_bm25": self.ndcg(self.tracked, self.tracked_qrels, "bm25"),
+                "train_prior": self.ndcg(self.tracked, self.tracked_qrels, "prior")}
+
+    def train_mode(self) -> None:
+        self.model.train()
+        if self.cfg.freeze_encoder:
+            self.model.encoder.eval()
+
+    def epoch_batches(self, epoch: int, warming: bool = False) -> list:
+        cfg, train = self.cfg, self.data.train
+        if warming:
+            order = list(range(len(train)))
+            random.Random(cfg.seed + epoch).shuffle(order)
+        else:
+            order = epoch_order([f.terms.query_id for f in train], cfg.seed + 1000 + epoch, cfg.balance_sources)
+        return [[train[i] for i in order[start:start + cfg.batch_queries]]
+                for start in range(0, len(order), cfg.batch_queries)]
+
+    def loss(self, chunk, autocast, warming: bool = False) -> torch.Tensor:
+        enc = {k: v.to(self.device) for k, v in self.model.encode([f.terms for f in chunk]).items()}
+        with autocast():
+            w = self.model(**enc)
+        w = w.float()
+        if warming:  # stage 1: the weights regressed onto the fixed prior
+            valid = (enc["term_mask"].sum(-1) > 0).float()
+            return (((w - enc["prior"]) ** 2) * valid).sum() / valid.sum().clamp(min=1)
+        batch = collate(chunk, self.device, retrieved_only=not self.cfg.add_unretrieved_relevant)
+        m = batch["idf"].shape[1]
+        return ranking_loss(self.model, w[:, :m], enc["prior"][:, :m], batch, self.cfg, self.data.max_rel,
+                            self.generator)
+
+    def validate(self) -> tuple[float, dict]:
+        return self.ndcg(self.data.val, self.data.val_qrels), {
+            "train_ndcg@10": self.ndcg(self.tracked, self.tracked_qrels)}
+
+    def report(self) -> dict:
+        d = self.data
+        return {"n_train": len(d.train), "n_val": len(d.val), "train_queries": len(d.train),
+                "val_queries": len(d.val), "feature_seconds": d.seconds,
+                # the held-out queries, as every trainer records them: what fusion may be tuned on
+                "val_query_ids": sorted({f.terms.query_id for f in d.val})}
