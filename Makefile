@@ -20,7 +20,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser bench-report run test test-all regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval clean
+.PHONY: venv browser bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,14 @@ venv: $(STAMP)
 run: venv
 	$(BIN)/irglow run --config configs/demo.toml
 
+# Every test, slow ones included, on as many workers as cores (pytest-xdist; tests/conftest.py gives each worker
+# one torch thread); `make test-fast` leaves out the tests marked slow (multi-process training, the miniature
+# MS MARCO pipeline, the lexical reproduction matrix) for the edit-test loop.
 test: venv browser
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q -n auto --dist loadscope tests
+
+test-fast: venv
+	$(BIN)/python -m pytest -q -n auto --dist loadscope -m "not slow" tests
 
 # The results browser's tests drive Debian's headless Chromium; installed here when missing and possible (root with
 # apt-get), else those tests skip with one line saying how to enable them.
@@ -47,9 +53,6 @@ browser:
 	   (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium chromium-driver >/dev/null 2>&1)) || \
 	  echo "could not install chromium: the browser tests will skip"; \
 	else echo "browser tests will skip: install chromium and chromium-driver (Debian: apt-get install chromium chromium-driver)"; fi
-
-test-all: venv
-	$(BIN)/python -m pytest -q tests
 
 # The reproduction matrix (configs/regressions.yaml): every experiment, ✓/✗ per figure, non-zero on drift.
 # TAGS=lexical runs the seconds-long part (also run by `make test`).

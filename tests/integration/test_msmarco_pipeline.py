@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+
 ROOT = Path(__file__).parents[2]
 TINY = ["index.threads=1", "lexical.threads=1", "lexical.depth=30",
         "twbert.epochs=1", "twbert.candidates=10", "twbert.eval_every=0", "twbert.batch_queries=4",
@@ -54,6 +57,7 @@ def write_msmarco_document(home: Path) -> dict[str, int]:
     return {s: len(q) for s, q in splits.items()}
 
 
+@pytest.mark.slow
 def test_run_msmarco_pipeline_on_a_miniature_msmarco_document(tmp_path):
     counts = write_msmarco_document(tmp_path / "irds")
     out = tmp_path / "runs"

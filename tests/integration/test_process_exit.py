@@ -9,12 +9,16 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.integration.test_rerank import _beir
+
 
 TINY = ["--set=model.embedding_dim=8", "--set=model.filters=8", "--set=model.dim=8", "--set=model.hidden=8",
         "--set=model.hash_buckets=1000", "--set=batch_queries=4", "--set=negatives=1"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_mid_training_exits_cleanly_and_resumes(tmp_path):
     data = _beir(tmp_path / "coll")
     out = tmp_path / "model"

@@ -1,10 +1,11 @@
-"""Issue 22: the reproduction matrix.  Its lexical part runs here on every `make test` (the shared
+"""The reproduction matrix (irglow.regressions).  Its lexical part runs here on every `make test` (the shared
 collections when the machine has them, skipped and said so when not; the demo always)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from irglow.cli import main
@@ -12,6 +13,7 @@ from irglow.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_lexical_reproduction_matrix_is_green(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     code = main(["regressions", "--tags", "lexical", "-o", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")])

@@ -102,6 +102,7 @@ def test_training_checkpoints_and_resumes(demo_index, tmp_path, caplog):
     assert second["epoch"] == 2 and len(second["history"]) == len(first["history"]) + 1
 
 
+@pytest.mark.slow
 def test_a_resumed_twbert_training_is_the_uninterrupted_one(demo_index, tmp_path, monkeypatch):
     """TW-BERT killed after its first checkpoint (the stage-1 epoch) and resumed trains what the uninterrupted
     run trains: ListMLE's tie shuffling draws from a generator the checkpoint now carries (it was re-seeded on

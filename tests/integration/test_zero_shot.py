@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+
 SOURCE = "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"
 TARGET = "demo:seed=7,n_topics=10,docs_per_topic=4,n_roundups=10,n_background=10"
 GATED = "disks45/nocr/trec-robust-2004"  # licence-gated: never downloadable, so never fetched by a test
@@ -38,6 +41,7 @@ def _config(out, data, broken) -> dict:
             "fusion": {"enabled": True, "runs": ["bm25f+glow", "all"]}}
 
 
+@pytest.mark.slow
 def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     from irglow.models.source import current_train_dir
     from irglow.models.twbert import train as twbert_train

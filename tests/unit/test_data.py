@@ -83,3 +83,12 @@ def test_misspelt_split_and_demo_setting_are_named_before_any_work():
     with pytest.raises(ValueError, match="n_topics='many' is not a int"):
         load_collection("demo:n_topics=many")
     assert load_collection("demo:n_topics=3").config.n_topics == 3
+
+
+def test_demo_name_holds_every_generator_setting():
+    from irglow.data.collection import load_collection
+
+    names = {load_collection(spec).name for spec in
+             ("demo", "demo:name_pool=40", "demo:test_fraction=0.5", "demo:queries_per_topic=3")}
+    assert len(names) == 4
+    assert load_collection("demo:name_pool=36").name == load_collection("demo").name  # 36 is the default

@@ -4,9 +4,11 @@ import math
 
 import pytest
 
+from irglow.cli import main
 from irglow.data.records import Qrel
 from irglow.runs.fusion import convex_grid, fuse, tune_weights
 from irglow.runs.trec import Run
+
 
 A = Run({"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]}, "a")
 B = Run({"q1": [("d2", 0.9), ("d4", 0.5)]}, "b")
@@ -83,3 +85,53 @@ def test_many_runs_are_tuned_by_coordinate_ascent_not_the_grid():
     assert weights[2:] == (0.0, 0.0, 0.0) and weights[:2] == pytest.approx((0.5, 0.5), abs=1e-5)
     assert best == pytest.approx(0.0, abs=1e-9)
     assert curve[0] == ((0.2,) * 5, score((0.2,) * 5)) and len(curve) < 100
+
+
+def _trec(path, rows) -> str:
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n" for i, (q, d, s) in enumerate(rows)))
+    return str(path)
+
+
+def test_fuse_refuses_to_overwrite_an_input(tmp_path, capsys):
+    """30.5: ``irglow fuse a.run b.run -o a.run`` overwrote its input."""
+    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
+    b = _trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
+    before = (tmp_path / "a.run").read_bytes()
+    with pytest.raises(SystemExit, match="is one of the inputs; it would be overwritten"):
+        main(["fuse", a, b, "-o", a])
+    assert (tmp_path / "a.run").read_bytes() == before
+
+
+def test_fused_run_keeps_its_order_through_the_file(tmp_path):
+    from irglow.runs.fusion import fuse
+
+    a = Run({"q": [(f"d{j}", 1000.0 - j) for j in range(1000)]}, "a")
+    b = Run({"q": [(f"d{j}", float(j % 7)) for j in range(1000)]}, "b")
+    fused = fuse([a, b], "wsum", weights=[0.05, 0.95], tag="f")
+    assert Run.read(fused.write(tmp_path / "f.run")).ranking == fused.ranking
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--step", "0"], "weight grid step"), (["--step", "2"], "weight grid step"),
+    (["--k", "-1"], "RRF constant"), (["--depth", "-1"], "argument --depth: -1 must be >= 1"),
+    (["--depth", "0"], "argument --depth: 0 must be >= 1"),
+])
+def test_fuse_refuses_settings_that_would_divide_by_zero_or_drop_documents(tmp_path, capsys, args, message):
+    Run({"q": [("d1", 1.0), ("d2", 0.5)]}).write(tmp_path / "a.run")
+    Run({"q": [("d2", 1.0)]}).write(tmp_path / "b.run")
+    (tmp_path / "q.qrels").write_text("q 0 d1 1\n")
+    extra = ["--tune-runs", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--tune-qrels",
+             str(tmp_path / "q.qrels")] if "--step" in args else []
+    try:
+        rc = main(["fuse", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "-o", str(tmp_path / "f.run"),
+                   *args, *extra])
+    except SystemExit as e:  # argparse's own usage error (a type that refuses the value), exit status 2
+        rc = e.code
+    assert rc == 2 and message in capsys.readouterr().err
+
+
+def test_zscore_fusion_refuses_infinite_scores():
+    from irglow.runs.fusion import fuse
+
+    with pytest.raises(ValueError, match="infinite scores"):
+        fuse([Run({"q": [("d1", float("inf")), ("d2", 1.0)]}, "a"), Run({"q": [("d1", 1.0)]}, "b")], "wsum", "z-score")

@@ -3,8 +3,11 @@ queries every fused model held out, RRF where nothing was held out."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
+from irglow.cli import main
 from irglow.data.records import Qrel, Query
 from irglow.hybrid import TUNING, check, components, fuse_entry, fused_tags, wants_tuning
 from irglow.runs.trec import Run
@@ -81,3 +84,38 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     assert info["method"] == "rrf" and info["why"] == "zero-shot"
     fused, info = fuse_entry(ctx({**test, TUNING + "a": tuning[TUNING + "a"]}), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "no held-out runs of b"
+
+
+def _trec(path, rows) -> str:
+    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n" for i, (q, d, s) in enumerate(rows)))
+    return str(path)
+
+
+def test_fusion_tuned_on_qrels_of_other_queries_is_refused(tmp_path, capsys, caplog):
+    """30.6: tuning qrels sharing no query with the tuning runs: 0.0 at every point, 'tuned' weights, exit 0."""
+    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
+    b = _trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
+    (tmp_path / "other.qrels").write_text("x9 0 d1 1\nx8 0 d2 1\n")
+    args = ["fuse", a, b, "-o", str(tmp_path / "f.run"), "--method", "wsum", "--tune-runs", a, b]
+    assert main([*args, "--tune-qrels", str(tmp_path / "other.qrels")]) == 2
+    err = capsys.readouterr().err
+    assert "share no query with a relevant judgment" in err and "x8, x9" in err and "q1" in err
+    assert not (tmp_path / "f.run").exists()
+    (tmp_path / "same.qrels").write_text("q1 0 d2 1\n")
+    with caplog.at_level(logging.WARNING):
+        assert main([*args, "--tune-qrels", str(tmp_path / "same.qrels")]) == 0
+    assert "only 1 tuning queries have a relevant judgment" in caplog.text
+
+
+def test_a_reused_twbert_without_held_out_queries_is_refused_before_work(tmp_path, capsys):
+    """Issue 37 item 8: ``twbert.model_dir`` with a fusion that tunes twbert's weight failed only after every stage
+    ran (tuning runs sharing no query); the cause is known from the settings and said before any work."""
+    reused = tmp_path / "M" / "best"
+    reused.mkdir(parents=True)
+    (tmp_path / "M" / "training.json").write_text('{"val_query_ids": ["not-a-demo-query"]}')
+    out = tmp_path / "out"
+    assert main(["run", "--config", "configs/demo.toml", "--set", f'twbert.model_dir="{reused}"',
+                 "--set", f"output.dir={out}", "--set", f"data_dir={tmp_path / 'data'}"]) == 2
+    err = capsys.readouterr().err
+    assert "none of its 1 held-out queries is among demo" in err and "nothing to tune on" in err
+    assert not (tmp_path / "data").exists()  # no index was built: nothing ran

@@ -2,10 +2,12 @@ import math
 
 import pytest
 
+from irglow.cli import main
 from irglow.data.records import Qrel
 from irglow.eval.compare import compare, holm
 from irglow.eval.measures import aggregate, parse_measure, parse_measures, per_query
 from irglow.runs.trec import Run
+
 
 QRELS = [Qrel("q1", "d1", 2), Qrel("q1", "d2", 1), Qrel("q1", "d3", 0), Qrel("q1", "d4", 1),
          Qrel("q2", "d9", 1)]
@@ -104,3 +106,19 @@ def test_a_columnar_run_scored_in_parts_and_processes_equals_ir_measures(tmp_pat
     for name, values in ours.items():
         assert values["unretrieved"] == 0.0  # judged, never retrieved: 0, as trec_eval -c
         assert values == pytest.approx({"unretrieved": 0.0, **reference[name]}, abs=1e-12)
+
+
+# 9 — measure cutoffs
+@pytest.mark.parametrize("text", ["NCG@0", "nDCG@0", "R@1000000000000000000000"])
+def test_bad_cutoffs_are_refused_with_the_measure(text):
+    from irglow.eval.measures import parse_measure
+
+    with pytest.raises(ValueError, match=rf"measure '{text}': the cutoff must be a whole number from 1"):
+        parse_measure(text)
+
+
+def test_eval_cli_names_a_bad_measure(tmp_path, capsys):
+    (tmp_path / "q.qrels").write_text("q1 0 d1 1\n")
+    Run({"q1": [("d1", 1.0)]}).write(tmp_path / "a.run")
+    assert main(["eval", str(tmp_path / "a.run"), "--qrels", str(tmp_path / "q.qrels"), "-m", "nDCG@0"]) == 2
+    assert "nDCG@0" in capsys.readouterr().err

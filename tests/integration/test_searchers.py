@@ -1,4 +1,4 @@
-"""BM25's direct Lucene path equals Pyserini's batch_search; odd queries and texts are handled."""
+"""Lexical searchers (irglow.lexical.searchers): BM25's direct Lucene path equals Pyserini's batch_search; odd queries and texts are handled."""
 
 import pytest
 
@@ -7,6 +7,11 @@ from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
+
+
+@pytest.fixture(scope="module")
+def ties_index(tmp_path_factory):
+    return build_index(TiesCollection(), IndexConfig(threads=1), root=tmp_path_factory.mktemp("ties"))
 
 
 class TiesCollection:
@@ -34,11 +39,6 @@ class TiesCollection:
 
     def qrels(self, split="test"):
         return [Qrel("q1", "d00", 1)]
-
-
-@pytest.fixture(scope="module")
-def ties_index(tmp_path_factory):
-    return build_index(TiesCollection(), IndexConfig(threads=1), root=tmp_path_factory.mktemp("ties"))
 
 
 def test_bm25_direct_path_equals_pyserini_batch_search(ties_index):

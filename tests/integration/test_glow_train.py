@@ -1,3 +1,6 @@
+"""Training GLOW/BERT (irglow.models.glow.train): the model directory, resumption, losses and negatives by hand,
+the pipeline stage, mixing with the starting checkpoint."""
+
 import json
 import logging
 import random
@@ -100,8 +103,6 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     tuned on the held-out training queries (never the test split)."""
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import IndexConfig, build_index
-    from types import SimpleNamespace
-
     from irglow.lexical.stage import LexicalSettings
     from irglow.models.glow.stage import GlowStage
     from irglow.models.source import TrainSource

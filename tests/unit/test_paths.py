@@ -1,6 +1,4 @@
-"""Issue 37, items 4, 9 and 10: no command writes over a file it reads (through ``..``, symbolic and hard links,
-or inside the ``--data`` folder); runs that share no query with the qrels are an error, not an all-zero table;
-an unwritable output is said before any work."""
+"""Outputs that never overwrite inputs (irglow.utils.paths)."""
 
 from __future__ import annotations
 
@@ -10,8 +8,18 @@ import pytest
 
 from irglow.cli import main
 
-RUN = "1 Q0 d1 1 2.0 r\n2 Q0 d9 1 1.0 r\n"
-QRELS = "1 0 d1 1\n2 0 d9 1\n"
+
+def refused(argv, match):
+    before = {p: p.read_bytes() for p in argv_files(argv)}
+    with pytest.raises(SystemExit, match=match):
+        main(argv)
+    assert {p: p.read_bytes() for p in before} == before  # nothing was written over
+
+
+def argv_files(argv):
+    from pathlib import Path
+
+    return [Path(a) for a in argv if Path(a).is_file()]
 
 
 @pytest.fixture
@@ -27,17 +35,10 @@ def files(tmp_path):
     return tmp_path
 
 
-def refused(argv, match):
-    before = {p: p.read_bytes() for p in argv_files(argv)}
-    with pytest.raises(SystemExit, match=match):
-        main(argv)
-    assert {p: p.read_bytes() for p in before} == before  # nothing was written over
+RUN = "1 Q0 d1 1 2.0 r\n2 Q0 d9 1 1.0 r\n"
 
 
-def argv_files(argv):
-    from pathlib import Path
-
-    return [Path(a) for a in argv if Path(a).is_file()]
+QRELS = "1 0 d1 1\n2 0 d9 1\n"
 
 
 def test_report_refuses_to_write_into_the_collection_folder(files):

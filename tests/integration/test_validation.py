@@ -1,5 +1,4 @@
-"""Issue 33.1 and 33.4: checkpoints chosen on more than the training collection ([validation] also), and the
-token budget that follows the hardware ("auto")."""
+"""Checkpoints chosen on more than the training collection (irglow.models.validation, [validation] also)."""
 
 from __future__ import annotations
 
@@ -10,14 +9,16 @@ import pytest
 
 from tests.integration.pipelines import SMALL_DEMO, small_pipeline
 
-OTHER = "demo:n_topics=8,docs_per_topic=4,n_roundups=6,n_background=8,seed=7"
-
 
 def _glow(**extra):
     return {"enabled": True, "variants": ["glow"], "max_steps": 2, "batch_size": 4, "val_max_docs": 0,
             "val_pool_depth": 5, "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}, **extra}
 
 
+OTHER = "demo:n_topics=8,docs_per_topic=4,n_roundups=6,n_background=8,seed=7"
+
+
+@pytest.mark.slow
 def test_checkpoints_are_chosen_on_every_source_and_the_curves_keep_each(tmp_path, monkeypatch):
     """GLOW and NRM-F validate on their held-out training queries and on 3 judged queries of another collection
     (its own index); the kept score is the mean of the two, each source's curve is in training.json, and the
@@ -87,31 +88,3 @@ def test_selection_is_the_mean_over_sources():
     assert selection_score(0.6, {"b": 0.2, "c": 0.1}) == pytest.approx(0.3)
     assert selection_score(float("nan"), {"b": 0.25}) == 0.25
     assert math.isnan(selection_score(float("nan"), {}))
-
-
-def test_auto_token_budget_follows_the_device():
-    """Issue 33.4: "auto" is 256 WordPieces on a GPU and 96 on CPU; other budgets stay as written; the manifest's
-    note says which was chosen."""
-    from irglow.models.fields import resolve_auto_budgets
-
-    model = {"field_max_tokens": {"text": "auto", "title": 20}, "default_field_tokens": 20}
-    cpu, note = resolve_auto_budgets(model, "cpu")
-    assert cpu["field_max_tokens"] == {"text": 96, "title": 20} and note["tokens"] == 96 and note["device"] == "cpu"
-    gpu, note = resolve_auto_budgets({**model, "default_field_tokens": "auto"}, "cuda:0")
-    assert gpu["field_max_tokens"] == {"text": 256, "title": 20} and gpu["default_field_tokens"] == 256
-    assert note == {"fields": ["text", "(default)"], "tokens": 256, "device": "cuda",
-                    "rule": "auto: 256 on a GPU, 96 on CPU"}
-    assert resolve_auto_budgets({"field_max_tokens": {"text": 64}}, "cpu") == ({"field_max_tokens": {"text": 64}}, None)
-    assert model["field_max_tokens"]["text"] == "auto"  # the configuration is not written back
-
-
-def test_the_packaged_glow_config_trains_at_the_devices_budget(tmp_path):
-    """configs/glow.toml's long fields are "auto": the stage binds them for this machine (CPU here: 96) and its
-    resolved settings (the manifest) say so."""
-    from irglow.models.glow.stage import GlowStage
-
-    config = {"glow": {"enabled": True, "config": str(__import__("pathlib").Path(__file__).parents[2] / "configs"
-                                                       / "glow.toml"), "device": "cpu"}}
-    resolved = GlowStage().resolved(config)
-    assert resolved["train"]["model"]["field_max_tokens"]["text"] == 96
-    assert resolved["token_budget"]["tokens"] == 96 and resolved["token_budget"]["device"] == "cpu"

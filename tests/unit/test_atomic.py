@@ -1,135 +1,34 @@
-"""Inputs that must not silently go wrong: ties, duplicates, NaN, missing queries, odd files."""
+"""Atomic outputs (irglow.utils.atomic): permissions, concurrent writers, killed writers."""
+
+from __future__ import annotations
 
 import json
-import logging
 import multiprocessing
 import os
 
 import pytest
 
-from irglow.data.beir import BeirCollection
-from irglow.data.records import Qrel
-from irglow.data.trec import FormatError, read_qrels, read_topics
-from irglow.eval.compare import compare
-from irglow.eval.measures import aggregate, parse_measures
-from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_dir, atomic_file
 
 
-def test_ties_follow_trec_eval_order_everywhere(tmp_path):
-    # trec_eval: score descending, ties by document id descending, so b comes before a
-    run = Run({"q": [("a", 1.0), ("b", 1.0), ("c", 0.5)]})
-    assert [d for d, _ in run.ranking["q"]] == ["b", "a", "c"]
-    lines = run.write(tmp_path / "t.run").read_text().splitlines()
-    assert [(ln.split()[2], ln.split()[3]) for ln in lines] == [("b", "1"), ("a", "2"), ("c", "3")]
-    qrels = [Qrel("q", "b", 1)]
-    got = aggregate(parse_measures("NCG@1 R@1 nDCG@1 P@1"), qrels, run)
-    assert got == {"NCG@1": 1.0, "R@1": 1.0, "nDCG@1": 1.0, "P@1": 1.0}
-    # and the other way round: the relevant document loses the tie
-    got = aggregate(parse_measures("NCG@1 nDCG@1"), [Qrel("q", "a", 1)], run)
-    assert got == {"NCG@1": 0.0, "nDCG@1": 0.0}
+def _replace_many(path: str, tag: str) -> int:
+    for i in range(40):
+        with atomic_dir(path) as tmp:
+            (tmp / "who").write_text(f"{tag}{i}")
+    return 0
 
 
-def test_duplicate_run_lines_stop_or_keep_the_highest(tmp_path, caplog):
-    p = tmp_path / "dup.run"
-    p.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\nq1 Q0 d1 3 3.0 t\n")
-    with pytest.raises(FormatError, match=r"dup.run:3: duplicate document d1 for query q1 \(first on line 1\)"):
-        Run.read(p)
-    with caplog.at_level(logging.WARNING):
-        run = Run.read(p, duplicates="keep-max")
-    assert run.ranking["q1"] == [("d1", 3.0), ("d2", 1.0)]
-    assert "1 duplicate" in caplog.text
+def test_files_written_inside_an_atomic_dir_get_the_umask_permissions(tmp_path):
+    from irglow.utils.atomic import atomic_dir
 
-
-def test_nan_scores_stop_and_empty_runs_warn(tmp_path, caplog):
-    p = tmp_path / "nan.run"
-    p.write_text("q1 Q0 d1 1 nan t\n")
-    with pytest.raises(FormatError, match="nan.run:1: score is NaN"):
-        Run.read(p)
-    empty = tmp_path / "empty.run"
-    empty.write_text("")
-    with caplog.at_level(logging.WARNING):
-        assert len(Run.read(empty)) == 0
-    assert "empty run" in caplog.text
-
-
-def test_ids_and_tags_that_break_trec_files_are_refused(tmp_path):
-    for ranking, tag, what in (({"q": [("", 1.0)]}, "t", "document id"), ({"q": [("d 2", 1.0)]}, "t", "document id"),
-                               ({"q": [("d3\nnl", 1.0)]}, "t", "document id"), ({"q b": [("d", 1.0)]}, "t", "query id"),
-                               ({"q": [("d", 1.0)]}, "my run", "run tag")):
-        with pytest.raises(ValueError, match=what):
-            Run(ranking, tag).write(tmp_path / "x.run")
-    assert not (tmp_path / "x.run").exists()
-
-
-def test_compare_scores_missing_queries_zero_and_says_so():
-    qrels = [Qrel("q1", "d1", 1), Qrel("q2", "d2", 1)]
-    full = Run({"q1": [("d1", 1.0)], "q2": [("d2", 1.0)]})
-    half = Run({"q1": [("d1", 1.0)]})
-    cmp = compare({"full": full, "half": half}, qrels, ["RR@10"], baseline="full")
-    assert cmp.means.loc["half", "RR@10"] == 0.5  # q2 counts as 0, as trec_eval -c
-    assert "`half` misses 1" in cmp.to_markdown() and "`full` misses" not in cmp.to_markdown()
-
-
-def test_qrels_odd_but_readable_files_are_read_and_reported(tmp_path, caplog):
-    headerless = tmp_path / "test.tsv"
-    headerless.write_text("q1\td1\t1\nq1\td2\t0\n")
-    assert read_qrels(headerless) == [Qrel("q1", "d1", 1), Qrel("q1", "d2", 0)]
-    bom = tmp_path / "bom.tsv"
-    bom.write_bytes("\ufeffquery-id\tcorpus-id\tscore\nq1\td1\t2\n".encode("utf-8"))
-    assert read_qrels(bom) == [Qrel("q1", "d1", 2)]
-    odd = tmp_path / "odd.qrels"
-    odd.write_text("q1 0 d1 1.7\nq1 0 d2 1\nq1 0 d2 2\n")
-    with caplog.at_level(logging.WARNING):
-        assert read_qrels(odd) == [Qrel("q1", "d1", 1), Qrel("q1", "d2", 2)]
-    assert "1 non-integer relevance labels rounded down" in caplog.text and "first on line 1" in caplog.text
-    assert "1 repeated (query, document) judgments; the last label is kept (first on line 3)" in caplog.text
-
-
-def test_latin1_file_names_file_and_line(tmp_path):
-    p = tmp_path / "latin.qrels"
-    p.write_bytes(b"q1 0 d1 1\nq2 0 caf\xe9 1\n")
-    with pytest.raises(FormatError, match=r"latin.qrels:2: not UTF-8 \(byte 0xe9 at column 9\)"):
-        read_qrels(p)
-
-
-def _beir(tmp_path, docs, queries=(), qrels="query-id\tcorpus-id\tscore\n"):
-    (tmp_path / "qrels").mkdir(parents=True, exist_ok=True)
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
-    (tmp_path / "qrels" / "test.tsv").write_text(qrels)
-    return BeirCollection(tmp_path)
-
-
-def test_beir_fields_are_discovered_over_the_whole_corpus(tmp_path):
-    docs = [{"_id": f"d{i}", "title": "t", "text": "x"} for i in range(1005)]
-    docs.append({"_id": "late", "abstract": "zanzibar quokka"})
-    assert _beir(tmp_path, docs).fields == ("title", "text", "abstract")
-
-
-def test_beir_duplicate_and_bad_document_ids_stop_with_lines(tmp_path):
-    coll = _beir(tmp_path, [{"_id": "d1", "text": "a"}, {"_id": "d2", "text": "b"}, {"_id": "d1", "text": "c"}])
-    with pytest.raises(FormatError, match=r"corpus.jsonl:3: duplicate document id 'd1' \(first on line 1\)"):
-        list(coll.docs_iter())
-    coll = _beir(tmp_path, [{"_id": "d 2", "text": "a"}])
-    with pytest.raises(FormatError, match=r"corpus.jsonl:1: document id must be non-empty without whitespace"):
-        list(coll.docs_iter())
-
-
-def test_beir_null_query_text_and_dangling_judgments(tmp_path, caplog):
-    coll = _beir(tmp_path, [{"_id": "d1", "text": "a"}],
-                 [{"_id": "q1", "text": None}, {"_id": "q2", "text": "fine"}],
-                 "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\tgone\t1\nq9\td1\t1\n")
-    with caplog.at_level(logging.WARNING):
-        queries = coll.queries("test")
-    assert [(q.query_id, q.text) for q in queries] == [("q1", ""), ("q2", "fine")]
-    assert "query q1 has no text" in caplog.text
-    assert "1 judged queries are not in queries.jsonl" in caplog.text
-    assert "1 judgments (1 queries) name documents missing from corpus.jsonl" in caplog.text
-    bad = tmp_path / "q.jsonl"
-    bad.write_text('{"_id": "q b", "text": "x"}\n')
-    with pytest.raises(FormatError, match="query id must be non-empty"):
-        read_topics(bad)
+    old = os.umask(0o022)
+    try:
+        with atomic_dir(tmp_path / "model") as tmp:
+            fd = os.open(tmp / "weights.safetensors", os.O_CREAT | os.O_WRONLY, 0o600)  # as safetensors does
+            os.close(fd)
+    finally:
+        os.umask(old)
+    assert oct((tmp_path / "model" / "weights.safetensors").stat().st_mode & 0o777) == "0o644"
 
 
 def test_atomic_outputs_respect_the_umask(tmp_path):
@@ -143,13 +42,6 @@ def test_atomic_outputs_respect_the_umask(tmp_path):
         os.umask(old)
     assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o755
-
-
-def _replace_many(path: str, tag: str) -> int:
-    for i in range(40):
-        with atomic_dir(path) as tmp:
-            (tmp / "who").write_text(f"{tag}{i}")
-    return 0
 
 
 def test_atomic_dir_is_safe_under_concurrent_writers(tmp_path):

@@ -1,5 +1,4 @@
-"""Issue 37 item 3: zero-shot decides in-domain by content — a copy of the training folder under another name, or
-the same collection through another loader, is in-domain; a collection sharing nothing is not."""
+"""Zero-shot evaluation (irglow.zero_shot): which collections are in-domain."""
 
 from __future__ import annotations
 

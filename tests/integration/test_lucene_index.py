@@ -1,24 +1,87 @@
-"""Exact scores on a three-document index, worked out by hand from the formulas Lucene 9 uses.
+"""Lucene indexes (irglow.index.lucene_index): indexes verified before they are cached, refused corpora, corrupt
+cached indexes rebuilt; and exact scores on a three-document index, worked out by hand from the formulas Lucene 9
+uses.
 
 Bodies after analysis: d1 "appl banana appl" (3), d2 "banana cherri" (2), d3 "cherri cherri cherri date" (4);
 contents = title + body: d1 4 tokens, d2 2, d3 6 → avgdl(contents) = 4.
 """
+
+from __future__ import annotations
 
 import logging
 import math
 
 import pytest
 
-from irglow.data.records import Query
+from irglow.data.records import Qrel, Query, make_document
+from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import run_lexical
 
 K1, B = 0.9, 0.4
+
+
+class Docs:
+    def __init__(self, docs, fields=("title", "body"), name="docs-v1"):
+        self.docs, self.fields, self.name = docs, fields, name
+
+    def docs_iter(self):
+        yield from self.docs
+
+    def queries(self, split="test"):
+        return [Query("q1", "apple")]
+
+    def qrels(self, split="test"):
+        return [Qrel("q1", "d1", 1)]
+
+
 PYSERINI = dict(abs=6e-5)  # Anserini's batch_search rounds scores to 4 decimals
 
 
 def bm25(tf, df, n, dl, avgdl):
     return math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf / (tf + K1 * (1 - B + B * dl / avgdl))
+
+
+def test_an_index_lucene_did_not_fill_is_never_cached(tmp_path, monkeypatch):
+    import irglow.index.lucene_index as li
+
+    coll = Docs([make_document("d1", body="apple"), make_document("d2", body="banana")], name="dropped")
+    monkeypatch.setattr(li, "_lucene_doc_count", lambda path: 0)  # as when Anserini drops a batch
+    with pytest.raises(RuntimeError, match="Lucene holds 0 documents, 2 non-empty ones were exported"):
+        build_index(coll, IndexConfig(threads=1), root=tmp_path)
+    assert not list((tmp_path / "indexes").glob("dropped*"))
+    monkeypatch.undo()
+    index = build_index(coll, IndexConfig(threads=1), root=tmp_path)
+    assert index.meta["indexed"] == 2
+
+
+def test_an_over_long_document_id_is_refused_before_indexing(tmp_path):
+    coll = Docs([make_document("d1", body="apple"), make_document("x" * 40000, body="banana")], name="long")
+    with pytest.raises(ValueError, match="id of 40000 bytes; Lucene's limit for a term is 32766"):
+        build_index(coll, IndexConfig(threads=1), root=tmp_path)
+
+
+@pytest.mark.parametrize("coll,config,message", [
+    (Docs([make_document("d1", body="a")]), IndexConfig(fields=("nosuch",)), r"fields \['nosuch'\] are not in"),
+    (Docs([]), IndexConfig(), "has no documents"),
+    (Docs([make_document("d1", title="")]), IndexConfig(), "none of its 1 documents has text"),
+    (Docs([make_document("d1", id="a", id_field="b")], fields=("id", "id_field")), IndexConfig(), "would collide"),
+    (Docs([make_document("d1", body="a")]), IndexConfig(stemmer="porterx"), "index.stemmer = 'porterx'"),
+])
+def test_corpora_and_settings_that_give_an_empty_or_wrong_index_are_refused(tmp_path, coll, config, message):
+    with pytest.raises(ValueError, match=message):
+        build_index(coll, config, root=tmp_path)
+
+
+def test_a_corrupt_cached_index_is_named_and_rebuilt(tmp_path, caplog):
+    coll = Docs([make_document("d1", body="apple pie"), make_document("d2", body="banana")], name="corrupt")
+    index = build_index(coll, IndexConfig(threads=1), root=tmp_path)
+    for f in index.path.glob("*.si"):  # a segment file lost
+        f.unlink()
+    with caplog.at_level(logging.WARNING):
+        again = build_index(coll, IndexConfig(threads=1), root=tmp_path)
+    assert f"the cached index at {index.path} cannot be read" in caplog.text
+    assert again.meta["indexed"] == 2 and list(again.path.glob("*.si"))
 
 
 def test_index_fields_and_missing_title(tiny_index):

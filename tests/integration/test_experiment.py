@@ -1,4 +1,4 @@
-"""Issue 31, one experiment model: stages as objects in one list, settings bound once (nothing written back into
+"""The experiment model (irglow.experiment, irglow.stages): stages as objects in one list, settings bound once (nothing written back into
 the configuration), each multi-field system tuned for itself, one fusion, and an Experiment a notebook can call."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.pipelines import SMALL_DEMO, small_pipeline
+
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -192,6 +193,7 @@ def test_experiment_names_an_unknown_system():
         Experiment("demo", systems=["bm25", "bm26"])
 
 
+@pytest.mark.slow
 def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_path, monkeypatch):
     """Issue 33.2: each re-ranker re-ranks its own first stage — ``[rerank] first_stage`` for all, a variant's
     own ``first_stage`` — and learns from it: NRM-F over BM25 and NRM-F over TW-BERT side by side, the latter's

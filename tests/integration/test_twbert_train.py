@@ -27,6 +27,15 @@ def _batch(qtf=(1.0, 1.0)):
             "doc_mask": torch.tensor([[True, True]])}
 
 
+def _queries_with_repeats():
+    demo = DemoCollection().queries("test")[:40]
+    out = []
+    for i, q in enumerate(demo):
+        words = q.text.split()
+        out.append(Query(q.query_id, q.text + " " + words[i % len(words)] + (" " + words[0] if i % 3 == 0 else "")))
+    return out
+
+
 def test_scaled_scores_by_hand():
     w = torch.tensor([[1.0, 2.0]])
     # doc0: 1·1·1/2 = 0.5; doc1: 1·1·2/4 + 2·0.5·1/3 = 0.8333
@@ -77,15 +86,6 @@ def test_scorer_gradient_matches_finite_differences(k3, scale_by):
     batch["freq"][:, 0, :] = 1.0  # every query has a matching document (max score > 0)
     w = (torch.rand(2, 3, generator=g, dtype=torch.float64) + 0.5).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda x: scaled_scores(x, batch, k3, scale_by), (w,), eps=1e-6, atol=1e-7)
-
-
-def _queries_with_repeats():
-    demo = DemoCollection().queries("test")[:40]
-    out = []
-    for i, q in enumerate(demo):
-        words = q.text.split()
-        out.append(Query(q.query_id, q.text + " " + words[i % len(words)] + (" " + words[0] if i % 3 == 0 else "")))
-    return out
 
 
 def test_untrained_model_is_lucene_bm25_with_repeated_terms(demo_index):

@@ -1,0 +1,76 @@
+"""The index cache (irglow.index.cache, irglow.index.lucene_index.data_dir): listing, pruning, read-only caches."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from irglow.cli import main
+from irglow.index.lucene_index import IndexConfig, build_index
+
+
+def _beir(folder: Path, docs=None, queries=None, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n") -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    docs = docs or ['{"_id": "d1", "title": "lyme", "text": "lyme disease ticks"}',
+                    '{"_id": "d2", "title": "flu", "text": "influenza season"}']
+    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n")
+    (folder / "queries.jsonl").write_text("\n".join(queries or ['{"_id": "q1", "text": "lyme ticks"}']) + "\n")
+    (folder / "qrels").mkdir(exist_ok=True)
+    (folder / "qrels" / "test.tsv").write_text(qrels)
+    return str(folder)
+
+
+@pytest.fixture
+def small_mount(tmp_path):
+    """A 3 MB tmpfs (root only; skipped elsewhere), unmounted afterwards."""
+    folder = tmp_path / "mnt"
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root and mount(8) to make a small or read-only file system")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_cache_prune_refuses_a_negative_age(tmp_path):
+    with pytest.raises(SystemExit, match="--older-than -1: give a number of days >= 0"):
+        main(["cache", "prune", "--older-than", "-1", "--data-dir", str(tmp_path)])
+
+
+def test_a_read_only_cache_is_searched(small_mount, tmp_path, capsys):
+    c = _beir(tmp_path / "c")
+    assert main(["search", c, "--query", "lyme", "--data-dir", str(small_mount)]) == 0
+    capsys.readouterr()
+    assert subprocess.run(["mount", "-o", "remount,ro", str(small_mount)], capture_output=True).returncode == 0
+    assert main(["search", c, "--query", "lyme", "--data-dir", str(small_mount)]) == 0
+    assert "d1" in capsys.readouterr().out
+
+
+def test_cache_list_and_prune_keep_the_latest_of_each_source(tmp_path, capsys):
+    import os
+    import time
+
+    from irglow.cli import main
+    from irglow.data.beir import BeirCollection
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "apple"}\n')
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text("q1\td1\t1\n")
+    paths = []
+    for text in ("apple", "apple pie"):  # two versions of one corpus
+        (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "%s"}\n' % text)
+        paths.append(build_index(BeirCollection(folder), IndexConfig(threads=1), root=tmp_path / "data").path)
+    old = time.time() - 3600
+    os.utime(paths[0] / "irglow-index.json", (old, old))
+    assert main(["cache", "list", "--data-dir", str(tmp_path / "data")]) == 0
+    listing = capsys.readouterr().out
+    assert paths[0].name in listing and paths[1].name in listing and str(folder) in listing
+    assert main(["cache", "prune", "--data-dir", str(tmp_path / "data"), "--dry-run"]) == 0
+    assert paths[0].exists()
+    assert main(["cache", "prune", "--data-dir", str(tmp_path / "data")]) == 0
+    assert not paths[0].exists() and paths[1].exists()

@@ -1,0 +1,45 @@
+"""Settings checked before any work (irglow.config, through the CLI)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+
+def _config(tmp_path) -> dict:
+    return {"seed": 13, "data_dir": str(tmp_path / "data"),
+            "collection": {"name": "demo:n_topics=6,docs_per_topic=3,n_roundups=5,n_background=5"},
+            "index": {"threads": 1}, "lexical": {"systems": ["bm25", "bm25f"], "depth": 20},
+            "eval": {"measures": ["nDCG@10"], "baseline": "bm25"}, "output": {"dir": str(tmp_path / "out")}}
+
+
+@pytest.mark.parametrize("section,key,value,message", [
+    ("index", "stemmer", "porterx", "index.stemmer = 'porterx'; allowed: porter, krovetz, none"),
+    ("lexical", "k1", "0.9", "lexical.k1 = '0.9' must be a number"),
+    ("lexical", "k1", -1, "lexical.k1 = -1 must be a finite number >= 0"),
+    ("lexical", "b", 2, "lexical.b = 2 must be between 0 and 1"),
+    ("lexical", "depth", 0, "lexical.depth = 0 must be > 0"),
+    ("lexical", "field_weights", {"title": float("nan")}, "field weight title = nan"),
+    ("lexical", "field_weights", {"title": -1}, "field weight title = -1"),
+    ("lexical", "field_weights", {"title": 0.5}, "CombinedFieldQuery"),
+    ("eval", "baseline", "bm26", "eval.baseline = 'bm26' is not a run this configuration produces"),
+    ("rerank", "nrmf", {"epochs": 1.5}, "rerank.epochs = 1.5 must be an integer"),
+])
+def test_settings_are_checked_before_any_work(tmp_path, monkeypatch, section, key, value, message):
+    import irglow.pipeline as pipeline
+
+    monkeypatch.chdir(tmp_path)
+    config = copy.deepcopy(_config(tmp_path))
+    if section == "rerank":
+        config["rerank"] = {"enabled": True, "models": ["nrmf"], key: value}
+    else:
+        config.setdefault(section, {})[key] = value
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before the settings were checked")
+
+    monkeypatch.setattr(pipeline, "load_collection", no_work)
+    with pytest.raises(ValueError) as e:
+        pipeline.run_pipeline(config)
+    assert message in str(e.value)

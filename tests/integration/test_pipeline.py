@@ -1,0 +1,193 @@
+"""The pipeline (irglow.pipeline) over its stage cache: a killed pipeline resumes to byte-identical runs; models
+train on other or several collections; and between two runs into one folder (a query's text, a training judgment,
+the corpus with its size and mtime kept, a setting edited) exactly the stages that read what changed run again,
+every table equal to a run into an empty folder."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from irglow.models.source import current_train_dir
+from tests.integration.pipelines import beir_from_demo, small_pipeline
+
+
+def _config(folder, out, data, b=0.4) -> dict:
+    return {"seed": 13, "data_dir": str(data),
+            "collection": {"name": str(folder), "train_split": "train", "test_split": "test"},
+            "index": {"threads": 1}, "lexical": {"systems": ["bm25", "bm25f"], "depth": 30, "b": b},
+            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out)},
+            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10,
+                       "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4,
+                                "model": {"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8,
+                                          "hash_buckets": 1000}}}}
+
+
+def _stages(out) -> dict:
+    return json.loads((out / "manifest.json").read_text())["stages"]
+
+
+
+
+def _same_as_fresh(tmp_path, folder, config_b, out, n) -> None:
+    from irglow.pipeline import run_pipeline
+
+    fresh = tmp_path / f"fresh{n}"
+    run_pipeline(_config(folder, fresh, tmp_path / f"data{n}", b=config_b))
+    assert _outputs(out) == _outputs(fresh)
+
+
+def _outputs(out) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.glob("*.run")) + [out / "results.csv"]}
+
+
+def _runs(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.run"))}
+
+
+def _pipeline_resume_config(out, data) -> dict:
+    return small_pipeline(out, data, rerank={"enabled": True, "models": ["nrmf"], "depth": 10,
+                                             "nrmf": {"epochs": 2, "val_depth": 10, "negatives": 2,
+                                                      "batch_queries": 4}})
+
+
+def test_exactly_the_dependent_stages_rerun(tmp_path, monkeypatch):
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    folder, out, data = tmp_path / "c", tmp_path / "out", tmp_path / "data"
+    beir_from_demo(folder)
+    run_pipeline(_config(folder, out, data))
+    assert set(_stages(out).values()) == {"ran"}
+    run_pipeline(_config(folder, out, data))
+    assert set(_stages(out).values()) == {"reused"}
+
+    # a test query's text: every stage searches the test queries
+    test_qid = (folder / "qrels" / "test.tsv").read_text().splitlines()[1].split("\t")[0]
+    lines = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
+    for q in lines:
+        if q["_id"] == test_qid:
+            q["text"] = q["text"].split()[0]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in lines))
+    run_pipeline(_config(folder, out, data))
+    assert _stages(out) == {"lexical:bm25": "ran", "lexical:bm25f": "ran", "rerank:nrmf": "ran"}
+    _same_as_fresh(tmp_path, folder, 0.4, out, 1)
+
+    # a training judgment: only the stage that trains on it
+    train = (folder / "qrels" / "train.tsv").read_text().splitlines()
+    (folder / "qrels" / "train.tsv").write_text("\n".join(train[:-1]) + "\n")
+    run_pipeline(_config(folder, out, data))
+    assert _stages(out) == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
+    inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
+    from irglow.data.beir import BeirCollection
+    from irglow.utils.digest import qrels_digest
+
+    assert inputs["qrels"] == qrels_digest(BeirCollection(folder).qrels("train"))  # retrained on the new qrels
+    _same_as_fresh(tmp_path, folder, 0.4, out, 2)
+
+    # the corpus, same size and mtime (cp -p, rsync -a, tar)
+    corpus = folder / "corpus.jsonl"
+    stat = corpus.stat()
+    text = corpus.read_text()
+    word = json.loads(text.splitlines()[0])["title"].split()[0]
+    corpus.write_text(text.replace(word, word[::-1]))
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert corpus.stat().st_size == stat.st_size
+    run_pipeline(_config(folder, out, data))
+    assert set(_stages(out).values()) == {"ran"}
+    _same_as_fresh(tmp_path, folder, 0.4, out, 3)
+
+    # a setting: the lexical stages and the re-ranker fed by bm25
+    run_pipeline(_config(folder, out, data, b=0.75))
+    assert set(_stages(out).values()) == {"ran"}
+    _same_as_fresh(tmp_path, folder, 0.75, out, 4)
+
+
+def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
+    import irglow.lexical.searchers as searchers
+    import irglow.models.rerank.rerank as rerank_stage
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)  # the pipeline writes qrels/ under the working directory
+    data = tmp_path / "data"
+    whole = run_pipeline(_pipeline_resume_config(tmp_path / "whole", data)).out
+    assert set(_runs(whole)) == {"bm25.run", "bm25f.run", "nrmf.run"}
+
+    real_rerank = rerank_stage.rerank
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rerank_stage, "rerank", killed)
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        run_pipeline(_pipeline_resume_config(out, data))
+    assert set(_runs(out)) == {"bm25.run", "bm25f.run"}  # the lexical stages finished before the kill
+
+    monkeypatch.setattr(rerank_stage, "rerank", real_rerank)
+
+    class NoSearch:  # the restart must not search again
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("a finished lexical stage ran again")
+
+    monkeypatch.setattr(searchers, "LexicalSearcher", NoSearch)
+    run_pipeline(_pipeline_resume_config(out, data))
+    assert _runs(out) == _runs(whole)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
+
+    changed = _pipeline_resume_config(out, data)
+    changed["rerank"]["depth"] = 5
+    run_pipeline(changed)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
+    assert _runs(out)["bm25.run"] == _runs(whole)["bm25.run"] and _runs(out)["nrmf.run"] != _runs(whole)["nrmf.run"]
+
+    again = copy.deepcopy(changed)
+    run_pipeline(again)
+    assert json.loads((out / "manifest.json").read_text())["stages"]["rerank:nrmf"] == "reused"
+
+
+def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
+    """collection.train: the evaluated collection's training split is never read; the trainer's recorded
+    inputs name the other collection's index (what `make bench-twbert TRAIN=a TEST=b` relies on)."""
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    config = _pipeline_resume_config(tmp_path / "zs", tmp_path / "data")
+    config["collection"]["train"] = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
+    config["rerank"]["nrmf"]["epochs"] = 1
+    out = run_pipeline(config).out
+    inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
+    assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()
+
+
+def test_models_can_train_on_several_collections_at_once(tmp_path, monkeypatch):
+    """collection.train = ["a@train", "b@train"]: every trainer gets one union of the sources (ids prefixed by
+    source), so its batches and held-out queries come from both; the evaluated collection is another one."""
+    from irglow.data.collection import load_collection
+    from irglow.models.checkpoints import read_training
+    from irglow.pipeline import run_pipeline
+
+    monkeypatch.chdir(tmp_path)
+    a = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
+    b = "demo:seed=7,n_topics=10,docs_per_topic=4,n_roundups=10,n_background=10"
+    config = _pipeline_resume_config(tmp_path / "multi", tmp_path / "data")
+    config["collection"]["train"] = [f"{a}@train", f"{b}@train"]
+    config["rerank"]["nrmf"].update(epochs=1, val_fraction=0.3)
+    config["twbert"] = {"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0,
+                        "val_fraction": 0.3}
+    out = run_pipeline(config).out
+    judged = {f"{k}/{r.query_id}" for k, spec in enumerate((a, b)) for r in load_collection(spec).qrels("train")
+              if r.relevance > 0}
+    for model in ("nrmf", "twbert"):
+        keyed = current_train_dir(out / f"{model}-train")
+        assert json.loads((keyed / "inputs.json").read_text())["inputs"]["source"]["index"].startswith("union-")
+        info = read_training(keyed / "best")
+        held_out = set(info["val_query_ids"])
+        assert held_out <= judged and {q.split("/")[0] for q in held_out} == {"0", "1"}
+        assert info["train_queries"] + info["val_queries"] == len(judged)
+    assert {p.stem for p in out.glob("*.run")} == {"bm25", "bm25f", "nrmf", "bm25-ngram", "twbert"}

@@ -1,0 +1,77 @@
+"""Configuration files (irglow.config): includes, overrides, the checks before any work."""
+
+from __future__ import annotations
+
+import pytest
+
+from irglow.cli import main
+from irglow.config import load_config
+from irglow.pipeline import check_config
+
+
+def _config(folder, out, data, **rerank) -> dict:
+    return {"seed": 13, "data_dir": str(data),
+            "collection": {"name": str(folder), "train_split": "train", "test_split": "test"},
+            "index": {"threads": 1}, "lexical": {"systems": ["bm25"], "depth": 30},
+            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out)},
+            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "nrmf": dict(NRMF), **rerank}}
+
+
+NRMF = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4,
+        "model": {"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000}}
+
+
+@pytest.mark.parametrize("section, value", [("twbert", "false"), ("glow", "no"), ("rerank", 1), ("fusion", "yes")])
+def test_enabled_must_be_a_boolean(tmp_path, section, value):
+    """30.4: ``enabled = "false"`` (a non-empty string) turned the stage on."""
+    from irglow.pipeline import check_config
+
+    config = _config("demo", tmp_path / "o", tmp_path / "d")
+    config[section] = {**config.get(section, {}), "enabled": value}
+    with pytest.raises(ValueError, match=f"{section}.enabled = {value!r} must be true or false"):
+        check_config(config)
+
+
+def test_set_enabled_no_is_an_error_naming_the_key(tmp_path, capsys):
+    assert main(["run", "--config", "configs/demo.toml", "--set", "twbert.enabled=no",
+                 "--set", f"output.dir={tmp_path}"]) == 2
+    assert "twbert.enabled = 'no' must be true or false" in capsys.readouterr().err
+
+
+# Crashes and unclear errors
+def test_config_base_cycles_and_relative_paths(tmp_path):
+    from irglow.config import load_config
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.toml").write_text('base = "b.toml"\n[lexical]\ndepth = 10\n')
+    (tmp_path / "sub" / "b.toml").write_text('[lexical]\nk1 = 1.2\ndepth = 5\n')
+    assert load_config(tmp_path / "sub" / "a.toml")["lexical"] == {"k1": 1.2, "depth": 10}  # beside a.toml
+    (tmp_path / "self.toml").write_text('base = "self.toml"\n')
+    with pytest.raises(ValueError, match="cycle"):
+        load_config(tmp_path / "self.toml")
+    (tmp_path / "x.toml").write_text('base = "y.toml"\n')
+    (tmp_path / "y.toml").write_text('base = "x.toml"\n')
+    with pytest.raises(ValueError, match="cycle"):
+        load_config(tmp_path / "x.toml")
+    (tmp_path / "bad.toml").write_text("[lexical\n")
+    with pytest.raises(ValueError, match="bad.toml: not valid TOML"):
+        load_config(tmp_path / "bad.toml")
+
+
+@pytest.mark.parametrize("path", ["configs/demo.toml", "configs/msmarco.toml", "configs/msmarco-small.toml",
+                                  "configs/zero-shot.toml"])
+def test_shipped_configs_pass(path):
+    check_config(load_config(path))
+
+
+@pytest.mark.parametrize("override, message", [
+    ("lexcal.depth=10", r"unknown top-level setting\(s\) \['lexcal'\]; known: \[.*'lexical'"),
+    ("lexical.k2=1.2", r"unknown \[lexical\] setting\(s\) \['k2'\]; known: \['b', 'depth', 'field_weights', 'k1'"),
+    ("lexical.systems=['bm25', 'bm26']", r"'bm26' is not a lexical system; known: bm25, bm25-mf, bm25f, tfidf"),
+    ("lexical.systems=['bm25+rm4']", r"'bm25\+rm4' is not a lexical system"),
+    ("collection.test_splt='dev'", r"\['test_splt'\]"),
+    ("eval='nDCG@10'", r"\[eval\] must be a table"),
+])
+def test_bad_config_names_the_key(override, message):
+    with pytest.raises(ValueError, match=message):
+        check_config(load_config("configs/demo.toml", [override]))
