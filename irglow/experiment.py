@@ -22,18 +22,6 @@ from typing import Any, Sequence
 
 from irglow import settings as declared
 
-LEXICAL = ("bm25", "bm25-mf", "bm25f", "tfidf")
-TWBERT_RUNS = ("twbert", "twbert-rm3", "bm25-ngram")
-RERANKERS = ("monobert", "nrmf")
-
-
-def _glow_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from irglow.models.glow.stage import UNTRAINED
-
-    variants = ("bert", "glow", "glow-idf", "glow-tw", "glow-us", "glow-wt")
-    return variants, UNTRAINED
-
-
 class Experiment:
     """One experiment: a collection, the systems to compare, the measures and the baseline (see the module)."""
 
@@ -44,8 +32,7 @@ class Experiment:
         from irglow.config import apply_override, load_config
 
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
-        systems = [s.replace("+rm3", "-rm3") if s.split("+")[0] in LEXICAL and s.endswith("+rm3") else s
-                   for s in systems]
+        systems = [s[:-4] + "-rm3" if s.endswith("+rm3") and s.count("+") == 1 else s for s in systems]
         if not systems:
             raise ValueError("Experiment: name at least one system, e.g. systems=['bm25', 'bm25f']")
         self.systems = list(systems)
@@ -72,52 +59,18 @@ class Experiment:
         self.config = cfg
 
     def _switch_on(self, cfg: dict[str, Any], name: str) -> None:
-        """Enable the stage that writes run ``name`` (and, for a hybrid, its parts and the fusion)."""
-        lexical = cfg.setdefault("lexical", {})
-        systems = lexical.setdefault("systems", [])
-        variants, untrained = _glow_names()
-        if name in LEXICAL or (name.endswith("-rm3") and name[:-4] in LEXICAL):
-            spec = name.replace("-rm3", "+rm3")
-            if spec not in systems:
-                systems.append(spec)
-        elif name == "ql":
-            cfg.setdefault("ql", {})["enabled"] = True
-        elif name in TWBERT_RUNS:
-            section = cfg.setdefault("twbert", {})
-            section["enabled"] = True
-            if name == "twbert-rm3":
-                section["rm3"] = True
-            else:
-                section.setdefault("rm3", False)
-        elif name in variants or name in untrained:
-            section = cfg.setdefault("glow", {})
-            section["enabled"] = True
-            key = "variants" if name in variants else "untrained"
-            names = list(section.get(key, []))
-            if name not in names:
-                section[key] = names + [name]
-        elif name in RERANKERS:
-            section = cfg.setdefault("rerank", {})
-            section["enabled"] = True
-            models = list(section.get("models", []))
-            if name not in models:
-                section["models"] = models + [name]
-            if "bm25" not in systems:  # what they re-rank
-                systems.append("bm25")
-        elif "+" in name:
-            fusion = cfg.setdefault("fusion", {})
-            fusion["enabled"] = True
-            entries = list(fusion.get("runs", []))
-            if name not in ["+".join(e) if isinstance(e, list) else e for e in entries]:
-                fusion["runs"] = entries + [name]
-            for part in name.split("+"):
-                self._switch_on(cfg, part)
-        else:
-            raise ValueError(f"Experiment: {name!r} is not a run irglow can make; systems are lexical "
-                             f"({', '.join(LEXICAL)}, each +rm3), ql, {', '.join(TWBERT_RUNS)}, GLOW's "
-                             f"({', '.join(variants + tuple(untrained))}), {', '.join(RERANKERS)}, or a hybrid a+b")
-        if not systems:
-            lexical.pop("systems")
+        """Enable the stage that writes run ``name`` and the runs it is made from (a re-ranker's first stage, a
+        hybrid's parts): each stage knows its own runs (:meth:`irglow.stage.Stage.switch_on`), so a new stage
+        needs nothing here."""
+        from irglow.stages import STAGES
+
+        for stage in STAGES:
+            if stage.switch_on(cfg, name):
+                for part in stage.needs(cfg, name):
+                    self._switch_on(cfg, part)
+                return
+        raise ValueError(f"Experiment: {name!r} is not a run irglow can make; systems are "
+                         f"{', '.join(n for s in STAGES for n in s.run_names())}")
 
     def check(self) -> list[str]:
         """Every setting checked (as ``irglow run`` does before any work); the runs it will produce."""

@@ -106,6 +106,22 @@ class FusionStage(Stage):
     def tags(self, config) -> list[str]:
         return fused_tags(config)
 
+    def switch_on(self, config, run: str) -> bool:
+        if "+" not in run:
+            return False
+        fusion = config.setdefault("fusion", {})
+        fusion["enabled"] = True
+        entries = list(_entries(fusion))
+        if run not in ["+".join(e) if isinstance(e, list) else e for e in entries]:
+            fusion["runs"] = entries + [run]
+        return True
+
+    def needs(self, config, run: str) -> list[str]:
+        return run.split("+")
+
+    def run_names(self) -> list[str]:
+        return ["a hybrid a+b of any of these"]
+
     def planned_tags(self, config, produced: list[str]) -> list[str]:
         """The hybrids; with ``optional``, only those whose runs the other stages produce."""
         if not config.get("fusion", {}).get("optional", False):

@@ -75,7 +75,7 @@ def check_config(config: dict[str, Any]) -> list[str]:
     check_index_config(index_config(config))
     from irglow.models.validation import check as check_validation
 
-    check_validation(config)
+    check_validation(config, [s.name for s in STAGES if s.validates_elsewhere])
     ev = config.get("eval", {})
     parse_measures(ev.get("measures", DEFAULT_MEASURES))
     check_comparison_settings("eval.", **comparison_settings(ev))

@@ -128,7 +128,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
         "validation",
         ("also", "names", [], "other collection@split sources a checkpoint is also chosen on"),
         ("queries", "int", 100, "judged queries drawn from each source (seeded)", {"low": 1}),
-        ("stages", "names", ["glow", "rerank"], "the stages whose trainers use them")),
+        ("stages", "names", None, "the stages whose trainers use them (unset: every stage that can)",
+         {"optional": True})),
     "zero_shot": _section(
         "zero_shot",
         ("train", "str", None, "the collection the models are trained on", {"optional": True}),

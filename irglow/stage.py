@@ -77,6 +77,19 @@ class Stage:
     def check(self, config: dict[str, Any]) -> None:
         """Stop on a wrong setting before any work, naming the key."""
 
+    def switch_on(self, config: dict[str, Any], run: str) -> bool:
+        """Turn itself on in ``config`` so that it writes ``run`` (``Experiment(systems=[…])`` asks every stage in
+        turn); ``False`` when it writes no run of that name."""
+        return False
+
+    def needs(self, config: dict[str, Any], run: str) -> list[str]:
+        """The runs ``run`` is made from (a re-ranker's first stage, a hybrid's parts), switched on with it."""
+        return []
+
+    def run_names(self) -> list[str]:
+        """The runs it can write, for the message that lists what an experiment may name."""
+        return []
+
     def tags(self, config: dict[str, Any]) -> list[str]:
         """The runs it writes, known from its settings alone."""
         raise NotImplementedError

@@ -35,6 +35,14 @@ class QueryLikelihoodStage(Stage):
     def tags(self, config) -> list[str]:
         return ["ql"]
 
+    def switch_on(self, config, run: str) -> bool:
+        if run == "ql":
+            config.setdefault("ql", {})["enabled"] = True
+        return run == "ql"
+
+    def run_names(self) -> list[str]:
+        return ["ql"]
+
     def resolved(self, config):
         return asdict(QLSettings.from_config(config))
 

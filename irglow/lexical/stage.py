@@ -144,6 +144,19 @@ class LexicalStage(Stage):
     def check(self, config) -> None:
         LexicalSettings.from_config(config)
 
+    def switch_on(self, config, run: str) -> bool:
+        base = run[:-4] if run.endswith("-rm3") else run
+        if base not in LEXICAL_SYSTEMS:
+            return False
+        systems = config.setdefault("lexical", {}).setdefault("systems", [])
+        spec = base + ("+rm3" if run.endswith("-rm3") else "")
+        if spec not in systems:
+            systems.append(spec)
+        return True
+
+    def run_names(self) -> list[str]:
+        return [f"{s} (and {s}+rm3)" for s in LEXICAL_SYSTEMS]
+
     def tags(self, config) -> list[str]:
         return LexicalSettings.from_config(config).tags()
 

@@ -7,7 +7,7 @@ started from knew) never enters the choice.  With::
     [validation]
     also = ["../shared/data/nfcorpus@train"]   # collection@split, one or more
     queries = 100                                # judged queries drawn from each (seeded)
-    stages = ["glow", "rerank"]                  # whose trainers use them (default: every stage that can)
+    stages = ["glow", "rerank"]                  # whose trainers use them (unset: every stage that can)
 
 GLOW/BERT, monoBERT and NRM-F score every candidate checkpoint on their usual held-out training queries *and*
 on each listed source's queries, each source searched in its own index with its own statistics (as a test
@@ -29,8 +29,6 @@ from typing import Any, Callable
 
 from irglow import settings
 from irglow.data.records import Document, Qrel, Query
-
-STAGES = ("glow", "rerank")  # the stages whose trainers can choose on other sources (Stage.validates_elsewhere)
 
 
 @dataclass(frozen=True)
@@ -66,25 +64,28 @@ class ChoosesOnOtherSources:
         return for_stage_keyed(ctx.config, ctx.source, self.name)[1]
 
 
-def check(config: dict[str, Any]) -> None:
-    """Stop on a wrong ``[validation]`` setting before any work, naming the key."""
-    wrong = [s for s in used_by(config) if s not in STAGES]
+def check(config: dict[str, Any], capable: list[str]) -> None:
+    """Stop on a ``validation.stages`` entry that is not one of the ``capable`` stages (those with
+    :attr:`~irglow.stage.Stage.validates_elsewhere`, which the pipeline reads from its stage list), naming it."""
+    wrong = [s for s in used_by(config) or () if s not in capable]
     if wrong:
         raise ValueError(f"validation.stages: {wrong} cannot choose checkpoints on other sources; "
-                         f"those that can: {', '.join(STAGES)}")
+                         f"those that can: {', '.join(capable)}")
 
 
-def used_by(config: dict[str, Any]) -> list[str]:
-    """The stages whose trainers also validate on ``[validation] also``."""
+def used_by(config: dict[str, Any]) -> list[str] | None:
+    """The stages whose trainers also validate on ``[validation] also`` (``None``: every stage that can)."""
     from irglow.config import as_names
 
-    return as_names(settings.value(config, "validation", "stages"))
+    stages = settings.value(config, "validation", "stages")
+    return None if stages is None else as_names(stages)
 
 
 def for_stage(config: dict[str, Any], source, stage: str) -> tuple:
-    """The other sources ``stage``'s trainers choose their checkpoint on (none unless ``validation.stages`` names
-    it)."""
-    return tuple(source.validation) if stage in used_by(config) else ()
+    """The other sources ``stage``'s trainers choose their checkpoint on: all of them, unless ``validation.stages``
+    names other stages only."""
+    stages = used_by(config)
+    return tuple(source.validation) if stages is None or stage in stages else ()
 
 
 def for_stage_keyed(config: dict[str, Any], source, stage: str) -> tuple[tuple, dict[str, Any]]:
@@ -100,7 +101,6 @@ def sources(config: dict[str, Any], index_and_stats: Callable, timings: dict[str
     from irglow.data.collection import load_collection
     from irglow.data.union import parse_sources
 
-    check(config)
     v = config.get("validation", {})
     also = v.get("also", [])
     if not also:

@@ -25,13 +25,12 @@ from torch import nn
 
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
-from irglow.models.glow import attention
+from irglow.models.glow import VARIANTS, attention  # noqa: F401 (VARIANTS re-exported)
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
 
-VARIANTS = ("bert", "glow", "glow-idf", "glow-tw", "glow-us", "glow-wt")
 
 
 @dataclass

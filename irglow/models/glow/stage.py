@@ -98,6 +98,24 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         _, variants, options = settings(config)
         return options["untrained"] + variants
 
+    def switch_on(self, config, run: str) -> bool:
+        from irglow.models.glow import VARIANTS
+
+        if run not in (*VARIANTS, *UNTRAINED):
+            return False
+        section = config.setdefault("glow", {})
+        section["enabled"] = True
+        key = "variants" if run in VARIANTS else "untrained"
+        names = list(section.get(key, []))
+        if run not in names:
+            section[key] = names + [run]
+        return True
+
+    def run_names(self) -> list[str]:
+        from irglow.models.glow import VARIANTS
+
+        return [*VARIANTS, *UNTRAINED]
+
     def starting_checkpoints(self, config) -> dict[str, str]:
         """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
         _, variants, options = settings(config)

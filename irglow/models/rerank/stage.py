@@ -135,6 +135,22 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         models, _, also, _ = settings(config)
         return models + [f"{a}+{m}" for a in also for m in models]
 
+    def switch_on(self, config, run: str) -> bool:
+        if run not in KINDS:
+            return False
+        section = config.setdefault("rerank", {})
+        section["enabled"] = True
+        models = list(section.get("models", []))
+        if run not in models:
+            section["models"] = models + [run]
+        return True
+
+    def needs(self, config, run: str) -> list[str]:
+        return [first_stages(config)[run]]
+
+    def run_names(self) -> list[str]:
+        return list(KINDS)
+
     def training_runs_read(self, config) -> set[str]:
         return set(first_stages(config).values())
 

@@ -59,6 +59,20 @@ class TWBertStage(Stage):
     def tags(self, config) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if settings(config)[1] else [])
 
+    def switch_on(self, config, run: str) -> bool:
+        if run not in self.run_names():
+            return False
+        section = config.setdefault("twbert", {})
+        section["enabled"] = True
+        if run == "twbert-rm3":
+            section["rm3"] = True
+        else:
+            section.setdefault("rm3", False)
+        return True
+
+    def run_names(self) -> list[str]:
+        return ["twbert", "twbert-rm3", "bm25-ngram"]
+
     def check(self, config) -> None:
         from irglow.models.twbert.train import TrainConfig
 
