@@ -13,7 +13,15 @@ def __getattr__(name: str):
         from irglow.experiment import Experiment
 
         return Experiment
+    if name == "Hybrid":
+        from irglow.runs.wanted import Hybrid
+
+        return Hybrid
+    if name == "Reranked":
+        from irglow.models.rerank.stage import Reranked
+
+        return Reranked
     raise AttributeError(f"module 'irglow' has no attribute {name!r}")
 
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "Hybrid", "Reranked"]

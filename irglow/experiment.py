@@ -10,7 +10,9 @@ from a few arguments, its result the comparison object ``irglow compare`` render
 ``systems`` names runs: lexical systems (``bm25``, ``bm25+rm3``, ``bm25-mf``, ``bm25f``, ``tfidf``), ``ql``,
 TW-BERT's (``twbert``, ``twbert-rm3``, ``bm25-ngram``), GLOW's (``bert``, ``glow``, ablations, the untrained
 ``minilm`` …), re-rankers (``monobert``, ``nrmf``) and hybrids (``bm25f+glow``, ``twbert+glow+monobert``);
-each switches on the stage that writes it.  ``config`` starts from a configuration file or dict (a stage's
+each switches on the stage that writes it.  A system may also be an object of the plan: ``Hybrid(["bm25",
+"glow"], method="rrf")`` or ``Hybrid([...], weights=[0.3, 0.7])`` (a fusion with its own method or fixed weights),
+``Reranked("monobert", first_stage="twbert")`` (a re-ranker over a given first stage).  ``config`` starts from a configuration file or dict (a stage's
 own settings, e.g. ``configs/demo.toml``), ``settings`` overrides dotted keys as ``--set`` does.
 """
 
@@ -32,11 +34,12 @@ class Experiment:
         from irglow.config import apply_override, load_config
 
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
-        systems = [s[:-4] + "-rm3" if s.endswith("+rm3") and s.count("+") == 1 else s for s in systems]
+        systems = [s[:-4] + "-rm3" if isinstance(s, str) and s.endswith("+rm3") and s.count("+") == 1 else s
+                   for s in systems]
         if not systems:
             raise ValueError("Experiment: name at least one system, e.g. systems=['bm25', 'bm25f']")
-        self.systems = list(systems)
-        self.baseline = baseline or self.systems[0]
+        self.systems = [getattr(s, "tag", s) for s in systems]  # a Hybrid or Reranked object: its run's tag
+        self.baseline = getattr(baseline, "tag", baseline) or self.systems[0]
         cfg = base
         cfg["seed"] = cfg.get("seed", seed)
         cfg["collection"] = {**cfg.get("collection", {}), "name": str(collection), "train_split": train_split,
@@ -49,8 +52,8 @@ class Experiment:
             ev["measures"] = measures.split() if isinstance(measures, str) else list(measures)
         ev["baseline"] = self.baseline
         ev["runs"] = [s for s in dict.fromkeys(self.systems) if s != self.baseline]
-        for name in dict.fromkeys([self.baseline, *self.systems]):
-            self._switch_on(cfg, name)
+        for run in [baseline or systems[0], *systems]:
+            self._switch_on(cfg, run)
         if not isinstance(settings or {}, dict) or not all(isinstance(k, str) for k in (settings or {})):
             raise TypeError(f"Experiment(settings=…) takes a dict of dotted keys, e.g. {{'lexical.k1': 1.2}}, "
                             f"not {settings!r}")
@@ -58,7 +61,7 @@ class Experiment:
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
         self.config = cfg
 
-    def _switch_on(self, cfg: dict[str, Any], name: str) -> None:
+    def _switch_on(self, cfg: dict[str, Any], name) -> None:
         """Enable the stage that writes run ``name`` and the runs it is made from (a re-ranker's first stage, a
         hybrid's parts): each stage knows its own runs (:meth:`irglow.stage.Stage.switch_on`), so a new stage
         needs nothing here."""

@@ -23,15 +23,13 @@ cached) as soon as the runs it fuses exist, so a later stage can re-rank it (``r
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 from irglow import settings
 from irglow.config import flag
 from irglow.runs.fusion import fuse, fuse_tuned
 from irglow.runs.trec import Run
-from irglow.runs.wanted import (ALL, TRAINING, TUNING, _entries, components, fused_tags,  # noqa: F401 (re-exported)
-                                wants_tuning, write_tuning_run)
+from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, fused_tags, hybrids
 from irglow.stage import Stage, Unit
 
 log = logging.getLogger(__name__)
@@ -46,7 +44,8 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
         raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
     settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
     optional = settings.value(config, "fusion", "optional")
-    for parts in components(config):
+    for hybrid in hybrids(config):  # a table entry's own method, normalisation and weights are checked here
+        parts = list(hybrid.runs)
         if parts == [ALL]:
             if len(produced) < 2:
                 raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
@@ -67,12 +66,15 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
     parse_measures([settings.value(config, "fusion", "measure")])
 
 
-def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
+def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None = None) -> tuple[Run, dict]:
     """One configured hybrid of the runs in ``ctx.runs``: weights tuned on the held-out training queries every
     fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
-    zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth."""
+    zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth.  ``hybrid``: its own
+    method and normalisation (else ``[fusion]``'s), or fixed weights (then nothing is tuned)."""
     method, norm, measure, step = (settings.value(ctx.config, "fusion", k)
                                    for k in ("method", "norm", "measure", "step"))
+    if hybrid is not None:
+        method, norm = hybrid.method or method, hybrid.norm or norm
     depth, runs, tag = ctx.lexical.depth, ctx.runs, "+".join(parts)
     lexical = set(ctx.lexical.tags())
 
@@ -80,6 +82,10 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int]) -> tuple[Run, dict]:
         return Run({q: d[: cut[name]] for q, d in run.ranking.items()}, run.tag) if name in cut else run
 
     test = [top(runs[p], p) for p in parts]
+    if hybrid is not None and hybrid.weights is not None:
+        return fuse(test, method, norm, list(hybrid.weights), depth=depth, tag=tag), {
+            "method": method, "norm": norm if method == "wsum" else None, "weights": list(hybrid.weights),
+            "why": "fixed weights", "parts": list(parts)}
     held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
     models = [p for p in parts if p not in lexical]
     if ctx.zero_shot or len(held_out) < len(models) or not held_out:
@@ -106,18 +112,19 @@ class FusionStage(Stage):
     def tags(self, config) -> list[str]:
         return fused_tags(config)
 
-    def switch_on(self, config, run: str) -> bool:
-        if "+" not in run:
+    def switch_on(self, config, run) -> bool:
+        if not isinstance(run, Hybrid) and not (isinstance(run, str) and "+" in run):
             return False
+        hybrid = Hybrid.of(run, "Experiment")
         fusion = config.setdefault("fusion", {})
         fusion["enabled"] = True
         entries = list(_entries(fusion))
-        if run not in ["+".join(e) if isinstance(e, list) else e for e in entries]:
-            fusion["runs"] = entries + [run]
+        if hybrid.tag not in [Hybrid.of(e).tag for e in entries]:
+            fusion["runs"] = entries + [hybrid.entry()]
         return True
 
-    def needs(self, config, run: str) -> list[str]:
-        return run.split("+")
+    def needs(self, config, run) -> list[str]:
+        return list(Hybrid.of(run).runs)
 
     def run_names(self) -> list[str]:
         return ["a hybrid a+b of any of these"]
@@ -126,7 +133,7 @@ class FusionStage(Stage):
         """The hybrids; with ``optional``, only those whose runs the other stages produce."""
         if not config.get("fusion", {}).get("optional", False):
             return fused_tags(config)
-        return ["+".join(p) for p in components(config) if p == [ALL] or all(x in produced for x in p)]
+        return [h.tag for h in hybrids(config) if list(h.runs) == [ALL] or all(x in produced for x in h.runs)]
 
     def check_inputs(self, config, produced: list[str]) -> None:
         check(config, produced)
@@ -140,8 +147,8 @@ class FusionStage(Stage):
         from irglow.models.source import read_stage_notes, write_stage_notes
 
         units = []
-        for parts in components(ctx.config):
-            tag = "+".join(parts)
+        for hybrid in hybrids(ctx.config):
+            parts, tag = list(hybrid.runs), hybrid.tag
             if parts == [ALL]:
                 if not final or tag in done:
                     continue
@@ -154,10 +161,10 @@ class FusionStage(Stage):
             inputs = {t: r for t, r in ctx.runs.items() if t in parts or t in {TUNING + p for p in parts}}
             key = {"parts": parts, "settings": {k: v for k, v in ctx.config.get("fusion", {}).items() if k != "runs"},
                    "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights, "trained_on": ctx.source.digest,
-                   "cut": cut, "zero_shot": ctx.zero_shot}
+                   "cut": cut, "zero_shot": ctx.zero_shot, **({"own": hybrid.options()} if hybrid.options() else {})}
 
-            def produce(tag=tag, parts=parts, cut=cut):
-                run, info = fuse_entry(ctx, parts, cut)
+            def produce(tag=tag, parts=parts, cut=cut, hybrid=hybrid):
+                run, info = fuse_entry(ctx, parts, cut, hybrid)
                 run.write(ctx.out / f"{tag}.run")
                 log.info("%s: %s", tag, info)
                 write_stage_notes(ctx.out, f"fusion-{tag}", {"fusion": {tag: info}})

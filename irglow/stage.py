@@ -78,8 +78,9 @@ class Stage:
         """Stop on a wrong setting before any work, naming the key."""
 
     def switch_on(self, config: dict[str, Any], run: str) -> bool:
-        """Turn itself on in ``config`` so that it writes ``run`` (``Experiment(systems=[…])`` asks every stage in
-        turn); ``False`` when it writes no run of that name."""
+        """Turn itself on in ``config`` so that it writes ``run`` — a run tag, or an object of the plan such as a
+        :class:`~irglow.runs.wanted.Hybrid` (``Experiment(systems=[…])`` asks every stage in turn); ``False`` when
+        it writes no such run."""
         return False
 
     def needs(self, config: dict[str, Any], run: str) -> list[str]:

@@ -144,9 +144,9 @@ class LexicalStage(Stage):
     def check(self, config) -> None:
         LexicalSettings.from_config(config)
 
-    def switch_on(self, config, run: str) -> bool:
-        base = run[:-4] if run.endswith("-rm3") else run
-        if base not in LEXICAL_SYSTEMS:
+    def switch_on(self, config, run) -> bool:
+        base = run[:-4] if isinstance(run, str) and run.endswith("-rm3") else run
+        if not isinstance(run, str) or base not in LEXICAL_SYSTEMS:
             return False
         systems = config.setdefault("lexical", {}).setdefault("systems", [])
         spec = base + ("+rm3" if run.endswith("-rm3") else "")

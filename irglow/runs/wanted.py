@@ -4,26 +4,94 @@ interface and every model stage can ask without importing the fusion stage (no i
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from irglow.config import as_names, flag
 from irglow.runs.trec import Run
+from irglow.settings import FUSION_METHODS, FUSION_NORMS
 
 TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-out training) queries
 ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
 
 
-def components(config: dict[str, Any]) -> list[list[str]]:
-    """The configured hybrids, each as its list of run tags (``["all"]`` for the all-runs fusion)."""
-    fs = config.get("fusion", {})
+@dataclass(frozen=True)
+class Hybrid:
+    """One hybrid of an experiment, as an object: the runs it fuses and, where it differs from ``[fusion]``'s, its
+    own method and normalisation, or fixed weights (then nothing is tuned).  ``Experiment(systems=[…,
+    Hybrid(["bm25", "glow"], method="rrf")])`` and a ``fusion.runs`` table entry (``{runs = ["bm25", "glow"],
+    weights = [0.3, 0.7]}``) both make one; ``"bm25+glow"`` is ``Hybrid(["bm25", "glow"])``."""
+
+    runs: tuple[str, ...]
+    method: str | None = None
+    norm: str | None = None
+    weights: tuple[float, ...] | None = None
+
+    def __init__(self, runs, method: str | None = None, norm: str | None = None, weights=None):
+        object.__setattr__(self, "runs", tuple(runs.split("+") if isinstance(runs, str) else (str(r) for r in runs)))
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "norm", norm)
+        object.__setattr__(self, "weights", None if weights is None else tuple(weights))
+
+    @property
+    def tag(self) -> str:
+        return "+".join(self.runs)
+
+    def options(self) -> dict[str, Any]:
+        """The settings it sets itself (what its cache key adds to ``[fusion]``'s)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
+                (("method", self.method), ("norm", self.norm), ("weights", self.weights)) if v is not None}
+
+    def entry(self) -> str | dict[str, Any]:
+        """As a ``fusion.runs`` entry: its tag, or a table when it sets anything itself."""
+        return {"runs": list(self.runs), **self.options()} if self.options() else self.tag
+
+    @classmethod
+    def of(cls, entry: Any, where: str = "fusion.runs") -> "Hybrid":
+        """A ``fusion.runs`` entry (``"a+b"``, ``["a", "b"]``, a table, a Hybrid) as a Hybrid; a table's wrong key,
+        method, normalisation or weights is an error naming it."""
+        if isinstance(entry, Hybrid):
+            return entry
+        if isinstance(entry, str) or isinstance(entry, list):
+            return cls(entry)
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} = {entry!r} must be 'a+b', a list of run tags or a table {{runs = [...], "
+                             f"method = ..., weights = [...]}}")
+        unknown = sorted(set(entry) - {"runs", "method", "norm", "weights"})
+        if unknown or "runs" not in entry:
+            raise ValueError(f"{where}: a hybrid table takes runs, method, norm and weights"
+                             f"{'; not ' + ', '.join(unknown) if unknown else '; runs is missing'}")
+        runs = entry["runs"]
+        if not (isinstance(runs, str) or (isinstance(runs, list) and all(isinstance(r, str) for r in runs))):
+            raise ValueError(f"{where}.runs = {runs!r} must be 'a+b' or a list of run tags")
+        hybrid = cls(runs, entry.get("method"), entry.get("norm"), entry.get("weights"))
+        for key, allowed in (("method", FUSION_METHODS), ("norm", FUSION_NORMS)):
+            value = entry.get(key)
+            if value is not None and value not in allowed:
+                raise ValueError(f"{where}.{key} = {value!r} must be one of {', '.join(allowed)}")
+        weights = entry.get("weights")
+        if weights is not None:
+            ok = isinstance(weights, list) and len(weights) == len(hybrid.runs) and all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+                for w in weights) and sum(weights) > 0
+            if not ok:
+                raise ValueError(f"{where}.weights = {weights!r} must be {len(hybrid.runs)} numbers >= 0, one per "
+                                 f"run, not all 0")
+        return hybrid
+
+
+def hybrids(config: dict[str, Any]) -> list[Hybrid]:
+    """The configured hybrids (``Hybrid(["all"])`` for the all-runs fusion)."""
     if not flag(config, "fusion"):
         return []
-    out = []
-    for entry in _entries(fs):
-        parts = entry.split("+") if isinstance(entry, str) else list(entry)
-        out.append([str(p) for p in parts])
-    return out
+    return [Hybrid.of(entry, f"fusion.runs[{i}]") for i, entry in enumerate(_entries(config.get("fusion", {})))]
+
+
+def components(config: dict[str, Any]) -> list[list[str]]:
+    """The configured hybrids, each as its list of run tags (``["all"]`` for the all-runs fusion)."""
+    return [list(h.runs) for h in hybrids(config)]
 
 
 def _entries(fs: dict[str, Any]):
@@ -33,7 +101,7 @@ def _entries(fs: dict[str, Any]):
 
 
 def fused_tags(config: dict[str, Any]) -> list[str]:
-    return ["+".join(parts) for parts in components(config)]
+    return [h.tag for h in hybrids(config)]
 
 
 def wants_tuning(config: dict[str, Any], tag: str) -> bool:

@@ -277,3 +277,26 @@ def test_the_all_runs_fusion_fuses_every_tunable_run_at_the_end(tmp_path, monkey
     assert sum(notes["weights"]) == pytest.approx(1.0, abs=1e-4)
     assert re.search(r"- all: wsum fusion, weights bm25 [\d.]+, bm25f [\d.]+, bm25-ngram [\d.]+, twbert [\d.]+, "
                      r"nrmf [\d.]+ \(tuned on", (tmp_path / "out" / "results.md").read_text())
+
+
+def test_a_hybrid_object_fuses_with_its_own_method_or_fixed_weights(tmp_path, monkeypatch):
+    """Hybrid objects through the pipeline: fixed weights are used as given (nothing tuned: equal to fusing the two
+    runs by hand), a hybrid's own method overrides [fusion]'s (wsum by default)."""
+    from irglow import Experiment, Hybrid
+    from irglow.runs.fusion import fuse
+    from irglow.runs.trec import Run
+
+    monkeypatch.setenv("IRGLOW_DATA", str(tmp_path / "data"))
+    exp = Experiment(SMALL_DEMO, systems=["bm25", Hybrid(["bm25", "bm25f"], weights=[0.25, 0.75]),
+                                          Hybrid(["bm25", "tfidf"], method="rrf")], out=tmp_path / "exp",
+                     settings={"lexical.depth": 50})
+    cmp = exp.run()
+    assert list(cmp.means.index) == ["bm25", "bm25+bm25f", "bm25+tfidf"]
+    out = tmp_path / "exp"
+    by_hand = fuse([Run.read(out / "bm25.run"), Run.read(out / "bm25f.run")], "wsum", "min-max", [0.25, 0.75],
+                   depth=50, tag="bm25+bm25f")
+    assert Run.read(out / "bm25+bm25f.run").ranking == by_hand.ranking
+    from irglow.models.source import read_stage_notes
+
+    assert read_stage_notes(out, "fusion-bm25+bm25f")["fusion"]["bm25+bm25f"]["why"] == "fixed weights"
+    assert read_stage_notes(out, "fusion-bm25+tfidf")["fusion"]["bm25+tfidf"]["method"] == "rrf"  # [fusion]: wsum

@@ -40,3 +40,39 @@ def test_a_new_stage_needs_no_edit_to_experiment(monkeypatch):
     assert Experiment("demo", systems=["bm25", "echo"]).config["echo"] == {"enabled": True}
     with pytest.raises(ValueError, match=r"'bm26' is not a run irglow can make; systems are bm25 .*, echo"):
         Experiment("demo", systems=["bm26"])
+
+
+def test_hybrids_and_reranked_runs_as_objects(tmp_path):
+    """A fusion with its own method or fixed weights and a re-ranker over a given first stage, constructed, saved
+    as a configuration and loaded back."""
+    from irglow import Hybrid, Reranked
+
+    exp = Experiment("demo", systems=["bm25", Hybrid(["bm25", "glow"], method="rrf"),
+                                      Hybrid("bm25f+twbert", weights=[0.3, 0.7]),
+                                      Reranked("monobert", first_stage="twbert")])
+    cfg = exp.config
+    assert exp.systems == ["bm25", "bm25+glow", "bm25f+twbert", "monobert-twbert"]
+    assert cfg["fusion"]["runs"] == [{"runs": ["bm25", "glow"], "method": "rrf"},
+                                     {"runs": ["bm25f", "twbert"], "weights": [0.3, 0.7]}]
+    assert cfg["rerank"] == {"enabled": True, "variants": {"monobert-twbert": {"kind": "monobert",
+                                                                                "first_stage": "twbert"}},
+                             "models": ["monobert-twbert"]}
+    assert cfg["lexical"]["systems"] == ["bm25", "bm25f"] and cfg["twbert"]["enabled"]
+    loaded = Experiment.load(exp.save(tmp_path / "exp.yaml"))
+    assert loaded.config["fusion"] == cfg["fusion"] and loaded.config["rerank"] == cfg["rerank"]
+    assert Reranked("nrmf").tag == "nrmf" and Reranked("nrmf", name="n").tag == "n"
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"runs": ["bm25", "bm25f"], "mehtod": "rrf"}, r"takes runs, method, norm and weights; not mehtod"),
+    ({"runs": ["bm25", "bm25f"], "method": "max"}, r"fusion.runs\[0\].method = 'max' must be one of wsum, rrf"),
+    ({"runs": ["bm25", "bm25f"], "weights": [1.0]}, r"weights = \[1.0\] must be 2 numbers >= 0"),
+    ({"runs": ["bm25", "bm25f"], "weights": [0, 0]}, r"not all 0"),
+    ({"method": "rrf"}, r"runs is missing"),
+])
+def test_a_wrong_hybrid_table_is_named(entry, message):
+    from irglow.pipeline import check_config
+
+    cfg = {"lexical": {"systems": ["bm25", "bm25f"]}, "fusion": {"enabled": True, "runs": [entry]}}
+    with pytest.raises(ValueError, match=message):
+        check_config(cfg)

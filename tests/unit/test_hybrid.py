@@ -9,7 +9,8 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel, Query
-from irglow.hybrid import TUNING, check, components, fuse_entry, fused_tags, wants_tuning
+from irglow.hybrid import check, fuse_entry
+from irglow.runs.wanted import TUNING, components, fused_tags, wants_tuning
 from irglow.runs.trec import Run
 
 

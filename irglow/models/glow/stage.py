@@ -101,7 +101,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def switch_on(self, config, run: str) -> bool:
         from irglow.models.glow import VARIANTS
 
-        if run not in (*VARIANTS, *UNTRAINED):
+        if not isinstance(run, str) or run not in (*VARIANTS, *UNTRAINED):
             return False
         section = config.setdefault("glow", {})
         section["enabled"] = True

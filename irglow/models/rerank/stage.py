@@ -26,6 +26,7 @@ on the queries the model's training held out).  Torch is imported inside the sta
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from irglow import settings as declared
@@ -75,6 +76,24 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
         trainers[name] = {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
     return (models, declared.value(config, "rerank", "depth"), as_names(declared.value(config, "rerank", "rerank_also")),
             trainers)
+
+
+@dataclass(frozen=True)
+class Reranked:
+    """A re-ranked run of an experiment, as an object: ``model`` (a kind: monobert or nrmf) re-ranking
+    ``first_stage``'s run (default ``[rerank] first_stage``'s, BM25), under the tag ``name`` (default: the kind over
+    BM25, ``<kind>-<first stage>`` over another run).  ``Experiment(systems=["bm25", "twbert",
+    Reranked("monobert", first_stage="twbert")])`` writes it as the variant table ``[rerank.variants.<name>]``."""
+
+    model: str
+    first_stage: str | None = None
+    name: str | None = None
+
+    @property
+    def tag(self) -> str:
+        default = declared.value({}, "rerank", "first_stage")
+        over = self.first_stage or default
+        return self.name or (self.model if over == default else f"{self.model}-{over}")
 
 
 def first_stages(config, fields: list[str] | None = None) -> dict[str, str]:
@@ -135,18 +154,26 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         models, _, also, _ = settings(config)
         return models + [f"{a}+{m}" for a in also for m in models]
 
-    def switch_on(self, config, run: str) -> bool:
-        if run not in KINDS:
+    def switch_on(self, config, run) -> bool:
+        configured = as_names(config.get("rerank", {}).get("models", []))  # variants already defined (Experiment.load)
+        if not isinstance(run, Reranked) and run not in KINDS and run not in configured:
             return False
         section = config.setdefault("rerank", {})
         section["enabled"] = True
+        tag = run.tag if isinstance(run, Reranked) else run
+        if isinstance(run, Reranked):
+            if run.model not in KINDS:
+                raise ValueError(f"Reranked({run.model!r}): the model is one of {', '.join(KINDS)}")
+            if tag != run.model or run.first_stage:
+                variant = {"kind": run.model, **({"first_stage": run.first_stage} if run.first_stage else {})}
+                section["variants"] = {**section.get("variants", {}), tag: variant}
         models = list(section.get("models", []))
-        if run not in models:
-            section["models"] = models + [run]
+        if tag not in models:
+            section["models"] = models + [tag]
         return True
 
-    def needs(self, config, run: str) -> list[str]:
-        return [first_stages(config)[run]]
+    def needs(self, config, run) -> list[str]:
+        return [first_stages(config)[run.tag if isinstance(run, Reranked) else run]]
 
     def run_names(self) -> list[str]:
         return list(KINDS)

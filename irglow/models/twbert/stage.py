@@ -60,7 +60,7 @@ class TWBertStage(Stage):
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if settings(config)[1] else [])
 
     def switch_on(self, config, run: str) -> bool:
-        if run not in self.run_names():
+        if not isinstance(run, str) or run not in self.run_names():
             return False
         section = config.setdefault("twbert", {})
         section["enabled"] = True
