@@ -13,7 +13,7 @@ import and a lexical-only run never loads them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
@@ -34,6 +34,7 @@ class Context:
     field_weights: dict[str, dict[str, float]]  # per multi-field system, tuned for it (or configured)
     test_split: str
     runs: dict[str, Any] = field(default_factory=dict)  # the runs the stages before produced
+    settings: Any = None  # the running stage's own settings, bound once (Stage.settings_class)
     # runs a later stage learns from (a re-ranker's first stage): their stages also write the training queries'
     training_runs: frozenset[str] = frozenset()
 
@@ -63,9 +64,14 @@ class Unit:
 
 
 class Stage:
-    """The interface every stage implements (defaults for the optional parts)."""
+    """The interface every stage implements (defaults for the optional parts).  A new ranker sets ``name`` and
+    ``settings_class`` and implements :meth:`tags` and :meth:`run` (and :meth:`train`, with ``trains``, when it
+    trains); checking, the manifest's settings, the cache key and ``Experiment`` come from those."""
 
     name = ""
+    # its settings as a frozen dataclass with ``from_config(config)``: bound (and so checked) once, before any
+    # work; the stage's run gets the bound object as ``ctx.settings``
+    settings_class: type | None = None
     trains = False  # whether it trains models (the grid scores those on validation)
     validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
 
@@ -74,13 +80,25 @@ class Stage:
 
         return flag(config, self.name)
 
+    def bind(self, config: dict[str, Any]) -> Any:
+        """Its settings object (``settings_class``), or its section as written where it has none."""
+        return self.settings_class.from_config(config) if self.settings_class else config.get(self.name, {})
+
+    def with_settings(self, ctx: Context) -> Context:
+        """The context its work gets: the shared one with its own settings bound."""
+        return replace(ctx, settings=self.bind(ctx.config))
+
     def check(self, config: dict[str, Any]) -> None:
-        """Stop on a wrong setting before any work, naming the key."""
+        """Stop on a wrong setting before any work, naming the key (by default: binding its settings)."""
+        self.bind(config)
 
     def switch_on(self, config: dict[str, Any], run: str) -> bool:
         """Turn itself on in ``config`` so that it writes ``run`` — a run tag, or an object of the plan such as a
         :class:`~irglow.runs.wanted.Hybrid` (``Experiment(systems=[…])`` asks every stage in turn); ``False`` when
-        it writes no such run."""
+        it writes no such run.  By default: ``enabled = true`` in its section for a name of :meth:`run_names`."""
+        if isinstance(run, str) and run in self.run_names():
+            config.setdefault(self.name, {})["enabled"] = True
+            return True
         return False
 
     def needs(self, config: dict[str, Any], run: str) -> list[str]:
@@ -88,8 +106,8 @@ class Stage:
         return []
 
     def run_names(self) -> list[str]:
-        """The runs it can write, for the message that lists what an experiment may name."""
-        return []
+        """The runs it can write (an experiment may name them); by default those of its default settings."""
+        return self.tags({})
 
     def tags(self, config: dict[str, Any]) -> list[str]:
         """The runs it writes, known from its settings alone."""
@@ -103,8 +121,9 @@ class Stage:
         return self.tags(config)
 
     def resolved(self, config: dict[str, Any]) -> Any:
-        """Its settings as bound (for the manifest); by default the section as written."""
-        return config.get(self.name, {})
+        """Its settings as bound (for the manifest and the cache key)."""
+        bound = self.bind(config)
+        return asdict(bound) if is_dataclass(bound) else bound
 
     def bm25_parameters(self, config: dict[str, Any]) -> dict[str, float] | None:
         """The k1 and b its runs score with, where it scores BM25 with settings of its own (``None``: it uses
@@ -139,7 +158,8 @@ class Stage:
         loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(ctx.config, list(ctx.source.index.fields)
                                                                            ).items()}
         loads.update(local_paths_digest(ctx.config.get(self.name), skip=("model_dir",)))
-        key = {"section": ctx.config.get(self.name), "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
+        section = self.resolved(ctx.config) if self.settings_class else ctx.config.get(self.name)
+        key = {"section": section, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
                "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
                "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
                "training_runs": [t for t in self.tags(ctx.config) if t in ctx.training_runs]}
@@ -151,6 +171,7 @@ class Stage:
         return {}
 
     def units(self, ctx: Context) -> list[Unit]:
+        ctx = self.with_settings(ctx)
         return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]
 
     def run(self, ctx: Context) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``) as a pipeline stage: the
-README's example of a new ranker — one module, one line in :data:`irglow.stages.STAGES`.
+README's example of a new ranker — one module, one line in :data:`irglow.stages.STAGES`; a name, a settings
+class, the runs it writes and ``run`` (its check, manifest entry, cache key and ``Experiment`` name come from
+those).
 
     [ql]
     enabled = true
@@ -8,7 +10,7 @@ README's example of a new ranker — one module, one line in :data:`irglow.stage
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from irglow import settings
 from irglow.stage import Stage
@@ -27,35 +29,18 @@ class QLSettings:
 
 
 class QueryLikelihoodStage(Stage):
-    name = "ql"
-
-    def check(self, config) -> None:
-        QLSettings.from_config(config)
+    name = "ql"  # its [ql] section; `Experiment(systems=["ql"])` switches it on
+    settings_class = QLSettings  # bound and checked before any work; the run gets it as ctx.settings
 
     def tags(self, config) -> list[str]:
         return ["ql"]
-
-    def switch_on(self, config, run: str) -> bool:
-        if run == "ql":
-            config.setdefault("ql", {})["enabled"] = True
-        return run == "ql"
-
-    def run_names(self) -> list[str]:
-        return ["ql"]
-
-    def resolved(self, config):
-        return asdict(QLSettings.from_config(config))
-
-    def key(self, ctx) -> dict:
-        return {"mu": QLSettings.from_config(ctx.config).mu, "depth": ctx.lexical.depth}
 
     def run(self, ctx) -> dict:
         from irglow.lexical import queries as lq
         from irglow.lexical.searchers import LexicalSearcher, index_searcher, search_queries
         from irglow.runs.trec import Run
 
-        similarity = lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(
-            float(QLSettings.from_config(ctx.config).mu))
+        similarity = lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(ctx.settings.mu))
         searcher = index_searcher(ctx.index, similarity)
         items = [(q.query_id, lq.bag_of_words(terms) if terms else None)
                  for q, terms in LexicalSearcher(ctx.index).analyzed(ctx.test_queries)]
