@@ -164,7 +164,9 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         point = _with(base, overrides)
         models = {}
         for section in sections:
-            models.update(stage(section).train(point, prepared.source, prepared.train_root))
+            trainer = stage(section)
+            models.update(trainer.train(trainer.bind(point, list(prepared.source.index.fields)), prepared.source,
+                                        prepared.train_root))
         for name, model_dir in models.items():
             curves[f"{label}: {name}" if len(models) > 1 else label] = read_training(model_dir).get(
                 "state", {}).get("history", [])

@@ -23,28 +23,52 @@ cached) as soon as the runs it fuses exist, so a later stage can re-rank it (``r
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from irglow import settings
 from irglow.config import flag
 from irglow.runs.fusion import fuse, fuse_tuned
 from irglow.runs.trec import Run
-from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, fused_tags, hybrids
+from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, hybrids
 from irglow.stage import Stage, Unit
 
 log = logging.getLogger(__name__)
 
-def check(config: dict[str, Any], produced: list[str]) -> None:
-    """Stop before any work on a hybrid of runs the configuration does not produce, or a bad setting."""
-    fs = config.get("fusion", {})
-    if not flag(config, "fusion"):
-        return
-    entries = _entries(fs)
-    if not isinstance(entries, list) or not entries:
-        raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
-    settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
-    optional = settings.value(config, "fusion", "optional")
-    for hybrid in hybrids(config):  # a table entry's own method, normalisation and weights are checked here
+@dataclass(frozen=True)
+class FusionSettings:
+    """``[fusion]`` bound: the hybrids and the defaults a hybrid does not set itself."""
+
+    hybrids: tuple[Hybrid, ...]
+    method: str
+    norm: str
+    step: float
+    measure: str
+    optional: bool
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "FusionSettings":
+        from irglow.eval.measures import parse_measures
+
+        fs = config.get("fusion", {})
+        if flag(config, "fusion"):
+            entries = _entries(fs)
+            if not isinstance(entries, list) or not entries:
+                raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
+        settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
+        bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k)
+                                              for k in ("method", "norm", "step", "measure", "optional")))
+        parse_measures([bound.measure])
+        return bound
+
+    @property
+    def tags(self) -> list[str]:
+        return [h.tag for h in self.hybrids]
+
+
+def check(s: FusionSettings, produced: list[str]) -> None:
+    """Stop before any work on a hybrid of runs the configuration does not produce."""
+    for hybrid in s.hybrids:
         parts = list(hybrid.runs)
         if parts == [ALL]:
             if len(produced) < 2:
@@ -53,7 +77,7 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
         if len(parts) < 2:
             raise ValueError(f"fusion.runs: {parts} fuses nothing; name two runs or more")
         missing = [p for p in parts if p not in produced]
-        if missing and optional:
+        if missing and s.optional:
             log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
                         "+".join(parts), missing)
         elif missing:
@@ -61,9 +85,6 @@ def check(config: dict[str, Any], produced: list[str]) -> None:
                              f"{missing}; its runs: {', '.join(produced)}")
         if "+".join(parts) in produced:
             raise ValueError(f"fusion.runs: {'+'.join(parts)} is already a run of another stage; rename or drop one")
-    from irglow.eval.measures import parse_measures
-
-    parse_measures([settings.value(config, "fusion", "measure")])
 
 
 def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None = None) -> tuple[Run, dict]:
@@ -71,8 +92,8 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
     zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth.  ``hybrid``: its own
     method and normalisation (else ``[fusion]``'s), or fixed weights (then nothing is tuned)."""
-    method, norm, measure, step = (settings.value(ctx.config, "fusion", k)
-                                   for k in ("method", "norm", "measure", "step"))
+    fs = ctx.settings
+    method, norm, measure, step = fs.method, fs.norm, fs.measure, fs.step
     if hybrid is not None:
         method, norm = hybrid.method or method, hybrid.norm or norm
     depth, runs, tag = ctx.lexical.depth, ctx.runs, "+".join(parts)
@@ -108,9 +129,10 @@ class FusionStage(Stage):
     """``[fusion]``: every hybrid of the experiment, each made as soon as its runs exist."""
 
     name = "fusion"
+    settings_class = FusionSettings
 
-    def tags(self, config) -> list[str]:
-        return fused_tags(config)
+    def tags(self, s: FusionSettings) -> list[str]:
+        return s.tags
 
     def switch_on(self, config, run) -> bool:
         if not isinstance(run, Hybrid) and not (isinstance(run, str) and "+" in run):
@@ -129,14 +151,14 @@ class FusionStage(Stage):
     def run_names(self) -> list[str]:
         return ["a hybrid a+b of any of these"]
 
-    def planned_tags(self, config, produced: list[str]) -> list[str]:
+    def planned_tags(self, s: FusionSettings, produced: list[str]) -> list[str]:
         """The hybrids; with ``optional``, only those whose runs the other stages produce."""
-        if not config.get("fusion", {}).get("optional", False):
-            return fused_tags(config)
-        return [h.tag for h in hybrids(config) if list(h.runs) == [ALL] or all(x in produced for x in h.runs)]
+        if not s.optional:
+            return s.tags
+        return [h.tag for h in s.hybrids if list(h.runs) == [ALL] or all(x in produced for x in h.runs)]
 
-    def check_inputs(self, config, produced: list[str]) -> None:
-        check(config, produced)
+    def check_inputs(self, s: FusionSettings, produced: list[str]) -> None:
+        check(s, produced)
 
     def units(self, ctx) -> list[Unit]:
         return self.ready(ctx, set())
@@ -147,7 +169,8 @@ class FusionStage(Stage):
         from irglow.models.source import read_stage_notes, write_stage_notes
 
         units = []
-        for hybrid in hybrids(ctx.config):
+        fs = ctx.settings
+        for hybrid in fs.hybrids:
             parts, tag = list(hybrid.runs), hybrid.tag
             if parts == [ALL]:
                 if not final or tag in done:
@@ -159,7 +182,8 @@ class FusionStage(Stage):
             rerank = read_stage_notes(ctx.out, "rerank")
             cut = {m: rerank["depth"] for m in rerank.get("models", {}) if m in parts} if "depth" in rerank else {}
             inputs = {t: r for t, r in ctx.runs.items() if t in parts or t in {TUNING + p for p in parts}}
-            key = {"parts": parts, "settings": {k: v for k, v in ctx.config.get("fusion", {}).items() if k != "runs"},
+            key = {"parts": parts, "settings": {"method": fs.method, "norm": fs.norm, "step": fs.step,
+                                                "measure": fs.measure, "optional": fs.optional},
                    "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights, "trained_on": ctx.source.digest,
                    "cut": cut, "zero_shot": ctx.zero_shot, **({"own": hybrid.options()} if hybrid.options() else {})}
 
@@ -178,7 +202,7 @@ class FusionStage(Stage):
         """What ``all`` fuses: in domain, every run that can be tuned on held-out training queries — the lexical
         runs and every model run whose stage wrote its held-out run; zero-shot, where nothing is tuned and
         fusion is reciprocal-rank, every run.  Never the other hybrids."""
-        hybrids = set(fused_tags(ctx.config))
+        hybrids = set(ctx.settings.tags)
         lexical = set(ctx.lexical.tags())
         return [t for t in ctx.runs if not t.startswith((TUNING, TRAINING)) and t not in hybrids
                 and (ctx.zero_shot or t in lexical or TUNING + t in ctx.runs)]

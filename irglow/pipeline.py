@@ -57,10 +57,34 @@ SECTIONS: dict[str, tuple[str, ...] | None] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The configuration bound, before any work: every enabled stage with its settings object, in the order they
+    run; the runs they produce; and the extra runs later stages want of earlier ones (the held-out training
+    queries' runs a fusion tunes on, the training queries' runs a re-ranker learns from)."""
+
+    stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
+    tags: tuple[str, ...]
+    tuning_runs: frozenset[str]
+    training_runs: frozenset[str]
+    seed: int | None
+
+    def settings_of(self, stage) -> Any:
+        return next(s for st, s in self.stages if st is stage)
+
+
 def check_config(config: dict[str, Any]) -> list[str]:
-    """Stop before any work on a misspelt section or key, a wrong type or value, naming it; every stage checks
-    its own section.  Returns the run tags the configuration produces."""
+    """Stop before any work on a misspelt section or key, a wrong type or value, naming it; every stage binds its
+    own section.  Returns the run tags the configuration produces."""
+    return list(bind_plan(config).tags)
+
+
+def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
+    """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
+    named), every enabled stage's settings bound once (``fields``: the training index's, once it is built), the
+    runs checked against what the stages before produce."""
     from irglow.config import check_settings
+    from irglow.runs.wanted import wants_tuning
     from irglow.stages import STAGES
 
     check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
@@ -80,11 +104,13 @@ def check_config(config: dict[str, Any]) -> list[str]:
     parse_measures(ev.get("measures", DEFAULT_MEASURES))
     check_comparison_settings("eval.", **comparison_settings(ev))
     tags: list[str] = []
+    bound = []
     for s in STAGES:  # in the order they run: each checks what it needs against what the ones before produce
         if s.enabled(config):
-            s.check(config)
-            s.check_inputs(config, tags)
-            tags += s.planned_tags(config, tags)
+            settings_object = s.bind(config, fields)
+            s.check_inputs(settings_object, tags)
+            tags += s.planned_tags(settings_object, tags)
+            bound.append((s, settings_object))
     baseline = ev.get("baseline", "bm25")
     if baseline not in tags:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
@@ -97,7 +123,8 @@ def check_config(config: dict[str, Any]) -> list[str]:
         if missing:
             raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
                              f"{', '.join(tags)}")
-    return tags
+    return Plan(tuple(bound), tuple(tags), frozenset(t for t in tags if wants_tuning(config, t)),
+                frozenset().union(*(s.training_runs_read(b) for s, b in bound)), config.get("seed"))
 
 
 def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
@@ -325,7 +352,7 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
     return "\n".join(rows + ([""] if rows and lines else []) + lines)
 
 
-def settings_note(config: dict[str, Any], p: Prepared, tags: list[str]) -> str:
+def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
     """What the caption owes the reader about parameters: each multi-field system's field weights (tuned for it
     on the training queries, or as configured), and any system scoring BM25 with other k1/b than [lexical]."""
     lx = p.lexical
@@ -334,13 +361,11 @@ def settings_note(config: dict[str, Any], p: Prepared, tags: list[str]) -> str:
         how = "tuned for it on the training queries" if lx.tune_bm25f else "as configured"
         parts.append(f"`{system}` {weights or '1.0 per field'} ({how})")
     text = f"Field weights: {'; '.join(parts)}.\n" if parts else ""
-    from irglow.stages import enabled_stages
-
-    for stage in enabled_stages(config):
-        values = stage.bm25_parameters(config)
+    for stage, bound in plan.stages:
+        values = stage.bm25_parameters(bound)
         if values is not None:
             if (values["k1"], values["b"]) != (lx.k1, lx.b):
-                runs = [t for t in stage.tags(config) if t in tags]
+                runs = [t for t in stage.tags(bound) if t in tags]
                 text += (f"{', '.join(f'`{t}`' for t in runs)} score BM25 with k1 {values['k1']:g}, b {values['b']:g} "
                          f"([{stage.name}.model]), not [lexical]'s k1 {lx.k1:g}, b {lx.b:g}.\n")
     return text
@@ -372,33 +397,35 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
     from irglow.hybrid import FusionStage
     from irglow.runs.wanted import TRAINING, TUNING
     from irglow.stage import Context
-    from irglow.stages import enabled_stages
 
     out.mkdir(parents=True, exist_ok=True)
     timings = dict(p.timings)
     collection, index, stats = p.collection, p.index, p.stats
-    ctx = Context(config, collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
-                  training_runs=frozenset().union(*(s.training_runs_read(config) for s in enabled_stages(config))))
+    plan = bind_plan(config, list(p.source.index.fields))
+    ctx = Context(collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
+                  seed=plan.seed, training_runs=plan.training_runs, tuning_runs=plan.tuning_runs)
     test_qrels = collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     # every unit keys on the content it reads: the index (its name carries the corpus digest and the analysis
     # settings) and the test queries; model stages also on what they train on and the models they load
     cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
-    stages = enabled_stages(config)
+    stages = [s for s, _ in plan.stages]
     fusion = next((s for s in stages if isinstance(s, FusionStage)), None)
     fused: set[str] = set()
     last = [s for s in stages if s is not fusion][-1]
+    # each stage's work gets the shared context with its own settings object (the runs dict is shared)
+    contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
     for stage in stages:
         if stage is fusion:
             continue
         t = time.perf_counter()
-        for unit in stage.units(ctx):
+        for unit in stage.units(contexts[stage]):
             ctx.runs.update(cache.run_unit(unit))
         timings[f"{stage.name}_s"] = time.perf_counter() - t
         if fusion is not None:
             t = time.perf_counter()
-            for unit in fusion.ready(ctx, fused, final=stage is last):
+            for unit in fusion.ready(contexts[fusion], fused, final=stage is last):
                 ctx.runs.update(cache.run_unit(unit))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
     tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared
@@ -410,7 +437,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
     cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=baseline,
                   **comparison_settings(ev))
     training = stage_report(out, [s.name for s in stages if s.trains], [t for t in ctx.runs if t in fused])
-    atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + settings_note(config, p, tags)
+    atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + settings_note(plan, p, tags)
                       + (f"\n{training}\n" if training else "") + (f"\n{notes}\n" if notes else ""))
     atomic_write_text(out / "results.csv", cmp.to_csv())
     atomic_write_text(out / "results.tex", cmp.to_latex())
@@ -422,7 +449,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
     plots = _diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
     write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}")
     write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),
-                   settings={s.name: s.resolved(config) for s in stages}, field_weights=p.field_weights,
+                   settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},
                    statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report, plots=plots)
     print(f"\n## {collection.name} — {test_split}\n")

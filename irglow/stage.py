@@ -13,7 +13,7 @@ import and a lexical-only run never loads them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, is_dataclass, replace
+from dataclasses import asdict, dataclass, field, is_dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 @dataclass
 class Context:
-    """What a stage is given for one test split (built by the pipeline, never read back from the config)."""
+    """What a stage's work is given for one test split (built by the pipeline from the bound plan: there is no
+    configuration in it, only what the stage needs, its own settings object among it)."""
 
-    config: dict[str, Any]  # the configuration as loaded (read-only)
     collection: Any
     index: Any
     stats: Any
@@ -33,10 +33,13 @@ class Context:
     lexical: Any  # irglow.lexical.stage.LexicalSettings, bound once
     field_weights: dict[str, dict[str, float]]  # per multi-field system, tuned for it (or configured)
     test_split: str
+    seed: int | None = None
     runs: dict[str, Any] = field(default_factory=dict)  # the runs the stages before produced
-    settings: Any = None  # the running stage's own settings, bound once (Stage.settings_class)
+    settings: Any = None  # the running stage's own settings object (Stage.bind), set by the pipeline
     # runs a later stage learns from (a re-ranker's first stage): their stages also write the training queries'
     training_runs: frozenset[str] = frozenset()
+    # runs a fusion tunes on held-out training queries: their stages also write those queries' runs
+    tuning_runs: frozenset[str] = frozenset()
 
     @cached_property
     def test_queries(self) -> list:
@@ -66,11 +69,14 @@ class Unit:
 class Stage:
     """The interface every stage implements (defaults for the optional parts).  A new ranker sets ``name`` and
     ``settings_class`` and implements :meth:`tags` and :meth:`run` (and :meth:`train`, with ``trains``, when it
-    trains); checking, the manifest's settings, the cache key and ``Experiment`` come from those."""
+    trains); checking, the manifest's settings, the cache key and ``Experiment`` come from those.
+
+    :meth:`bind` is the one place a stage reads the configuration: it turns its section (and what it needs of
+    the others) into its settings object, stopping on a wrong setting before any work.  Every other method is
+    given that object (``settings``) or a :class:`Context` holding it."""
 
     name = ""
-    # its settings as a frozen dataclass with ``from_config(config)``: bound (and so checked) once, before any
-    # work; the stage's run gets the bound object as ``ctx.settings``
+    # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work
     settings_class: type | None = None
     trains = False  # whether it trains models (the grid scores those on validation)
     validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
@@ -80,17 +86,10 @@ class Stage:
 
         return flag(config, self.name)
 
-    def bind(self, config: dict[str, Any]) -> Any:
-        """Its settings object (``settings_class``), or its section as written where it has none."""
-        return self.settings_class.from_config(config) if self.settings_class else config.get(self.name, {})
-
-    def with_settings(self, ctx: Context) -> Context:
-        """The context its work gets: the shared one with its own settings bound."""
-        return replace(ctx, settings=self.bind(ctx.config))
-
-    def check(self, config: dict[str, Any]) -> None:
-        """Stop on a wrong setting before any work, naming the key (by default: binding its settings)."""
-        self.bind(config)
+    def bind(self, config: dict[str, Any], fields: list[str] | None = None) -> Any:
+        """Its settings object; a wrong setting stops here, naming the key.  ``fields``: the training index's, once
+        it is built, for a stage whose settings depend on them (the re-rankers' per-field variants)."""
+        return self.settings_class.from_config(config)
 
     def switch_on(self, config: dict[str, Any], run: str) -> bool:
         """Turn itself on in ``config`` so that it writes ``run`` — a run tag, or an object of the plan such as a
@@ -107,62 +106,61 @@ class Stage:
 
     def run_names(self) -> list[str]:
         """The runs it can write (an experiment may name them); by default those of its default settings."""
-        return self.tags({})
+        return self.tags(self.bind({}))
 
-    def tags(self, config: dict[str, Any]) -> list[str]:
+    def tags(self, settings) -> list[str]:
         """The runs it writes, known from its settings alone."""
         raise NotImplementedError
 
-    def check_inputs(self, config: dict[str, Any], produced: list[str]) -> None:
+    def check_inputs(self, settings, produced: list[str]) -> None:
         """Stop before any work if it needs a run that the stages before it do not produce."""
 
-    def planned_tags(self, config: dict[str, Any], produced: list[str]) -> list[str]:
+    def planned_tags(self, settings, produced: list[str]) -> list[str]:
         """The runs it will write, given what the stages before it produce (most stages: :meth:`tags`)."""
-        return self.tags(config)
+        return self.tags(settings)
 
-    def resolved(self, config: dict[str, Any]) -> Any:
-        """Its settings as bound (for the manifest and the cache key)."""
-        bound = self.bind(config)
-        return asdict(bound) if is_dataclass(bound) else bound
+    def resolved(self, settings) -> Any:
+        """Its settings as plain values (the manifest and the cache key)."""
+        return asdict(settings) if is_dataclass(settings) else settings
 
-    def bm25_parameters(self, config: dict[str, Any]) -> dict[str, float] | None:
+    def bm25_parameters(self, settings) -> dict[str, float] | None:
         """The k1 and b its runs score with, where it scores BM25 with settings of its own (``None``: it uses
         ``[lexical]``'s, or no BM25); the table's caption names a stage whose values differ."""
         return None
 
-    def starting_checkpoints(self, config: dict[str, Any]) -> dict[str, str]:
+    def starting_checkpoints(self, settings) -> dict[str, str]:
         """``{fine-tuned run: the run of the untouched checkpoint it started from}`` where the stage writes both
         (the zero-shot table says where fine-tuning fell below its checkpoint)."""
         return {}
 
-    def reused_models(self, config: dict[str, Any], fields=None) -> dict[str, Path]:
+    def reused_models(self, settings, fields=None) -> dict[str, Path]:
         """Trained models it loads from a path instead of training (the cache keys on their content)."""
         return {}
 
-    def training_runs_read(self, config: dict[str, Any]) -> set[str]:
+    def training_runs_read(self, settings) -> set[str]:
         """The runs this stage learns from (re-ranks and trains on): the stages writing them also write their
         run of every training query (:attr:`Context.training_runs`)."""
         return set()
 
-    def train(self, config: dict[str, Any], source, train_root: Path) -> dict[str, Path]:
+    def train(self, settings, source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained) its models: ``{name: model directory}``."""
         return {}
 
     def key(self, ctx: Context) -> dict[str, Any]:
-        """What its outputs depend on besides the runs it reads: its section, the lexical settings and field
-        weights, the seed, the training data, the content of every model it loads from a path, and which
-        held-out runs a fusion wants from it."""
-        from irglow.runs.wanted import wants_tuning
+        """What its outputs depend on besides the runs it reads (the pipeline adds their digests, the index's and
+        the test queries'): its settings object, the lexical settings and field weights, the seed, the training
+        data, the content of every model and file it loads from a path, and which extra runs later stages want
+        from it."""
         from irglow.utils.digest import local_paths_digest, tree_digest
 
-        loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(ctx.config, list(ctx.source.index.fields)
-                                                                           ).items()}
-        loads.update(local_paths_digest(ctx.config.get(self.name), skip=("model_dir",)))
-        section = self.resolved(ctx.config) if self.settings_class else ctx.config.get(self.name)
+        s = ctx.settings
+        loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(s, list(ctx.source.index.fields)).items()}
+        section = self.resolved(s)
+        loads.update(local_paths_digest(section, skip=("model_dir",)))
         key = {"section": section, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
-               "seed": ctx.config.get("seed"), "trained_on": ctx.source.digest, "loads": loads,
-               "held_out_runs": [t for t in self.tags(ctx.config) if wants_tuning(ctx.config, t)],
-               "training_runs": [t for t in self.tags(ctx.config) if t in ctx.training_runs]}
+               "seed": ctx.seed, "trained_on": ctx.source.digest, "loads": loads,
+               "held_out_runs": [t for t in self.tags(s) if t in ctx.tuning_runs],
+               "training_runs": [t for t in self.tags(s) if t in ctx.training_runs]}
         key.update(self.chosen_on_key(ctx))
         return key
 
@@ -171,7 +169,6 @@ class Stage:
         return {}
 
     def units(self, ctx: Context) -> list[Unit]:
-        ctx = self.with_settings(ctx)
         return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]
 
     def run(self, ctx: Context) -> dict[str, Any]:

@@ -222,7 +222,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     from irglow.stages import enabled_stages
 
     table.notes += table.against_checkpoints({m: c for s in enabled_stages(config)
-                                              for m, c in s.starting_checkpoints(config).items()})
+                                              for m, c in s.starting_checkpoints(s.bind(config)).items()})
     atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
                       + table.to_markdown())
     atomic_write_text(out / "zero-shot.csv", table.to_csv())

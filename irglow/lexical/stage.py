@@ -137,12 +137,10 @@ class LexicalStage(Stage):
     """Each ``[lexical]`` system: one Lucene run, cached on its own."""
 
     name = "lexical"
+    settings_class = LexicalSettings
 
     def enabled(self, config) -> bool:
         return True
-
-    def check(self, config) -> None:
-        LexicalSettings.from_config(config)
 
     def switch_on(self, config, run) -> bool:
         base = run[:-4] if isinstance(run, str) and run.endswith("-rm3") else run
@@ -157,11 +155,8 @@ class LexicalStage(Stage):
     def run_names(self) -> list[str]:
         return [f"{s} (and {s}+rm3)" for s in LEXICAL_SYSTEMS]
 
-    def tags(self, config) -> list[str]:
-        return LexicalSettings.from_config(config).tags()
-
-    def resolved(self, config) -> Any:
-        return asdict(LexicalSettings.from_config(config))
+    def tags(self, settings: LexicalSettings) -> list[str]:
+        return settings.tags()
 
     def units(self, ctx) -> list[Unit]:
         from irglow.lexical.searchers import LexicalSearcher

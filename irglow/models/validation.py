@@ -61,7 +61,7 @@ class ChoosesOnOtherSources:
     validates_elsewhere = True
 
     def chosen_on_key(self, ctx) -> dict[str, Any]:
-        return for_stage_keyed(ctx.config, ctx.source, self.name)[1]
+        return chosen_on(ctx.source, ctx.settings.validate_elsewhere)[1]
 
 
 def check(config: dict[str, Any], capable: list[str]) -> None:
@@ -81,17 +81,18 @@ def used_by(config: dict[str, Any]) -> list[str] | None:
     return None if stages is None else as_names(stages)
 
 
-def for_stage(config: dict[str, Any], source, stage: str) -> tuple:
-    """The other sources ``stage``'s trainers choose their checkpoint on: all of them, unless ``validation.stages``
-    names other stages only."""
+def uses_other_sources(config: dict[str, Any], stage: str) -> bool:
+    """Whether ``stage``'s trainers choose their checkpoint on the other sources too: yes, unless
+    ``validation.stages`` names other stages only (bound into the stage's settings)."""
     stages = used_by(config)
-    return tuple(source.validation) if stages is None or stage in stages else ()
+    return stages is None or stage in stages
 
 
-def for_stage_keyed(config: dict[str, Any], source, stage: str) -> tuple[tuple, dict[str, Any]]:
-    """``for_stage``'s sources and what they add to a key: ``{"validated_on": [digests]}``, or nothing when there
-    are none (so that keys written before ``[validation]`` existed stay valid)."""
-    also = for_stage(config, source, stage)
+def chosen_on(source, used: bool) -> tuple[tuple, dict[str, Any]]:
+    """The other sources a stage's trainers choose on (``used``: :func:`uses_other_sources`) and what they add to
+    a key: ``{"validated_on": [digests]}``, or nothing when there are none (so that keys written before
+    ``[validation]`` existed stay valid)."""
+    also = tuple(source.validation) if used else ()
     return also, ({"validated_on": digests(also)} if also else {})
 
 

@@ -75,24 +75,26 @@ def test_lexical_k1_reaches_every_system_that_claims_it():
     for system in ("bm25", "bm25+rm3", "bm25-mf", "bm25f"):
         cfg = lexical.config(system, {})
         assert (cfg.k1, cfg.b) == (1.2, 0.7)
-    assert settings(config)[0]["model"]["k1"] == 1.2 and TWBertStage().bm25_parameters(config) == {"k1": 1.2, "b": 0.7}
+    stage = TWBertStage()
+    assert settings(config)[0]["model"]["k1"] == 1.2
+    assert stage.bm25_parameters(stage.bind(config)) == {"k1": 1.2, "b": 0.7}
     # a model section with its own values keeps them, and the caption says so
     config["twbert"]["model"] = {"k1": 2.0}
-    assert TWBertStage().bm25_parameters(config) == {"k1": 2.0, "b": 0.7}
+    assert stage.bm25_parameters(stage.bind(config)) == {"k1": 2.0, "b": 0.7}
 
 
 def test_a_system_with_its_own_bm25_parameters_is_named_in_the_caption(tmp_path):
     from types import SimpleNamespace
 
     from irglow.lexical.stage import LexicalSettings
-    from irglow.pipeline import settings_note
+    from irglow.pipeline import bind_plan, settings_note
 
     config = {"lexical": {"systems": ["bm25"]}, "twbert": {"enabled": True, "rm3": False, "model": {"k1": 1.5}}}
     prepared = SimpleNamespace(lexical=LexicalSettings.from_config(config), field_weights={})
-    note = settings_note(config, prepared, ["bm25", "bm25-ngram", "twbert"])
+    note = settings_note(bind_plan(config), prepared, ["bm25", "bm25-ngram", "twbert"])
     assert "`bm25-ngram`, `twbert` score BM25 with k1 1.5, b 0.4 ([twbert.model]), not [lexical]'s k1 0.9" in note
     config["twbert"]["model"] = {}
-    assert settings_note(config, prepared, ["bm25", "bm25-ngram", "twbert"]) == ""
+    assert settings_note(bind_plan(config), prepared, ["bm25", "bm25-ngram", "twbert"]) == ""
 
 
 def test_bm25_defaults_are_defined_once():

@@ -26,6 +26,7 @@ def test_the_packaged_glow_config_trains_at_the_devices_budget(tmp_path):
 
     config = {"glow": {"enabled": True, "config": str(__import__("pathlib").Path(__file__).parents[2] / "configs"
                                                        / "glow.toml"), "device": "cpu"}}
-    resolved = GlowStage().resolved(config)
+    stage = GlowStage()
+    resolved = stage.resolved(stage.bind(config))
     assert resolved["train"]["model"]["field_max_tokens"]["text"] == 96
     assert resolved["token_budget"]["tokens"] == 96 and resolved["token_budget"]["device"] == "cpu"

@@ -116,9 +116,11 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
                        "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}},
               "fusion": {"enabled": True, "runs": ["bm25f+bert", "bm25f+glow"]}}
     stats = CollectionStats.load(index)
-    ctx = Context(config, coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
-                  LexicalSettings(systems=["bm25f"], depth=20), {"bm25f": {}}, "test")
-    runs = {k: v for k, v in GlowStage().run(ctx).items() if not k.startswith("tuning/")}
+    stage = GlowStage()
+    ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
+                  LexicalSettings(systems=["bm25f"], depth=20), {"bm25f": {}}, "test",
+                  settings=stage.bind(config), tuning_runs=frozenset({"bert", "glow"}))
+    runs = {k: v for k, v in stage.run(ctx).items() if not k.startswith("tuning/")}
     assert set(runs) == {"bert", "glow"}  # the hybrids are the fusion stage's: the held-out runs are written for it
     assert (tmp_path / "tuning" / "bert.run").is_file() and (tmp_path / "tuning" / "glow.run").is_file()
     test_ids = {q.query_id for q in coll.queries("test")}

@@ -79,14 +79,15 @@ def test_a_wrong_hybrid_table_is_named(entry, message):
 
 
 def test_a_stage_with_a_settings_class_is_checked_and_keyed_by_it():
-    """The base class derives check and manifest entry from ``settings_class`` (the query-likelihood example)."""
+    """The base class derives binding (the check) and the manifest entry from ``settings_class`` (the
+    query-likelihood example)."""
     from irglow.lexical.ql import QLSettings, QueryLikelihoodStage
 
     ql = QueryLikelihoodStage()
     with pytest.raises(ValueError, match=r"ql.mu = -1.0 must be"):
-        ql.check({"ql": {"enabled": True, "mu": -1.0}})
+        ql.bind({"ql": {"enabled": True, "mu": -1.0}})
     with pytest.raises(ValueError, match="muu"):
-        ql.check({"ql": {"enabled": True, "muu": 1.0}})
+        ql.bind({"ql": {"enabled": True, "muu": 1.0}})
     assert ql.bind({"ql": {"enabled": True}}) == QLSettings(enabled=True, mu=1000.0)
-    assert ql.resolved({"ql": {"enabled": True, "mu": 500}}) == {"enabled": True, "mu": 500}
+    assert ql.resolved(ql.bind({"ql": {"enabled": True, "mu": 500}})) == {"enabled": True, "mu": 500}
     assert ql.run_names() == ["ql"]

@@ -9,13 +9,18 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel, Query
-from irglow.hybrid import check, fuse_entry
+from irglow.hybrid import FusionSettings, check, fuse_entry
 from irglow.runs.wanted import TUNING, components, fused_tags, wants_tuning
 from irglow.runs.trec import Run
 
 
 def _config(runs, **more) -> dict:
     return {"lexical": {"systems": ["bm25"], "depth": 10}, "fusion": {"enabled": True, "runs": runs, **more}}
+
+
+def _check(config, produced) -> None:
+    """Binding [fusion] and checking its hybrids against the runs the stages before produce, as the plan does."""
+    check(FusionSettings.from_config(config), produced)
 
 
 def test_components_read_lists_and_plus_joined_strings():
@@ -27,7 +32,7 @@ def test_components_read_lists_and_plus_joined_strings():
     # make bench-… FUSE=twbert+glow,twbert+glow+monobert passes one string
     assert components(_config("twbert+glow, twbert+glow+monobert")) == [["twbert", "glow"],
                                                                        ["twbert", "glow", "monobert"]]
-    check(_config("twbert+glow"), ["twbert", "glow"])
+    _check(_config("twbert+glow"), ["twbert", "glow"])
 
 
 @pytest.mark.parametrize("runs, more, message", [
@@ -39,12 +44,12 @@ def test_components_read_lists_and_plus_joined_strings():
 ])
 def test_bad_fusion_settings_stop_before_work(runs, more, message):
     with pytest.raises(ValueError, match=message):
-        check(_config(runs, **more), ["bm25", "twbert", "bm25+twbert2"])
+        _check(_config(runs, **more), ["bm25", "twbert", "bm25+twbert2"])
 
 
 def test_a_hybrid_may_not_shadow_another_stage_run():
     with pytest.raises(ValueError, match="bm25f\\+glow is already a run of another stage"):
-        check(_config([["bm25f", "glow"]]), ["bm25f", "glow", "bm25f+glow"])
+        _check(_config([["bm25f", "glow"]]), ["bm25f", "glow", "bm25f+glow"])
 
 
 class _Source:
@@ -74,7 +79,8 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
 
         from irglow.lexical.stage import LexicalSettings
 
-        return SimpleNamespace(config=config, runs=runs, lexical=LexicalSettings(systems=["bm25"], depth=10),
+        return SimpleNamespace(settings=FusionSettings.from_config(config), runs=runs,
+                               lexical=LexicalSettings(systems=["bm25"], depth=10),
                                zero_shot=zero_shot, source=source, lexical_config=None)
 
     fused, info = fuse_entry(ctx({**test, **tuning}), ["a", "b"], {})

@@ -12,6 +12,7 @@ Torch and transformers are imported inside the stage's methods only."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from irglow import settings as declared
@@ -90,13 +91,45 @@ def _checkpoint_run(encoder, docs, test_q, tune_q, out: Path, tag: str, depth: i
     return run, {"docs_per_s": rate, "also": {"tune": tune} if tune else {}}
 
 
+@dataclass(frozen=True)
+class GlowSettings:
+    """``[glow]`` bound: the training settings (a :class:`~irglow.models.glow.train.GlowTrainConfig` table, its
+    ``"auto"`` token budgets chosen for this device), the variants trained, the untrained runs and their token
+    budget, a folder of trained models to reuse, and whether checkpoints are also chosen on ``[validation] also``."""
+
+    train: dict
+    variants: tuple[str, ...]
+    untrained: tuple[str, ...]
+    zero_shot_tokens: int
+    model_dir: str | None
+    token_budget: int | None
+    validate_elsewhere: bool
+
+    @classmethod
+    def from_config(cls, config) -> "GlowSettings":
+        from irglow.models.glow.model import VARIANTS
+        from irglow.models.glow.train import GlowTrainConfig
+        from irglow.models.validation import uses_other_sources
+
+        gcfg, variants, options = settings(config)
+        for v in variants:
+            if v not in VARIANTS:
+                raise ValueError(f"glow.variants: {v!r} is not a GLOW variant; known: {', '.join(VARIANTS)}")
+        for u in options["untrained"]:
+            if u not in UNTRAINED:
+                raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
+        GlowTrainConfig.from_dict(gcfg)
+        return cls(gcfg, tuple(variants), tuple(options["untrained"]), options["zero_shot_tokens"],
+                   options["model_dir"], options["token_budget"], uses_other_sources(config, "glow"))
+
+
 class GlowStage(ChoosesOnOtherSources, Stage):
     name = "glow"
+    settings_class = GlowSettings
     trains = True
 
-    def tags(self, config) -> list[str]:
-        _, variants, options = settings(config)
-        return options["untrained"] + variants
+    def tags(self, s: GlowSettings) -> list[str]:
+        return [*s.untrained, *s.variants]
 
     def switch_on(self, config, run: str) -> bool:
         from irglow.models.glow import VARIANTS
@@ -116,62 +149,43 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         return [*VARIANTS, *UNTRAINED]
 
-    def starting_checkpoints(self, config) -> dict[str, str]:
+    def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:
         """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
-        _, variants, options = settings(config)
-        return {v: "minilm" for v in variants} if "minilm" in options["untrained"] else {}
+        return {v: "minilm" for v in s.variants} if "minilm" in s.untrained else {}
 
-    def key(self, ctx) -> dict:
-        """Beside the section as written, its ``"auto"`` token budgets as chosen here (256 on a GPU, 96 on CPU):
-        runs made on one device are not taken for the other's."""
-        budget = settings(ctx.config)[2]["token_budget"]
-        return {**super().key(ctx), **({"token_budget": budget} if budget else {})}
-
-    def check(self, config) -> None:
-        from irglow.models.glow.model import VARIANTS
-        from irglow.models.glow.train import GlowTrainConfig
-
-        gcfg, variants, options = settings(config)
-        for v in variants:
-            if v not in VARIANTS:
-                raise ValueError(f"glow.variants: {v!r} is not a GLOW variant; known: {', '.join(VARIANTS)}")
-        for u in options["untrained"]:
-            if u not in UNTRAINED:
-                raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
-        GlowTrainConfig.from_dict(gcfg)
-
-    def resolved(self, config):
+    def resolved(self, s: GlowSettings):
+        """For the manifest and the key: the training settings in full, with the ``"auto"`` token budgets as
+        chosen here (256 on a GPU, 96 on CPU: runs made on one device are not taken for the other's)."""
         from dataclasses import asdict
 
         from irglow.models.glow.train import GlowTrainConfig
 
-        gcfg, variants, options = settings(config)
-        return {"train": asdict(GlowTrainConfig.from_dict(gcfg)), "variants": variants, **options}
+        return {"train": asdict(GlowTrainConfig.from_dict(s.train)), "variants": list(s.variants),
+                "untrained": list(s.untrained), "zero_shot_tokens": s.zero_shot_tokens, "model_dir": s.model_dir,
+                "token_budget": s.token_budget}
 
-    def reused_models(self, config, fields=None) -> dict[str, Path]:
+    def reused_models(self, s: GlowSettings, fields=None) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
         from irglow.models.source import reused_model
 
-        _, variants, options = settings(config)
-        return {v: reused_model(options["model_dir"], v) for v in variants} if options["model_dir"] else {}
+        return {v: reused_model(s.model_dir, v) for v in s.variants} if s.model_dir else {}
 
-    def train(self, config, source, train_root: Path) -> dict[str, Path]:
+    def train(self, s: GlowSettings, source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained, or reuse from ``model_dir``) every variant: ``{variant: model directory}``."""
         from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
         from irglow.models.source import keyed_train_dir
+        from irglow.models.validation import chosen_on
 
-        gcfg, variants, options = settings(config)
-        if options["model_dir"]:
-            return self.reused_models(config)
-        from irglow.models.validation import for_stage_keyed
-
-        also, chosen_on = for_stage_keyed(config, source, self.name)
+        if s.model_dir:
+            return self.reused_models(s)
+        gcfg = s.train
+        also, chosen = chosen_on(source, s.validate_elsewhere)
         docs = None
         trained = {}
-        for variant in variants:
+        for variant in s.variants:
             model = _model_config(gcfg, source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
-                                        training_inputs(gcfg, model, variant, source.digest, chosen_on))
+                                        training_inputs(gcfg, model, variant, source.digest, chosen))
             docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
             trained[variant] = GlowTrainer(GlowTrainConfig.from_dict({**gcfg, "model": model}), train_dir).train(
                 source.index, source.stats, docs, source.queries(), source.qrels(), validation=also)
@@ -181,21 +195,21 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         from irglow.models.glow.model import GlowEncoder
         from irglow.models.glow.runner import glow_run, validation_queries
         from irglow.models.source import write_stage_notes
-        from irglow.runs.wanted import wants_tuning, write_tuning_run
+        from irglow.runs.wanted import write_tuning_run
 
-        gcfg, variants, options = settings(ctx.config)
+        s = ctx.settings
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
-        trained = self.train(ctx.config, source, ctx.train_root)
+        trained = self.train(s, source, ctx.train_root)
         tune_q, _ = ([], []) if ctx.zero_shot or not trained else validation_queries(
             next(iter(trained.values())), source.queries(), source.qrels())
         docs = list(ctx.collection.docs_iter())
         also = {"tune": tune_q} if tune_q else None
         runs, rates = {}, {}
-        for name in options["untrained"] + variants:
+        for name in self.tags(s):
             if name in trained:
                 model = GlowEncoder.load(trained[name])
             else:
-                model = _untrained(name, gcfg, source, list(index.fields), options["zero_shot_tokens"])
+                model = _untrained(name, s.train, source, list(index.fields), s.zero_shot_tokens)
             if name == "minilm":
                 run, info = _checkpoint_run(model, docs, test_q, tune_q, ctx.out, name, depth)
             else:
@@ -203,10 +217,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
-            if tune_run is not None and wants_tuning(ctx.config, name):  # for the pipeline's fusion
+            if tune_run is not None and name in ctx.tuning_runs:  # for the pipeline's fusion
                 runs.update([write_tuning_run(ctx.out, name, tune_run)])
         write_stage_notes(ctx.out, "glow", {"models": {k: str(v) for k, v in trained.items()},
                                             "encode_docs_per_s": rates,
-                                            "untrained": {"zero_shot_tokens": options["zero_shot_tokens"]}
-                                            if "minilm" in options["untrained"] else {}})
+                                            "untrained": {"zero_shot_tokens": s.zero_shot_tokens}
+                                            if "minilm" in s.untrained else {}})
         return runs

@@ -146,13 +146,56 @@ def _top(run, depth: int):
     return Run({q: d[:depth] for q, d in run.ranking.items()}, run.tag)
 
 
+@dataclass(frozen=True)
+class RerankSettings:
+    """``[rerank]`` bound: the models (per-field variants expanded for the training index's ``fields`` once it is
+    known), each model's training settings, the run it re-ranks and the model whose weights it uses, the
+    re-ranking depth, other runs it re-ranks, a folder of trained models to reuse, whether checkpoints are also
+    chosen on ``[validation] also``, and the lexical runs (what a first stage may be besides TW-BERT's)."""
+
+    models: tuple[str, ...]
+    depth: int
+    rerank_also: tuple[str, ...]
+    trainers: dict
+    first_stages: dict
+    models_of: dict
+    model_dir: str | None
+    validate_elsewhere: bool
+    lexical: tuple[str, ...]
+
+    @classmethod
+    def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
+        from irglow.lexical.stage import LexicalSettings
+        from irglow.models.rerank.train import RerankTrainConfig
+        from irglow.models.validation import uses_other_sources
+
+        models, depth, also, trainers = settings(config, fields)
+        for name, trainer in trainers.items():
+            RerankTrainConfig.from_dict(trainer).model_config(f"rerank.{name}.model")
+        owners = models_of(config, fields)
+        for name, owner in owners.items():
+            if owner != name and (owner not in owners or owners[owner] != owner):
+                raise ValueError(f"[rerank.variants.{name}] model_of = {owner!r} must name a re-ranker of "
+                                 f"rerank.models that trains its own model ({', '.join(m for m in models if owners[m] == m)})")
+            if owner != name and trainers[owner]["kind"] != trainers[name]["kind"]:
+                raise ValueError(f"[rerank.variants.{name}] is a {trainers[name]['kind']} but model_of = {owner!r} "
+                                 f"is a {trainers[owner]['kind']}")
+        return cls(tuple(models), depth, tuple(also), trainers, first_stages(config, fields), owners,
+                   config.get("rerank", {}).get("model_dir"), uses_other_sources(config, "rerank"),
+                   tuple(LexicalSettings.from_config(config).tags()))
+
+
 class RerankStage(ChoosesOnOtherSources, Stage):
     name = "rerank"
+    settings_class = RerankSettings
     trains = True
 
-    def tags(self, config) -> list[str]:
-        models, _, also, _ = settings(config)
-        return models + [f"{a}+{m}" for a in also for m in models]
+    def bind(self, config, fields: list[str] | None = None) -> RerankSettings:
+        """``fields``: the training index's, once it is built (a ``{field}`` variant is one model per field)."""
+        return RerankSettings.from_config(config, fields)
+
+    def tags(self, s: RerankSettings) -> list[str]:
+        return [*s.models, *(f"{a}+{m}" for a in s.rerank_also for m in s.models)]
 
     def switch_on(self, config, run) -> bool:
         configured = as_names(config.get("rerank", {}).get("models", []))  # variants already defined (Experiment.load)
@@ -178,29 +221,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def run_names(self) -> list[str]:
         return list(KINDS)
 
-    def training_runs_read(self, config) -> set[str]:
-        return set(first_stages(config).values())
+    def training_runs_read(self, s: RerankSettings) -> set[str]:
+        return set(s.first_stages.values())
 
-    def check(self, config) -> None:
-        from irglow.models.rerank.train import RerankTrainConfig
-
-        models, _, _, trainers = settings(config)
-        for name, trainer in trainers.items():
-            RerankTrainConfig.from_dict(trainer).model_config(f"rerank.{name}.model")
-        owners = models_of(config)
-        for name, owner in owners.items():
-            if owner != name and (owner not in owners or owners[owner] != owner):
-                raise ValueError(f"[rerank.variants.{name}] model_of = {owner!r} must name a re-ranker of "
-                                 f"rerank.models that trains its own model ({', '.join(m for m in models if owners[m] == m)})")
-            if owner != name and trainers[owner]["kind"] != trainers[name]["kind"]:
-                raise ValueError(f"[rerank.variants.{name}] is a {trainers[name]['kind']} but model_of = {owner!r} "
-                                 f"is a {trainers[owner]['kind']}")
-
-    def check_inputs(self, config, produced: list[str]) -> None:
-        from irglow.lexical.stage import LexicalSettings
-
-        lexical = LexicalSettings.from_config(config).tags()
-        for name, first in first_stages(config).items():
+    def check_inputs(self, s: RerankSettings, produced: list[str]) -> None:
+        lexical = s.lexical
+        for name, first in s.first_stages.items():
             if first == "bm25":
                 continue
             where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in KINDS else "")
@@ -212,26 +238,23 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 raise ValueError(f"{where} is not a run of the stages before the re-rankers; their runs: "
                                  f"{', '.join(produced)}")
 
-    def resolved(self, config):
+    def resolved(self, s: RerankSettings):
         from dataclasses import asdict
 
         from irglow.models.rerank.train import RerankTrainConfig
 
-        models, depth, also, trainers = settings(config)
-        return {"models": {n: asdict(RerankTrainConfig.from_dict(t)) for n, t in trainers.items()}, "depth": depth,
-                "first_stages": first_stages(config), "rerank_also": also,
-                "model_dir": config.get("rerank", {}).get("model_dir")}
+        return {"models": {n: asdict(RerankTrainConfig.from_dict(t)) for n, t in s.trainers.items()},
+                "depth": s.depth, "first_stages": s.first_stages, "rerank_also": list(s.rerank_also),
+                "model_dir": s.model_dir}
 
-    def reused_models(self, config, fields=None) -> dict[str, Path]:
+    def reused_models(self, s: RerankSettings, fields=None) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
         from irglow.models.source import reused_model
 
-        reuse = config.get("rerank", {}).get("model_dir")
-        owners = models_of(config, fields)
-        return {name: reused_model(reuse, name) for name in settings(config, fields)[0] if owners[name] == name} \
-            if reuse else {}
+        return {name: reused_model(s.model_dir, name) for name in s.models if s.models_of[name] == name} \
+            if s.model_dir else {}
 
-    def train(self, config, source, train_root: Path, first_stage=None, only: list[str] | None = None,
+    def train(self, s: RerankSettings, source, train_root: Path, first_stage=None, only: list[str] | None = None,
               docs: dict | None = None) -> dict[str, Path]:
         """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named): ``{name: model
         directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's);
@@ -240,15 +263,15 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.models.source import keyed_train_dir
         from irglow.utils.digest import records_digest
 
-        models, _, _, trainers = settings(config, list(source.index.fields))
-        models = [m for m in models if only is None or m in only]
-        if config.get("rerank", {}).get("model_dir"):
-            return {m: p for m, p in self.reused_models(config, list(source.index.fields)).items() if m in models}
-        docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
-        from irglow.models.validation import for_stage_keyed
+        from irglow.models.validation import chosen_on
 
+        trainers = s.trainers
+        models = [m for m in s.models if only is None or m in only]
+        if s.model_dir:
+            return {m: p for m, p in self.reused_models(s).items() if m in models}
+        docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
         # the checkpoint may be chosen on other sources too (irglow.models.validation)
-        also, validated_on = for_stage_keyed(config, source, self.name)
+        also, validated_on = chosen_on(source, s.validate_elsewhere)
         inputs = {"source": source.digest, **validated_on}
         if first_stage is not None:
             inputs["first_stage"] = [first_stage.tag, records_digest(
@@ -280,18 +303,17 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.runs.wanted import TRAINING
         from irglow.stage import Unit
 
-        models, depth, also, trainers = settings(ctx.config, list(ctx.source.index.fields))
-        firsts = first_stages(ctx.config, list(ctx.source.index.fields))
+        s = ctx.settings
+        depth, also, trainers, firsts, owners = s.depth, list(s.rerank_also), s.trainers, s.first_stages, s.models_of
         base = super().key(ctx)
-        self._prune_notes(ctx.out, models)
+        self._prune_notes(ctx.out, list(s.models))
         units = []
-        owners = models_of(ctx.config, list(ctx.source.index.fields))
-        for name in models:
+        for name in s.models:
             owner = owners[name]
             reads = {firsts[name], TRAINING + firsts[name], firsts[owner], TRAINING + firsts[owner], *also}
             key = {**base, "section": {"model": trainers[owner], "model_of": owner, "depth": depth,
                                        "first_stage": firsts[name], "trained_on_first_stage": firsts[owner],
-                                       "rerank_also": also, "model_dir": ctx.config.get("rerank", {}).get("model_dir")},
+                                       "rerank_also": also, "model_dir": s.model_dir},
                    "loads": {k: v for k, v in base["loads"].items() if k in (f"model:{owner}",) or
                              not k.startswith("model:")},
                    "held_out_runs": [t for t in base["held_out_runs"] if t == name],
@@ -306,17 +328,15 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.models.checkpoints import read_training
         from irglow.models.rerank.rerank import load_reranker, rerank
-        from irglow.runs.wanted import wants_tuning, write_tuning_run
         from irglow.runs.trec import Run
+        from irglow.runs.wanted import write_tuning_run
 
-        source, test_q = ctx.source, ctx.test_queries
+        s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
         docs = {d.doc_id: d for d in ctx.collection.docs_iter()}
-        _, depth, also, _ = settings(ctx.config, list(source.index.fields))
-        fields = list(source.index.fields)
-        firsts, owner = first_stages(ctx.config, fields), models_of(ctx.config, fields)[name]
+        depth, also, firsts, owner = s.depth, s.rerank_also, s.first_stages, s.models_of[name]
         first, first_training = self.first_stage(ctx, firsts[name])
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
-        model_dir = self.train(ctx.config, source, ctx.train_root, owner_training, only=[owner],
+        model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
                                docs=None if ctx.zero_shot else docs)[owner]  # in domain: the same documents
         model = load_reranker(model_dir)
         t = time.perf_counter()
@@ -329,7 +349,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 tag = f"{base_tag}+{name}"
                 produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
                 produced[tag].write(ctx.out / f"{tag}.run")
-        if wants_tuning(ctx.config, name) and not ctx.zero_shot:  # the held-out queries, for the fusion
+        if name in ctx.tuning_runs and not ctx.zero_shot:  # the held-out queries, for the fusion
             val_ids = set(read_training(model_dir).get("val_query_ids", []))
             tune_q = [q for q in source.queries() if q.query_id in val_ids]
             if tune_q:

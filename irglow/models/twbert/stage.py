@@ -4,6 +4,7 @@ table's caption then names them); torch is imported only when the stage works.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from irglow import settings as declared
@@ -52,12 +53,34 @@ def check_reused_model_can_tune(config, model_dir: str | None) -> None:
                          f"to tune on. Train TW-BERT here (drop twbert.model_dir) or leave it out of fusion.runs")
 
 
+@dataclass(frozen=True)
+class TWBertSettings:
+    """``[twbert]`` bound: its training settings (a :class:`~irglow.models.twbert.train.TrainConfig` table, the
+    model's k1 and b ``[lexical]``'s unless it sets its own), whether it adds the RM3 run, a trained model to
+    reuse, and the experiment's seed."""
+
+    train: dict
+    rm3: bool
+    model_dir: str | None
+    seed: int | None
+
+    @classmethod
+    def from_config(cls, config) -> "TWBertSettings":
+        from irglow.models.twbert.train import TrainConfig
+
+        tcfg, rm3, model_dir = settings(config)
+        TrainConfig.from_dict(tcfg)
+        check_reused_model_can_tune(config, model_dir)
+        return cls(tcfg, rm3, model_dir, config.get("seed"))
+
+
 class TWBertStage(Stage):
     name = "twbert"
+    settings_class = TWBertSettings
     trains = True
 
-    def tags(self, config) -> list[str]:
-        return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if settings(config)[1] else [])
+    def tags(self, s: TWBertSettings) -> list[str]:
+        return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
 
     def switch_on(self, config, run: str) -> bool:
         if not isinstance(run, str) or run not in self.run_names():
@@ -73,42 +96,31 @@ class TWBertStage(Stage):
     def run_names(self) -> list[str]:
         return ["twbert", "twbert-rm3", "bm25-ngram"]
 
-    def check(self, config) -> None:
-        from irglow.models.twbert.train import TrainConfig
-
-        tcfg, _, model_dir = settings(config)
-        TrainConfig.from_dict(tcfg)
-        check_reused_model_can_tune(config, model_dir)
-
-    def resolved(self, config):
+    def resolved(self, s: TWBertSettings):
         from dataclasses import asdict
 
         from irglow.models.twbert.train import TrainConfig
 
-        tcfg, rm3, model_dir = settings(config)
-        return {"train": asdict(TrainConfig.from_dict(tcfg)), "rm3": rm3, "model_dir": model_dir}
+        return {"train": asdict(TrainConfig.from_dict(s.train)), "rm3": s.rm3, "model_dir": s.model_dir}
 
-    def bm25_parameters(self, config) -> dict[str, float]:
+    def bm25_parameters(self, s: TWBertSettings) -> dict[str, float]:
         """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
-        model = settings(config)[0]["model"]
-        return {"k1": model["k1"], "b": model["b"]}
+        return {"k1": s.train["model"]["k1"], "b": s.train["model"]["b"]}
 
-    def reused_models(self, config, fields=None) -> dict[str, Path]:
-        model_dir = settings(config)[2]
-        return {"twbert": Path(model_dir)} if model_dir else {}
+    def reused_models(self, s: TWBertSettings, fields=None) -> dict[str, Path]:
+        return {"twbert": Path(s.model_dir)} if s.model_dir else {}
 
-    def train(self, config, source, train_root: Path) -> dict[str, Path]:
+    def train(self, s: TWBertSettings, source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``."""
         from irglow.models.source import keyed_train_dir
         from irglow.models.twbert.train import TrainConfig, Trainer
 
-        tcfg, _, model_dir = settings(config)
-        if model_dir:
-            return {"twbert": Path(model_dir)}
+        if s.model_dir:
+            return {"twbert": Path(s.model_dir)}
         train_dir = keyed_train_dir(Path(train_root) / "twbert-train",
-                                    {"settings": tcfg, "seed": config.get("seed"), "source": source.digest})
-        return {"twbert": Trainer(TrainConfig.from_dict(tcfg), train_dir).train(source.index, source.stats,
-                                                                                source.queries(), source.qrels())}
+                                    {"settings": s.train, "seed": s.seed, "source": source.digest})
+        return {"twbert": Trainer(TrainConfig.from_dict(s.train), train_dir).train(source.index, source.stats,
+                                                                                   source.queries(), source.qrels())}
 
     def run(self, ctx) -> dict:
         from irglow.models.twbert.model import budget_summary
@@ -121,11 +133,11 @@ class TWBertStage(Stage):
         from irglow.models.source import write_stage_notes
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
-        from irglow.runs.wanted import TRAINING, wants_tuning, write_tuning_run
+        from irglow.runs.wanted import TRAINING, write_tuning_run
 
-        expansion = settings(ctx.config)[1]
+        expansion = ctx.settings.rm3
         source, index, queries, depth = ctx.source, ctx.index, ctx.test_queries, ctx.lexical.depth
-        model_dir = self.train(ctx.config, source, ctx.train_root)["twbert"]
+        model_dir = self.train(ctx.settings, source, ctx.train_root)["twbert"]
         model = TWBert.load(model_dir)
         weighted = weigh_queries(model, index, queries)
         runs = {"bm25-ngram": twbert_search(None, index, queries, depth=depth, tag="bm25-ngram",
@@ -144,7 +156,7 @@ class TWBertStage(Stage):
                                 config=model.config)
             runs.update([write_tuning_run(ctx.out, tag, run, TRAINING)])
         if not ctx.zero_shot:  # the held-out training queries, for the pipeline's fusion
-            for tag in [t for t in ("twbert", "bm25-ngram") if wants_tuning(ctx.config, t)]:
+            for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs]:
                 ids = set(read_training(model_dir).get("val_query_ids", []))
                 tune_q = [q for q in source.queries() if q.query_id in ids]
                 run = twbert_search(model if tag == "twbert" else None, source.index, tune_q, depth=depth, tag=tag,
