@@ -77,7 +77,7 @@ class Experiment:
 
     def check(self) -> list[str]:
         """Every setting checked (as ``irglow run`` does before any work); the runs it will produce."""
-        from irglow.pipeline import check_config
+        from irglow.plan import check_config
 
         return check_config(copy.deepcopy(self.config))
 

@@ -13,16 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from irglow import settings
 from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.data.trec import write_qrels
-from irglow.eval.compare import COMPARISON_SETTINGS, check_comparison_settings, compare
-from irglow.eval.measures import DEFAULT_MEASURES, parse_measures
+from irglow.eval.compare import compare
 from irglow.eval.plots import plot_comparison
-from irglow.index.lucene_index import IndexConfig, build_index, check_index_config
+from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
-from irglow.lexical.stage import LEXICAL_SYSTEMS, LexicalSettings, lexical_tag  # noqa: F401 (re-exported)
+from irglow.lexical.stage import LexicalSettings
+from irglow.plan import Plan, bind_plan
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, queries_digest, value_digest
@@ -41,96 +40,6 @@ def _irglow_version() -> str:
 # raise when what a stage writes changes for the same inputs (2: lossless run scores; 3: stage notes, runs of the
 # held-out training queries for [fusion]; 4: stages as objects, one fusion stage, per-system field weights)
 STAGE_FORMAT = 4
-
-# what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
-SECTIONS: dict[str, tuple[str, ...] | None] = {
-    "seed": None, "data_dir": None,
-    "collection": None,  # declared in irglow.settings (as are [output], [fusion], [validation], [zero_shot])
-    "index": ("fields", "stemmer", "keep_stopwords", "threads"),
-    "eval": ("measures", "baseline", "runs", "test", "correction", "permutations", "seed", "ci", "judged_only",
-             "risk_alphas", "pairs", "alpha"),
-    "output": None,
-    "validation": None,
-    "zero_shot": None,
-    "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
-    "grid": None,  # written by irglow.grid: the points and the one chosen on validation
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Plan:
-    """The configuration bound, before any work: every enabled stage with its settings object, in the order they
-    run; the runs they produce; and the extra runs later stages want of earlier ones (the held-out training
-    queries' runs a fusion tunes on, the training queries' runs a re-ranker learns from)."""
-
-    stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
-    tags: tuple[str, ...]
-    tuning_runs: frozenset[str]
-    training_runs: frozenset[str]
-    seed: int | None
-
-    def settings_of(self, stage) -> Any:
-        return next(s for st, s in self.stages if st is stage)
-
-
-def check_config(config: dict[str, Any]) -> list[str]:
-    """Stop before any work on a misspelt section or key, a wrong type or value, naming it; every stage binds its
-    own section.  Returns the run tags the configuration produces."""
-    return list(bind_plan(config).tags)
-
-
-def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
-    """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
-    named), every enabled stage's settings bound once (``fields``: the training index's, once it is built), the
-    runs checked against what the stages before produce."""
-    from irglow.config import check_settings
-    from irglow.runs.wanted import wants_tuning
-    from irglow.stages import STAGES
-
-    check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
-    for section, keys in SECTIONS.items():
-        if keys is not None and section in config:
-            if not isinstance(config[section], dict):
-                raise ValueError(f"[{section}] must be a table of settings, not {config[section]!r}")
-            check_settings(config[section], keys, f"[{section}]")
-    settings.check(config)  # every declared section: misspelt keys, types, ranges and choices, each named
-    if "seed" in config and (isinstance(config["seed"], bool) or not isinstance(config["seed"], int)):
-        raise ValueError(f"seed = {config['seed']!r} must be an integer")
-    check_index_config(index_config(config))
-    from irglow.models.validation import check as check_validation
-
-    check_validation(config, [s.name for s in STAGES if s.validates_elsewhere])
-    ev = config.get("eval", {})
-    parse_measures(ev.get("measures", DEFAULT_MEASURES))
-    check_comparison_settings("eval.", **comparison_settings(ev))
-    tags: list[str] = []
-    bound = []
-    for s in STAGES:  # in the order they run: each checks what it needs against what the ones before produce
-        if s.enabled(config):
-            settings_object = s.bind(config, fields)
-            s.check_inputs(settings_object, tags)
-            tags += s.planned_tags(settings_object, tags)
-            bound.append((s, settings_object))
-    baseline = ev.get("baseline", "bm25")
-    if baseline not in tags:
-        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
-                         f"{', '.join(tags)}")
-    wanted = ev.get("runs")
-    if wanted is not None:
-        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
-            raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags")
-        missing = [t for t in [*wanted, baseline] if t not in tags]
-        if missing:
-            raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
-                             f"{', '.join(tags)}")
-    return Plan(tuple(bound), tuple(tags), frozenset(t for t in tags if wants_tuning(config, t)),
-                frozenset().union(*(s.training_runs_read(b) for s, b in bound)), config.get("seed"))
-
-
-def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
-    """The ``[eval]`` settings that shape a comparison (test, correction, CI, condensed view, risk, pairs)."""
-    return {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}
-
 
 class StageCache:
     """Skip a stage whose inputs are unchanged: its settings, the collection and index, and the exact
@@ -183,56 +92,53 @@ class Prepared:
     splits: list[str]
     out: Path
     train_root: Path
+    plan: Plan | None = None  # the plan it was prepared for (bound again with the training index's fields)
 
 
-def training_side(config: dict[str, Any], lexical: LexicalSettings, timings: dict[str, float], collection=None,
-                  index=None, stats=None):
+def training_side(plan: Plan, timings: dict[str, float], collection=None, index=None, stats=None):
     """Where models train and the field weights tuned there: ``collection.train`` (another collection, or several
     as one union) when it names one, else ``collection``'s own train split.  Shared by the pipeline and
     zero-shot: (TrainSource, {system: field weights})."""
     from irglow.models.source import TrainSource
     from irglow.models.validation import sources
 
-    c = config.get("collection", {})
-    train_split, name = (settings.value(config, "collection", k) for k in ("train_split", "name"))
-    validation = sources(config, index_and_stats, timings)
-    if collection is not None and c.get("train") in (None, "", [], name):
-        source = TrainSource(collection, index, stats, train_split, validation)
+    c, lexical = plan.collection, plan.lexical
+    validation = sources(plan.validation.also, plan.validation.queries, plan.seed,
+                         lambda coll: index_and_stats(coll, plan, timings))
+    if collection is not None and not c.trains_elsewhere:
+        source = TrainSource(collection, index, stats, c.train_split, validation)
         weights = lexical.field_weights_for(index, source.queries, source.qrels, timings)
         return source, weights
-    train_coll, split = training_collection(c.get("train") or name, train_split)
-    train_index, train_stats = index_and_stats(train_coll, config, timings)
+    train_coll, split = training_collection(c.train or c.name, c.train_split)
+    train_index, train_stats = index_and_stats(train_coll, plan, timings)
     source = TrainSource(train_coll, train_index, train_stats, split, validation)
     return source, lexical.field_weights_for(train_index, source.queries, source.qrels, timings)
 
 
-def prepare(config: dict[str, Any]) -> Prepared:
-    """Check the configuration, load and index the collection (and the training collection), tune each
-    multi-field system's weights; the models' training root is ``out``, shared by every split."""
-    check_config(config)
-    lexical = LexicalSettings.from_config(config)
-    c = config.get("collection", {})
-    out = Path(settings.value(config, "output", "dir"))
-    name, train_split, test_split = (settings.value(config, "collection", k)
-                                     for k in ("name", "train_split", "test_split"))
+def prepare(config: dict[str, Any] | Plan) -> Prepared:
+    """Bind the configuration (every setting checked before any work), load and index the collection (and the
+    training collection), tune each multi-field system's weights; the models' training root is ``out``, shared
+    by every split."""
+    plan = config if isinstance(config, Plan) else bind_plan(config)
+    c, out = plan.collection, plan.output_dir
     from irglow.utils.atomic import check_not_input
 
-    for folder in {name, *(t for t in [c.get("train")] if isinstance(t, str))}:
+    for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
-    splits = list(test_split) if isinstance(test_split, (list, tuple)) else [test_split]
-    other_train = c.get("train") not in (None, "", [], name)
-    collection = load_collection(name)
-    if c.get("max_docs") or c.get("max_queries"):
+    splits = list(c.test_splits)
+    collection = load_collection(c.name)
+    if c.max_docs or c.max_queries:
         from irglow.data.collection import SampledCollection
 
-        collection = SampledCollection(collection, splits if other_train else [train_split, *splits],
-                                       c.get("max_docs"), c.get("max_queries") or {}, seed=config.get("seed", 13))
+        collection = SampledCollection(collection, splits if c.trains_elsewhere else [c.train_split, *splits],
+                                       c.max_docs, dict(c.max_queries or {}), seed=plan.seed or 13)
     timings: dict[str, float] = {}
-    index, stats = index_and_stats(collection, config, timings)
-    source, weights = training_side(config, lexical, timings, None if other_train else collection, index, stats)
+    index, stats = index_and_stats(collection, plan, timings)
+    source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
-    return Prepared(collection, index, stats, source, lexical, weights, timings, splits, out, out)
+    plan = bind_plan(dict(plan.config), list(source.index.fields))  # the re-rankers' per-field variants
+    return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)
 
 
 @dataclasses.dataclass
@@ -249,16 +155,21 @@ class PipelineResult:
         return next(iter(self.comparisons.values()))
 
 
-def run_pipeline(config: dict[str, Any], prepared: Prepared | None = None, notes: str = "") -> PipelineResult:
+def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None, notes: str = "") -> PipelineResult:
     """Index once, tune once, train once; then every test split (``test_split`` may be a list, e.g.
     MS MARCO dev, TREC DL 2019 and 2020) gets its runs, table, plot and manifest — in ``out`` for one
     split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared.
-    ``prepared``: what :func:`prepare` already did (a grid search); ``notes``: markdown for the reports."""
+    ``prepared``: what :func:`prepare` already did (a grid search: ``config`` is then one point's, bound here
+    with the prepared training index's fields); ``notes``: markdown for the reports."""
     p = prepared or prepare(config)
+    if prepared is None:
+        plan = p.plan
+    else:
+        raw = dict(config.config) if isinstance(config, Plan) else config
+        plan = bind_plan(raw, list(p.source.index.fields))
     comparisons = {}
-    for split in p.splits:  # each split's manifest records its own test split (a new dict; config is untouched)
-        split_config = {**config, "collection": {**config.get("collection", {}), "test_split": split}}
-        comparisons[split] = evaluate_split(split_config, p, split, p.out / split if len(p.splits) > 1 else p.out,
+    for split in p.splits:
+        comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,
                                             notes=notes)
     return PipelineResult(p.out, comparisons)
 
@@ -268,25 +179,16 @@ def training_collection(value, default_split: str):
     (``["a@train", "b@train"]``, ``"a@train,b@train"``) as one :class:`~irglow.data.union.UnionCollection`."""
     from irglow.data.union import SPLIT, UnionCollection, parse_sources
 
-    sources = parse_sources(value, default_split)
+    sources = parse_sources(list(value) if isinstance(value, tuple) else value, default_split)
     if len(sources) == 1:
         return load_collection(sources[0][0]), sources[0][1]
     return UnionCollection([(load_collection(spec), split) for spec, split in sources]), SPLIT
 
 
-def index_config(config: dict[str, Any]) -> IndexConfig:
-    """The ``[index]`` section as an :class:`IndexConfig` (its defaults are IndexConfig's; a list of fields
-    becomes a tuple; anything else is passed on as it is, for :func:`check_index_config` to name)."""
-    icfg = dict(config.get("index", {}))
-    if isinstance(icfg.get("fields"), list):
-        icfg["fields"] = tuple(icfg["fields"])
-    return IndexConfig(**icfg)
-
-
-def index_and_stats(collection, config: dict[str, Any], timings: dict[str, float]):
+def index_and_stats(collection, plan: Plan, timings: dict[str, float]):
     """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics."""
     t = time.perf_counter()
-    index = build_index(collection, index_config(config), root=config.get("data_dir"))
+    index = build_index(collection, plan.index, root=plan.data_dir)
     timings["index_s"] = time.perf_counter() - t
     t = time.perf_counter()
     stats = CollectionStats.load(index)
@@ -391,7 +293,7 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: 
     return write_report(out / "report.html", data)
 
 
-def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Path, notes: str = ""):
+def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: str = ""):
     """One test split: every enabled stage in registry order (each unit cached by content; a fusion entry as soon
     as its runs exist), the comparison table, plots and manifest.  Returns the comparison."""
     from irglow.hybrid import FusionStage
@@ -401,7 +303,6 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
     out.mkdir(parents=True, exist_ok=True)
     timings = dict(p.timings)
     collection, index, stats = p.collection, p.index, p.stats
-    plan = bind_plan(config, list(p.source.index.fields))
     ctx = Context(collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
                   seed=plan.seed, training_runs=plan.training_runs, tuning_runs=plan.tuning_runs)
     test_qrels = collection.qrels(test_split)
@@ -429,13 +330,10 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
                 ctx.runs.update(cache.run_unit(unit))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
     tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared
-    wanted = config.get("eval", {}).get("runs")
-    baseline = config.get("eval", {}).get("baseline", "bm25")
-    runs = {t: ctx.runs[t] for t in (tags if wanted is None else dict.fromkeys([baseline, *wanted]))}
-
-    ev = config.get("eval", {})
-    cmp = compare(runs, test_qrels, ev.get("measures", DEFAULT_MEASURES), baseline=baseline,
-                  **comparison_settings(ev))
+    ev = plan.eval
+    runs = {t: ctx.runs[t] for t in (tags if ev.runs is None else dict.fromkeys([ev.baseline, *ev.runs]))}
+    measures = ev.measures if isinstance(ev.measures, str) else list(ev.measures)
+    cmp = compare(runs, test_qrels, measures, baseline=ev.baseline, **ev.comparison)
     training = stage_report(out, [s.name for s in stages if s.trains], [t for t in ctx.runs if t in fused])
     atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + settings_note(plan, p, tags)
                       + (f"\n{training}\n" if training else "") + (f"\n{notes}\n" if notes else ""))
@@ -448,7 +346,7 @@ def evaluate_split(config: dict[str, Any], p: Prepared, test_split: str, out: Pa
         plot_pairs(cmp, out / "pairs.png")
     plots = _diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
     write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}")
-    write_manifest(out, config, seed=config.get("seed"), index=str(index.path), qrels=str(qrels_path),
+    write_manifest(out, plan.manifest_config(test_split), seed=plan.seed, index=str(index.path), qrels=str(qrels_path),
                    settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},
                    statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report, plots=plots)

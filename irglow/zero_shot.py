@@ -19,6 +19,7 @@ collection: BM25F weights come from the training collection, hybrids use recipro
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import time
@@ -33,8 +34,8 @@ from irglow.config import check_settings, write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
-from irglow.pipeline import Prepared, check_config, evaluate_split, index_and_stats, training_side
-from irglow.lexical.stage import LexicalSettings
+from irglow.pipeline import Prepared, evaluate_split, index_and_stats, training_side
+from irglow.plan import CollectionSettings, bind_plan
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ def label(name: str, split: str) -> str:
     return f"{base}-{split}" if split else base
 
 
-def _load(name: str, split: str, config: dict[str, Any], notes: list[str], column: str):
+def _load(name: str, split: str, plan, notes: list[str], column: str):
     """(collection, index, statistics), or ``None`` with a note saying why it could not be loaded: no
     network or a licence (what ir_datasets wanted, and where), an unknown id, a missing folder, or
     files a loader cannot read — one such collection must not lose the others."""
@@ -85,7 +86,7 @@ def _load(name: str, split: str, config: dict[str, Any], notes: list[str], colum
         collection = load_collection(name)
         if not collection.qrels(split):  # before the index is built: a collection without judgments is skipped
             raise ValueError(f"no judgments for split {split!r}")
-        index, stats = index_and_stats(collection, config, {})
+        index, stats = index_and_stats(collection, plan, {})
         return collection, index, stats
     except (DatasetUnavailableError, UnknownDatasetError, FileNotFoundError) as e:
         reason = str(e)
@@ -166,7 +167,7 @@ class Seen:
 
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
-    check_config(config)  # [zero_shot] included (irglow.settings)
+    settings.check(config, ("zero_shot",))  # before anything is read from it; the rest is bound below
     zs = dict(config.get("zero_shot", {}))
     if not zs.get("train"):
         raise ValueError("[zero_shot] train is missing: the collection the models are trained on")
@@ -181,11 +182,14 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     timings: dict[str, float] = {}
     t = time.perf_counter()
     # the pipeline's own training side: models (and each multi-field system's weights) learn from zs.train
-    lexical = LexicalSettings.from_config(config)
-    train_config = {**config, "collection": {"name": "", "train": zs["train"],
-                                             "train_split": settings.value(config, "zero_shot", "train_split")}}
-    source, weights = training_side(train_config, lexical, timings)
+    plan = bind_plan(config)
+    train = zs["train"]
+    train_plan = dataclasses.replace(plan, collection=CollectionSettings(
+        "", tuple(train) if isinstance(train, list) else train, settings.value(config, "zero_shot", "train_split"),
+        plan.collection.test_splits))
+    source, weights = training_side(train_plan, timings)
     train_coll, train_split = source.collection, source.split
+    plan, lexical = bind_plan(config, list(source.index.fields)), plan.lexical  # per-field re-rankers
     timings["train_collection_s"] = time.perf_counter() - t
 
     # by content, not by name: the training collection (each part of a union) and every validation source
@@ -197,15 +201,14 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         while column in folders or any(n.startswith(f"{column} not evaluated") for n in notes):
             column += "'"  # two collections with the same short name keep both columns
         t = time.perf_counter()
-        loaded = _load(name, split, config, notes, column)
+        loaded = _load(name, split, plan, notes, column)
         if loaded is not None:  # a collection that loaded is evaluated; a failure there is a bug, and stops
             collection, index, stats = loaded
             here = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
             # one experiment per collection, the models trained once (out/train) for every one
             prepared = Prepared(collection, index, stats, source, lexical, here, {}, [split], out / column,
                                 out / "train")
-            split_config = {**config, "collection": {"name": name, "train_split": train_split, "test_split": split}}
-            results[column] = evaluate_split(split_config, prepared, split, out / column)
+            results[column] = evaluate_split(plan.evaluating(name, split, train_split), prepared, split, out / column)
             folders[column] = str(out / column)
             shared = seen.shared(collection, collection.queries(split))
             samples[column] = doc_sample(collection)
@@ -219,10 +222,8 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         raise NoCollectionError("no collection could be evaluated:\n" + "\n".join(notes))
     notes += shared_between({c: k for c, k in samples.items() if c not in in_domain})
     table = CrossCollection.from_comparisons(results, measure, notes, in_domain)
-    from irglow.stages import enabled_stages
-
-    table.notes += table.against_checkpoints({m: c for s in enabled_stages(config)
-                                              for m, c in s.starting_checkpoints(s.bind(config)).items()})
+    table.notes += table.against_checkpoints({m: c for s, bound in plan.stages
+                                              for m, c in s.starting_checkpoints(bound).items()})
     atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
                       + table.to_markdown())
     atomic_write_text(out / "zero-shot.csv", table.to_csv())

@@ -96,21 +96,20 @@ def chosen_on(source, used: bool) -> tuple[tuple, dict[str, Any]]:
     return also, ({"validated_on": digests(also)} if also else {})
 
 
-def sources(config: dict[str, Any], index_and_stats: Callable, timings: dict[str, float]) -> tuple[ValidationSource, ...]:
-    """The ``[validation] also`` sources, loaded and indexed; each keeps ``queries`` of its judged queries (those
-    with a relevant document in its corpus), drawn with the experiment's seed."""
+def sources(also: tuple[str, ...], n: int, seed: int | None, index_and_stats: Callable) -> tuple[ValidationSource, ...]:
+    """The ``[validation] also`` sources (``collection@split`` each), loaded and indexed (``index_and_stats(
+    collection)``); each keeps ``n`` of its judged queries (those with a relevant document in its corpus), drawn
+    with the experiment's seed."""
     from irglow.data.collection import load_collection
     from irglow.data.union import parse_sources
 
-    v = config.get("validation", {})
-    also = v.get("also", [])
     if not also:
         return ()
-    n, seed = settings.value(config, "validation", "queries"), config.get("seed", 13)
+    seed = 13 if seed is None else seed
     out = []
-    for spec, split in parse_sources(also, "train"):
+    for spec, split in parse_sources(list(also), "train"):
         collection = load_collection(spec)
-        index, stats = index_and_stats(collection, config, timings)
+        index, stats = index_and_stats(collection)
         doc_ids = {d.doc_id for d in collection.docs_iter()}
         qrels = collection.qrels(split)
         judged = {r.query_id for r in qrels if r.relevance > 0 and r.doc_id in doc_ids}

@@ -87,7 +87,8 @@ def test_a_system_with_its_own_bm25_parameters_is_named_in_the_caption(tmp_path)
     from types import SimpleNamespace
 
     from irglow.lexical.stage import LexicalSettings
-    from irglow.pipeline import bind_plan, settings_note
+    from irglow.pipeline import settings_note
+    from irglow.plan import bind_plan
 
     config = {"lexical": {"systems": ["bm25"]}, "twbert": {"enabled": True, "rm3": False, "model": {"k1": 1.5}}}
     prepared = SimpleNamespace(lexical=LexicalSettings.from_config(config), field_weights={})
@@ -114,7 +115,7 @@ def test_bm25_defaults_are_defined_once():
                                                    ("rerank", {"enabled": True, "fuse": True}, "rerank.fuse")])
 def test_the_old_fusion_settings_point_to_the_one_fusion(tmp_path, section, value, moved):
     """31.3: three fusions (GLOW's fuse_with, the re-rankers' fuse, [fusion]) are one [fusion] stage."""
-    from irglow.pipeline import check_config
+    from irglow.plan import check_config
 
     config = small_pipeline(tmp_path / "o", tmp_path / "d", **{section: value})
     with pytest.raises(ValueError, match=f"{re.escape(moved)} moved to the one fusion stage: write \\[fusion\\] runs"):
@@ -249,7 +250,7 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
 @pytest.mark.parametrize("first, message", [("glow", "is not a run of the stages before the re-rankers"),
                                             ("bm25f", "is not a run of the stages before the re-rankers")])
 def test_a_first_stage_that_cannot_be_reranked_is_named(tmp_path, first, message):
-    from irglow.pipeline import check_config
+    from irglow.plan import check_config
 
     config = small_pipeline(tmp_path / "o", tmp_path / "d", systems=("bm25",),
                             rerank={"enabled": True, "models": ["nrmf"], "first_stage": first})

@@ -66,7 +66,7 @@ def test_checkpoints_are_chosen_on_every_source_and_the_curves_keep_each(tmp_pat
     ({"alsoo": []}, r"unknown \[validation\] setting"),
     ({"also": 3}, r"validation.also = 3 must be a list of names")])
 def test_a_wrong_validation_setting_is_named(tmp_path, section, message):
-    from irglow.pipeline import check_config
+    from irglow.plan import check_config
 
     with pytest.raises(ValueError, match=message):
         check_config(small_pipeline(tmp_path / "o", tmp_path / "d", validation=section))

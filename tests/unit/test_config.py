@@ -6,7 +6,7 @@ import pytest
 
 from irglow.cli import main
 from irglow.config import load_config
-from irglow.pipeline import check_config
+from irglow.plan import check_config
 
 
 def _config(folder, out, data, **rerank) -> dict:
@@ -24,7 +24,7 @@ NRMF = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4,
 @pytest.mark.parametrize("section, value", [("twbert", "false"), ("glow", "no"), ("rerank", 1), ("fusion", "yes")])
 def test_enabled_must_be_a_boolean(tmp_path, section, value):
     """30.4: ``enabled = "false"`` (a non-empty string) turned the stage on."""
-    from irglow.pipeline import check_config
+    from irglow.plan import check_config
 
     config = _config("demo", tmp_path / "o", tmp_path / "d")
     config[section] = {**config.get(section, {}), "enabled": value}

@@ -71,7 +71,7 @@ def test_hybrids_and_reranked_runs_as_objects(tmp_path):
     ({"method": "rrf"}, r"runs is missing"),
 ])
 def test_a_wrong_hybrid_table_is_named(entry, message):
-    from irglow.pipeline import check_config
+    from irglow.plan import check_config
 
     cfg = {"lexical": {"systems": ["bm25", "bm25f"]}, "fusion": {"enabled": True, "runs": [entry]}}
     with pytest.raises(ValueError, match=message):

@@ -12,7 +12,7 @@ import pytest
 
 from irglow import settings
 from irglow.config import apply_override
-from irglow.pipeline import check_config
+from irglow.plan import check_config
 
 MINIMAL = {"collection": {"name": "demo"}}
 

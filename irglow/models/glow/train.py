@@ -103,9 +103,11 @@ class GlowTrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "GlowTrainConfig":
+        import copy
+
         from irglow.models.fields import resolve_auto_budgets
 
-        d = dict(d)
+        d = copy.deepcopy(d)  # training sets model.weights' query-length normaliser: never in the bound settings
         model = resolve_auto_budgets(d.pop("model", {}), d.get("device", "auto"))[0]
         check_settings(model, GlowConfig.__dataclass_fields__, "[glow.model]")
         model = GlowConfig(**model)

@@ -74,8 +74,11 @@ class RerankTrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
+        import copy
+
         check_settings(d, cls.__dataclass_fields__, "re-ranker training", ignore={"enabled"})
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+        # a config of its own: nothing a training changes reaches the bound settings
+        return cls(**{k: copy.deepcopy(v) for k, v in d.items() if k in cls.__dataclass_fields__})
 
     def model_config(self, key: str, fields: list[str] | None = None):
         """The model's settings (``[rerank.<kind>.model]``), checked — a misspelt key or a wrong type is an

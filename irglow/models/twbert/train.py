@@ -110,7 +110,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
-        d = dict(d)
+        import copy
+
+        d = copy.deepcopy(d)  # a config of its own: nothing a training changes reaches the bound settings
         model = dict(d.pop("model", {}))
         for name, known, section in ((d, cls.__dataclass_fields__, "twbert"),
                                      (model, TWBertConfig.__dataclass_fields__, "twbert.model")):

@@ -1,0 +1,193 @@
+"""The one binding step: a configuration (a file with its ``config = "…"`` includes, ``--set`` overrides and
+``Experiment`` arguments, as :mod:`irglow.config` loads them) turned into a frozen, typed :class:`Plan` before any
+work.  This module is the only reader of the raw dictionary downstream of loading: every section is checked here
+(misspelt keys anywhere, wrong types, out-of-range values, invalid choices — one error naming the full key, the
+value and what is allowed) and bound into its settings object; the pipeline, the grid and zero-shot read the plan,
+and each stage gets its own settings object (:meth:`irglow.stage.Stage.bind`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping
+
+from irglow import settings
+from irglow.eval.compare import COMPARISON_SETTINGS, check_comparison_settings
+from irglow.eval.measures import DEFAULT_MEASURES, parse_measures
+from irglow.index.lucene_index import IndexConfig, check_index_config
+from irglow.lexical.stage import LexicalSettings
+
+# what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
+SECTIONS: dict[str, tuple[str, ...] | None] = {
+    "seed": None, "data_dir": None,
+    "collection": None,  # declared in irglow.settings (as are [output], [fusion], [validation], [zero_shot])
+    "index": ("fields", "stemmer", "keep_stopwords", "threads"),
+    "eval": ("measures", "baseline", "runs", "test", "correction", "permutations", "seed", "ci", "judged_only",
+             "risk_alphas", "pairs", "alpha"),
+    "output": None,
+    "validation": None,
+    "zero_shot": None,
+    "presets": None,  # named settings for `irglow run --grid preset=…` (irglow.grid checks them)
+    "grid": None,  # written by irglow.grid: the points and the one chosen on validation
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectionSettings:
+    """``[collection]`` bound: the evaluated collection, where models train (another collection or several, else
+    its own train split), the splits evaluated, and the sampling of documents and queries."""
+
+    name: str
+    train: str | tuple[str, ...] | None
+    train_split: str
+    test_splits: tuple[str, ...]
+    max_docs: int | None = None
+    max_queries: Mapping[str, int] | None = None
+
+    @property
+    def trains_elsewhere(self) -> bool:
+        """Whether models train on another collection than the evaluated one."""
+        return self.train not in (None, "", (), self.name)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "CollectionSettings":
+        c = config.get("collection", {})
+        test = settings.value(config, "collection", "test_split")
+        train = c.get("train")
+        return cls(settings.value(config, "collection", "name"), tuple(train) if isinstance(train, list) else train,
+                   settings.value(config, "collection", "train_split"),
+                   tuple(test) if isinstance(test, (list, tuple)) else (test,), c.get("max_docs"),
+                   c.get("max_queries"))
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSettings:
+    """``[eval]`` bound: the measures, the baseline, the runs compared (``None``: every run) and the settings
+    that shape the comparison (test, correction, CI, condensed view, risk, pairs)."""
+
+    measures: str | tuple[str, ...]
+    baseline: str
+    runs: tuple[str, ...] | None
+    comparison: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationSettings:
+    """``[validation]`` bound: the other sources checkpoints are also chosen on, and how many queries of each."""
+
+    also: tuple[str, ...]
+    queries: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
+    settings object, in the order they run; the runs they produce; and the extra runs later stages want of
+    earlier ones (the held-out training queries' runs a fusion tunes on, the training queries' runs a re-ranker
+    learns from).  ``config`` is the configuration as loaded, kept for the manifest only."""
+
+    config: Mapping[str, Any]
+    seed: int | None
+    data_dir: str | None
+    collection: CollectionSettings
+    index: IndexConfig
+    lexical: LexicalSettings
+    eval: EvalSettings
+    output_dir: Path
+    validation: ValidationSettings
+    stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
+    tags: tuple[str, ...]
+    tuning_runs: frozenset[str]
+    training_runs: frozenset[str]
+
+    def settings_of(self, stage) -> Any:
+        return next(s for st, s in self.stages if st is stage)
+
+    def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
+        """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
+        return dataclasses.replace(self, collection=CollectionSettings(
+            name, None, train_split or self.collection.train_split, (test_split,)))
+
+    def manifest_config(self, test_split: str) -> dict[str, Any]:
+        """The configuration as the manifest of one evaluated split records it."""
+        config = dict(self.config)
+        return {**config, "collection": {**config.get("collection", {}), "name": self.collection.name,
+                                         "test_split": test_split}}
+
+
+def check_config(config: dict[str, Any]) -> list[str]:
+    """Stop before any work on a misspelt section or key, a wrong type or value, naming it; every stage binds its
+    own section.  Returns the run tags the configuration produces."""
+    return list(bind_plan(config).tags)
+
+
+def index_config(config: dict[str, Any]) -> IndexConfig:
+    """The ``[index]`` section as an :class:`IndexConfig` (its defaults are IndexConfig's; a list of fields
+    becomes a tuple; anything else is passed on as it is, for :func:`check_index_config` to name)."""
+    icfg = dict(config.get("index", {}))
+    if isinstance(icfg.get("fields"), list):
+        icfg["fields"] = tuple(icfg["fields"])
+    return IndexConfig(**icfg)
+
+
+def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
+    """The ``[eval]`` settings that shape a comparison (test, correction, CI, condensed view, risk, pairs)."""
+    return {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}
+
+
+def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
+    """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
+    named), every enabled stage's settings bound once (``fields``: the training index's, once it is built), the
+    runs checked against what the stages before produce."""
+    from irglow.config import as_names, check_settings
+    from irglow.models.validation import check as check_validation
+    from irglow.runs.wanted import wants_tuning
+    from irglow.stages import STAGES
+
+    check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
+    for section, keys in SECTIONS.items():
+        if keys is not None and section in config:
+            if not isinstance(config[section], dict):
+                raise ValueError(f"[{section}] must be a table of settings, not {config[section]!r}")
+            check_settings(config[section], keys, f"[{section}]")
+    settings.check(config)  # every declared section: misspelt keys, types, ranges and choices, each named
+    if "seed" in config and (isinstance(config["seed"], bool) or not isinstance(config["seed"], int)):
+        raise ValueError(f"seed = {config['seed']!r} must be an integer")
+    index = index_config(config)
+    check_index_config(index)
+    check_validation(config, [s.name for s in STAGES if s.validates_elsewhere])
+    ev = config.get("eval", {})
+    measures = ev.get("measures", DEFAULT_MEASURES)
+    parse_measures(measures)
+    check_comparison_settings("eval.", **comparison_settings(ev))
+    tags: list[str] = []
+    bound = []
+    for s in STAGES:  # in the order they run: each checks what it needs against what the ones before produce
+        if s.enabled(config):
+            settings_object = s.bind(config, fields)
+            s.check_inputs(settings_object, tags)
+            tags += s.planned_tags(settings_object, tags)
+            bound.append((s, settings_object))
+    baseline = ev.get("baseline", "bm25")
+    if baseline not in tags:
+        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
+                         f"{', '.join(tags)}")
+    wanted = ev.get("runs")
+    if wanted is not None:
+        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
+            raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags")
+        missing = [t for t in [*wanted, baseline] if t not in tags]
+        if missing:
+            raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
+                             f"{', '.join(tags)}")
+    lexical = next(b for s, b in bound if s.name == "lexical")
+    return Plan(config=config, seed=config.get("seed"), data_dir=config.get("data_dir"),
+                collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
+                eval=EvalSettings(measures if isinstance(measures, str) else tuple(measures), baseline,
+                                  None if wanted is None else tuple(wanted), comparison_settings(ev)),
+                output_dir=Path(settings.value(config, "output", "dir")),
+                validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
+                                              settings.value(config, "validation", "queries")),
+                stages=tuple(bound), tags=tuple(tags), tuning_runs=frozenset(t for t in tags if wants_tuning(config, t)),
+                training_runs=frozenset().union(*(s.training_runs_read(b) for s, b in bound)))
