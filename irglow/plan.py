@@ -8,6 +8,7 @@ and each stage gets its own settings object (:meth:`irglow.stage.Stage.bind`).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
@@ -85,7 +86,7 @@ class Plan:
     """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
     settings object, in the order they run; the runs they produce; and the extra runs later stages want of
     earlier ones (the held-out training queries' runs a fusion tunes on, the training queries' runs a re-ranker
-    learns from).  ``config`` is the configuration as loaded, kept for the manifest only."""
+    learns from).  ``config`` is a copy of the configuration as loaded, kept for the manifest only."""
 
     config: Mapping[str, Any]
     seed: int | None
@@ -182,7 +183,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
             raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
                              f"{', '.join(tags)}")
     lexical = next(b for s, b in bound if s.name == "lexical")
-    return Plan(config=config, seed=config.get("seed"), data_dir=config.get("data_dir"),
+    return Plan(config=copy.deepcopy(config), seed=config.get("seed"), data_dir=config.get("data_dir"),
                 collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
                 eval=EvalSettings(measures if isinstance(measures, str) else tuple(measures), baseline,
                                   None if wanted is None else tuple(wanted), comparison_settings(ev)),
