@@ -12,6 +12,7 @@ from irglow.models.cli import add_duplicates_option
 from irglow.models.glow.cli import add_glow_command
 from irglow.models.rerank.cli import add_rerank_commands
 from irglow.models.twbert.cli import add_twbert_command
+from irglow import settings as declared
 from irglow.settings import positive_int
 from irglow.eval.defaults import DEFAULT_MEASURES
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
@@ -521,16 +522,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fuse", help="hybrid run: reciprocal-rank or normalised-score fusion of runs")
     p.add_argument("runs", nargs="+", help="TREC run files (the same queries)")
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--method", choices=["rrf", "wsum"], default="rrf")
-    p.add_argument("--norm", choices=["min-max", "z-score", "none"], default="min-max", help="wsum only")
+    p.add_argument("--method", **declared.option("fusion", "method"))
+    p.add_argument("--norm", **declared.option("fusion", "norm"))
     p.add_argument("--weights", help="comma-separated, one per run (default: 1 each)")
     p.add_argument("--k", type=float, default=60.0, help="RRF constant")
     p.add_argument("--tune-runs", nargs="+", help="runs of the *training* queries, same systems and order as RUNS: "
                    "the convex weights that maximise --measure on them fuse RUNS")
     p.add_argument("--tune-qrels", help="qrels of the training queries")
-    p.add_argument("--measure", default="nDCG@10")
-    p.add_argument("--step", type=float, default=0.05, help="weight grid step")
-    p.add_argument("--depth", type=positive_int, default=1000)
+    p.add_argument("--measure", **declared.option("fusion", "measure"))
+    p.add_argument("--step", **declared.option("fusion", "step"))
+    p.add_argument("--depth", type=positive_int, default=DEPTH)
     p.add_argument("--tag")
     add_duplicates_option(p)
     p.set_defaults(func=cmd_fuse)

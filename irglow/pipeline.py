@@ -137,7 +137,8 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     index, stats = index_and_stats(collection, plan, timings)
     source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
-    plan = bind_plan(dict(plan.config), list(source.index.fields))  # the re-rankers' per-field variants
+    if any(stage.binds_fields for stage, _ in plan.stages):  # the re-rankers' per-field variants
+        plan = bind_plan(dict(plan.config), list(source.index.fields))
     return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)
 
 

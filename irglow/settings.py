@@ -182,6 +182,21 @@ def value(config: dict[str, Any], section: str, name: str) -> Any:
     return node.get(name, setting.default) if isinstance(node, dict) else setting.default
 
 
+def option(section: str, name: str, **more: Any) -> dict[str, Any]:
+    """``argparse`` keywords for a command-line option that mirrors a setting: its declared default, its choices
+    and its meaning as the help (``irglow fuse --method`` defaults to what ``[fusion] method`` does)."""
+    setting = DECLARED[section][name]
+    kwargs: dict[str, Any] = {"default": setting.default, "help": f"{setting.doc} (default {setting.default}; "
+                                                                  f"[{section}] {name})"}
+    if setting.choices:
+        kwargs["choices"] = list(setting.choices)
+    if setting.kind == "number":
+        kwargs["type"] = float
+    elif setting.kind == "int":
+        kwargs["type"] = positive_int if (setting.low or 0) >= 1 else int
+    return {**kwargs, **more}
+
+
 def take(table: dict[str, Any], section: str, name: str) -> Any:
     """Remove and return a stage-level key from ``section``'s merged table, or its declared default."""
     return table.pop(name, DECLARED[section][name].default)

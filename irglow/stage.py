@@ -79,6 +79,7 @@ class Stage:
     # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work
     settings_class: type | None = None
     trains = False  # whether it trains models (the grid scores those on validation)
+    binds_fields = False  # whether its settings depend on the training index's fields (bound again once it is built)
     validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
 
     def enabled(self, config: dict[str, Any]) -> bool:

@@ -65,10 +65,14 @@ def test_fuse_cli_fixed_and_tuned_weights(tmp_path, capsys):
     (tmp_path / "b.run").write_text("q1 Q0 d2 1 0.9 b\nq1 Q0 d4 2 0.5 b\n")
     (tmp_path / "train.qrels").write_text("q1 0 d4 1\n")
     runs = [str(tmp_path / "a.run"), str(tmp_path / "b.run")]
-    assert main(["fuse", *runs, "-o", str(tmp_path / "rrf.run")]) == 0
+    assert main(["fuse", *runs, "--method", "rrf", "-o", str(tmp_path / "rrf.run")]) == 0
     assert [l.split()[2] for l in (tmp_path / "rrf.run").read_text().splitlines()] == ["d2", "d1", "d4", "d3"]
     assert main(["fuse", *runs, "--method", "wsum", "--weights", "0.5,0.5", "-o", str(tmp_path / "mm.run")]) == 0
     assert (tmp_path / "mm.run").read_text().splitlines()[0].split()[2:5] == ["d2", "1", "0.75"]
+    # the defaults are [fusion]'s declared ones: a min-max weighted sum, here with weights 1 each
+    assert main(["fuse", *runs, "-o", str(tmp_path / "default.run")]) == 0
+    assert [line.split()[2:5] for line in (tmp_path / "default.run").read_text().splitlines()] == [
+        ["d2", "1", "1.5"], ["d1", "2", "1.0"], ["d4", "3", "0.0"], ["d3", "4", "0.0"]]
     # weights tuned on "training" runs (here the same files): B alone puts d4 highest (see test_fusion)
     assert main(["fuse", *runs, "--method", "wsum", "--tune-runs", *runs, "--tune-qrels", str(tmp_path / "train.qrels"),
                  "--measure", "RR@10", "--step", "0.5", "-o", str(tmp_path / "tuned.run")]) == 0

@@ -226,18 +226,22 @@ def test_cli_train_rerank_and_explain(tmp_path, capsys):
     assert "| d1 |" in table and "without title" in table and "without text" in table
 
 
-def test_a_resumed_training_is_the_uninterrupted_one(tiny_index, tiny_collection, tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind, model", [
+    ("nrmf", dict(SMALL, fields=["title", "body"])),
+    pytest.param("monobert", {"fields": ["title", "body"], "default_field_tokens": 6, "query_max_tokens": 6},
+                 marks=pytest.mark.slow)])
+def test_a_resumed_training_is_the_uninterrupted_one(tiny_index, tiny_collection, tmp_path, monkeypatch, kind, model):
     """A re-ranker killed after its first epoch's checkpoint and resumed equals the one trained at once: the
     negatives' sampler travels in the checkpoint (a sampler seeded afresh on resume drew other negatives: the
-    SciFact monoBERT resumed at step 91 departed from the uninterrupted curve, 0.6866 against 0.6462 at step 120)."""
+    SciFact monoBERT resumed at step 91 departed from the uninterrupted curve, 0.6866 against 0.6462 at step 120),
+    and torch's RNG with it (monoBERT's dropout)."""
     import irglow.models.training as train_module
     from tests.integration.resumed import assert_resumed_is_uninterrupted
 
     docs = {d.doc_id: d for d in tiny_collection.docs_iter()}
     queries, qrels = tiny_collection.queries(), tiny_collection.qrels()
-    cfg = RerankTrainConfig.from_dict({"kind": "nrmf", "model": dict(SMALL, fields=["title", "body"]),
-                                       "negatives": 2, "batch_queries": 1, "epochs": 3, "val_fraction": 0.0,
-                                       "negative_depth": 3})
+    cfg = RerankTrainConfig.from_dict({"kind": kind, "model": model, "negatives": 2, "batch_queries": 1, "epochs": 3,
+                                       "val_fraction": 0.0, "negative_depth": 3})
     assert_resumed_is_uninterrupted(
         monkeypatch, train_module, lambda out: RerankTrainer(cfg, out).train(tiny_index, docs, queries, qrels),
         tmp_path, evaluations=4)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from irglow.lexical.defaults import DEPTH
 from irglow.settings import positive_int
 from irglow.models.cli import add_train_parser
 
@@ -20,7 +21,7 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("data")
     s.add_argument("--split", default="test")
     s.add_argument("--model", required=True)
-    s.add_argument("--depth", type=positive_int, default=1000)
+    s.add_argument("--depth", type=positive_int, default=DEPTH)
     s.add_argument("--faiss", choices=["flat", "hnsw"], default="flat")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--data-dir")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from irglow import settings as declared
 from irglow.settings import positive_int
 from irglow.models.cli import add_duplicates_option, add_train_parser
 
@@ -14,7 +15,7 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--model", required=True, help="a trained monoBERT or NRM-F directory")
     r.add_argument("--data", required=True, help="the run's collection: 'demo', a BEIR folder, or an ir_datasets id")
     r.add_argument("--split", default="test")
-    r.add_argument("--depth", type=positive_int, default=100)
+    r.add_argument("--depth", **declared.option("rerank", "depth"))
     r.add_argument("--batch-size", type=int, default=64)
     r.add_argument("--tag", default=None)
     r.add_argument("-o", "--output", required=True)

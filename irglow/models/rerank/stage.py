@@ -189,6 +189,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     name = "rerank"
     settings_class = RerankSettings
     trains = True
+    binds_fields = True
 
     def bind(self, config, fields: list[str] | None = None) -> RerankSettings:
         """``fields``: the training index's, once it is built (a ``{field}`` variant is one model per field)."""

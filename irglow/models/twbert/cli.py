@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from irglow.lexical.defaults import DEPTH
 from irglow.settings import positive_int
 from irglow.models.cli import add_train_parser
 
@@ -19,7 +20,7 @@ def add_twbert_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("data")
     s.add_argument("--split", default="test")
     s.add_argument("--model", required=True, help="a TW-BERT model directory")
-    s.add_argument("--depth", type=positive_int, default=1000)
+    s.add_argument("--depth", type=positive_int, default=DEPTH)
     s.add_argument("--rm3", action="store_true", help="two-pass: RM3 feedback terms, weighted by TW-BERT")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--data-dir")
