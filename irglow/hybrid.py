@@ -134,6 +134,11 @@ class FusionStage(Stage):
     def tags(self, s: FusionSettings) -> list[str]:
         return s.tags
 
+    def resolved(self, s: FusionSettings) -> dict[str, Any]:
+        """The hybrids as written in a configuration (a tag, or a table where one sets its own method or weights)."""
+        return {"runs": [h.entry() for h in s.hybrids], "method": s.method, "norm": s.norm, "step": s.step,
+                "measure": s.measure, "optional": s.optional}
+
     def switch_on(self, config, run) -> bool:
         if not isinstance(run, Hybrid) and not (isinstance(run, str) and "+" in run):
             return False
@@ -182,10 +187,8 @@ class FusionStage(Stage):
             rerank = read_stage_notes(ctx.out, "rerank")
             cut = {m: rerank["depth"] for m in rerank.get("models", {}) if m in parts} if "depth" in rerank else {}
             inputs = {t: r for t, r in ctx.runs.items() if t in parts or t in {TUNING + p for p in parts}}
-            key = {"parts": parts, "settings": {"method": fs.method, "norm": fs.norm, "step": fs.step,
-                                                "measure": fs.measure, "optional": fs.optional},
-                   "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights, "trained_on": ctx.source.digest,
-                   "cut": cut, "zero_shot": ctx.zero_shot, **({"own": hybrid.options()} if hybrid.options() else {})}
+            settings = {"parts": parts, "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
+                        "cut": cut, "zero_shot": ctx.zero_shot, **hybrid.options()}
 
             def produce(tag=tag, parts=parts, cut=cut, hybrid=hybrid):
                 run, info = fuse_entry(ctx, parts, cut, hybrid)
@@ -194,7 +197,7 @@ class FusionStage(Stage):
                 write_stage_notes(ctx.out, f"fusion-{tag}", {"fusion": {tag: info}})
                 return {tag: run}
 
-            units.append(Unit(f"fusion:{tag}", key, inputs, produce))
+            units.append(Unit(f"fusion:{tag}", settings, inputs, produce, (tag,), loads={}))
         return units
 
     @staticmethod

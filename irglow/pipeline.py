@@ -51,8 +51,8 @@ class StageCache:
         self.out, self.context, self.report = out, context, {}
         self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
 
-    def run_unit(self, unit) -> dict[str, Run]:
-        return self.run(unit.name, unit.key, unit.inputs, unit.produce)
+    def run_unit(self, stage, unit, ctx) -> dict[str, Run]:
+        return self.run(unit.name, unit_key(stage, unit, ctx), unit.inputs, unit.produce)
 
     def run(self, name: str, settings: Any, inputs: dict[str, Run], produce) -> dict[str, Run]:
         key = value_digest({"stage": name, "settings": settings, "context": self.context,
@@ -74,6 +74,25 @@ class StageCache:
         self.digests.update(digests)
         self.report[name] = "ran"
         return {t: Run.read(self.out / f"{t}.run") for t in produced}
+
+
+def unit_key(stage, unit, ctx) -> dict[str, Any]:
+    """What a unit's outputs depend on besides the runs it reads (:class:`StageCache` adds their digests, the
+    index's and the test queries'): its settings; unless they say everything (a lexical run), also the lexical
+    settings and field weights, the seed, the training data, the content of every model and file it loads from a
+    path, which extra runs later stages want of it, and what else chose its checkpoints."""
+    from irglow.utils.digest import local_paths_digest, tree_digest
+
+    if unit.self_contained:
+        return {"settings": unit.settings}
+    models = unit.loads if unit.loads is not None else stage.reused_models(ctx.settings,
+                                                                           list(ctx.source.index.fields))
+    loads = {f"model:{n}": tree_digest(p) for n, p in models.items()}
+    loads.update(local_paths_digest(unit.settings, skip=("model_dir",)))
+    return {"settings": unit.settings, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
+            "seed": ctx.seed, "trained_on": ctx.source.digest, "loads": loads,
+            "held_out_runs": [t for t in unit.writes if t in ctx.tuning_runs],
+            "training_runs": [t for t in unit.writes if t in ctx.training_runs], **stage.chosen_on_key(ctx)}
 
 
 @dataclasses.dataclass
@@ -323,12 +342,12 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
             continue
         t = time.perf_counter()
         for unit in stage.units(contexts[stage]):
-            ctx.runs.update(cache.run_unit(unit))
+            ctx.runs.update(cache.run_unit(stage, unit, contexts[stage]))
         timings[f"{stage.name}_s"] = time.perf_counter() - t
         if fusion is not None:
             t = time.perf_counter()
             for unit in fusion.ready(contexts[fusion], fused, final=stage is last):
-                ctx.runs.update(cache.run_unit(unit))
+                ctx.runs.update(cache.run_unit(fusion, unit, contexts[fusion]))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
     tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared
     ev = plan.eval

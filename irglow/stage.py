@@ -57,13 +57,18 @@ class Context:
 
 @dataclass
 class Unit:
-    """One cached piece of a stage's work: its record name, what its outputs depend on, the runs it reads and
-    the call that writes its run files (``<out>/<tag>.run``) and returns ``{tag: run}``."""
+    """One cached piece of a stage's work: its record name, the settings it depends on (plain values: the stage's
+    settings object, or the part of it this piece uses), the runs it reads, the call that writes its run files
+    (``<out>/<tag>.run``) and returns ``{tag: run}``, and the runs it writes.  The pipeline builds its cache key
+    from these (:func:`irglow.pipeline.unit_key`); a stage never writes one."""
 
     name: str
-    key: dict[str, Any]
+    settings: Any
     inputs: dict[str, Any]
     produce: Callable[[], dict]
+    writes: tuple[str, ...] = ()
+    loads: dict[str, Path] | None = None  # trained models it loads from a path (None: the stage's reused_models)
+    self_contained: bool = False  # its settings say all it depends on (a lexical run: its LexicalConfig)
 
 
 class Stage:
@@ -147,30 +152,14 @@ class Stage:
         """Train (or find trained) its models: ``{name: model directory}``."""
         return {}
 
-    def key(self, ctx: Context) -> dict[str, Any]:
-        """What its outputs depend on besides the runs it reads (the pipeline adds their digests, the index's and
-        the test queries'): its settings object, the lexical settings and field weights, the seed, the training
-        data, the content of every model and file it loads from a path, and which extra runs later stages want
-        from it."""
-        from irglow.utils.digest import local_paths_digest, tree_digest
-
-        s = ctx.settings
-        loads = {f"model:{n}": tree_digest(p) for n, p in self.reused_models(s, list(ctx.source.index.fields)).items()}
-        section = self.resolved(s)
-        loads.update(local_paths_digest(section, skip=("model_dir",)))
-        key = {"section": section, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
-               "seed": ctx.seed, "trained_on": ctx.source.digest, "loads": loads,
-               "held_out_runs": [t for t in self.tags(s) if t in ctx.tuning_runs],
-               "training_runs": [t for t in self.tags(s) if t in ctx.training_runs]}
-        key.update(self.chosen_on_key(ctx))
-        return key
-
     def chosen_on_key(self, ctx: Context) -> dict[str, Any]:
         """What else chose its checkpoints (other sources' queries, :mod:`irglow.models.validation`)."""
         return {}
 
     def units(self, ctx: Context) -> list[Unit]:
-        return [Unit(self.name, self.key(ctx), dict(ctx.runs), lambda: self.run(ctx))]
+        """Its work as cached pieces; by default one, depending on its whole settings object and every run before."""
+        return [Unit(self.name, self.resolved(ctx.settings), dict(ctx.runs), lambda: self.run(ctx),
+                     tuple(self.tags(ctx.settings)))]
 
     def run(self, ctx: Context) -> dict[str, Any]:
         raise NotImplementedError

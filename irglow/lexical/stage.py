@@ -165,5 +165,6 @@ class LexicalStage(Stage):
         for system in ctx.lexical.systems:
             tag, cfg = lexical_tag(system), ctx.lexical_config(system)
             units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: {tag: _written(
-                LexicalSearcher(ctx.index, cfg).search(ctx.test_queries, tag=tag), ctx.out / f"{tag}.run")}))
+                LexicalSearcher(ctx.index, cfg).search(ctx.test_queries, tag=tag), ctx.out / f"{tag}.run")},
+                (tag,), self_contained=True))
         return units

@@ -306,21 +306,17 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
         s = ctx.settings
         depth, also, trainers, firsts, owners = s.depth, list(s.rerank_also), s.trainers, s.first_stages, s.models_of
-        base = super().key(ctx)
+        reused = self.reused_models(s)
         self._prune_notes(ctx.out, list(s.models))
         units = []
         for name in s.models:
             owner = owners[name]
             reads = {firsts[name], TRAINING + firsts[name], firsts[owner], TRAINING + firsts[owner], *also}
-            key = {**base, "section": {"model": trainers[owner], "model_of": owner, "depth": depth,
-                                       "first_stage": firsts[name], "trained_on_first_stage": firsts[owner],
-                                       "rerank_also": also, "model_dir": s.model_dir},
-                   "loads": {k: v for k, v in base["loads"].items() if k in (f"model:{owner}",) or
-                             not k.startswith("model:")},
-                   "held_out_runs": [t for t in base["held_out_runs"] if t == name],
-                   "training_runs": []}
-            units.append(Unit(f"rerank:{name}", key, {t: r for t, r in ctx.runs.items() if t in reads},
-                              lambda name=name: self.run(ctx, name)))
+            settings = {"model": trainers[owner], "model_of": owner, "depth": depth, "first_stage": firsts[name],
+                        "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir}
+            units.append(Unit(f"rerank:{name}", settings, {t: r for t, r in ctx.runs.items() if t in reads},
+                              lambda name=name: self.run(ctx, name), (name, *(f"{a}+{name}" for a in also)),
+                              loads={owner: reused[owner]} if owner in reused else {}))
         return units
 
     def run(self, ctx, name: str) -> dict:
