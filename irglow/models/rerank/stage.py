@@ -96,25 +96,25 @@ class Reranked:
         return self.name or (self.model if over == default else f"{self.model}-{over}")
 
 
-def first_stages(config, fields: list[str] | None = None) -> dict[str, str]:
+def first_stages(config, fields: list[str] | None = None, models: list[str] | None = None) -> dict[str, str]:
     """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``, else
-    ``bm25``."""
+    ``bm25`` (``models``: the section's models when :func:`settings` has already listed them)."""
     default = declared.value(config, "rerank", "first_stage")
-    return {name: v.get("first_stage", default) for name, v in _variant_tables(config, fields).items()}
+    return {name: v.get("first_stage", default) for name, v in _variant_tables(config, fields, models).items()}
 
 
-def models_of(config, fields: list[str] | None = None) -> dict[str, str]:
+def models_of(config, fields: list[str] | None = None, models: list[str] | None = None) -> dict[str, str]:
     """``{model: the model whose trained weights it uses}`` — itself, unless a variant says ``model_of = "<another
     model>"``: then it trains nothing and re-ranks its own first stage with that model (the same monoBERT over
     BM25 and over TW-BERT: what the first stage alone changes)."""
-    return {name: v.get("model_of", name) for name, v in _variant_tables(config, fields).items()}
+    return {name: v.get("model_of", name) for name, v in _variant_tables(config, fields, models).items()}
 
 
-def _variant_tables(config, fields) -> dict[str, dict]:
+def _variant_tables(config, fields, models: list[str] | None = None) -> dict[str, dict]:
     """Each configured model's variant table as written (a kind, or a per-field variant's template: ``{}``)."""
     variants = config.get("rerank", {}).get("variants", {})
     out = {}
-    for name in settings(config, fields)[0]:
+    for name in models if models is not None else settings(config, fields)[0]:
         template = next((v for k, v in variants.items() if "{field}" in k and _matches(k, name)), None)
         out[name] = variants.get(name) or template or {}
     return out
@@ -172,7 +172,7 @@ class RerankSettings:
         models, depth, also, trainers = settings(config, fields)
         for name, trainer in trainers.items():
             RerankTrainConfig.from_dict(trainer).model_config(f"rerank.{name}.model")
-        owners = models_of(config, fields)
+        owners = models_of(config, fields, models)
         for name, owner in owners.items():
             if owner != name and (owner not in owners or owners[owner] != owner):
                 raise ValueError(f"[rerank.variants.{name}] model_of = {owner!r} must name a re-ranker of "
@@ -180,7 +180,7 @@ class RerankSettings:
             if owner != name and trainers[owner]["kind"] != trainers[name]["kind"]:
                 raise ValueError(f"[rerank.variants.{name}] is a {trainers[name]['kind']} but model_of = {owner!r} "
                                  f"is a {trainers[owner]['kind']}")
-        return cls(tuple(models), depth, tuple(also), trainers, first_stages(config, fields), owners,
+        return cls(tuple(models), depth, tuple(also), trainers, first_stages(config, fields, models), owners,
                    config.get("rerank", {}).get("model_dir"), uses_other_sources(config, "rerank"),
                    tuple(LexicalSettings.from_config(config).tags()))
 
