@@ -1,11 +1,12 @@
 """The interface of a pipeline stage: each stage an object, given a :class:`Context`, cached in :class:`Unit` s.
 
-A stage has a name (its configuration section, its cache record and its notes), checks its settings
-before any work, says which runs it writes, and turns a :class:`Context` — what the pipeline prepared:
-collection, index, statistics, the training source, the lexical settings and tuned field weights, the
-runs of the stages before it — into run files.  The stages are listed once, in :mod:`irglow.stages`; a new
-ranker is one module with a :class:`Stage` subclass and one line there (README: a query-likelihood stage in
-30 lines, :mod:`irglow.lexical.ql`).
+A stage has a name (its configuration section, its cache record and its notes), binds its section into its
+settings object before any work (:meth:`Stage.bind`, called by :mod:`irglow.plan`), says which runs it writes,
+and turns a :class:`Context` — what the pipeline prepared: collection, index, statistics, the training source,
+the lexical settings and tuned field weights, the runs of the stages before it, its own settings object — into
+run files, as :class:`Unit` s whose cache key the pipeline builds.  The stages are listed once, in
+:mod:`irglow.stages`; a new ranker is one module with a :class:`Stage` subclass and one line there (README: a
+query-likelihood stage, :mod:`irglow.lexical.ql`: a name, a settings class, its runs and ``run``).
 
 Stage modules import torch, transformers and faiss inside their methods, so the registry is cheap to
 import and a lexical-only run never loads them.

@@ -4,8 +4,6 @@ stage modules import nothing from this one (no import circle) and load torch onl
 
 from __future__ import annotations
 
-from typing import Any
-
 from irglow.lexical.ql import QueryLikelihoodStage
 from irglow.lexical.stage import LexicalStage
 from irglow.models.glow.stage import GlowStage
@@ -25,10 +23,6 @@ def stage(name: str) -> Stage:
         if s.name == name:
             return s
     raise KeyError(f"no stage {name!r}; stages: {', '.join(s.name for s in STAGES)}")
-
-
-def enabled_stages(config: dict[str, Any]) -> list[Stage]:
-    return [s for s in STAGES if s.enabled(config)]
 
 
 def model_stages() -> list[Stage]:
