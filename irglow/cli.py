@@ -176,12 +176,23 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _default_baseline(names: list[str]) -> str:
+    """The first run, said on stderr — unless a run named bm25 is not first: a glob's order then chose another
+    baseline than the one a reader expects, so ``--baseline`` is required."""
+    if "bm25" in names and names[0] != "bm25":
+        raise SystemExit(f"irglow: the runs include bm25 but the first run is {names[0]!r}; the baseline is the first "
+                         f"run unless --baseline names one: pass --baseline bm25 (or --baseline {names[0]})")
+    if names[0] != "bm25":
+        print(f"baseline: {names[0]} (the first run; --baseline to choose another)", file=sys.stderr)
+    return names[0]
+
+
 def _comparison(args, qrels):
     """The comparison ``compare`` prints and ``report`` shows, from the same options."""
     from irglow.eval.compare import compare
 
     runs = _read_runs(args, qrels)
-    baseline = args.baseline or next(iter(runs))
+    baseline = args.baseline or _default_baseline(list(runs))
     risk_alphas = _numbers(args.risk_alpha, "--risk-alpha")
     return compare(runs, qrels, args.measures, baseline=baseline, alpha=args.alpha, test=args.test,
                    correction=args.correction, permutations=args.permutations, seed=args.seed, ci=args.ci,
@@ -234,6 +245,12 @@ def report_from_files(args) -> dict:
                        title=args.title or f"irglow: {', '.join(names)}")
 
 
+def pairs_heatmap_path(output: str | None) -> Path:
+    """Where ``--pairs all`` writes its heatmap without ``--heatmap``: ``<-o without suffix>-pairs.png`` beside
+    the table, or ``pairs.png`` (what the option's help says)."""
+    return Path(output).with_suffix("").with_name(Path(output).stem + "-pairs.png") if output else Path("pairs.png")
+
+
 def cmd_compare(args) -> int:
     from irglow.eval.compare import compare
     from irglow.utils.atomic import check_not_input, check_writable
@@ -245,7 +262,12 @@ def cmd_compare(args) -> int:
     qrels = _qrels(args)
     cmp = _comparison(args, qrels)
     text = cmp.render(args.format)
-    print(text)
+    if args.format in ("markdown", "md"):  # the terminal's width: CI stacked, wide tables in blocks, prose wrapped
+        import shutil
+
+        print(cmp.to_terminal(shutil.get_terminal_size((100, 24)).columns))
+    else:
+        print(text)
     if args.output:
         from irglow.utils.atomic import atomic_write_text
 
@@ -257,8 +279,7 @@ def cmd_compare(args) -> int:
     if args.pairs:
         from irglow.eval.plots import plot_pairs
 
-        heatmap = Path(args.heatmap or (Path(args.output).with_suffix("") if args.output else Path("pairs")))
-        heatmap = heatmap if heatmap.suffix else heatmap.with_name(heatmap.name + "-pairs.png")
+        heatmap = Path(args.heatmap) if args.heatmap else pairs_heatmap_path(args.output)
         print(f"pairs heatmap: {plot_pairs(cmp, heatmap)}", file=sys.stderr)
     return 0
 
@@ -508,7 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--seed", type=int, default=0)
             p.add_argument("--ci", action="store_true", help="show Δ to the baseline with its 95%% CI in each cell")
             p.add_argument("--pairs", choices=["all"], help="all pairs: randomized Tukey HSD matrix, groups, heatmap")
-            p.add_argument("--heatmap", help="where --pairs all writes its heatmap (default: beside -o, or pairs.png)")
+            p.add_argument("--heatmap", help="where --pairs all writes its heatmap (default: <-o without its suffix>"
+                                             "-pairs.png beside -o, else pairs.png)")
             p.add_argument("--risk-alpha", default="1,5", help="URisk/TRisk α values, comma-separated ('' for none)")
             p.add_argument("-o", "--output")
             p.add_argument("--plot", help="write a bar chart (PNG/PDF/SVG)")

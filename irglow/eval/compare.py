@@ -103,24 +103,49 @@ class Comparison:
         p = self.pvalues.loc[run, measure]
         return bool(p == p and p < self.alpha)
 
-    def marked(self, digits: int = 4) -> pd.DataFrame:
-        """Means as strings, ▲/▼ where the difference to the baseline is significant, Δ [CI] with ``show_ci``,
-        then Judged@10 and the Tukey groups where computed."""
+    def marked(self, digits: int = 4, ci: bool = True) -> pd.DataFrame:
+        """Means as strings, ▲/▼ where the difference to the baseline is significant, Δ [CI] with ``show_ci``
+        (``ci=False``: left to :meth:`ci_cells`), then Judged@10 and the Tukey groups where computed."""
         out = self.means.map(lambda v: f"{v:.{digits}f}")
         if self.baseline is not None:
             for run in self.means.index:
                 for m in self.means.columns:
                     if self.significant(run, m):
                         out.loc[run, m] += " ▲" if self.deltas.loc[run, m] > 0 else " ▼"
-                    if self.show_ci and self.tested and run != self.baseline and self.ci_low is not None:
-                        out.loc[run, m] += (f" ({self.deltas.loc[run, m]:+.{digits - 1}f} "
-                                            f"[{self.ci_low.loc[run, m]:+.{digits - 1}f}, "
-                                            f"{self.ci_high.loc[run, m]:+.{digits - 1}f}])")
+                    cell = self.ci_cell(run, m, digits) if ci else ""
+                    out.loc[run, m] += f" ({cell})" if cell else ""
         if self.judged is not None:
             out[JUDGED] = [f"{self.judged[r]:.3f}" for r in out.index]
         if self.groups:
             out["group"] = [self.groups.get(r, "") for r in out.index]
         return out
+
+    def ci_cell(self, run: str, measure: str, digits: int = 4) -> str:
+        """``Δ [low, high]`` of ``run`` against the baseline on ``measure`` (empty where none is shown)."""
+        if not (self.show_ci and self.tested and run != self.baseline and self.ci_low is not None):
+            return ""
+        return (f"{self.deltas.loc[run, measure]:+.{digits - 1}f} [{self.ci_low.loc[run, measure]:+.{digits - 1}f}, "
+                f"{self.ci_high.loc[run, measure]:+.{digits - 1}f}]")
+
+    def to_terminal(self, width: int) -> str:
+        """The markdown a terminal of ``width`` columns shows whole: Δ [CI] stacked in a row under each run's
+        values (as the results page does), tables split into blocks of columns that fit, prose wrapped."""
+        table = self.marked(ci=False)
+        if self.show_ci and self.tested and self.ci_low is not None:
+            rows = []
+            for run in table.index:
+                rows.append((run, table.loc[run]))
+                cells = {m: self.ci_cell(run, m) for m in self.means.columns}
+                if any(cells.values()):
+                    rows.append(("  Δ [CI]", pd.Series({c: cells.get(c, "") for c in table.columns})))
+            table = pd.DataFrame([r for _, r in rows], index=[i for i, _ in rows], columns=table.columns)
+        parts = [fit_markdown(table, width), wrap(self.caption(), width)]
+        risk, pairs = self.risk_table(), self.pairs_table()
+        if risk is not None:
+            parts.append(wrap(self.risk_intro(), width) + "\n\n" + fit_markdown(risk, width))
+        if pairs is not None:
+            parts.append(wrap(self.pairs_intro(), width) + "\n\n" + fit_markdown(pairs, width))
+        return "\n\n".join(parts) + "\n"
 
     def judged_warnings(self) -> list[str]:
         """One warning naming every run whose Judged@10 is well below the baseline's."""
@@ -196,17 +221,23 @@ class Comparison:
             return None
         return self.pair_p.map(lambda p: "–" if p != p else f"{p:.3f}")
 
+    def risk_intro(self) -> str:
+        return (f"Risk against `{self.baseline}` on {self.means.columns[0]} (URisk: mean of per-query gains minus "
+                f"(1+α)·losses; TRisk: its t statistic, * where |TRisk| is significant at p < {self.alpha}; Dinçer "
+                f"et al., SIGIR 2014):")
+
+    def pairs_intro(self) -> str:
+        return (f"All pairs on {self.means.columns[0]}: randomized Tukey HSD adjusted p-values "
+                f"({self.permutations:,} permutations):")
+
     def extras_markdown(self) -> str:
         parts = []
         risk = self.risk_table()
         if risk is not None:
-            parts.append(f"Risk against `{self.baseline}` on {self.means.columns[0]} (URisk: mean of per-query "
-                         f"gains minus (1+α)·losses; TRisk: its t statistic, * where |TRisk| is significant at "
-                         f"p < {self.alpha}; Dinçer et al., SIGIR 2014):\n\n" + risk.to_markdown(disable_numparse=True))
+            parts.append(self.risk_intro() + "\n\n" + risk.to_markdown(disable_numparse=True))
         pairs = self.pairs_table()
         if pairs is not None:
-            parts.append(f"All pairs on {self.means.columns[0]}: randomized Tukey HSD adjusted p-values "
-                         f"({self.permutations:,} permutations):\n\n" + pairs.to_markdown(disable_numparse=True))
+            parts.append(self.pairs_intro() + "\n\n" + pairs.to_markdown(disable_numparse=True))
         return "".join("\n" + p + "\n" for p in parts)
 
     # -- for notebooks: the objects behind the rendered table ---------------------------------------
@@ -481,3 +512,29 @@ def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | N
         cause = "is it a run of another split or topic set?"
     return (f"run `{name}` shares {shared} of its {len(ran)} query ids with the {len(judged)} judged queries: "
             f"{cause}")
+
+
+def wrap(text: str, width: int) -> str:
+    """Prose wrapped at ``width`` columns (code spans and long words are not broken)."""
+    import textwrap
+
+    return textwrap.fill(text, width=max(20, width), break_long_words=False, break_on_hyphens=False)
+
+
+def fit_markdown(frame: pd.DataFrame, width: int) -> str:
+    """``frame`` as markdown in blocks of columns, each as wide as ``width`` allows (the row labels repeated in
+    every block), so that no line is longer than ``width`` unless one column alone is."""
+    text = frame.to_markdown(disable_numparse=True)
+    if max(map(len, text.splitlines())) <= width or len(frame.columns) < 2:
+        return text
+    label = max([len(str(i)) for i in frame.index] + [0]) + 4
+    sizes = [max([len(str(c))] + [len(str(v)) for v in frame[c]]) + 3 for c in frame.columns]
+    blocks, current, used = [], [], label
+    for column, size in zip(frame.columns, sizes):
+        if current and used + size > width:
+            blocks.append(current)
+            current, used = [], label
+        current.append(column)
+        used += size
+    blocks.append(current)
+    return "\n\n".join(frame[block].to_markdown(disable_numparse=True) for block in blocks)

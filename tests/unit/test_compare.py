@@ -97,3 +97,54 @@ def test_compare_scores_missing_queries_zero_and_says_so():
     cmp = compare({"full": full, "half": half}, qrels, ["RR@10"], baseline="full")
     assert cmp.means.loc["half", "RR@10"] == 0.5  # q2 counts as 0, as trec_eval -c
     assert "`half` misses 1" in cmp.to_markdown() and "`full` misses" not in cmp.to_markdown()
+
+
+def _three_runs(tmp_path):
+    """Three runs over 12 queries (enough for significance marks and CIs) and their qrels."""
+    import random
+
+    rng = random.Random(5)
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("".join(f"q{i} 0 d{j} {rng.randint(0, 2)}\n" for i in range(12) for j in range(6)))
+    paths = []
+    for name in ("bm25", "bm25f", "a-dense-run-with-a-long-name"):
+        ranking = {f"q{i}": [(f"d{j}", rng.random()) for j in range(6)] for i in range(12)}
+        Run(ranking, name).write(tmp_path / f"{name}.run")
+        paths.append(str(tmp_path / f"{name}.run"))
+    return paths, str(qrels)
+
+
+def test_compare_fits_a_100_column_terminal(tmp_path, capsys, monkeypatch):
+    """With --ci and --pairs all the markdown is ~250 columns wide; a terminal of 100 gets every value: Δ [CI]
+    stacked under each run, the measures in blocks that fit, the prose wrapped (the -o file keeps one table)."""
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.chdir(tmp_path)
+    runs, qrels = _three_runs(tmp_path)
+    assert main(["compare", *runs, "--qrels", qrels, "--ci", "--pairs", "all", "-o", str(tmp_path / "t.md")]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    main_table = out.split("12 queries.")[0]
+    blocks = sum(line.startswith("|:-") for line in main_table.splitlines())
+    assert blocks > 1 and main_table.count("| Δ [CI]") == 2 * blocks  # two runs against the baseline, per block
+    for measure in ("nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10", "Judged@10", "group"):
+        assert f"| {measure}" in out
+    assert max(len(line) for line in (tmp_path / "t.md").read_text().splitlines()) > 100  # the file: one table
+
+
+def test_the_pairs_heatmap_is_written_where_the_help_says(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs, qrels = _three_runs(tmp_path)
+    assert main(["compare", *runs, "--qrels", qrels, "--pairs", "all"]) == 0
+    assert (tmp_path / "pairs.png").is_file() and "pairs heatmap: pairs.png" in capsys.readouterr().err
+    (tmp_path / "out").mkdir()
+    assert main(["compare", *runs, "--qrels", qrels, "--pairs", "all", "-o", "out/table.md"]) == 0
+    assert (tmp_path / "out" / "table-pairs.png").is_file()
+
+
+def test_the_baseline_a_glob_chose_is_said_or_asked_for(tmp_path, capsys):
+    runs, qrels = _three_runs(tmp_path)
+    with pytest.raises(SystemExit, match="the runs include bm25 but the first run is 'bm25f'; .* --baseline bm25"):
+        main(["compare", runs[1], runs[0], "--qrels", qrels])
+    assert main(["compare", runs[1], runs[2], "--qrels", qrels]) == 0
+    assert "baseline: bm25f (the first run; --baseline to choose another)" in capsys.readouterr().err
+    assert main(["compare", runs[1], runs[0], "--qrels", qrels, "--baseline", "bm25"]) == 0
