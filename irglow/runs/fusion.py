@@ -139,7 +139,12 @@ def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", n
 
     if len(runs) > GRID_MAX_RUNS:
         return scaled_ascent(len(runs), score)
-    curve = [(w, score(w)) for w in convex_grid(len(runs), step)]
+    from tqdm.auto import tqdm
+
+    grid = list(convex_grid(len(runs), step))
+    # a long tuning (large runs, a fine grid) shows where it is; a short one draws nothing
+    curve = [(w, score(w)) for w in tqdm(grid, desc="fusion weights", unit="point", leave=False,
+                                         disable=len(grid) * sum(len(r.ranking) for r in runs) < 20_000)]
     best = max(curve, key=lambda x: x[1])
     return best[0], best[1], curve
 

@@ -135,3 +135,20 @@ def test_zscore_fusion_refuses_infinite_scores():
 
     with pytest.raises(ValueError, match="infinite scores"):
         fuse([Run({"q": [("d1", float("inf")), ("d2", 1.0)]}, "a"), Run({"q": [("d1", 1.0)]}, "b")], "wsum", "z-score")
+
+
+def test_a_long_tuning_shows_its_progress(tmp_path, capsys):
+    """``irglow fuse --tune-runs`` over a fine grid and many queries draws a bar; a short one stays quiet."""
+    import random
+
+    rng = random.Random(3)
+    paths = []
+    for name in ("a", "b"):
+        Run({f"q{i}": [(f"d{j}", rng.random()) for j in range(5)] for i in range(200)}, name).write(tmp_path / name)
+        paths.append(str(tmp_path / name))
+    (tmp_path / "t.qrels").write_text("".join(f"q{i} 0 d{i % 5} 1\n" for i in range(200)))
+    args = ["fuse", *paths, "--tune-runs", *paths, "--tune-qrels", str(tmp_path / "t.qrels"), "-o"]
+    assert main([*args, str(tmp_path / "fine.run"), "--step", "0.01"]) == 0
+    assert "fusion weights" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "coarse.run"), "--step", "0.5"]) == 0
+    assert "fusion weights" not in capsys.readouterr().err
