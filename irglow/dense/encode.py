@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.data.records import Document, Query
 from irglow.runs.trec import Run

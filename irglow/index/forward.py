@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.index.jvm import autoclass
 from irglow.index.lucene_index import LuceneIndex

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
 from irglow.index.jvm import autoclass, java_output, start_jvm

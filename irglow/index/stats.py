@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.index.jvm import autoclass
 from irglow.index.lucene_index import LuceneIndex

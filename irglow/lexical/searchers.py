@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Sequence
 
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.data.records import Query
 from irglow.index.jvm import bulk_search_available

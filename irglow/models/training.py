@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import torch
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.data.records import Document, Qrel, Query
 from irglow.models.checkpoints import (clipped_step, keep_sampler, restore_sampler, resume_trainer,

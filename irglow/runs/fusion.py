@@ -139,7 +139,7 @@ def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", n
 
     if len(runs) > GRID_MAX_RUNS:
         return scaled_ascent(len(runs), score)
-    from tqdm.auto import tqdm
+    from irglow.utils.progress import tqdm
 
     grid = list(convex_grid(len(runs), step))
     # a long tuning (large runs, a fine grid) shows where it is; a short one draws nothing

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import torch
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.data.records import Document, Query
 from irglow.runs.trec import Run, trec_order

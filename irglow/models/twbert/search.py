@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Sequence
 
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.data.records import Query
 from irglow.index.lucene_index import LuceneIndex

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from irglow.utils.progress import tqdm
 
 from irglow.config import check_values
 from irglow.data.records import Qrel, Query
