@@ -8,7 +8,8 @@ needs vendoring or pinning).  Three views, each with a URL fragment that can be 
   difference to the baseline, sorted;
 * ``#/queries?run=twbert&measure=nDCG@10&filter=losses`` — every query with both runs' values and Δ, filters
   a researcher wants (wins / losses / ties, unjudged documents in the run's top 10, free text), sortable by
-  |Δ| or by Kendall's τ between the two top-10s (DiffIR's contrastive selection);
+  |Δ|, by τ_AP or by rank-biased overlap of the two whole rankings (DiffIR's contrastive selection,
+  :mod:`irglow.eval.contrast`);
 * ``#/query/<id>?a=bm25&b=twbert`` — two runs side by side: rank, document id, title and a snippet with the
   query's terms highlighted, the relevance grade (or *unjudged*), how far each document moved, the query's
   measures, and TW-BERT's learned term weights beside the fixed prior where the run came from TW-BERT.
@@ -32,6 +33,7 @@ from typing import Any, Mapping
 
 from irglow.data.records import Qrel
 from irglow.eval.compare import Comparison, JUDGED
+from irglow.eval.contrast import CONTRAST_DEPTH, rbo, tau_ap
 from irglow.runs.trec import Run
 
 CHUNK_QUERIES = 250  # queries per compressed detail chunk
@@ -40,19 +42,8 @@ TITLE_CHARS = 160
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def kendall_tau(a: list[str], b: list[str]) -> float | None:
-    """Kendall's τ between two top-k lists over the documents both hold (DiffIR's measure of how differently two
-    runs order a query's results); ``None`` with fewer than two shared documents."""
-    shared = [d for d in a if d in set(b)]
-    if len(shared) < 2:
-        return None
-    pos = {d: i for i, d in enumerate(b)}
-    order = [pos[d] for d in shared]
-    n, concordant = len(order), 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            concordant += 1 if order[i] < order[j] else -1
-    return concordant / (n * (n - 1) / 2)
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def snippet(text: str, terms: set[str], chars: int = SNIPPET_CHARS) -> str:
@@ -119,9 +110,13 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
         values = {n: [per_query.get(n, {}).get(m, {}).get(q) for m in measures] for n in names}
         judged = grades[q]
         unjudged = {n: sum(d not in judged for d in tops[n][q]) for n in tops}
-        tau = {n: kendall_tau(tops[baseline][q], tops[n][q]) for n in tops if n != baseline and baseline in tops}
+        # over the whole rankings (their first CONTRAST_DEPTH ranks), not the documents two top-k lists share
+        whole = {n: [d for d, _ in runs[n].ranking.get(q, [])[:CONTRAST_DEPTH]] for n in tops}
+        others = [n for n in tops if n != baseline and baseline in tops]
+        tau = {n: _rounded(tau_ap(whole[baseline], whole[n])) for n in others}
+        overlap = {n: _rounded(rbo(whole[baseline], whole[n])) for n in others}
         rows.append({"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "tau": tau,
-                     "relevant": sum(1 for g in judged.values() if g > 0)})
+                     "rbo": overlap, "relevant": sum(1 for g in judged.values() if g > 0)})
 
     chunks, where = [], {}
     for start in range(0, len(qids), CHUNK_QUERIES):

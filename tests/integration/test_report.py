@@ -14,18 +14,12 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel, make_document
-from irglow.eval.report import kendall_tau, snippet
+from irglow.eval.report import snippet
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS = '<script>alert(1)</script><img src=x onerror="document.title=\'owned\'">'
 
 
-def test_kendall_tau_by_hand():
-    assert kendall_tau(["a", "b", "c"], ["a", "b", "c"]) == 1.0
-    assert kendall_tau(["a", "b", "c"], ["c", "b", "a"]) == -1.0
-    assert kendall_tau(["a", "b", "c"], ["a", "c", "b"]) == pytest.approx(1 / 3)  # pairs ab +, ac +, bc −
-    assert kendall_tau(["a", "b", "x"], ["b", "a", "y"]) == -1.0  # over the shared a, b only
-    assert kendall_tau(["a"], ["a"]) is None
 
 
 def test_snippet_of_a_huge_document_is_a_window_around_the_first_query_term():
@@ -73,7 +67,11 @@ def test_the_page_holds_markup_in_documents_and_queries_as_data_only(tmp_path):
     assert detail["docs"]["d1"][0] == "" and XSS in detail["docs"]["d1"][1]  # no title field: none shown
     assert len(detail["docs"]["d2"][1]) < 340 and "Болезнь" in detail["docs"]["d2"][1]
     assert detail["grades"] == {"d1": 2, "d3": 0, "gone": 1}
-    assert data["queries"][0]["unjudged"] == {"a": 1, "b": 1} and data["queries"][0]["tau"]["b"] == -1.0
+    assert data["queries"][0]["unjudged"] == {"a": 1, "b": 1}
+    # a: d1 d2 gone, b: d2 d3 d1, over the union (d2 d3 d1 gone): C = 1/1, 0/2, 2/3 → 2/3·5/3 − 1 = 1/9;
+    # RBO (p 0.9): X = 0, 1, 2 → 2/3·0.729 + (0.1/0.9)·(1/2·0.81 + 2/3·0.729) = 0.5850
+    assert data["queries"][0]["tau"]["b"] == pytest.approx(1 / 9, abs=1e-4)
+    assert data["queries"][0]["rbo"]["b"] == pytest.approx(0.585, abs=1e-4)
 
 
 # -- the page in a real browser ---------------------------------------------------------------------------
@@ -303,3 +301,34 @@ def test_each_snippet_is_centred_on_its_own_querys_words():
     assert "quantum entanglement" in detail["q1"]["docs"]["d1"][1]
     assert "zebra" not in detail["q1"]["docs"]["d1"][1]
     assert detail["q2"]["docs"]["d1"][1].startswith("zebra stripes")
+
+
+def test_queries_sort_by_rank_biased_overlap_and_tau_ap(browser, tmp_path):
+    """Three queries whose rankings agree fully (q1), not at all (q2) and in part (q3, its first document new):
+    sorted by RBO the page lists q2 (0.00), q3, q1 (1.00); by τ_AP q2 (−0.74: b's documents are all new, the
+    reference's follow in order), q3 (−0.67), q1 (1.00), as tests/unit/test_contrast.py works them out."""
+    from irglow.eval.compare import compare
+    from irglow.eval.report import render, report_data
+    from irglow.runs.trec import Run
+
+    def ranked(*docs):
+        return [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+
+    runs = {"a": Run({"q1": ranked("d1", "d2", "d3"), "q2": ranked("d1", "d2", "d3"), "q3": ranked("d1", "d2", "d3")},
+                     "a"),
+            "b": Run({"q1": ranked("d1", "d2", "d3"), "q2": ranked("x1", "x2", "x3"), "q3": ranked("x1", "d2", "d3")},
+                     "b")}
+    qrels = [Qrel(q, "d1", 1) for q in ("q1", "q2", "q3")]
+    page = tmp_path / "contrast.html"
+    page.write_text(render(report_data(compare(runs, qrels, ["nDCG@10"], baseline="a"), runs, qrels,
+                                       {"q1": "one", "q2": "two", "q3": "three"})), encoding="utf-8")
+    for sort, expected in (("rbo", ["q2", "q3", "q1"]), ("tau", ["q2", "q3", "q1"])):
+        browser.get(f"{page.as_uri()}#/queries?run=b&sort={sort}")
+        _ready(browser, "queries")
+        rows = browser.find_elements("css selector", "#query-table tbody tr")
+        assert [r.get_attribute("data-qid") for r in rows] == expected
+        cells = {r.get_attribute("data-qid"): [c.text for c in r.find_elements("css selector", "td")] for r in rows}
+        assert cells["q1"][5:7] == ["1.00", "1.00"] and cells["q2"][5] == "0.00"
+    headers = [h.text for h in browser.find_elements("css selector", "#query-table thead th")]
+    assert headers[5:7] == ["RBO", "τ_AP"]
+    assert _errors(browser) == []
