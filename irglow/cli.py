@@ -224,7 +224,11 @@ def report_from_files(args) -> dict:
     qrels = _qrels(args)
     cmp = _comparison(args, qrels)
     names = list(cmp.means.index)
-    tops = {name: read_ranked(path, args.duplicates).top(args.depth) for name, path in zip(names, args.runs)}
+    from irglow.eval.contrast import CONTRAST_DEPTH
+
+    # the shown depth, and the ranks RBO and τ_AP compare and a moved document's real rank is found in
+    keep = max(args.depth, CONTRAST_DEPTH)
+    tops = {name: read_ranked(path, args.duplicates).top(keep) for name, path in zip(names, args.runs)}
     if args.topics:
         queries = {q.query_id: q.text for q in read_topics(args.topics)}
     elif collection is not None:

@@ -123,7 +123,11 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
         part = {}
         for q in qids[start:start + CHUNK_QUERIES]:
             docs = {d for n in tops for d in tops[n][q]}
+            # where a run ranks a shown document below its own top ``depth`` (the page says "rank 48 in bm25")
+            beyond = {n: {d: r for r, (d, _) in enumerate(runs[n].ranking.get(q, [])[depth:], depth + 1)
+                          if d in docs} for n in tops}
             part[q] = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
+                       "ranks": {n: r for n, r in beyond.items() if r},
                        "grades": {d: grades[q][d] for d in docs if d in grades[q]},
                        "docs": {d: texts[d][q] if d in texts else None for d in docs},
                        "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),

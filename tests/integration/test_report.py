@@ -332,3 +332,31 @@ def test_queries_sort_by_rank_biased_overlap_and_tau_ap(browser, tmp_path):
     headers = [h.text for h in browser.find_elements("css selector", "#query-table thead th")]
     assert headers[5:7] == ["RBO", "τ_AP"]
     assert _errors(browser) == []
+
+
+def test_the_query_view_gives_real_ranks_and_a_summary_line(browser, tmp_path):
+    """A document below a run's shown top (depth 2 here) is given its real rank there, not "new"; one line sums
+    the query up (worked out by hand below)."""
+    from irglow.eval.compare import compare
+    from irglow.eval.report import render, report_data
+    from irglow.runs.trec import Run
+
+    def ranked(*docs):
+        return [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+
+    runs = {"a": Run({"q1": ranked("d1", "d2", "d3")}, "a"), "b": Run({"q1": ranked("d3", "d1", "d4", "d5", "d2")}, "b")}
+    qrels = [Qrel("q1", "d1", 1), Qrel("q1", "d3", 2)]
+    page = tmp_path / "ranks.html"
+    page.write_text(render(report_data(compare(runs, qrels, ["nDCG@10"], baseline="a"), runs, qrels, {"q1": "q"},
+                                       depth=2)), encoding="utf-8")
+    browser.get(f"{page.as_uri()}#/query/q1?a=a&b=b")
+    _ready(browser, "query")
+    moves = {(ol.get_attribute("data-run"), li.get_attribute("data-doc")): li.find_element("css selector", ".move").text
+             for ol in browser.find_elements("css selector", "ol[data-run]")
+             for li in ol.find_elements("css selector", "li")}
+    assert moves == {("a", "d1"): "▲ up 1 (rank 2 in b)", ("a", "d2"): "▲ up 3 (rank 5 in b)",
+                     ("b", "d3"): "▲ up 2 (rank 3 in a)", ("b", "d1"): "▼ down 1 (rank 1 in a)"}
+    text = browser.find_element("id", "query-summary").text
+    assert "1 document(s) entered b's top 2, 1 left" in text and "first relevant: #1 in a, #1 in b" in text
+    assert text.endswith("largest move: d3 from #3 to #1")
+    assert _errors(browser) == []
