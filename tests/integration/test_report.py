@@ -200,9 +200,10 @@ def test_browser_follows_a_pasted_fragment_and_keys(browser, demo_report):
     assert browser.find_element(By.ID, "qid").text == qids[1]
     sections = [s.get_attribute("aria-label") for s in browser.find_elements(By.CSS_SELECTOR, ".side section")]
     assert sections == ["tfidf", "bm25"]
+    order = browser.execute_script("return listOrder()")  # a pasted fragment: the default list (largest |Δ| first)
     browser.find_element(By.TAG_NAME, "body").send_keys("j")
     _ready(browser, "query")
-    assert browser.find_element(By.ID, "qid").text == qids[2]
+    assert browser.find_element(By.ID, "qid").text == order[order.index(qids[1]) + 1]
     browser.find_element(By.TAG_NAME, "body").send_keys("q")
     _ready(browser, "queries")
     browser.get((tmp / "report.html").as_uri() + "#/queries?run=tfidf&filter=losses")
@@ -359,4 +360,65 @@ def test_the_query_view_gives_real_ranks_and_a_summary_line(browser, tmp_path):
     text = browser.find_element("id", "query-summary").text
     assert "1 document(s) entered b's top 2, 1 left" in text and "first relevant: #1 in a, #1 in b" in text
     assert text.endswith("largest move: d3 from #3 to #1")
+    assert _errors(browser) == []
+
+
+def _navigation_page(tmp_path) -> Path:
+    """Runs a, b, c over q1…q4; against a, b wins q2 and loses q1, q3, q4 (d1 relevant everywhere)."""
+    from irglow.eval.compare import compare
+    from irglow.eval.report import render, report_data
+    from irglow.runs.trec import Run
+
+    def ranked(*docs):
+        return [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+
+    a = {q: ranked("d1", "d2") for q in ("q1", "q3", "q4")} | {"q2": ranked("d2", "d1")}
+    b = {q: ranked("d2", "d1") for q in ("q1", "q3", "q4")} | {"q2": ranked("d1", "d2")}
+    runs = {"a": Run(a, "a"), "b": Run(b, "b"), "c": Run(a, "c")}
+    qrels = [Qrel(q, "d1", 1) for q in ("q1", "q2", "q3", "q4")]
+    texts = {"q1": "one", "q2": "two", "q3": "three", "q4": "four"}
+    page = tmp_path / "nav.html"
+    page.write_text(render(report_data(compare(runs, qrels, ["nDCG@10"], baseline="a"), runs, qrels, texts)),
+                    encoding="utf-8")
+    return page
+
+
+def test_navigation_follows_the_filtered_sorted_list(browser, tmp_path):
+    """j/k step through the list as filtered and sorted (losses of b by id: q1, q3, q4 — q2 skipped), q returns to
+    it with its filter and sort, and the header's "Query view" opens the list's first query."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    page = _navigation_page(tmp_path)
+    browser.get(f"{page.as_uri()}#/queries?run=b&filter=losses&sort=id")
+    _ready(browser, "queries")
+    assert [r.get_attribute("data-qid") for r in browser.find_elements("css selector", "#query-table tbody tr")] == \
+        ["q1", "q3", "q4"]
+    assert "#/query/q1?" in browser.find_element("id", "nav-query").get_attribute("href")
+    browser.find_element("css selector", "#query-table tbody tr").click()
+    _ready(browser, "query")
+    for key, expected in (("j", "q3"), ("j", "q4"), ("k", "q3")):
+        ActionChains(browser).send_keys(key).perform()
+        _ready(browser, "query")
+        assert browser.find_element("id", "qid").text == expected
+    ActionChains(browser).send_keys("q").perform()
+    _ready(browser, "queries")
+    assert "filter=losses" in browser.current_url and "sort=id" in browser.current_url
+    assert _errors(browser) == []
+
+
+def test_search_narrows_as_one_types_and_left_is_never_right(browser, tmp_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = _navigation_page(tmp_path)
+    browser.get(f"{page.as_uri()}#/queries?run=b")
+    _ready(browser, "queries")
+    browser.find_element("css selector", "input[type=search]").send_keys("thr")  # no Enter
+    WebDriverWait(browser, 5).until(lambda d: [r.get_attribute("data-qid") for r in d.find_elements(
+        "css selector", "#query-table tbody tr")] == ["q3"])
+    browser.get(f"{page.as_uri()}#/query/q1?a=b&b=b")
+    _ready(browser, "query")
+    shown = [ol.get_attribute("data-run") for ol in browser.find_elements("css selector", "ol[data-run]")]
+    assert shown[0] == "b" and shown[1] != "b"
+    right = browser.find_element("css selector", "select[aria-label=right]")
+    assert "b" not in [o.get_attribute("value") for o in right.find_elements("css selector", "option")]
     assert _errors(browser) == []
