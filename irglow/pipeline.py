@@ -21,7 +21,7 @@ from irglow.eval.plots import plot_comparison
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.stage import LexicalSettings
-from irglow.plan import Plan, bind_plan
+from irglow.plan import Plan, bind_plan, for_index
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, queries_digest, value_digest
@@ -156,8 +156,7 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     index, stats = index_and_stats(collection, plan, timings)
     source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
-    if any(stage.binds_fields for stage, _ in plan.stages):  # the re-rankers' per-field variants
-        plan = bind_plan(dict(plan.config), list(source.index.fields))
+    plan = for_index(plan, list(source.index.fields))
     return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)
 
 

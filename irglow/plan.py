@@ -117,6 +117,14 @@ class Plan:
                                          "test_split": test_split}}
 
 
+def for_index(plan: Plan, fields: list[str]) -> Plan:
+    """The plan bound again with the training index's ``fields`` once it is built — only where a stage's settings
+    depend on them (:attr:`~irglow.stage.Stage.binds_fields`, the re-rankers' per-field variants)."""
+    if any(stage.binds_fields for stage, _ in plan.stages):
+        return bind_plan(dict(plan.config), fields)
+    return plan
+
+
 def check_config(config: dict[str, Any]) -> list[str]:
     """Stop before any work on a misspelt section or key, a wrong type or value, naming it; every stage binds its
     own section.  Returns the run tags the configuration produces."""

@@ -35,7 +35,7 @@ from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
 from irglow.pipeline import Prepared, evaluate_split, index_and_stats, training_side
-from irglow.plan import CollectionSettings, bind_plan
+from irglow.plan import CollectionSettings, bind_plan, for_index
 from irglow.utils.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -189,7 +189,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         plan.collection.test_splits))
     source, weights = training_side(train_plan, timings)
     train_coll, train_split = source.collection, source.split
-    plan, lexical = bind_plan(config, list(source.index.fields)), plan.lexical  # per-field re-rankers
+    plan, lexical = for_index(plan, list(source.index.fields)), plan.lexical
     timings["train_collection_s"] = time.perf_counter() - t
 
     # by content, not by name: the training collection (each part of a union) and every validation source

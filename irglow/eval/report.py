@@ -42,10 +42,6 @@ TITLE_CHARS = 160
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
-
-
 def snippet(text: str, terms: set[str], chars: int = SNIPPET_CHARS) -> str:
     """A window of ``text`` around its first query term (the start when none occurs): a 5 MB document gives a
     few hundred characters, never its whole body."""
@@ -113,8 +109,8 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
         # over the whole rankings (their first CONTRAST_DEPTH ranks), not the documents two top-k lists share
         whole = {n: [d for d, _ in runs[n].ranking.get(q, [])[:CONTRAST_DEPTH]] for n in tops}
         others = [n for n in tops if n != baseline and baseline in tops]
-        tau = {n: _rounded(tau_ap(whole[baseline], whole[n])) for n in others}
-        overlap = {n: _rounded(rbo(whole[baseline], whole[n])) for n in others}
+        tau = {n: _num(tau_ap(whole[baseline], whole[n])) for n in others}
+        overlap = {n: _num(rbo(whole[baseline], whole[n])) for n in others}
         rows.append({"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "tau": tau,
                      "rbo": overlap, "relevant": sum(1 for g in judged.values() if g > 0)})
 

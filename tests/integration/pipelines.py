@@ -35,3 +35,17 @@ def beir_from_demo(folder) -> None:
         (folder / "qrels" / f"{split}.tsv").write_text(
             "query-id\tcorpus-id\tscore\n" + "".join(f"{r.query_id}\t{r.doc_id}\t{r.relevance}\n"
                                                      for r in demo.qrels(split)))
+
+
+# a tiny NRM-F (seconds to train) for pipelines that need a trained model
+NRMF = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4,
+        "model": {"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000}}
+
+
+def nrmf_pipeline(folder, out, data, **rerank) -> dict:
+    """BM25 re-ranked by the tiny NRM-F on ``folder``'s test split (``rerank``: more ``[rerank]`` settings)."""
+    return {"seed": 13, "data_dir": str(data),
+            "collection": {"name": str(folder), "train_split": "train", "test_split": "test"},
+            "index": {"threads": 1}, "lexical": {"systems": ["bm25"], "depth": 30},
+            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out)},
+            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "nrmf": dict(NRMF), **rerank}}

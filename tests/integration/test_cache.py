@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from irglow.cli import main
 from irglow.index.lucene_index import IndexConfig, build_index
-
-
-def _beir(folder: Path, docs=None, queries=None, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n") -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    docs = docs or ['{"_id": "d1", "title": "lyme", "text": "lyme disease ticks"}',
-                    '{"_id": "d2", "title": "flu", "text": "influenza season"}']
-    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n")
-    (folder / "queries.jsonl").write_text("\n".join(queries or ['{"_id": "q1", "text": "lyme ticks"}']) + "\n")
-    (folder / "qrels").mkdir(exist_ok=True)
-    (folder / "qrels" / "test.tsv").write_text(qrels)
-    return str(folder)
-
-
-@pytest.fixture
-def small_mount(tmp_path):
-    """A 3 MB tmpfs (root only; skipped elsewhere), unmounted afterwards."""
-    folder = tmp_path / "mnt"
-    folder.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", str(folder)],
-                                           capture_output=True).returncode != 0:
-        pytest.skip("needs root and mount(8) to make a small or read-only file system")
-    yield folder
-    subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+from tests.files import write_beir
 
 
 def test_cache_prune_refuses_a_negative_age(tmp_path):
@@ -41,7 +17,7 @@ def test_cache_prune_refuses_a_negative_age(tmp_path):
 
 
 def test_a_read_only_cache_is_searched(small_mount, tmp_path, capsys):
-    c = _beir(tmp_path / "c")
+    c = write_beir(tmp_path / "c")
     assert main(["search", c, "--query", "lyme", "--data-dir", str(small_mount)]) == 0
     capsys.readouterr()
     assert subprocess.run(["mount", "-o", "remount,ro", str(small_mount)], capture_output=True).returncode == 0

@@ -2,12 +2,12 @@
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from irglow.cli import main
 from irglow.runs.trec import Run
+from tests.files import write_beir, write_trec
 
 
 def test_help_is_fast_and_lists_stages():
@@ -34,18 +34,6 @@ def test_compare_cli_with_bad_run_line(tmp_path, capsys):
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2\n")
     assert main(["eval", str(tmp_path / "bad.run"), "--qrels", str(qrels)]) == 2
     assert "bad.run:2: expected 6 columns" in capsys.readouterr().err
-
-
-def test_compare_keeps_runs_with_the_same_file_name_apart(tmp_path, capsys):
-    qrels = tmp_path / "q.qrels"
-    qrels.write_text("q1 0 d1 1\n")
-    for sub, doc in (("x", "d1"), ("y", "d9")):
-        (tmp_path / sub).mkdir()
-        Run({"q1": [(doc, 1.0)]}, sub).write(tmp_path / sub / "run.run")
-    assert main(["compare", str(tmp_path / "x" / "run.run"), str(tmp_path / "y" / "run.run"), "--qrels", str(qrels),
-                 "-m", "RR@10", "--format", "csv"]) == 0
-    rows = [r for r in capsys.readouterr().out.splitlines()[1:] if r]
-    assert [r.split(",")[:2] for r in rows] == [[str(tmp_path / "x" / "run"), "1.0"], [str(tmp_path / "y" / "run"), "0.0"]]
 
 
 def test_search_refuses_empty_query_bad_tag_and_unwritable_output_before_searching(tmp_path):
@@ -81,24 +69,8 @@ def test_fuse_cli_fixed_and_tuned_weights(tmp_path, capsys):
         main(["fuse", *runs, "--tune-runs", runs[0], "--tune-qrels", "x", "-o", str(tmp_path / "t.run")])
 
 
-def _beir(folder: Path, docs=None, queries=None, qrels="query-id\tcorpus-id\tscore\nq1\td1\t1\n") -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    docs = docs or ['{"_id": "d1", "title": "lyme", "text": "lyme disease ticks"}',
-                    '{"_id": "d2", "title": "flu", "text": "influenza season"}']
-    (folder / "corpus.jsonl").write_text("\n".join(docs) + "\n")
-    (folder / "queries.jsonl").write_text("\n".join(queries or ['{"_id": "q1", "text": "lyme ticks"}']) + "\n")
-    (folder / "qrels").mkdir(exist_ok=True)
-    (folder / "qrels" / "test.tsv").write_text(qrels)
-    return str(folder)
-
-
-def _trec(path: Path, rows) -> str:
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n" for i, (q, d, s) in enumerate(rows)))
-    return str(path)
-
-
 def test_an_ad_hoc_query_with_o_writes_the_run(tmp_path, capsys):
-    c = _beir(tmp_path / "c")
+    c = write_beir(tmp_path / "c")
     assert main(["search", c, "--query", "lyme", "-o", str(tmp_path / "f.run"), "--data-dir", str(tmp_path / "d")]) == 0
     out = capsys.readouterr().out
     assert "d1" in out and f"→ {tmp_path / 'f.run'}" in out
@@ -112,15 +84,15 @@ def test_an_ad_hoc_query_with_o_writes_the_run(tmp_path, capsys):
     ("queries.jsonl:1", None, ['{"_id": "q1", "text": "x \\udc00"}'], "query q1's text holds a lone surrogate"),
 ])
 def test_a_lone_surrogate_names_file_and_line(tmp_path, capsys, where, docs, queries, message):
-    c = _beir(tmp_path / "c", docs, queries)
+    c = write_beir(tmp_path / "c", docs, queries)
     assert main(["search", c, "--split", "test", "-o", str(tmp_path / "r.run"), "--data-dir", str(tmp_path / "d")]) == 2
     err = capsys.readouterr().err
     assert where in err and message in err and "Traceback" not in err
 
 
 def test_number_options_name_the_option(tmp_path, capsys):
-    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
-    b = _trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
+    a = write_trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
+    b = write_trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
     (tmp_path / "q.qrels").write_text("q1 0 d1 1\n")
     with pytest.raises(SystemExit, match="--weights 'a,b': 'a' is not a number"):
         main(["fuse", a, b, "-o", str(tmp_path / "f.run"), "--method", "wsum", "--weights", "a,b"])
@@ -135,14 +107,14 @@ def test_number_options_name_the_option(tmp_path, capsys):
     ("--depth", "100000000000", "lexical.depth = 100000000000 is too large: at most 2,147,483,647"),
 ])
 def test_lucene_ranges_are_checked_before_java(tmp_path, capsys, option, value, message):
-    c = _beir(tmp_path / "c")
+    c = write_beir(tmp_path / "c")
     assert main(["search", c, "--query", "lyme", option, value, "--data-dir", str(tmp_path / "d")]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_duplicates_option_the_error_suggests_exists_where_runs_are_read(tmp_path, capsys):
-    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d1", 1.0), ("q1", "d2", 0.5)])
-    b = _trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
+    a = write_trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d1", 1.0), ("q1", "d2", 0.5)])
+    b = write_trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
     assert main(["fuse", a, b, "-o", str(tmp_path / "f.run")]) == 2
     assert "--duplicates keep-max" in capsys.readouterr().err
     assert main(["fuse", a, b, "-o", str(tmp_path / "f.run"), "--duplicates", "keep-max"]) == 0
@@ -155,7 +127,7 @@ def test_duplicates_option_the_error_suggests_exists_where_runs_are_read(tmp_pat
 
 def test_utf16_input_gets_utf16_advice(tmp_path, capsys):
     (tmp_path / "q.qrels").write_bytes("q1 0 d1 1\n".encode("utf-16"))
-    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0)])
+    a = write_trec(tmp_path / "a.run", [("q1", "d1", 2.0)])
     assert main(["eval", a, "--qrels", str(tmp_path / "q.qrels")]) == 2
     err = capsys.readouterr().err
     assert "q.qrels:1: not UTF-8" in err and "it looks like UTF-16; convert it, e.g. iconv -f utf-16 -t utf-8" in err

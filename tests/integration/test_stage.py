@@ -7,23 +7,11 @@ import shutil
 
 import pytest
 
-from tests.integration.pipelines import beir_from_demo
+from tests.integration.pipelines import beir_from_demo, nrmf_pipeline
 
 
 def _results(out) -> str:
     return (out / "results.csv").read_text()
-
-
-def _config(folder, out, data, **rerank) -> dict:
-    return {"seed": 13, "data_dir": str(data),
-            "collection": {"name": str(folder), "train_split": "train", "test_split": "test"},
-            "index": {"threads": 1}, "lexical": {"systems": ["bm25"], "depth": 30},
-            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out)},
-            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "nrmf": dict(NRMF), **rerank}}
-
-
-NRMF = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4,
-        "model": {"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000}}
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +29,7 @@ def test_a_model_replaced_at_the_same_path_is_not_reused(coll, tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     data = tmp_path / "data"
     for seed in (1, 2):  # two differently trained NRM-F models
-        config = _config(coll, tmp_path / f"train{seed}", data)
+        config = nrmf_pipeline(coll, tmp_path / f"train{seed}", data)
         config["rerank"]["nrmf"]["seed"] = seed
         run_pipeline(config)
     trained = {s: current_train_dir(tmp_path / f"train{s}" / "nrmf-train") / "best" for s in (1, 2)}
@@ -51,12 +39,12 @@ def test_a_model_replaced_at_the_same_path_is_not_reused(coll, tmp_path, monkeyp
     assert "| nrmf | 8 | 0 | 2 | – | – |" in notes
     shutil.copytree(trained[1], tmp_path / "M" / "nrmf" / "best")
     out = tmp_path / "out"
-    run_pipeline(_config(coll, out, data, model_dir="M"))
+    run_pipeline(nrmf_pipeline(coll, out, data, model_dir="M"))
     first = _results(out)
     shutil.rmtree(tmp_path / "M" / "nrmf" / "best")
     shutil.copytree(trained[2], tmp_path / "M" / "nrmf" / "best")
-    run_pipeline(_config(coll, out, data, model_dir="M"))
+    run_pipeline(nrmf_pipeline(coll, out, data, model_dir="M"))
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     assert stages["rerank:nrmf"] == "ran" and stages["lexical:bm25"] == "reused"
-    run_pipeline(_config(coll, tmp_path / "fresh", data, model_dir="M"))
+    run_pipeline(nrmf_pipeline(coll, tmp_path / "fresh", data, model_dir="M"))
     assert _results(out) == _results(tmp_path / "fresh") != first

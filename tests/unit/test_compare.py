@@ -14,13 +14,14 @@ from irglow.runs.trec import Run
 
 
 # 4 — one naming rule for eval and compare
-def test_eval_keeps_runs_with_the_same_file_name_apart(tmp_path, capsys):
+@pytest.mark.parametrize("command", ["eval", "compare"])
+def test_runs_with_the_same_file_name_are_kept_apart(tmp_path, capsys, command):
     qrels = tmp_path / "q.qrels"
     qrels.write_text("q1 0 d1 1\n")
     for sub, doc in (("a", "d1"), ("b", "d9")):
         (tmp_path / sub).mkdir()
         Run({"q1": [(doc, 1.0)]}, sub).write(tmp_path / sub / "sys.run")
-    assert main(["eval", str(tmp_path / "a" / "sys.run"), str(tmp_path / "b" / "sys.run"), "--qrels", str(qrels),
+    assert main([command, str(tmp_path / "a" / "sys.run"), str(tmp_path / "b" / "sys.run"), "--qrels", str(qrels),
                  "-m", "RR@10", "--format", "csv"]) == 0
     rows = [r for r in capsys.readouterr().out.splitlines()[1:] if r]
     assert [r.split(",")[:2] for r in rows] == [[str(tmp_path / "a" / "sys"), "1.0"], [str(tmp_path / "b" / "sys"), "0.0"]]

@@ -7,18 +7,7 @@ import pytest
 from irglow.cli import main
 from irglow.config import load_config
 from irglow.plan import check_config
-
-
-def _config(folder, out, data, **rerank) -> dict:
-    return {"seed": 13, "data_dir": str(data),
-            "collection": {"name": str(folder), "train_split": "train", "test_split": "test"},
-            "index": {"threads": 1}, "lexical": {"systems": ["bm25"], "depth": 30},
-            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out)},
-            "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "nrmf": dict(NRMF), **rerank}}
-
-
-NRMF = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4,
-        "model": {"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000}}
+from tests.integration.pipelines import nrmf_pipeline
 
 
 @pytest.mark.parametrize("section, value", [("twbert", "false"), ("glow", "no"), ("rerank", 1), ("fusion", "yes")])
@@ -26,7 +15,7 @@ def test_enabled_must_be_a_boolean(tmp_path, section, value):
     """30.4: ``enabled = "false"`` (a non-empty string) turned the stage on."""
     from irglow.plan import check_config
 
-    config = _config("demo", tmp_path / "o", tmp_path / "d")
+    config = nrmf_pipeline("demo", tmp_path / "o", tmp_path / "d")
     config[section] = {**config.get(section, {}), "enabled": value}
     with pytest.raises(ValueError, match=f"{section}.enabled = {value!r} must be true or false"):
         check_config(config)

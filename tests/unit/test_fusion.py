@@ -8,6 +8,7 @@ from irglow.cli import main
 from irglow.data.records import Qrel
 from irglow.runs.fusion import convex_grid, fuse, tune_weights
 from irglow.runs.trec import Run
+from tests.files import write_trec
 
 
 A = Run({"q1": [("d1", 3.0), ("d2", 2.0), ("d3", 1.0)]}, "a")
@@ -87,15 +88,10 @@ def test_many_runs_are_tuned_by_coordinate_ascent_not_the_grid():
     assert curve[0] == ((0.2,) * 5, score((0.2,) * 5)) and len(curve) < 100
 
 
-def _trec(path, rows) -> str:
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n" for i, (q, d, s) in enumerate(rows)))
-    return str(path)
-
-
 def test_fuse_refuses_to_overwrite_an_input(tmp_path, capsys):
     """30.5: ``irglow fuse a.run b.run -o a.run`` overwrote its input."""
-    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
-    b = _trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
+    a = write_trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
+    b = write_trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
     before = (tmp_path / "a.run").read_bytes()
     with pytest.raises(SystemExit, match="is one of the inputs; it would be overwritten"):
         main(["fuse", a, b, "-o", a])

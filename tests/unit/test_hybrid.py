@@ -12,6 +12,7 @@ from irglow.data.records import Qrel, Query
 from irglow.hybrid import FusionSettings, check, fuse_entry
 from irglow.runs.wanted import TUNING, components, fused_tags, wants_tuning
 from irglow.runs.trec import Run
+from tests.files import write_trec
 
 
 def _config(runs, **more) -> dict:
@@ -93,15 +94,10 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     assert info["method"] == "rrf" and info["why"] == "no held-out runs of b"
 
 
-def _trec(path, rows) -> str:
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n" for i, (q, d, s) in enumerate(rows)))
-    return str(path)
-
-
 def test_fusion_tuned_on_qrels_of_other_queries_is_refused(tmp_path, capsys, caplog):
     """30.6: tuning qrels sharing no query with the tuning runs: 0.0 at every point, 'tuned' weights, exit 0."""
-    a = _trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
-    b = _trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
+    a = write_trec(tmp_path / "a.run", [("q1", "d1", 2.0), ("q1", "d2", 1.0)])
+    b = write_trec(tmp_path / "b.run", [("q1", "d2", 2.0), ("q1", "d1", 1.0)])
     (tmp_path / "other.qrels").write_text("x9 0 d1 1\nx8 0 d2 1\n")
     args = ["fuse", a, b, "-o", str(tmp_path / "f.run"), "--method", "wsum", "--tune-runs", a, b]
     assert main([*args, "--tune-qrels", str(tmp_path / "other.qrels")]) == 2

@@ -247,7 +247,7 @@ class _GlowTask(Task):
     def __init__(self, trainer: GlowTrainer, model: GlowEncoder, scorer: GlowScorer, optimizer, scheduler,
                  examples: Examples, val: _Validation, batch_size: int, total_steps: int):
         super().__init__(model, optimizer, scheduler, config=trainer.config)
-        cfg = self.cfg = trainer.config
+        cfg = trainer.config
         self.out, self.device, self.rank, self.world = trainer.out, trainer.device, trainer.rank, trainer.world
         self.scorer, self.ex, self.val = scorer, examples, val
         self.batch_size, self.total_steps = batch_size, total_steps
@@ -270,27 +270,27 @@ class _GlowTask(Task):
         return list(self.model.parameters()) + list(self.scorer.parameters())
 
     def at_step(self, step: int, start: bool = False) -> None:
-        ramp = self.cfg.alpha_ramp * self.total_steps
-        full = self.cfg.model.weight_alpha
+        ramp = self.config.alpha_ramp * self.total_steps
+        full = self.config.model.weight_alpha
         # the starting checkpoint is evaluated at full weighting: what training has to beat
         self.model.alpha = full if start else full * (min(1.0, step / ramp) if ramp > 0 else 1.0)
 
     def keepable(self) -> bool:
-        return abs(self.model.alpha - self.cfg.model.weight_alpha) < 1e-9
+        return abs(self.model.alpha - self.config.model.weight_alpha) < 1e-9
 
     def save(self, folder: Path) -> None:
-        self.model.alpha = self.cfg.model.weight_alpha
+        self.model.alpha = self.config.model.weight_alpha
         self.model.save(folder)
 
     def epoch_batches(self, epoch: int, warming: bool = False) -> list:
         order = list(range(len(self.ex.train_ids)))
-        random.Random(self.cfg.seed + epoch).shuffle(order)
+        random.Random(self.config.seed + epoch).shuffle(order)
         order = order[: len(order) - len(order) % self.world][self.rank::self.world]  # equal shards
         return [[self.ex.train_ids[i] for i in b] for b in epoch_batches(order, self.batch_size,
-                                                                          self.cfg.grad_accum)]
+                                                                          self.config.grad_accum)]
 
     def loss(self, qids, autocast, warming: bool = False) -> torch.Tensor:
-        cfg, rng, ex, judged = self.cfg, self.sampler, self.ex, self.ex.judged
+        cfg, rng, ex, judged = self.config, self.sampler, self.ex, self.ex.judged
         pos = [ex.docs[rng.choice(ex.positives[q])[0]] for q in qids]
         neg = [ex.docs[d] for q in qids for d in ex.negatives(q, cfg.hard_negatives, rng)]
         with autocast():
@@ -318,7 +318,7 @@ class _GlowTask(Task):
         return loss
 
     def before_optimizer_step(self) -> None:
-        if self.world > 1 and self.cfg.loss == "bce":  # the scorer lives outside the DDP module
+        if self.world > 1 and self.config.loss == "bce":  # the scorer lives outside the DDP module
             import torch.distributed as dist
 
             for p in self.scorer.parameters():
@@ -326,7 +326,7 @@ class _GlowTask(Task):
                 p.grad /= self.world
 
     def ranked(self, feat, vdocs, vqueries, desc: str):
-        cfg, model = self.cfg, self.model
+        cfg, model = self.config, self.model
         with torch.no_grad():
             dv = encode(vdocs, lambda b: embed(model, feat, b, self.device, "doc"), cfg.encode_batch, desc=desc)
             qv = encode(vqueries, lambda b: embed(model, feat, b, self.device, "query"), cfg.encode_batch)
@@ -351,7 +351,7 @@ class _GlowTask(Task):
         return score, {"alpha": self.model.alpha, **({"val_by_source": by_source} if by_source else {})}
 
     def finish(self) -> None:
-        cfg, state = self.cfg, self.state
+        cfg, state = self.config, self.state
         if not cfg.mix_checkpoint:
             return
         # after the checkpoint: a resumed run mixes again, from it

@@ -179,31 +179,31 @@ class _RerankTask(Task):
     def __init__(self, model, optimizer, scheduler, cfg: RerankTrainConfig, device, batch: int, examples: Examples,
                  candidates: Run, val_qrels: list[Qrel], others: list):
         super().__init__(model, optimizer, scheduler, config=cfg)
-        self.name, self.cfg, self.device, self.batch, self.ex = cfg.kind, cfg, device, batch, examples
+        self.name, self.device, self.batch, self.ex = cfg.kind, device, batch, examples
         self.candidates, self.val_qrels, self.others = candidates, val_qrels, others
         self.sampler = random.Random(cfg.seed)
         self.measure = parse_measures(["nDCG@10"])
 
     def epoch_batches(self, epoch: int, warming: bool = False) -> list:
         order = list(self.ex.train_ids)
-        random.Random(self.cfg.seed + epoch).shuffle(order)
+        random.Random(self.config.seed + epoch).shuffle(order)
         return [order[i:i + self.batch] for i in range(0, len(order) - self.batch + 1, self.batch)]
 
     def loss(self, qids, autocast, warming: bool = False) -> torch.Tensor:
         texts, group, labels, ex = [], [], [], self.ex
         for q in qids:
             pos, rel = self.sampler.choice(ex.positives[q])
-            neg = ex.negatives(q, self.cfg.negatives, self.sampler)
+            neg = ex.negatives(q, self.config.negatives, self.sampler)
             texts += [ex.queries[q].text] * (1 + len(neg))
             group += [ex.docs[pos]] + [ex.docs[d] for d in neg]
             labels.append([rel] + [0] * len(neg))
         with autocast():
             scores = self.model.score(texts, group).float().view(len(qids), -1)
         lab = torch.tensor(labels, device=scores.device)
-        return softmax_loss(scores) if self.cfg.loss == "softmax" else pairwise_loss(scores, lab)
+        return softmax_loss(scores) if self.config.loss == "softmax" else pairwise_loss(scores, lab)
 
     def validate(self) -> tuple[float, dict]:
-        cfg, model, ex = self.cfg, self.model, self.ex
+        cfg, model, ex = self.config, self.model, self.ex
         own = float("nan")
         if ex.val_ids:
             own = validation_score(self.measure, self.val_qrels, rerank(

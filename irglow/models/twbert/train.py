@@ -376,7 +376,7 @@ class _TWBertTask(Task):
 
     def __init__(self, model: TWBert, optimizer, cfg: TrainConfig, data: TrainingData, device):
         super().__init__(model, optimizer, config=cfg)
-        self.data, self.device, self.cfg = data, device, cfg
+        self.data, self.device = data, device
         self.warm_up_epochs = cfg.stage1_epochs
         self.generator = torch.Generator().manual_seed(cfg.seed)  # ListMLE's tie shuffling
         order_rng = random.Random(cfg.seed)
@@ -392,7 +392,7 @@ class _TWBertTask(Task):
     def ndcg(self, feats, qrels, weights: str = "model") -> float:
         if not feats:
             return float("nan")
-        return validation_score(self.measure, qrels, rerank_run(self.model, feats, self.device, self.cfg.model.k3,
+        return validation_score(self.measure, qrels, rerank_run(self.model, feats, self.device, self.config.model.k3,
                                                                 weights))
 
     def baselines(self) -> dict[str, float]:
@@ -404,11 +404,11 @@ class _TWBertTask(Task):
 
     def train_mode(self) -> None:
         self.model.train()
-        if self.cfg.freeze_encoder:
+        if self.config.freeze_encoder:
             self.model.encoder.eval()
 
     def epoch_batches(self, epoch: int, warming: bool = False) -> list:
-        cfg, train = self.cfg, self.data.train
+        cfg, train = self.config, self.data.train
         if warming:
             order = list(range(len(train)))
             random.Random(cfg.seed + epoch).shuffle(order)
@@ -425,9 +425,9 @@ class _TWBertTask(Task):
         if warming:  # stage 1: the weights regressed onto the fixed prior
             valid = (enc["term_mask"].sum(-1) > 0).float()
             return (((w - enc["prior"]) ** 2) * valid).sum() / valid.sum().clamp(min=1)
-        batch = collate(chunk, self.device, retrieved_only=not self.cfg.add_unretrieved_relevant)
+        batch = collate(chunk, self.device, retrieved_only=not self.config.add_unretrieved_relevant)
         m = batch["idf"].shape[1]
-        return ranking_loss(self.model, w[:, :m], enc["prior"][:, :m], batch, self.cfg, self.data.max_rel,
+        return ranking_loss(self.model, w[:, :m], enc["prior"][:, :m], batch, self.config, self.data.max_rel,
                             self.generator)
 
     def validate(self) -> tuple[float, dict]:
