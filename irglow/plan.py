@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from irglow import settings
+from irglow.config import check_settings
 from irglow.eval.compare import COMPARISON_SETTINGS, check_comparison_settings
 from irglow.eval.measures import DEFAULT_MEASURES, parse_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
@@ -81,6 +83,47 @@ class ValidationSettings:
     queries: int
 
 
+def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
+    """``["beir/nfcorpus", "x@dev", {name = …, split = …}]`` → ``[(name, split), …]``; a string without
+    ``@split`` means split ``test``."""
+    specs = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            name, at, split = item.rpartition("@")
+            specs.append((name, split) if at else (item, "test"))
+        elif isinstance(item, dict) and isinstance(item.get("name"), str):
+            check_settings(item, ("name", "split"), f"zero_shot.collections[{i}]")
+            specs.append((item["name"], str(item.get("split", "test"))))
+        else:
+            raise ValueError(f"zero_shot.collections[{i}] is {item!r}: give a collection (BEIR folder, 'demo…' or "
+                             "an ir_datasets id) or a table {name = …, split = …}")
+    if not specs:
+        raise ValueError("zero_shot.collections is empty: list the collections to evaluate on")
+    return specs
+
+
+@dataclasses.dataclass(frozen=True)
+class ZeroShotSettings:
+    """``[zero_shot]`` bound (``irglow zero-shot``): where the models train, the collections evaluated as
+    ``(name, split)``, the measure of the cross-collection table, and the output folder (``[output] dir`` when
+    set, else ``runs/zero-shot``)."""
+
+    train: str | tuple[str, ...] | None
+    train_split: str
+    collections: tuple[tuple[str, str], ...]
+    measure: str
+    output_dir: Path
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> "ZeroShotSettings":
+        train = settings.value(config, "zero_shot", "train")
+        given = (config.get("output") or {}).get("dir")
+        return cls(tuple(train) if isinstance(train, list) else train,
+                   settings.value(config, "zero_shot", "train_split"),
+                   tuple(collection_specs(list(settings.value(config, "zero_shot", "collections")))),
+                   settings.value(config, "zero_shot", "measure"), Path(given or "runs/zero-shot"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
@@ -97,6 +140,7 @@ class Plan:
     eval: EvalSettings
     output_dir: Path
     validation: ValidationSettings
+    zero_shot: ZeroShotSettings | None  # where the configuration has a [zero_shot] section
     stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
     tags: tuple[str, ...]
     tuning_runs: frozenset[str]
@@ -191,6 +235,12 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
             raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
                              f"{', '.join(tags)}")
     lexical = next(b for s, b in bound if s.name == "lexical")
+    zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
+    if zero_shot is not None:  # the cross-collection table's measure is always computed, first
+        given = ev.get("measures")
+        names = [t for t in re.split(r"[\s,]+", given) if t] if isinstance(given, str) else list(given or [])
+        measures = names if zero_shot.measure in names else [zero_shot.measure, *names]
+        parse_measures(measures)
     return Plan(config=copy.deepcopy(config), seed=config.get("seed"), data_dir=config.get("data_dir"),
                 collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
                 eval=EvalSettings(measures if isinstance(measures, str) else tuple(measures), baseline,
@@ -198,5 +248,6 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
                 output_dir=Path(settings.value(config, "output", "dir")),
                 validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
                                               settings.value(config, "validation", "queries")),
+                zero_shot=zero_shot,
                 stages=tuple(bound), tags=tuple(tags), tuning_runs=frozenset(t for t in tags if wants_tuning(config, t)),
                 training_runs=frozenset().union(*(s.training_runs_read(b) for s, b in bound)))

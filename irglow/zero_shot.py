@@ -29,8 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from irglow import settings
-from irglow.config import check_settings, write_manifest
+from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
@@ -44,25 +43,6 @@ log = logging.getLogger(__name__)
 
 class NoCollectionError(RuntimeError):
     """Not one listed collection could be loaded: the notes say why for each."""
-
-
-def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
-    """``["beir/nfcorpus", "x@dev", {name = …, split = …}]`` → ``[(name, split), …]``; a string without
-    ``@split`` means split ``test``."""
-    specs = []
-    for i, item in enumerate(items):
-        if isinstance(item, str):
-            name, at, split = item.rpartition("@")
-            specs.append((name, split) if at else (item, "test"))
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            check_settings(item, ("name", "split"), f"zero_shot.collections[{i}]")
-            specs.append((item["name"], str(item.get("split", "test"))))
-        else:
-            raise ValueError(f"zero_shot.collections[{i}] is {item!r}: give a collection (BEIR folder, 'demo…' or "
-                             "an ir_datasets id) or a table {name = …, split = …}")
-    if not specs:
-        raise ValueError("zero_shot.collections is empty: list the collections to evaluate on")
-    return specs
 
 
 def label(name: str, split: str) -> str:
@@ -167,26 +147,19 @@ class Seen:
 
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
-    settings.check(config, ("zero_shot",))  # before anything is read from it; the rest is bound below
-    zs = dict(config.get("zero_shot", {}))
-    if not zs.get("train"):
+    plan = bind_plan({**config, "zero_shot": config.get("zero_shot") or {}})  # every setting, before any work
+    zs = plan.zero_shot
+    if not zs.train:
         raise ValueError("[zero_shot] train is missing: the collection the models are trained on")
-    specs = collection_specs(list(settings.value(config, "zero_shot", "collections")))
-    measure = settings.value(config, "zero_shot", "measure")
-    measures = config.setdefault("eval", {}).setdefault("measures", [measure])
-    if measure not in measures:
-        measures.insert(0, measure)
-    out = Path(config.get("output", {}).get("dir", "runs/zero-shot"))
+    specs, measure = list(zs.collections), zs.measure
+    out = zs.output_dir
     out.mkdir(parents=True, exist_ok=True)
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
     # the pipeline's own training side: models (and each multi-field system's weights) learn from zs.train
-    plan = bind_plan(config)
-    train = zs["train"]
-    train_plan = dataclasses.replace(plan, collection=CollectionSettings(
-        "", tuple(train) if isinstance(train, list) else train, settings.value(config, "zero_shot", "train_split"),
-        plan.collection.test_splits))
+    train_plan = dataclasses.replace(plan, collection=CollectionSettings("", zs.train, zs.train_split,
+                                                                         plan.collection.test_splits))
     source, weights = training_side(train_plan, timings)
     train_coll, train_split = source.collection, source.split
     plan, lexical = for_index(plan, list(source.index.fields)), plan.lexical
@@ -244,7 +217,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
             {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
                  "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())
-    write_manifest(out, config, seed=config.get("seed"), trained_on=[train_coll.name, train_split],
+    write_manifest(out, dict(plan.config), seed=plan.seed, trained_on=[train_coll.name, train_split],
                    collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
                    field_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})
     print(f"\n## Zero-shot ({measure}): trained on {train_coll.name}/{train_split}\n")

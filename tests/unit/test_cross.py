@@ -48,7 +48,8 @@ def test_cross_collection_names_a_missing_measure():
 
 
 def test_collection_specs_and_labels():
-    from irglow.zero_shot import collection_specs, label
+    from irglow.plan import collection_specs
+    from irglow.zero_shot import label
 
     assert collection_specs(["beir/nfcorpus", "data/nf@dev", {"name": "disks45/nocr/trec-robust-2004", "split": ""}]) == [
         ("beir/nfcorpus", "test"), ("data/nf", "dev"), ("disks45/nocr/trec-robust-2004", "")]
