@@ -13,7 +13,7 @@ from irglow.models.glow.cli import add_glow_command
 from irglow.models.rerank.cli import add_rerank_commands
 from irglow.models.twbert.cli import add_twbert_command
 from irglow import settings as declared
-from irglow.settings import positive_int
+from irglow.settings import non_negative_int, positive_int
 from irglow.eval.defaults import DEFAULT_MEASURES
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
 
@@ -217,7 +217,7 @@ def report_from_files(args) -> dict:
     from irglow.data.collection import load_collection
     from irglow.data.trec import read_topics
     from irglow.eval.report import report_data
-    from irglow.models.explain import twbert_weights
+    from irglow.models.explain import report_analysis, twbert_weights
     from irglow.runs.columns import read_ranked
 
     collection = load_collection(args.data) if args.data else None
@@ -235,7 +235,13 @@ def report_from_files(args) -> dict:
         queries = {q.query_id: q.text for q in collection.queries(args.split)}
     else:
         queries = {}
-    weights = {}
+    weights, index, stats = {}, None, None
+    if collection is not None and not args.no_analysis:  # the cached index `irglow search` builds
+        from irglow.index.lucene_index import build_index
+        from irglow.index.stats import CollectionStats
+
+        index = build_index(collection, root=args.data_dir)
+        stats = CollectionStats.load(index)
     for item in args.twbert or []:
         run, eq, model_dir = item.partition("=")
         if not eq or run not in names or collection is None:
@@ -243,10 +249,13 @@ def report_from_files(args) -> dict:
         from irglow.data.records import Query
         from irglow.index.lucene_index import build_index
 
-        weights[run] = twbert_weights(model_dir, build_index(collection, root=args.data_dir),
+        weights[run] = twbert_weights(model_dir, index or build_index(collection, root=args.data_dir),
                                       [Query(q, t) for q, t in queries.items()])
+    judged = {q.query_id for q in qrels}
+    extras = report_analysis(index, stats, {q: t for q, t in queries.items() if q in judged}, clusters=args.clusters,
+                             k1=args.k1, b=args.b, encoder=args.encoder)
     return report_data(cmp, tops, qrels, queries, collection, depth=args.depth, term_weights=weights,
-                       title=args.title or f"irglow: {', '.join(names)}")
+                       title=args.title or f"irglow: {', '.join(names)}", **extras)
 
 
 def pairs_heatmap_path(output: str | None) -> Path:
@@ -520,7 +529,18 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--twbert", action="append", metavar="RUN=MODEL_DIR",
                            help="show TW-BERT's learned term weights for this run's queries")
             p.add_argument("--title")
-            p.add_argument("--data-dir", help="where indexes are cached (for --twbert)")
+            p.add_argument("--data-dir", help="where indexes are cached (for --twbert and the highlighting)")
+            p.add_argument("--clusters", type=non_negative_int, default=None,
+                           help="topic clusters of the queries' embeddings for the breakdown (default: about one "
+                                "per 25 queries; 0: none)")
+            p.add_argument("--encoder", default="default",
+                           help="sentence encoder for the clusters (default: the shipped all-MiniLM-L6-v2)")
+            p.add_argument("--no-analysis", action="store_true",
+                           help="with --data, do not open the collection's index: raw query words are marked and "
+                                "there is no mean-IDF grouping")
+            p.add_argument("--k1", type=float, default=None, help="BM25 k1 of the highlighting's shade "
+                                                                 "(default: the lexical default)")
+            p.add_argument("--b", type=float, default=None, help="BM25 b of the highlighting's shade")
         if name in ("compare", "report"):
             p.add_argument("--baseline", help="run name (file stem); default: the first run")
             p.add_argument("--alpha", type=float, default=0.05)

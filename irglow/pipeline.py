@@ -292,11 +292,13 @@ def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
     return text
 
 
-def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str) -> Path:
+def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str,
+                       clusters: int | None = None) -> Path:
     """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
-    learned term weights for its runs and the word weights GLOW's attention used, where those stages ran."""
+    learned term weights for its runs and the word weights GLOW's attention used, where those stages ran, the
+    index's analysis for highlighting, and ``clusters`` topic clusters of the queries ([output] clusters)."""
     from irglow.eval.report import report_data, write_report
-    from irglow.models.explain import glow_weights, twbert_weights
+    from irglow.models.explain import glow_weights, report_analysis, twbert_weights
     from irglow.models.source import read_stage_notes
 
     weights = {}
@@ -307,8 +309,12 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: 
     for variant, folder in read_stage_notes(out, "glow").get("models", {}).items():
         if variant in runs and variant != "bert" and Path(folder).is_dir():
             weights[variant] = glow_weights(folder, ctx.index, ctx.stats, ctx.test_queries)
-    data = report_data(cmp, runs, qrels, {q.query_id: q.text for q in ctx.test_queries}, ctx.collection,
-                       term_weights=weights, title=f"irglow: {title}")
+    texts = {q.query_id: q.text for q in ctx.test_queries}
+    judged = {q.query_id for q in qrels}
+    extras = report_analysis(ctx.index, ctx.stats, {q: t for q, t in texts.items() if q in judged}, clusters=clusters,
+                             k1=ctx.lexical.k1, b=ctx.lexical.b)
+    data = report_data(cmp, runs, qrels, texts, ctx.collection, term_weights=weights, title=f"irglow: {title}",
+                       **extras)
     return write_report(out / "report.html", data)
 
 
@@ -364,7 +370,7 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
 
         plot_pairs(cmp, out / "pairs.png")
     plots = _diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
-    write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}")
+    write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}", plan.report_clusters)
     write_manifest(out, plan.manifest_config(test_split), seed=plan.seed, index=str(index.path), qrels=str(qrels_path),
                    settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},

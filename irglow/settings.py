@@ -109,7 +109,9 @@ DECLARED: dict[str, dict[str, Setting]] = {
          {"low": 1, "optional": True})),
     "output": _section(
         "output", ("dir", "str", "runs/demo",
-                   "where runs, tables, plots and the manifest are written (`irglow zero-shot`: runs/zero-shot)")),
+                   "where runs, tables, plots and the manifest are written (`irglow zero-shot`: runs/zero-shot)"),
+        ("clusters", "int", None, "topic clusters of the test queries' embeddings in the results page's breakdown "
+         "(unset: about one per 25 queries; 0: none)", {"low": 0, "optional": True})),
     "fusion": _section(
         "fusion",
         ("enabled", "bool", False, "fuse runs into hybrids"),
@@ -269,7 +271,7 @@ def dataclass_reference(section: str, cls) -> str:
     return "\n".join(lines + [""])
 
 
-def positive_int(text: str) -> int:
+def positive_int(text: str, least: int = 1) -> int:
     """An argparse type for depths, counts and threads: ``--depth -98`` is an error, not "top -98"."""
     import argparse
 
@@ -277,6 +279,11 @@ def positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} must be >= {least}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type for counts where 0 means none (``--clusters 0``)."""
+    return positive_int(text, least=0)

@@ -32,13 +32,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from irglow.data.records import Qrel
+from irglow.eval.breakdown import breakdown_tables, characteristics
 from irglow.eval.compare import Comparison, JUDGED
 from irglow.eval.contrast import CONTRAST_DEPTH, rbo, tau_ap
+from irglow.eval.matching import TermMatcher
 from irglow.runs.trec import Run
 
 CHUNK_QUERIES = 250  # queries per compressed detail chunk
 SNIPPET_CHARS = 320
 TITLE_CHARS = 160
+FIELD_CHARS = 4000  # a field's text in the document overlay (a 5 MB document shows its first 4,000 characters)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -56,13 +59,15 @@ def snippet(text: str, terms: set[str], chars: int = SNIPPET_CHARS) -> str:
 
 
 def _doc_texts(collection, shown_for: dict[str, set[str]], terms_of: dict[str, set[str]]
-               ) -> dict[str, dict[str, list[str]]]:
+               ) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[list[str]]]]:
     """``{doc id: {query id: [title, snippet]}}`` for the documents the report shows, each snippet centred on
     *that* query's words (one pass over the corpus): a window chosen on every query's words would show a
-    document shown for "quantum entanglement" around another query's "zebra"."""
+    document shown for "quantum entanglement" around another query's "zebra".  Also every field of each shown
+    document (``[[field, text], …]``, each cut at :data:`FIELD_CHARS`), for the page's document overlay."""
     out: dict[str, dict[str, list[str]]] = {}
+    fields_of: dict[str, list[list[str]]] = {}
     if collection is None or not shown_for:
-        return out
+        return out, fields_of
     for doc in collection.docs_iter():
         if doc.doc_id not in shown_for:
             continue
@@ -71,18 +76,38 @@ def _doc_texts(collection, shown_for: dict[str, set[str]], terms_of: dict[str, s
         title = " ".join(doc.text(title_field).split())[:TITLE_CHARS] if title_field else ""
         body = " ".join(doc.text(f) for f in fields if f != title_field)
         out[doc.doc_id] = {q: [title, snippet(body, terms_of.get(q, set()))] for q in shown_for[doc.doc_id]}
+        fields_of[doc.doc_id] = [[f, _cut(doc.text(f))] for f in fields]
         if len(out) == len(shown_for):
             break
-    return out
+    return out, fields_of
+
+
+def _cut(text: str, chars: int = FIELD_CHARS) -> str:
+    return text if len(text) <= chars else text[:chars] + f"… [{len(text) - chars:,} more characters]"
+
+
+def _best_other(cmp: Comparison, names: list[str], baseline: str) -> str | None:
+    """The run a reader most likely came for: the best mean on the first measure among the others."""
+    others = [n for n in names if n != baseline]
+    if not others:
+        return None
+    first = cmp.means.columns[0]
+    return max(others, key=lambda n: (cmp.means.loc[n, first] if cmp.means.loc[n, first] == cmp.means.loc[n, first]
+                                      else float("-inf"), -others.index(n)))
 
 
 def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], queries: Mapping[str, str],
                 collection=None, depth: int = 10, title: str = "irglow report",
                 term_weights: Mapping[str, Mapping[str, Any]] | None = None, notes: list[str] | None = None,
-                images: Mapping[str, bytes] | None = None) -> dict[str, Any]:
-    """Everything the page shows, as JSON-able data: the overview from ``cmp``, one row per judged query, and
-    the compressed per-query detail (top ``depth`` of every run, grades, document titles and snippets).
-    ``term_weights``: run tag → query id → {"terms": [...], "weights": [...], "prior": [...]} (TW-BERT)."""
+                images: Mapping[str, bytes] | None = None, matcher: TermMatcher | None = None,
+                clusters: Mapping[str, str] | None = None, cluster_source: str = "") -> dict[str, Any]:
+    """Everything the page shows, as JSON-able data: the overview from ``cmp``, one row per judged query, the
+    breakdown of each run's Δ by query characteristics (:mod:`irglow.eval.breakdown`), and the compressed
+    per-query detail (top ``depth`` of every run, grades, document titles, snippets and fields).
+    ``term_weights``: run tag → query id → {"terms": [...], "weights": [...], "prior": [...]} (TW-BERT) or a
+    GLOW word table; ``matcher``: the index's analyzer and statistics, for highlighting the words that became
+    query terms, shaded by their BM25 contribution, and for the mean-IDF grouping (none: raw query words are
+    marked); ``clusters``: query id → topic label (embedding clusters, made by the caller)."""
     names = list(cmp.means.index)
     measures = [str(m) for m in cmp.means.columns]
     baseline = cmp.baseline or names[0]
@@ -98,38 +123,70 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
         for q in qids:
             for d in tops[n][q]:
                 shown_for.setdefault(d, set()).add(q)
-    texts = _doc_texts(collection, shown_for, terms_of)
+    texts, fields_of = _doc_texts(collection, shown_for, terms_of)
     in_corpus = None if collection is None else set(texts)
 
+    relevant = {q: sum(1 for g in grades[q].values() if g > 0) for q in qids}
+    chars = characteristics(qids, queries, relevant, {m: per_query.get(baseline, {}).get(m, {}) for m in measures},
+                            baseline, mean_idf=matcher.mean_idf({q: queries.get(q, "") for q in qids})
+                            if matcher is not None else None, clusters=clusters, cluster_source=cluster_source)
     rows = []
     for q in qids:
         values = {n: [per_query.get(n, {}).get(m, {}).get(q) for m in measures] for n in names}
         judged = grades[q]
         unjudged = {n: sum(d not in judged for d in tops[n][q]) for n in tops}
+        found = {n: sum(judged.get(d, 0) > 0 for d in tops[n][q]) for n in tops}
         # over the whole rankings (their first CONTRAST_DEPTH ranks), not the documents two top-k lists share
         whole = {n: [d for d, _ in runs[n].ranking.get(q, [])[:CONTRAST_DEPTH]] for n in tops}
         others = [n for n in tops if n != baseline and baseline in tops]
         tau = {n: _num(tau_ap(whole[baseline], whole[n])) for n in others}
         overlap = {n: _num(rbo(whole[baseline], whole[n])) for n in others}
-        rows.append({"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "tau": tau,
-                     "rbo": overlap, "relevant": sum(1 for g in judged.values() if g > 0)})
+        rows.append({"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "found": found,
+                     "tau": tau, "rbo": overlap, "relevant": relevant[q], "judged": len(judged),
+                     "groups": {c.key: c.of[q] for c in chars if q in c.of}})
+
+    # per run, the weight each analyzed query term carries in its score (TW-BERT's learned weight, GLOW's
+    # attention weight of the word that became it): the highlighting's shade multiplies the term's BM25 by it
+    run_term_weights: dict[str, dict[str, dict[str, float]]] = {}
+    for n, table in (term_weights or {}).items():
+        for q, w in table.items():
+            if matcher is not None and "prior" not in w:  # GLOW: surface words → the terms they become
+                words = matcher.terms_of_words(w["terms"])
+                pairs = [(words[t.lower()], x) for t, x in zip(w["terms"], w["weights"])]
+            else:  # TW-BERT: its uni-grams are analyzed terms already (bi-grams hold a space)
+                pairs = [(t, x) for t, x in zip(w["terms"], w["weights"]) if " " not in t]
+            run_term_weights.setdefault(n, {})[q] = {t: float(x) for t, x in pairs if t}
 
     chunks, where = [], {}
     for start in range(0, len(qids), CHUNK_QUERIES):
-        part = {}
+        part: dict[str, Any] = {}
+        chunk_docs: dict[str, list[list[str]]] = {}
         for q in qids[start:start + CHUNK_QUERIES]:
             docs = {d for n in tops for d in tops[n][q]}
             # where a run ranks a shown document below its own top ``depth`` (the page says "rank 48 in bm25")
             beyond = {n: {d: r for r, (d, _) in enumerate(runs[n].ranking.get(q, [])[depth:], depth + 1)
                           if d in docs} for n in tops}
-            part[q] = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
-                       "ranks": {n: r for n, r in beyond.items() if r},
-                       "grades": {d: grades[q][d] for d in docs if d in grades[q]},
-                       "docs": {d: texts[d][q] if d in texts else None for d in docs},
-                       "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),
-                       "weights": {n: w[q] for n, w in (term_weights or {}).items() if q in w}}
+            entry = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
+                     "ranks": {n: r for n, r in beyond.items() if r},
+                     "grades": {d: grades[q][d] for d in docs if d in grades[q]},
+                     "docs": {d: texts[d][q] if d in texts else None for d in docs},
+                     "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),
+                     "weights": {n: w[q] for n, w in (term_weights or {}).items() if q in w}}
+            for d in docs:
+                if d in fields_of:
+                    chunk_docs[d] = fields_of[d]
+            if matcher is not None:
+                qterms = matcher.query_terms(queries.get(q, ""))
+                shown = [queries.get(q, "")] + [t for d in docs if d in texts for t in texts[d][q]] + \
+                    [text for d in docs for _, text in fields_of.get(d, [])]
+                entry["match"] = {"terms": qterms, "words": matcher.surface(shown, qterms),
+                                  "bm25": {d: {t: round(v, 4) for t, v in matcher.contributions(d, qterms).items()}
+                                           for d in docs},
+                                  "weight": {n: w[q] for n, w in run_term_weights.items() if q in w}}
+            part[q] = entry
             where[q] = len(chunks)
-        raw = json.dumps(part, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        raw = json.dumps({"queries": part, "docs": chunk_docs}, ensure_ascii=False, separators=(",", ":"),
+                         allow_nan=False).encode("utf-8")
         chunks.append(base64.b64encode(gzip.compress(raw, 6)).decode("ascii"))
 
     overview = []
@@ -144,14 +201,54 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
             cells.append({"mean": _num(cmp.means.loc[n, m]), "mark": mark, "delta": _num(cmp.deltas.loc[n, m]),
                           "ci": [_num(low), _num(high)] if n != baseline and cmp.tested else None,
                           "p": _num(p)})
-        risk = {c: _num(cmp.risk.loc[n, c]) for c in cmp.risk.columns} if cmp.risk is not None and n in \
-            cmp.risk.index else {}
+        risk, risk_sig = {}, {}
+        if cmp.risk is not None and n in cmp.risk.index:
+            for c in cmp.risk.columns:
+                risk[c] = _num(cmp.risk.loc[n, c])
+                p = cmp.risk_p.loc[n, c] if cmp.risk_p is not None and c in cmp.risk_p.columns else float("nan")
+                risk_sig[c] = bool(p == p and p < cmp.alpha)
         overview.append({"run": n, "cells": cells, "judged": _num(cmp.judged[n]) if cmp.judged is not None else None,
-                         "risk": risk})
+                         "risk": risk, "risk_sig": risk_sig, "group": (cmp.groups or {}).get(n)})
+    breakdown = {"characteristics": [c.header() for c in chars],
+                 "tables": _rounded(breakdown_tables(per_query, names, measures, baseline, qids, chars))}
     return {"title": title, "measures": measures, "baseline": baseline, "runs": names, "depth": depth,
-            "caption": cmp.caption(), "overview": overview, "judged_name": JUDGED, "queries": rows,
+            "best": _best_other(cmp, names, baseline),
+            "caption": cmp.caption(), "explain": _explanations(cmp), "overview": overview, "judged_name": JUDGED,
+            "queries": rows, "breakdown": breakdown,
+            "highlight": matcher.describe() if matcher is not None else None,
             "chunk_of": where, "chunks": chunks, "notes": list(notes or []),
             "images": {k: base64.b64encode(v).decode("ascii") for k, v in (images or {}).items()}}
+
+
+def _rounded(tables):
+    return {r: {m: {k: [[_num(x) if isinstance(x, float) else x for x in row] for row in rows]
+                    for k, rows in by_char.items()} for m, by_char in by_m.items()} for r, by_m in tables.items()}
+
+
+def _explanations(cmp: Comparison) -> list[str]:
+    """What each column and mark of the overview means, in the words ``irglow compare`` prints."""
+    out = []
+    if cmp.baseline is not None and cmp.tested and cmp.ci_low is not None and not cmp.show_ci:
+        out.append(f"Δ [CI] under a value: the run's mean minus {cmp.baseline}'s, with its "
+                   f"{cmp.ci_description()}.")
+    if cmp.judged is not None:
+        out.append(f"{JUDGED}: the share of each run's top 10 documents that are judged; a low share means its "
+                   f"scores count unjudged documents as not relevant and may understate it.")
+    if cmp.risk is not None and not cmp.risk.empty:
+        out.append(cmp.risk_intro().replace("`", "") + " Positive URisk: the gains outweigh the α-weighted "
+                   "losses; TRisk above 2 (below −2): reliably less (more) risky than the baseline.")
+    return out
+
+
+def decode_details(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list[list[str]]]]:
+    """The per-query detail and the documents' fields the page's chunks hold, decoded (what the browser does)."""
+    queries: dict[str, Any] = {}
+    docs: dict[str, list[list[str]]] = {}
+    for chunk in data["chunks"]:
+        part = json.loads(gzip.decompress(base64.b64decode(chunk)))
+        queries.update(part["queries"])
+        docs.update(part["docs"])
+    return queries, docs
 
 
 def json_score(score: float) -> float | str:

@@ -14,10 +14,16 @@ def twbert_weights(model_dir: str | Path, index, queries) -> dict[str, dict[str,
     from irglow.models.twbert.search import weigh_queries
 
     model = TWBert.load(model_dir)
+    c = model.config
+    note = (f"Fixed prior: the weight an n-gram has before training (uni-grams {c.unigram_prior:g}, bi-grams "
+            f"{c.bigram_prior:g}), the query the bm25-ngram baseline runs; the weight column is what TW-BERT "
+            f"learned for this query, the boost Lucene receives (×qtf). Terms are as the index's analyzer makes "
+            f"them (stemmed); the next column gives the words of the query they come from.")
     out = {}
     for terms, weights in weigh_queries(model, index, queries):
-        out[terms.query_id] = {"terms": terms.labels(), "weights": [round(float(w), 4) for w in weights],
-                               "prior": [round(float(p), 4) for p in model.config.priors(terms)]}
+        out[terms.query_id] = {"terms": terms.labels(), "surfaces": terms.surfaces(),
+                               "weights": [round(float(w), 4) for w in weights],
+                               "prior": [round(float(p), 4) for p in c.priors(terms)], "prior_note": note}
     return out
 
 
@@ -46,3 +52,22 @@ def glow_weights(model_dir: str | Path, index, stats, queries) -> dict[str, dict
                                         f"the fields ({fields}), k1 {c.doc_k1:g}"}
     return out
 
+
+
+def report_analysis(index, stats, queries: dict[str, str], clusters: int | None = None, k1: float | None = None,
+                    b: float | None = None, encoder: str = "default") -> dict[str, Any]:
+    """What the results page needs beyond the runs, as :func:`irglow.eval.report.report_data`'s keywords: the
+    index's analyzer and statistics for highlighting and mean IDF (with ``index``), and topic clusters of the
+    queries' embeddings (``clusters``: how many; ``None`` about one per 25 queries; 0 none)."""
+    from irglow.dense.clusters import query_clusters
+    from irglow.eval.matching import TermMatcher
+    from irglow.lexical.defaults import BM25_B, BM25_K1
+
+    out: dict[str, Any] = {}
+    if index is not None and stats is not None:
+        out["matcher"] = TermMatcher(index, stats, BM25_K1 if k1 is None else k1, BM25_B if b is None else b)
+    if clusters != 0 and queries:
+        out["clusters"] = query_clusters(queries, clusters, model=encoder)
+        name = "all-MiniLM-L6-v2" if encoder == "default" else encoder
+        out["cluster_source"] = f"{name}, mean-pooled, spherical k-means in faiss"
+    return out

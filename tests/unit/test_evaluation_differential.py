@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from irglow.cli import _comparison, _read_runs, build_parser, report_from_files
 from irglow.data.trec import FormatError, read_qrels
 from irglow.eval.compare import compare
-from irglow.eval.report import json_score
+from irglow.eval.report import decode_details, json_score
 from irglow.runs.columns import _fast, read_ranked
 from irglow.runs.fusion import fuse
 from irglow.runs.trec import Run
@@ -281,12 +281,7 @@ def test_compare_and_report_agree_with_ir_measures(data):
         shown = {}
         for row in report["queries"]:
             shown[row["id"]] = row["values"]
-        import base64
-        import json
-
-        tops = {}
-        for chunk in report["chunks"]:
-            tops.update(json.loads(gzip.decompress(base64.b64decode(chunk))))
+        tops = decode_details(report)[0]
         for name, (model, _) in zip("ab", models):
             run = meaning(model)
             want = reference_values(run, qrels_model)
