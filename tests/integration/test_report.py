@@ -6,6 +6,7 @@ fragment, no JavaScript error, and documents whose text is markup rendered as te
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -413,4 +414,167 @@ def test_search_narrows_as_one_types_and_left_is_never_right(browser, tmp_path):
     assert shown[0] == "b" and shown[1] != "b"
     right = browser.find_element("css selector", "select[aria-label=right]")
     assert "b" not in [o.get_attribute("value") for o in right.find_elements("css selector", "option")]
+    assert _errors(browser) == []
+
+
+# -- issue 39: why a run wins, what it matched, a page that explains itself ------------------------------------
+def _ranked(*docs):
+    return [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+
+
+def test_breakdown_figures_and_a_group_filters_the_query_list(browser, tmp_path):
+    """Four queries of 1, 1, 3 and 3 words; against a (d1 first everywhere), b ties q1 and q2 and loses q3 (d1 at
+    rank 2: nDCG@10 1/log2 3) and q4 (rank 3: 1/2).  The "3 words" group: mean Δ and its t interval computed here,
+    one click lists q3 and q4 only."""
+    from scipy import stats
+
+    from irglow.eval.compare import compare
+    from irglow.eval.report import render, report_data
+    from irglow.runs.trec import Run
+
+    a = {q: _ranked("d1", "d2", "d3") for q in ("q1", "q2", "q3", "q4")}
+    b = {"q1": _ranked("d1", "d2", "d3"), "q2": _ranked("d1", "d2", "d3"), "q3": _ranked("d2", "d1", "d3"),
+         "q4": _ranked("d2", "d3", "d1")}
+    runs = {"a": Run(a, "a"), "b": Run(b, "b")}
+    qrels = [Qrel(q, "d1", 1) for q in a]
+    texts = {"q1": "one", "q2": "two", "q3": "three long words", "q4": "four more words"}
+    page = tmp_path / "why.html"
+    page.write_text(render(report_data(compare(runs, qrels, ["nDCG@10"], baseline="a"), runs, qrels, texts)),
+                    encoding="utf-8")
+    deltas = [1 / math.log2(3) - 1, 0.5 - 1]
+    mean = sum(deltas) / 2
+    half = stats.t.ppf(0.975, 1) * abs(deltas[0] - deltas[1]) / math.sqrt(2) / math.sqrt(2)
+
+    def signed(x):
+        return ("+" if x >= 0 else "−") + f"{abs(x):.3f}"
+
+    browser.get(f"{page.as_uri()}#/breakdown?run=b")
+    _ready(browser, "breakdown")
+    rows = {(r.get_attribute("data-char"), r.find_elements("css selector", "td")[1].text):
+            [c.text for c in r.find_elements("css selector", "td")[2:]]
+            for r in browser.find_elements("css selector", "#breakdown-table tbody tr")}
+    assert rows[("length", "1")] == ["2", "+0.000", "[+0.000, +0.000]", "0", "0", "2"]
+    assert rows[("length", "3")] == ["2", signed(mean), f"[{signed(mean - half)}, {signed(mean + half)}]", "0", "2",
+                                     "0"]
+    assert rows[("relevant", "1")][:2] == ["4", signed(sum(deltas) / 4)]
+    # the baseline scores 1 on every query: one difficulty group holding all four
+    assert [k for k in rows if k[0] == "difficulty:nDCG@10"] == [("difficulty:nDCG@10", "1.00")]
+    browser.find_element("css selector", '#breakdown-table tr[data-char="length"][data-group="1"]').click()
+    _ready(browser, "queries")
+    assert [r.get_attribute("data-qid") for r in browser.find_elements("css selector", "#query-table tbody tr")] == \
+        ["q4", "q3"]  # largest |Δ| first
+    assert browser.find_element("id", "group-chip").text.startswith("query length: 3")
+    assert _errors(browser) == []
+
+
+@pytest.fixture(scope="module")
+def dogs_page(tmp_path_factory):
+    """Two runs over a three-document collection whose words are stemmed variants of the query's."""
+    from irglow.eval.compare import compare
+    from irglow.eval.matching import TermMatcher
+    from irglow.eval.report import render, report_data
+    from irglow.index.lucene_index import IndexConfig, build_index
+    from irglow.index.stats import CollectionStats
+    from irglow.runs.trec import Run
+    from tests.integration.test_matching import _Dogs
+
+    tmp = tmp_path_factory.mktemp("dogs-page")
+    coll = _Dogs()
+    index = build_index(coll, IndexConfig(threads=1), root=tmp / "data")
+    matcher = TermMatcher(index, CollectionStats.load(index), 0.9, 0.4)
+    runs = {"a": Run({"q1": _ranked("d1", "d2", "d3")}, "a"), "b": Run({"q1": _ranked("d2", "d1")}, "b")}
+    qrels = [Qrel("q1", "d1", 1), Qrel("q1", "d2", 0)]
+    page = tmp / "dogs.html"
+    page.write_text(render(report_data(compare(runs, qrels, ["nDCG@10"], baseline="a"), runs, qrels,
+                                       {"q1": "Domestication of dogs"}, coll, matcher=matcher)), encoding="utf-8")
+    return page, matcher
+
+
+def test_highlighting_marks_stemmed_variants_shaded_by_bm25_and_never_stop_words(browser, dogs_page):
+    page, matcher = dogs_page
+    browser.get(f"{page.as_uri()}#/query/q1?a=a&b=b")
+    _ready(browser, "query")
+    d1 = browser.find_element("css selector", 'ol[data-run="a"] li[data-doc="d1"]')
+    marks = [(m.text, m.get_attribute("data-term")) for m in d1.find_elements("css selector", "mark")]
+    assert ("Domesticated", "domest") in marks and ("dogs", "dog") in marks and ("domestication", "domest") in marks
+    every = {m.text.lower() for m in browser.find_elements("css selector", "main mark")}
+    assert "of" not in every and "the" not in every
+    # the shade: each mark's step is its term's BM25 in the document over the largest shown, in quarters
+    bm25 = {d: matcher.contributions(d, ["domest", "dog"]) for d in ("d1", "d2", "d3")}
+    top = max(v for c in bm25.values() for v in c.values())
+    for m in d1.find_elements("css selector", ".snippet mark, .title mark"):
+        step = max(1, math.ceil(4 * round(bm25["d1"][m.get_attribute("data-term")], 4) / round(top, 4)))
+        assert m.get_attribute("class") == f"s{step}"
+    assert "porter stemming, stop words removed" in browser.find_element("id", "legend").text
+    d1.find_element("css selector", "button.open-doc").click()  # the document overlay: every field
+    fields = {dd.get_attribute("data-field"): dd for dd in browser.find_elements("css selector", "#overlay dd")}
+    assert set(fields) == {"title", "text"} and fields["text"].text == "The domestication of dogs is old."
+    assert [m.text for m in fields["text"].find_elements("css selector", "mark")] == ["domestication", "dogs"]
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).send_keys("\ue00c").perform()  # Escape
+    assert not browser.find_elements("id", "overlay")
+    assert _errors(browser) == []
+
+
+def test_overview_explains_itself_fits_1280_px_and_its_plot_opens_a_query(browser, tmp_path):
+    from irglow.eval.compare import compare
+    from irglow.eval.defaults import DEFAULT_MEASURES
+    from irglow.eval.report import render, report_data
+    from irglow.runs.trec import Run
+
+    qids = [f"q{i}" for i in range(12)]
+    base = {q: _ranked("d1", "d2", "d3") for q in qids}
+    worse = {q: _ranked("d2", "d3", "d1") if i % 3 else _ranked("d1", "d2", "d3") for i, q in enumerate(qids)}
+    better = {q: _ranked("d2", "d1", "d3") if i % 4 == 0 else _ranked("d1", "d2", "d3") for i, q in enumerate(qids)}
+    runs = {"bm25": Run(base, "bm25"), "bm25-rm3-twbert-glow-hybrid": Run(worse, "x"),
+            "glow-attention-row-weighted": Run(better, "y")}
+    qrels = [Qrel(q, "d1", 1) for q in qids]
+    cmp = compare(runs, qrels, list(DEFAULT_MEASURES), baseline="bm25", pairs="all", permutations=200, ci=True)
+    page = tmp_path / "overview.html"
+    page.write_text(render(report_data(cmp, runs, qrels, {q: "text " + q for q in qids})), encoding="utf-8")
+    browser.set_window_size(1280, 1000)
+    try:
+        browser.get(f"{page.as_uri()}#/overview")
+        _ready(browser, "overview")
+        fits = browser.execute_script("const t = document.getElementById('overview-table'); "
+                                      "return [t.scrollWidth, t.parentElement.clientWidth]")
+        assert fits[0] <= fits[1], fits
+        for th in browser.find_elements("css selector", "#overview-table tbody th"):
+            assert th.value_of_css_property("white-space") == "nowrap"  # run names never broken
+        caption = browser.find_element("id", "caption")
+        assert "`" not in caption.text and caption.find_elements("css selector", "code")
+        explained = browser.find_element("id", "explain").text
+        assert "URisk" in explained and "TRisk" in explained and "Judged@10" in explained
+        headers = [h.text for h in browser.find_elements("css selector", "#overview-table thead th")]
+        assert headers[-1] == "group"  # --pairs all: the column the caption describes
+        risk = {r.get_attribute("data-run"): r.find_element("css selector", 'td[data-col="TRisk(α=1)"]').text
+                for r in browser.find_elements("css selector", "#risk-table tbody tr")}
+        p = cmp.risk_p.loc["bm25-rm3-twbert-glow-hybrid", "TRisk(α=1)"]
+        assert risk["bm25-rm3-twbert-glow-hybrid"].endswith(" *") == bool(p < cmp.alpha)
+        # the plot opens on the best run (not the first non-baseline one), with a scale, and a bar opens its query
+        picked = browser.find_element("css selector", "select[aria-label=run]").get_attribute("value")
+        assert picked == "glow-attention-row-weighted"
+        ticks = [t.text for t in browser.find_elements("css selector", "#diff-plot text.tick")]
+        assert ticks[2] == "+0.00" and ticks[0].startswith("+") and ticks[-1].startswith("−")
+        bar = browser.find_element("css selector", "#diff-plot rect.bar")
+        qid = bar.get_attribute("data-qid")
+        browser.execute_script("arguments[0].dispatchEvent(new MouseEvent('click', {bubbles: true}))", bar)
+        _ready(browser, "query")
+        assert browser.find_element("id", "qid").text == qid
+        assert _errors(browser) == []
+    finally:
+        browser.set_window_size(1400, 1000)
+
+
+def test_a_filter_that_keeps_every_query_says_so_and_names_its_run(browser, tmp_path):
+    page = _navigation_page(tmp_path)  # only d1 judged: every top 10 holds the unjudged d2
+    browser.get(f"{page.as_uri()}#/queries?run=b&filter=unjudged")
+    _ready(browser, "queries")
+    chosen = browser.find_element("css selector", "select[aria-label=filter] option:checked").text
+    assert chosen == "an unjudged document in b's top 10 (4)"
+    assert "separates nothing" in browser.find_element("id", "filter-note").text
+    browser.get(f"{page.as_uri()}#/queries?run=b&filter=losses")
+    _ready(browser, "queries")
+    assert not browser.find_elements("id", "filter-note")
     assert _errors(browser) == []
