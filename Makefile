@@ -1,11 +1,14 @@
 # irglow — two commands on a fresh machine: `make run` and `make test`.
 # Both create .venv and install what they need on first use.
 PYTHON ?= python3
+comma  := ,
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # CPU wheel by default; CUDA users: make run TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 TORCH  ?= torch==2.13.0
-STAMP  := $(VENV)/.irglow-installed
+# optional extras installed beside [test]: `make test EXTRAS=test,pyterrier` (what .ci/run does); one stamp per set
+EXTRAS ?= test
+STAMP  := $(VENV)/.irglow-installed-$(subst $(comma),-,$(EXTRAS))
 export PYTHONUNBUFFERED := 1
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
@@ -26,7 +29,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
 	touch $@
 
 venv: $(STAMP)
@@ -70,7 +73,6 @@ run-msmarco: venv
 ZS_CONFIG ?= configs/zero-shot.toml
 COLLECTIONS ?=
 given = $(filter command line environment,$(origin $(1)))
-comma := ,
 zero-shot: venv
 	$(BIN)/irglow -v zero-shot --config $(ZS_CONFIG) $(if $(call given,TRAIN),--train $(TRAIN)) \
 	  $(if $(call given,TRAIN_SPLIT),--train-split $(TRAIN_SPLIT)) $(if $(COLLECTIONS),--collections $(COLLECTIONS)) \

@@ -87,3 +87,18 @@ def bm25f(terms: Sequence[str], field_weights: Mapping[str, float]):
         q = builder.build()
         clauses.append(boost(q, c) if c != 1 else q)
     return disjunction(clauses)
+
+
+def within(query, field: str, values: Sequence[str]):
+    """``query`` scored as Lucene scores it, over only the documents whose ``field`` holds one of ``values``
+    (a FILTER clause adds nothing to the score): re-scoring a given candidate list with a weighted query, each
+    candidate the query does not match scoring 0."""
+    builder = J("org.apache.lucene.search.BooleanQuery$Builder")()
+    occur = J("org.apache.lucene.search.BooleanClause$Occur")
+    refs = J("java.util.ArrayList")()
+    for v in values:
+        refs.add(bytes_ref(v))
+    builder.add(J("org.apache.lucene.search.TermInSetQuery")(field, refs), occur.FILTER)
+    if query is not None:
+        builder.add(query, occur.SHOULD)
+    return builder.build()

@@ -132,6 +132,30 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     return Run(search_queries(index, searcher, items, depth, threads, tag), tag)
 
 
+def twbert_rescore(model: TWBert | None, index: LuceneIndex, queries: Sequence[Query],
+                   candidates: dict[str, list[str]], tag: str = "twbert", config: TWBertConfig | None = None,
+                   weighted: list[tuple[QueryTerms, list[float]]] | None = None, threads: int = 2) -> Run:
+    """TW-BERT's weighted queries scored by Lucene over each query's given ``candidates`` only (another run's top
+    documents): the score each candidate gets is the one :func:`twbert_search` would give it; a candidate no
+    weighted term matches scores 0, and one the index lacks is left out."""
+    config = config or model.config
+    from irglow.lexical.searchers import index_searcher, search_queries
+
+    searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
+    if weighted is None:
+        weighted = weigh_queries(model, index, queries)
+    items = []
+    for q, (terms, weights) in zip(queries, weighted):
+        docs = candidates.get(q.query_id, [])
+        if not docs:
+            items.append((q.query_id, None))
+            continue
+        query = lucene_query(terms, boosts(terms, weights, config.k3)) if terms.n_terms else None
+        items.append((q.query_id, lq.within(query, "id", docs)))
+    depth = max((len(d) for d in candidates.values()), default=1)
+    return Run(search_queries(index, searcher, items, max(1, depth), threads, tag), tag)
+
+
 def _expansion_weights(model: TWBert, index: LuceneIndex, feedback, q: Query, terms: QueryTerms,
                        original_weight: float, dropped: list) -> dict[str, float]:
     fb = {t: float(w) for t, w in feedback.get_feedback_terms(q.text).items() if t not in terms.unigrams}

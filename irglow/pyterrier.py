@@ -1,0 +1,220 @@
+"""irglow's rankers as PyTerrier transformers, so they compose in the notebook standard of the field::
+
+    import pyterrier as pt
+    from irglow.pyterrier import Lexical, TWBert, Glow, CrossEncoder, Fusion
+
+    bm25 = Lexical(index, "bm25")
+    pt.Experiment([bm25, bm25 >> TWBert("runs/demo/twbert.model", index),
+                   bm25 % 100 >> CrossEncoder("runs/demo/monobert.model", collection),
+                   Fusion(bm25, bm25 >> Glow("runs/demo/glow.model", index, collection), method="rrf")],
+                  topics, qrels, ["nDCG@10", "RR@10"])
+
+``pip install irglow[pyterrier]`` (PyPI's ``pyterrier`` core).  Nothing here starts Terrier: irglow's own Lucene
+index (through Pyserini) does the retrieval, so no Terrier jar is fetched and everything runs offline — PyTerrier
+is used for its data frames, its operators (``>>``, ``%``, ``+``) and ``pt.Experiment``.
+
+Frames follow PyTerrier's conventions: a query frame has ``qid`` and ``query``; a result frame adds ``docno``,
+``score`` and ``rank`` (0 first).  Each transformer computes exactly what irglow's own command computes
+(``irglow search``, TW-BERT's weighted Lucene queries, ``irglow rerank``, the fusion of ``irglow fuse``), so a
+result frame written as a run equals the run file irglow writes (a test checks both that and the metrics).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+try:
+    import pyterrier as pt
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError("irglow.pyterrier needs PyTerrier: pip install 'irglow[pyterrier]' (PyPI's pyterrier; no "
+                      "Terrier jar or Java start is needed for irglow's transformers)") from exc
+
+from irglow.data.records import Document, Query
+from irglow.index.lucene_index import LuceneIndex
+from irglow.runs.trec import Run
+
+__all__ = ["Lexical", "TWBert", "Glow", "CrossEncoder", "Fusion", "run_to_frame", "frame_to_run"]
+
+
+# -- frames ↔ runs -------------------------------------------------------------------------------------------
+def frame_to_run(frame: pd.DataFrame, tag: str = "pyterrier") -> Run:
+    """A result frame as an irglow run (ties in trec_eval's order, as every irglow run)."""
+    ranking: dict[str, list[tuple[str, float]]] = {}
+    for qid, docno, score in zip(frame["qid"].astype(str), frame["docno"].astype(str), frame["score"].astype(float)):
+        ranking.setdefault(qid, []).append((docno, score))
+    return Run(ranking, tag)
+
+
+def run_to_frame(run: Run, topics: pd.DataFrame) -> pd.DataFrame:
+    """An irglow run as a result frame over ``topics`` (its other columns carried along, rank 0 first)."""
+    rows = []
+    for qid in dict.fromkeys(topics["qid"].astype(str)):
+        for rank, (docno, score) in enumerate(run.ranking.get(qid, [])):
+            rows.append((qid, docno, float(score), rank))
+    results = pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
+    keep = topics.drop(columns=[c for c in ("docno", "score", "rank", "docid") if c in topics.columns])
+    keep = keep.assign(qid=keep["qid"].astype(str)).drop_duplicates("qid")
+    return keep.merge(results, on="qid", how="inner")[[*keep.columns, "docno", "score", "rank"]]
+
+
+def _queries(frame: pd.DataFrame) -> list[Query]:
+    if "qid" not in frame.columns or "query" not in frame.columns:
+        raise ValueError(f"a PyTerrier query frame needs the columns qid and query; this one has {list(frame.columns)}")
+    first = frame.drop_duplicates("qid")
+    return [Query(str(q), str(t)) for q, t in zip(first["qid"], first["query"])]
+
+
+def _candidates(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """Each query's documents in the frame, in its rank order."""
+    order = frame.sort_values(["qid", "rank"]) if "rank" in frame.columns else frame
+    out: dict[str, list[str]] = {}
+    for qid, docno in zip(order["qid"].astype(str), order["docno"].astype(str)):
+        out.setdefault(qid, []).append(docno)
+    return out
+
+
+def _index(index: LuceneIndex | str | Path) -> LuceneIndex:
+    return index if isinstance(index, LuceneIndex) else LuceneIndex.open(index)
+
+
+class _Documents:
+    """Documents by id from a collection (read once, when first needed) or a mapping."""
+
+    def __init__(self, docs):
+        self._source, self._docs = docs, docs if isinstance(docs, Mapping) else None
+
+    def get(self) -> Mapping[str, Document]:
+        if self._docs is None:
+            self._docs = {d.doc_id: d for d in self._source.docs_iter()}
+        return self._docs
+
+
+# -- transformers --------------------------------------------------------------------------------------------
+class Lexical(pt.Transformer):
+    """Lucene retrieval through irglow (``bm25``, ``bm25f``, ``tfidf``, ``bm25-rm3`` …, as ``irglow search``):
+    a query frame in, a result frame of the top ``depth`` out."""
+
+    def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = 1000, **overrides: Any):
+        from irglow.lexical.searchers import LexicalConfig
+
+        self.index, self.system = _index(index), system
+        self.config = LexicalConfig(system=system, depth=depth, **overrides).check()
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        from irglow.lexical.searchers import LexicalSearcher
+
+        return run_to_frame(LexicalSearcher(self.index, self.config).search(_queries(topics), self.system), topics)
+
+    def __repr__(self) -> str:
+        return f"irglow.Lexical({self.system})"
+
+
+class TWBert(pt.Transformer):
+    """TW-BERT's learned query-term weights, run in Lucene.  On a query frame it retrieves (the ``twbert`` run);
+    on a result frame (``bm25 >> TWBert(...)``) it re-scores those documents with the same weighted query — the
+    score each would get in the ``twbert`` run, 0 where no weighted term matches."""
+
+    def __init__(self, model, index: LuceneIndex | str | Path, depth: int = 1000, threads: int = 2):
+        from irglow.models.twbert.model import TWBert as Model
+
+        self.model = model if isinstance(model, Model) else Model.load(model)
+        self.index, self.depth, self.threads = _index(index), depth, threads
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        from irglow.models.twbert.search import twbert_rescore, twbert_search
+
+        queries = _queries(frame)
+        if "docno" in frame.columns:
+            run = twbert_rescore(self.model, self.index, queries, _candidates(frame), threads=self.threads)
+        else:
+            run = twbert_search(self.model, self.index, queries, self.depth, threads=self.threads)
+        return run_to_frame(run, frame)
+
+
+class Glow(pt.Transformer):
+    """A GLOW/BERT encoder (a saved ``GlowEncoder`` directory) re-scoring a result frame's documents by the cosine
+    of query and document embeddings — what its faiss run computes for those documents."""
+
+    def __init__(self, model, index: LuceneIndex | str | Path, docs, batch_size: int = 64, device=None):
+        from irglow.index.stats import CollectionStats
+        from irglow.models.glow.model import GlowEncoder, featurizer_for
+
+        self.model = model if isinstance(model, GlowEncoder) else GlowEncoder.load(model)
+        self.index = _index(index)
+        self.featurizer = featurizer_for(self.model, self.index, CollectionStats.load(self.index))
+        self.docs, self.batch_size, self.device = _Documents(docs), batch_size, device
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        import numpy as np
+        import torch
+
+        from irglow.dense.encode import encode
+        from irglow.models.checkpoints import pick_device
+        from irglow.models.glow.train import embed
+
+        if "docno" not in frame.columns:
+            raise ValueError("irglow.pyterrier.Glow re-ranks a result frame: put a first stage before it "
+                             "(Lexical(index) >> Glow(...))")
+        device = self.device or pick_device()
+        self.model.to(device).eval()
+        queries, candidates, docs = _queries(frame), _candidates(frame), self.docs.get()
+        wanted = sorted({d for ds in candidates.values() for d in ds if d in docs})
+        with torch.no_grad():
+            qv = encode(queries, lambda b: embed(self.model, self.featurizer, b, device, "query"), self.batch_size)
+            dv = encode([docs[d] for d in wanted], lambda b: embed(self.model, self.featurizer, b, device, "doc"),
+                        self.batch_size)
+        row = {d: i for i, d in enumerate(wanted)}
+        ranking = {}
+        for q, vector in zip(queries, qv):
+            held = [d for d in candidates.get(q.query_id, []) if d in row]
+            scores = dv[[row[d] for d in held]] @ vector if held else np.zeros(0)
+            ranking[q.query_id] = [(d, float(s)) for d, s in zip(held, scores)]
+        return run_to_frame(Run(ranking, "glow"), frame)
+
+
+class CrossEncoder(pt.Transformer):
+    """A trained monoBERT or NRM-F re-ranker (its directory; the kind is read from it) over a result frame's
+    documents, as ``irglow rerank`` scores them; documents the collection lacks keep their order below."""
+
+    def __init__(self, model, docs, batch_size: int = 64, device=None):
+        from irglow.models.rerank.rerank import load_reranker
+
+        self.model = load_reranker(model) if isinstance(model, (str, Path)) else model
+        self.docs, self.batch_size, self.device = _Documents(docs), batch_size, device
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        from irglow.models.rerank.rerank import rerank
+
+        if "docno" not in frame.columns:
+            raise ValueError("irglow.pyterrier.CrossEncoder re-ranks a result frame: put a first stage before it")
+        first = frame_to_run(frame)
+        depth = max((len(r) for r in first.ranking.values()), default=1)
+        run = rerank(self.model, first, _queries(frame), self.docs.get(), depth=depth, batch_size=self.batch_size,
+                     device=self.device)
+        return run_to_frame(run, frame)
+
+
+class Fusion(pt.Transformer):
+    """irglow's fusion of several pipelines' results (``irglow fuse``): reciprocal-rank fusion (``rrf``) or a
+    weighted sum of normalised scores (``wsum`` with ``weights``, equal if none)."""
+
+    def __init__(self, *parts: pt.Transformer, method: str = "rrf", norm: str = "min-max",
+                 weights: Sequence[float] | None = None, depth: int = 1000):
+        from irglow.runs.fusion import check_fusion
+
+        if len(parts) < 2:
+            raise ValueError("Fusion needs at least two transformers")
+        if weights is not None and len(weights) != len(parts):
+            raise ValueError(f"{len(weights)} weights for {len(parts)} transformers")
+        check_fusion(method, norm, 60.0, depth)
+        self.parts, self.method, self.norm, self.weights, self.depth = parts, method, norm, weights, depth
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        from irglow.runs.fusion import fuse
+
+        runs = [frame_to_run(part.transform(topics), f"part{i}") for i, part in enumerate(self.parts)]
+        fused = fuse(runs, method=self.method, norm=self.norm, weights=self.weights, depth=self.depth, tag="fusion")
+        return run_to_frame(fused, topics)
