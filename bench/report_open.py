@@ -79,20 +79,37 @@ def wait_ready(d, view: str, timeout: float = 60) -> float:
     raise TimeoutError(view)
 
 
-def screenshots(page: Path, folder: Path) -> None:
+def screenshots(page: Path, folder: Path, run: str = "twbert", baseline: str = "bm25") -> None:
+    """The page's views as PNGs at 1,280 px (docs/): overview, why (breakdown), queries, a query view and a
+    document opened with every field."""
     d = driver()
+    d.set_window_size(1280, 1000)
     folder.mkdir(parents=True, exist_ok=True)
+    uri = page.resolve().as_uri()
+
+    def shot(name: str, height: int = 1000) -> None:
+        d.set_window_size(1280, min(height, max(1000, d.execute_script("return document.body.scrollHeight"))))
+        time.sleep(0.3)
+        d.save_screenshot(str(folder / f"report-{name}.png"))
+        d.set_window_size(1280, 1000)
+
     try:
-        d.get(page.resolve().as_uri() + "#/overview")
+        d.get(uri + "#/overview")
         wait_ready(d, "overview")
-        d.save_screenshot(str(folder / "report-overview.png"))
-        d.get(page.resolve().as_uri() + "#/queries?run=twbert&filter=all&sort=delta")
+        shot("overview", 1500)
+        d.get(uri + f"#/breakdown?run={run}")
+        wait_ready(d, "breakdown")
+        shot("breakdown", 1500)
+        d.get(uri + f"#/queries?run={run}&filter=all&sort=delta")
         wait_ready(d, "queries")
-        d.save_screenshot(str(folder / "report-queries.png"))
+        shot("queries")
         first = d.execute_script("return document.querySelector('#query-table tbody tr').dataset.qid")
-        d.get(page.resolve().as_uri() + f"#/query/{first}?a=bm25&b=twbert")
+        d.get(uri + f"#/query/{first}?a={baseline}&b={run}")
         wait_ready(d, "query")
-        d.save_screenshot(str(folder / "report-query.png"))
+        shot("query", 1400)
+        d.find_element("css selector", "button.open-doc").click()
+        time.sleep(0.3)
+        d.save_screenshot(str(folder / "report-document.png"))
     finally:
         d.quit()
 
@@ -105,11 +122,13 @@ def main() -> None:
     ap.add_argument("--pool", type=int, default=30)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="out/report-open")
-    ap.add_argument("--screenshots", help="save the three views of --page into this folder instead")
+    ap.add_argument("--screenshots", help="save the views of --page into this folder instead")
     ap.add_argument("--page")
+    ap.add_argument("--run", default="twbert", help="with --screenshots: the run shown against --baseline")
+    ap.add_argument("--baseline", default="bm25")
     args = ap.parse_args()
     if args.screenshots:
-        screenshots(Path(args.page), Path(args.screenshots))
+        screenshots(Path(args.page), Path(args.screenshots), args.run, args.baseline)
         return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -267,10 +267,24 @@ def _num(x) -> float | None:
 
 def render(data: dict[str, Any]) -> str:
     """The HTML page: style, script and data inline.  The data sits in a ``<script type=application/json>``
-    with every ``<`` escaped, so no text in it can close the element."""
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    with every ``<`` escaped, so no text in it can close the element; each compressed chunk of per-query
+    detail in an element of its own (base64 holds no ``<``), so opening the page parses only the small rest."""
+    light = {k: v for k, v in data.items() if k != "chunks"}
+    payload = json.dumps(light, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    chunks = "\n".join(f'<script type="text/plain" id="irglow-chunk-{i}">{c}</script>'
+                       for i, c in enumerate(data["chunks"]))
     page = (Path(__file__).parent / "report_page.html").read_text(encoding="utf-8")
-    return page.replace("{{TITLE}}", html.escape(data["title"])).replace("{{DATA}}", payload)
+    return (page.replace("{{TITLE}}", html.escape(data["title"])).replace("{{DATA}}", payload)
+            .replace("{{CHUNKS}}", chunks))
+
+
+def read_page(path: str | Path) -> dict[str, Any]:
+    """A written page's data, chunks included (what :func:`render` put in)."""
+    page = Path(path).read_text(encoding="utf-8")
+    data = json.loads(page.split('id="irglow-data">', 1)[1].split("</script>", 1)[0])
+    data["chunks"] = [part.split(">", 1)[1].split("</script>", 1)[0]
+                      for part in page.split('<script type="text/plain" id="irglow-chunk-')[1:]]
+    return data
 
 
 def write_report(path: str | Path, data: dict[str, Any]) -> Path:
@@ -282,8 +296,6 @@ def write_report(path: str | Path, data: dict[str, Any]) -> Path:
 def add_images(path: str | Path, images: Mapping[str, bytes]) -> Path:
     """Add PNG figures made after a page was written (zero-shot's forest plot, once every collection has run) to
     its overview."""
-    page = Path(path).read_text(encoding="utf-8")
-    payload = page.split('id="irglow-data">', 1)[1].split("</script>", 1)[0]
-    data = json.loads(payload)
+    data = read_page(path)
     data["images"].update({k: base64.b64encode(v).decode("ascii") for k, v in images.items()})
     return write_report(path, data)

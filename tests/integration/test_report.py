@@ -15,7 +15,7 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel, make_document
-from irglow.eval.report import decode_details, snippet
+from irglow.eval.report import decode_details, read_page, snippet
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS = '<script>alert(1)</script><img src=x onerror="document.title=\'owned\'">'
@@ -55,10 +55,12 @@ def _report(tmp_path):
 
 def test_the_page_holds_markup_in_documents_and_queries_as_data_only(tmp_path):
     page = _report(tmp_path)
-    assert page.count("<script") == 2  # the JSON data and the page's own code: nothing from a document
+    (tmp_path / "page.html").write_text(page, encoding="utf-8")
+    data = read_page(tmp_path / "page.html")
+    # the JSON data, one element per compressed chunk and the page's own code: nothing from a document
+    assert page.count("<script") == 2 + len(data["chunks"]) and len(data["chunks"]) == 1
     assert "<b>ticks" not in page and "alert(1)" not in page  # query text escaped; documents compressed
     assert "<title>t &lt;i&gt;</title>" in page
-    data = json.loads(page.split('id="irglow-data">', 1)[1].split("</script>", 1)[0])
     assert [q["id"] for q in data["queries"]] == ["q1"]  # a run's query the qrels lack is not listed
     detail = decode_details(data)[0]["q1"]
     assert detail["missing"] == ["gone"] and detail["docs"]["gone"] is None
