@@ -18,7 +18,8 @@ def small_pipeline(out, data, systems=("bm25", "bm25f"), depth: int = 50, **stag
             "index": {"threads": 1},
             "lexical": {"systems": list(systems), "depth": depth},
             "eval": {"measures": ["nDCG@10"], "baseline": "bm25"},
-            "output": {"dir": str(out)}, **stages}
+            # the results page's topic clusters load MiniLM: tested on their own (test_clusters.py), not per pipeline
+            "output": {"dir": str(out), "clusters": 0}, **stages}
 
 
 def beir_from_demo(folder) -> None:
@@ -47,5 +48,5 @@ def nrmf_pipeline(folder, out, data, **rerank) -> dict:
     return {"seed": 13, "data_dir": str(data),
             "collection": {"name": str(folder), "train_split": "train", "test_split": "test"},
             "index": {"threads": 1}, "lexical": {"systems": ["bm25"], "depth": 30},
-            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out)},
+            "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out), "clusters": 0},
             "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "nrmf": dict(NRMF), **rerank}}
