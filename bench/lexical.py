@@ -85,22 +85,29 @@ def main() -> None:
         searcher.search(queries, tag=system)
         timing[system] = len(queries) / (time.perf_counter() - t)
 
-    # throughput: irglow bm25 vs a direct Pyserini batch_search on the same index and vs Lucene alone (the
-    # same BM25 queries searched on the same threads, hits never read out), best of 3 alternating
+    # throughput: irglow bm25 vs Lucene alone (the same BM25 queries searched on the same threads, hits never
+    # read out), medians of 9 interleaved rounds (the machine is shared: ratios, not absolute figures), and vs a
+    # direct Pyserini batch_search, best of 3
+    import statistics
+
     irglow_bm25 = LexicalSearcher(index, LexicalConfig("bm25", k1=args.k1, b=args.b, depth=args.depth, threads=args.threads))
-    best_irglow = best_pyserini = best_lucene = 0.0
+    best_pyserini = 0.0
     lucene_alone = lucene_ceiling(index, queries, args.depth, args.threads, args.k1, args.b)
+    irglow_s, lucene_s = [], []
+    for _ in range(9):
+        t = time.perf_counter()
+        irglow_bm25.search(queries)
+        irglow_s.append(time.perf_counter() - t)
+        if lucene_alone is not None:
+            t = time.perf_counter()
+            lucene_alone()
+            lucene_s.append(time.perf_counter() - t)
+    best_irglow = len(queries) / statistics.median(irglow_s)
+    best_lucene = len(queries) / statistics.median(lucene_s) if lucene_s else 0.0
     for _ in range(3):
         t = time.perf_counter()
         pyserini_direct(index, queries, args.depth, args.threads, args.k1, args.b)
         best_pyserini = max(best_pyserini, len(queries) / (time.perf_counter() - t))
-        t = time.perf_counter()
-        irglow_bm25.search(queries)
-        best_irglow = max(best_irglow, len(queries) / (time.perf_counter() - t))
-        if lucene_alone is not None:
-            t = time.perf_counter()
-            lucene_alone()
-            best_lucene = max(best_lucene, len(queries) / (time.perf_counter() - t))
 
     # RM3: irglow's bm25+rm3 (Anserini's RM3, hits in bulk) against Pyserini's RM3 batch_search, best of 3
     irglow_rm3 = LexicalSearcher(index, LexicalConfig("bm25", rm3=True, k1=args.k1, b=args.b, depth=args.depth,
@@ -127,7 +134,7 @@ def main() -> None:
         f"| Lucene alone (IndexSearcher.search, {args.threads} threads, hits not read) | "
         f"{best_lucene:.1f} q/s |" if best_lucene else "| Lucene alone | n/a (no bulk helper: no javac) |",
         f"| **irglow bm25 / Pyserini batch_search** | **{best_irglow / best_pyserini:.3f}** (target ≥ 10) |",
-        f"| **irglow bm25 / Lucene alone** | **{best_irglow / best_lucene:.3f}** (target ≥ 0.3) |" if best_lucene else "",
+        f"| **irglow bm25 / Lucene alone** (medians of 9 interleaved) | **{best_irglow / best_lucene:.3f}** (target ≥ 0.8) |" if best_lucene else "",
         f"| Pyserini batch_search with RM3 | {best_pyserini_rm3:.1f} q/s |",
         f"| irglow bm25+rm3 | {best_rm3:.1f} q/s |",
         f"| **irglow RM3 / Pyserini RM3** | **{best_rm3 / best_pyserini_rm3:.3f}** (target ≥ 3) |",

@@ -17,30 +17,33 @@ from irglow.utils.progress import tqdm
 from irglow.data.records import Document, Query
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_dir
+from irglow.utils.batching import length_batches
 
 # a batch encoder: list of items → float tensor [B, H] (not yet normalised)
 BatchEncoder = Callable[[Sequence], torch.Tensor]
 
 
-def _batches(items: Iterable, size: int):
-    batch = []
-    for x in items:
-        batch.append(x)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def text_length(item) -> int:
+    """An input's length in characters (a document's fields together): the key length bucketing sorts on."""
+    if isinstance(item, Document):
+        return sum(len(t) for t in item.fields.values() if t)
+    if isinstance(item, Query):
+        return len(item.text)
+    return len(item) if isinstance(item, str) else 0
 
 
 @torch.no_grad()
 def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: str = "encode") -> np.ndarray:
-    out = []
-    for batch in tqdm(_batches(items, batch_size), total=(len(items) + batch_size - 1) // batch_size,
-                      desc=desc, unit="batch", disable=len(items) < 2 * batch_size):
-        vec = encoder(batch).float()
-        out.append(torch.nn.functional.normalize(vec, dim=-1).cpu().numpy())
-    return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+    """L2-normalised vectors of ``items`` in their order; batched by length (:mod:`irglow.utils.batching`) so a
+    batch pads to its own longest input."""
+    out: np.ndarray | None = None
+    batches = length_batches([text_length(x) for x in items], batch_size)
+    for idx in tqdm(batches, total=len(batches), desc=desc, unit="batch", disable=len(items) < 2 * batch_size):
+        vec = torch.nn.functional.normalize(encoder([items[i] for i in idx]).float(), dim=-1).cpu().numpy()
+        if out is None:
+            out = np.zeros((len(items), vec.shape[1]), dtype=np.float32)
+        out[idx] = vec
+    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
 
 def shard_bounds(n: int, rank: int, world: int) -> tuple[int, int]:

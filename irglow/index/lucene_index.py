@@ -309,6 +309,32 @@ def doc_ids(index: LuceneIndex) -> list[str]:
     return _DOC_IDS[key]
 
 
+_DOC_ID_ARRAYS: dict[str, Any] = {}
+_TIE_ORDERS: dict[str, Any] = {}
+
+
+def doc_id_array(index: LuceneIndex):
+    """:func:`doc_ids` as a numpy object array: a packed batch's doc numbers index it in one step."""
+    import numpy as np
+
+    key = str(index.path)
+    if key not in _DOC_ID_ARRAYS:
+        ids = doc_ids(index)
+        arr = np.empty(len(ids), dtype=object)
+        arr[:] = ids
+        _DOC_ID_ARRAYS[key] = arr
+    return _DOC_ID_ARRAYS[key]
+
+
+def tie_order(index: LuceneIndex):
+    """The bulk helper's trec_eval tie order for this index (each document's id rank in code point order),
+    built in Java from the stored ids once per index."""
+    key = str(index.path)
+    if key not in _TIE_ORDERS:
+        _TIE_ORDERS[key] = autoclass("irglow.BulkSearch").tieOrder(index.reader.reader, "id")
+    return _TIE_ORDERS[key]
+
+
 def _source(collection) -> str:
     """Where a collection comes from (a folder, an ir_datasets id, the demo): groups a source's indexes
     in ``irglow cache list`` so older versions of the same corpus can be pruned."""

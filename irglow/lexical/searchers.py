@@ -17,14 +17,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import Query
 from irglow.index.jvm import bulk_search_available
-from irglow.index.lucene_index import LuceneIndex, doc_ids  # noqa: F401 (doc_ids: the index's, re-exported)
+from irglow.index.lucene_index import LuceneIndex, doc_id_array, doc_ids, tie_order  # noqa: F401 (doc_ids re-exported)
 from irglow.lexical import queries as lq
+from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
@@ -127,20 +128,20 @@ class LexicalSearcher:
             raise ValueError("RM3 is offered for bm25 and bm25-mf (Pyserini's implementation)")
         build: Callable[[list[str]], object]
         if self.config.system == "bm25":
-            build = lambda terms: lq.bag_of_words(terms)  # noqa: E731
+            build = lq.bag_of_words
             similarity = lq.J("org.apache.lucene.search.similarities.BM25Similarity")(self.config.k1, self.config.b)
         elif self.config.system == "bm25f":
             weights = self.field_weights()
             build = lambda terms: lq.bm25f(terms, weights)  # noqa: E731
             similarity = lq.J("org.apache.lucene.search.similarities.BM25Similarity")(self.config.k1, self.config.b)
         else:
-            build = lambda terms: lq.bag_of_words(terms)  # noqa: E731
+            build = lq.bag_of_words
             similarity = lq.J("org.apache.lucene.search.similarities.ClassicSimilarity")()
         return self._loop(queries, build, similarity, tag)
 
     def _batch_pyserini(self, queries: Sequence[Query], tag: str) -> Run:
         fields = self.field_weights() if self.config.system == "bm25-mf" else {}
-        ranking: dict[str, list[tuple[str, float]]] = {}
+        ranking = PackedRanking(doc_id_array(self.index))
         analyzed = self.analyzed(queries)
         # Pyserini's batch fails as a whole on a query over Lucene's clause limit; such a query is
         # searched on its own instead (without expansion), and said so.
@@ -151,7 +152,8 @@ class LexicalSearcher:
         if huge:
             direct = LexicalSearcher(self.index, LexicalConfig(**{**self.config.__dict__, "rm3": False,
                                                                    "system": "bm25"}))
-            ranking.update(direct.search([q for q, _ in huge]).ranking)
+            for qid, docs in direct.search([q for q, _ in huge]).ranking.items():
+                ranking[qid] = docs
         skip = {q.query_id for q, _ in huge}
         valid = [q for q, terms in analyzed if terms and q.query_id not in skip]
         bs = self.config.batch_size
@@ -162,7 +164,7 @@ class LexicalSearcher:
                 chunk = valid[start:start + bs]
                 if bulk:
                     try:
-                        ranking.update(self._pyserini_bulk(chunk, fields))
+                        self._pyserini_bulk(chunk, fields, ranking)
                     except JavaException as err:  # a reranker the bulk path does not know: Pyserini's own path
                         log.warning("%s: hits in bulk failed (%s); searching through Pyserini", tag, err)
                         bulk = False
@@ -172,21 +174,24 @@ class LexicalSearcher:
                     for q in chunk:
                         ranking[q.query_id] = [(h.docid, float(h.score)) for h in hits.get(q.query_id, [])]
                 bar.update(len(chunk))
-        return Run({q.query_id: ranking.get(q.query_id, []) for q in queries}, tag)
+        return Run(ranking.reordered([q.query_id for q in queries]), tag)
 
-    def _pyserini_bulk(self, chunk: Sequence[Query], fields: dict[str, float]) -> dict[str, list[tuple[str, float]]]:
+    def _pyserini_bulk(self, chunk: Sequence[Query], fields: dict[str, float], packed: PackedRanking) -> None:
         """Pyserini's search run by ``irglow.BulkSearch.pyserini``: the same Anserini searcher, query, RM3
-        expansion and score rounding, with the final hits as arrays instead of k stored documents per query
-        (the same hits and scores as ``batch_search`` / ``batch_search_fields``, tested)."""
+        expansion and score rounding, with the final hits packed in trec_eval's order instead of k stored
+        documents per query (the same hits and scores as ``batch_search`` / ``batch_search_fields``, tested)."""
         jfields = lq.J("java.util.HashMap")()
         for f, w in fields.items():
             jfields.put(f, lq.J("java.lang.Float")(float(w)))
-        hits = lq.J("irglow.BulkSearch").pyserini(self.pyserini.object, [q.text for q in chunk], jfields,
-                                                  int(self.config.depth), int(max(1, self.config.threads)))
-        return unpack_hits(hits, [q.query_id for q in chunk], doc_ids(self.index))
+        hits = lq.J("irglow.BulkSearch").pyseriniPacked(self.pyserini.object, [q.text for q in chunk], jfields,
+                                                        int(self.config.depth), int(max(1, self.config.threads)),
+                                                        tie_order(self.index))
+        packed.add([q.query_id for q in chunk], bytes(hits.tostring()))
 
     def _loop(self, queries: Sequence[Query], build, similarity, tag: str) -> Run:
         searcher = index_searcher(self.index, similarity)
+        if build is lq.bag_of_words and bulk_search_available():  # analyzed, built and searched in Java
+            return Run(search_texts(self.index, searcher, queries, self.config.depth, self.config.threads, tag), tag)
         items = [(q.query_id, build(terms) if terms else None) for q, terms in self.analyzed(queries)]
         return Run(search_queries(self.index, searcher, items, self.config.depth, self.config.threads, tag), tag)
 
@@ -211,40 +216,51 @@ BULK_BATCH = 2000  # queries per bulk call: bounds the hit arrays held at once
 
 
 def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, object | None]], depth: int,
-                   threads: int = 2, desc: str = "search", bulk: bool | None = None) -> dict[str, list[tuple[str, float]]]:
-    """Lucene queries (``None``: an empty ranking) → ``{qid: [(doc_id, score)]}``.
+                   threads: int = 2, desc: str = "search", bulk: bool | None = None) -> Mapping[str, list[tuple[str, float]]]:
+    """Lucene queries (``None``: an empty ranking) → ``{qid: [(doc_id, score)]}`` in trec_eval's order.
 
     With irglow's bulk helper (``irglow.BulkSearch``, compiled where the JDK has ``javac``) a batch of
-    queries is searched on ``threads`` Java threads and its hits come back as three primitive arrays;
-    otherwise each hit crosses JNI on its own.  Both give the same hits and float scores (tested)."""
+    queries is searched on ``threads`` Java threads, its hits put in trec_eval's order in Java and handed over
+    as one packed byte array (:class:`irglow.runs.packed.PackedRanking`: a query's pairs are made when read);
+    otherwise each hit crosses JNI on its own.  Both give the same hits, scores and order (tested)."""
     ids = doc_ids(index)
     use_bulk = bulk_search_available() if bulk is None else bulk
-    ranking: dict[str, list[tuple[str, float]]] = {}
     with tqdm(total=len(items), desc=f"{desc} search", unit="q", disable=len(items) < 200) as bar:
         if not use_bulk:
+            ranking: dict[str, list[tuple[str, float]]] = {}
             for qid, query in items:
                 ranking[qid] = search_lucene_query(searcher, query, depth, ids)
                 bar.update(1)
             return ranking
-        helper = lq.J("irglow.BulkSearch")
+        helper, order = lq.J("irglow.BulkSearch"), tie_order(index)
+        packed = PackedRanking(doc_id_array(index))
         for start in range(0, len(items), BULK_BATCH):
             chunk = items[start:start + BULK_BATCH]
-            hits = helper.search(searcher, [q for _, q in chunk], int(depth), int(max(1, threads)))
-            ranking.update(unpack_hits(hits, [qid for qid, _ in chunk], ids))
+            packed.add([qid for qid, _ in chunk],
+                       bytes(helper.searchPacked(searcher, [q for _, q in chunk], int(depth), int(max(1, threads)),
+                                                 order).tostring()))
             bar.update(len(chunk))
-    return ranking
+    return packed
 
 
-def unpack_hits(hits, qids: Sequence[str], ids: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
-    """An ``irglow.BulkSearch`` result (three arrays, one JNI transfer each) → ``{qid: [(doc_id, score)]}``."""
-    offsets, docs, scores = list(hits.offsets), list(hits.docs), list(hits.scores)
-    out = {}
-    for i, qid in enumerate(qids):
-        a, b = offsets[i], offsets[i + 1]
-        out[qid] = list(zip([ids[d] for d in docs[a:b]], scores[a:b]))
-    return out
-
-
+def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: int, threads: int = 2,
+                 desc: str = "search") -> PackedRanking:
+    """Bag-of-words queries from their texts, analyzed, built and searched in Java in one call per batch (the
+    bulk helper's ``searchTextsPacked``): the query :func:`irglow.lexical.queries.bag_of_words` builds from the
+    index's analyzer, without a JNI call per query; a query left with no term is reported and ranks nothing."""
+    helper, order = lq.J("irglow.BulkSearch"), tie_order(index)
+    packed = PackedRanking(doc_id_array(index))
+    with tqdm(total=len(queries), desc=f"{desc} search", unit="q", disable=len(queries) < 200) as bar:
+        for start in range(0, len(queries), BULK_BATCH):
+            chunk = queries[start:start + BULK_BATCH]
+            segment = packed.add([q.query_id for q in chunk], bytes(helper.searchTextsPacked(
+                searcher, index.analyzer, "contents", [q.text for q in chunk], int(depth), int(max(1, threads)),
+                order).tostring()))
+            for q, n in zip(chunk, segment.extra.tolist()):
+                if n == 0:
+                    _warn_empty(q.query_id, q.text)
+            bar.update(len(chunk))
+    return packed
 
 
 def run_lexical(index: LuceneIndex, queries: Sequence[Query], system: str = "bm25", **overrides) -> Run:

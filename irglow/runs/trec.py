@@ -18,6 +18,7 @@ from typing import Iterable, Iterator
 
 from irglow.data.records import ScoredDoc
 from irglow.data.trec import FormatError, open_binary, split_fields, utf8_advice
+from irglow.runs.packed import PackedRanking
 from irglow.utils.atomic import atomic_file
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,10 @@ class Run:
     tag: str = "irglow"
 
     def __post_init__(self):
+        if isinstance(self.ranking, PackedRanking):  # Lucene's hits arrive in trec_eval's order already
+            for qid in list(self.ranking._lists):
+                self.ranking[qid] = trec_order(self.ranking._lists[qid])
+            return
         for qid, docs in self.ranking.items():
             self.ranking[qid] = trec_order(docs)
 

@@ -91,15 +91,51 @@ def test_bulk_hits_equal_hit_by_hit_reading_byte_for_byte(ties_index, tmp_path, 
         pytest.skip("this Java runtime has no javac: only the per-hit path exists")
     queries = TiesCollection().queries() * 3  # the same texts under other ids exercise every thread
     queries = [Query(f"{q.query_id}-{i}", q.text) for i, q in enumerate(queries)]
+    assert _bulk_and_per_hit(ties_index, queries, system, tmp_path, monkeypatch).count(b"\n") > 20
+
+
+def _bulk_and_per_hit(index, queries, system, tmp_path, monkeypatch, depth: int = 7) -> bytes:
+    """The run file of the bulk path (hits packed in trec_eval's order in Java) and of the per-hit path (each hit
+    through JNI, sorted by ``Run``): asserted byte-identical, returned."""
+    import irglow.lexical.searchers as searchers
+
     runs = {}
     for bulk in (True, False):
-        real = searchers.search_queries
-        monkeypatch.setattr(searchers, "search_queries",
-                            lambda *a, **k: real(*a, **{**k, "bulk": bulk}))
-        run = LexicalSearcher(ties_index, LexicalConfig(system, depth=7, threads=2)).search(queries, tag=system)
+        if not bulk:
+            monkeypatch.setattr(searchers, "bulk_search_available", lambda: False)
+        run = LexicalSearcher(index, LexicalConfig(system, depth=depth, threads=2)).search(queries, tag=system)
         runs[bulk] = run.write(tmp_path / f"{system}-{bulk}.run").read_bytes()
         monkeypatch.undo()
-    assert runs[True] == runs[False] and runs[True].count(b"\n") > 20
+    assert runs[True] == runs[False]
+    return runs[True]
+
+
+class _TiedIds:
+    """Eight documents with one text (every score tied) and ids whose orders differ: numbers as text ("d10" <
+    "d9"), case, an accent, a private-use character and one outside the BMP ("𐀀" sorts after "\ue000" by code
+    point, as Python and trec_eval order them, but before it in Java's UTF-16 order)."""
+
+    name = "tied-ids-v1"
+    fields = ("body",)
+    ids = ["d9", "d10", "D1", "é", "z", "\ue000", "𐀀", "a b"[0] + "_b"]
+
+    def docs_iter(self):
+        for i in self.ids:
+            yield make_document(i, body="apple pie")
+
+    def docs_count(self):
+        return len(self.ids)
+
+
+@pytest.mark.parametrize("system", ["bm25", "bm25f", "tfidf"])
+def test_ties_leave_java_in_trec_eval_order_by_code_point(tmp_path, monkeypatch, system):
+    """Issue 40 item 2: ties broken in Java by document id descending in code point order (Python's and
+    trec_eval's), so a run is byte-identical to the per-hit path that sorts in Python."""
+    index = build_index(_TiedIds(), IndexConfig(threads=1), root=tmp_path / "data")
+    text = _bulk_and_per_hit(index, [Query("q1", "apple"), Query("q2", "pie apple")], system, tmp_path, monkeypatch,
+                             depth=10)
+    ranked = [line.split()[2] for line in text.decode("utf-8").splitlines() if line.startswith("q1 ")]
+    assert ranked == ["𐀀", "\ue000", "é", "z", "d9", "d10", "a_b", "D1"] == sorted(_TiedIds.ids, reverse=True)
 
 
 def test_doc_id_table_read_in_bulk_equals_stored_fields(ties_index):

@@ -1,7 +1,12 @@
 package irglow;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -58,6 +63,147 @@ public final class BulkSearch {
       hits.add(hitsOnly(top == null ? NO_HITS : top));
     }
     return pack(hits);
+  }
+
+  /**
+   * trec_eval's tie order for an index: the rank of each Lucene document's id among all ids in code point order
+   * (the order of their UTF-8 bytes, which is Python's string order), built once per index from the stored ids.
+   */
+  public static final class TieOrder {
+    final int[] rank;
+
+    TieOrder(int[] rank) {
+      this.rank = rank;
+    }
+
+    public int size() {
+      return rank.length;
+    }
+  }
+
+  public static TieOrder tieOrder(IndexReader reader, String field) throws Exception {
+    StoredFields stored = reader.storedFields();
+    int n = reader.maxDoc();
+    BytesRef[] ids = new BytesRef[n];
+    Integer[] order = new Integer[n];
+    for (int i = 0; i < n; i++) {
+      String v = stored.document(i).get(field);
+      ids[i] = new BytesRef(v == null ? "" : v);
+      order[i] = i;
+    }
+    Arrays.sort(order, (a, b) -> ids[a].compareTo(ids[b]));
+    int[] rank = new int[n];
+    for (int r = 0; r < n; r++) rank[order[r]] = r;
+    return new TieOrder(rank);
+  }
+
+  /**
+   * Hits in trec_eval's order and packed for one transfer: each query's hits by score descending, equal scores
+   * by document id descending (Lucene breaks them by doc number), then every query's hits in one little-endian
+   * byte array — [queries] [offsets: queries + 1] [doc numbers] [float scores] [extra: queries] — which Python
+   * reads with numpy as it is, neither converting hit by hit nor sorting again.  {@code extra}: one int per
+   * query the caller wants back (the number of analyzed terms where Java analyzed the text; else 0).
+   */
+  static byte[] packOrdered(List<ScoredDocs> hits, TieOrder order, int[] extra) {
+    int q = hits.size();
+    int total = 0;
+    for (ScoredDocs h : hits) total += h.lucene_docids.length;
+    ByteBuffer out = ByteBuffer.allocate(4 * (1 + (q + 1) + 2 * total + q)).order(ByteOrder.LITTLE_ENDIAN);
+    out.putInt(q);
+    int at = 0;
+    for (ScoredDocs h : hits) {
+      out.putInt(at);
+      at += h.lucene_docids.length;
+    }
+    out.putInt(at);
+    List<int[]> orders = new ArrayList<>();
+    for (ScoredDocs h : hits) {
+      int[] idx = tieOrdered(h, order);
+      orders.add(idx);
+      for (int i : idx) out.putInt(h.lucene_docids[i]);
+    }
+    for (int j = 0; j < q; j++) {
+      ScoredDocs h = hits.get(j);
+      for (int i : orders.get(j)) out.putFloat(h.scores[i]);
+    }
+    for (int j = 0; j < q; j++) out.putInt(extra == null ? 0 : extra[j]);
+    return out.array();
+  }
+
+  /** Positions of a query's hits in trec_eval's order: by score descending, ties by id rank descending. */
+  private static int[] tieOrdered(ScoredDocs h, TieOrder order) {
+    int n = h.lucene_docids.length;
+    int[] idx = new int[n];
+    for (int i = 0; i < n; i++) idx[i] = i;
+    for (int i = 1; i < n; i++) {
+      if (h.scores[i] > h.scores[i - 1]) {  // not in score order (a reranker's output): sort it all
+        Integer[] all = new Integer[n];
+        for (int j = 0; j < n; j++) all[j] = j;
+        Arrays.sort(all, (a, b) -> h.scores[a] != h.scores[b] ? Float.compare(h.scores[b], h.scores[a])
+            : Integer.compare(order.rank[h.lucene_docids[b]], order.rank[h.lucene_docids[a]]));
+        for (int j = 0; j < n; j++) idx[j] = all[j];
+        return idx;
+      }
+    }
+    int start = 0;
+    while (start < n) {  // Lucene returns scores in descending order: only runs of equal scores move
+      int end = start + 1;
+      while (end < n && h.scores[end] == h.scores[start]) end++;
+      if (end - start > 1) {
+        Integer[] run = new Integer[end - start];
+        for (int i = start; i < end; i++) run[i - start] = i;
+        Arrays.sort(run, (a, b) -> Integer.compare(order.rank[h.lucene_docids[b]], order.rank[h.lucene_docids[a]]));
+        for (int i = start; i < end; i++) idx[i] = run[i - start];
+      }
+      start = end;
+    }
+    return idx;
+  }
+
+  /** {@link #search}'s hits, in trec_eval's order and packed (see {@link #packOrdered}). */
+  public static byte[] searchPacked(IndexSearcher searcher, Query[] queries, int k, int threads, TieOrder order)
+      throws Exception {
+    List<Callable<TopDocs>> tasks = new ArrayList<>();
+    for (Query q : queries) {
+      tasks.add(() -> q == null ? null : searcher.search(q, k));
+    }
+    List<ScoredDocs> hits = new ArrayList<>();
+    for (TopDocs top : runAll(tasks, threads)) {
+      hits.add(hitsOnly(top == null ? NO_HITS : top));
+    }
+    return packOrdered(hits, order, null);
+  }
+
+  /**
+   * Bag-of-words search from the query texts in one call: each text analyzed (the index's analyzer), its
+   * distinct terms boosted by their counts (Anserini's BagOfWordsQueryGenerator, as {@link #bagOfWords}),
+   * searched, in trec_eval's order and packed; {@code extra} holds each text's number of analyzed terms (0: an
+   * empty ranking, which Python reports).
+   */
+  public static byte[] searchTextsPacked(IndexSearcher searcher, Analyzer analyzer, String field, String[] texts,
+                                         int k, int threads, TieOrder order) throws Exception {
+    int[] counts = new int[texts.length];
+    List<Callable<TopDocs>> tasks = new ArrayList<>();
+    for (int i = 0; i < texts.length; i++) {
+      final int at = i;
+      final String text = texts[i];
+      tasks.add(() -> {
+        List<String> terms = text.trim().isEmpty() ? List.of() : AnalyzerUtils.analyze(analyzer, text);
+        counts[at] = terms.size();
+        if (terms.isEmpty()) return null;
+        Map<String, Integer> tf = new LinkedHashMap<>();
+        for (String t : terms) tf.merge(t, 1, Integer::sum);
+        String[] distinct = tf.keySet().toArray(new String[0]);
+        float[] boosts = new float[distinct.length];
+        for (int j = 0; j < distinct.length; j++) boosts[j] = tf.get(distinct[j]);
+        return searcher.search(bagOfWords(field, distinct, boosts), k);
+      });
+    }
+    List<ScoredDocs> hits = new ArrayList<>();
+    for (TopDocs top : runAll(tasks, threads)) {
+      hits.add(hitsOnly(top == null ? NO_HITS : top));
+    }
+    return packOrdered(hits, order, counts);
   }
 
   /** Each query's hits, one after the other, as three arrays. */
@@ -163,6 +309,20 @@ public final class BulkSearch {
                                 text, k));
     }
     return pack(runAll(tasks, threads));
+  }
+
+  /** {@link #pyserini}'s hits in trec_eval's order and packed (see {@link #packOrdered}). */
+  public static byte[] pyseriniPacked(SimpleSearcher ss, String[] texts, java.util.Map<String, Float> fields, int k,
+                                      int threads, TieOrder order) throws Exception {
+    BulkSearch hits = pyserini(ss, texts, fields, k, threads);
+    List<ScoredDocs> each = new ArrayList<>();
+    for (int i = 0; i < texts.length; i++) {
+      ScoredDocs d = new ScoredDocs();
+      d.lucene_docids = Arrays.copyOfRange(hits.docs, hits.offsets[i], hits.offsets[i + 1]);
+      d.scores = Arrays.copyOfRange(hits.scores, hits.offsets[i], hits.offsets[i + 1]);
+      each.add(d);
+    }
+    return packOrdered(each, order, null);
   }
 
   // SimpleSearcher.search(String, int) / search_fields(…) → _search, step for step

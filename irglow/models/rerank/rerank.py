@@ -14,7 +14,9 @@ import torch
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import Document, Query
+from irglow.dense.encode import text_length
 from irglow.runs.trec import Run, trec_order
+from irglow.utils.batching import length_batches
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +70,11 @@ def rerank(model, run: Run, queries: Sequence[Query], docs: Mapping[str, Documen
         log.warning("%d run documents are not in the collection; they keep their order below the re-ranked ones",
                     absent)
     scores: dict[str, dict[str, float]] = {}
+    # pairs of similar length batched together (a batch pads to its own longest pair); scores go back by key
+    lengths = [len(text[q]) + text_length(docs[d]) for q, d in pairs]
     with tqdm(total=len(pairs), desc=desc, unit="pair") as bar:
-        for i in range(0, len(pairs), batch_size):
-            chunk = pairs[i:i + batch_size]
+        for idx in length_batches(lengths, batch_size):
+            chunk = [pairs[i] for i in idx]
             with torch.autocast(device.type, enabled=device.type == "cuda"):
                 s = model.score([text[q] for q, _ in chunk], [docs[d] for _, d in chunk]).float().cpu().tolist()
             for (q, d), v in zip(chunk, s):
