@@ -41,6 +41,19 @@ log = logging.getLogger(__name__)
 
 
 
+def fused_parts(folder: Path) -> dict[str, list[str]]:
+    """Each hybrid a collection's pipeline wrote, with the runs it fused (``all``: every run there), from the
+    fusion stage's notes."""
+    import json
+
+    out = {}
+    for notes in sorted((folder / ".stages").glob("fusion-*.notes.json")):
+        for tag, info in json.loads(notes.read_text()).get("fusion", {}).items():
+            if isinstance(info, dict) and info.get("parts"):
+                out[tag] = list(info["parts"])
+    return out
+
+
 class NoCollectionError(RuntimeError):
     """Not one listed collection could be loaded: the notes say why for each."""
 
@@ -197,6 +210,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     table = CrossCollection.from_comparisons(results, measure, notes, in_domain)
     table.notes += table.against_checkpoints({m: c for s, bound in plan.stages
                                               for m, c in s.starting_checkpoints(bound).items()})
+    table.notes += table.against_parts({column: fused_parts(Path(folder)) for column, folder in folders.items()})
     atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
                       + table.to_markdown())
     atomic_write_text(out / "zero-shot.csv", table.to_csv())

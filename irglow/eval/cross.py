@@ -82,6 +82,26 @@ class CrossCollection:
                            f"collection ({', '.join(cols)}; {self.measure})")
         return out
 
+    def against_parts(self, parts: Mapping[str, Mapping[str, list[str]]]) -> list[str]:
+        """Notes where a fused run is below one of the runs it fuses (``{collection: {fused run: its parts}}``),
+        naming its best part and the gap: a reader is not told that a fusion is best where one of its parts alone
+        does better."""
+        out = []
+        for column, fused in parts.items():
+            if column not in self.values.columns:
+                continue
+            for tag, members in fused.items():
+                mine = self.values.loc[tag, column] if tag in self.values.index else float("nan")
+                held = [(self.values.loc[m, column], m) for m in members if m in self.values.index
+                        and self.values.loc[m, column] == self.values.loc[m, column]]
+                if mine != mine or not held:
+                    continue
+                best, name = max(held)
+                if best > mine:
+                    out.append(f"On {column}, {tag} ({mine:.4f}) is below its own part {name} ({best:.4f}) by "
+                               f"{best - mine:.4f} {self.measure}: the fusion diluted its strongest run there")
+        return out
+
     def unseen(self, system: str) -> dict[str, tuple[float, float]]:
         """A system's per-collection effects on the collections its models never trained on."""
         return {c: ev for c, ev in self.effects.get(system, {}).items() if c not in self.in_domain}

@@ -164,3 +164,32 @@ def test_a_fine_tuned_model_below_its_checkpoint_out_of_domain_is_named():
         "glow (fine-tuned) is below its starting checkpoint minilm on a (0.2800 vs 0.3000), b (0.4100 vs 0.4200) "
         "— fine-tuning lost what the checkpoint knew there (nDCG@10)",
         "bert (fine-tuned) is at or above its starting checkpoint minilm on every unseen collection (a, b; nDCG@10)"]
+
+
+def test_a_fusion_below_one_of_its_parts_is_named_with_the_gap(tmp_path):
+    """Issue 41 item 3: where `all` fuses a strong run with weaker ones and loses to it, the table says so."""
+    import json
+
+    import pandas as pd
+
+    from irglow.eval.cross import CrossCollection
+    from irglow.zero_shot import fused_parts
+
+    values = pd.DataFrame({"nfcorpus-dev": [0.30, 0.52, 0.465, 0.31], "scifact-test": [0.66, 0.64, 0.70, 0.67]},
+                          index=["bm25", "bert", "all", "bm25+bert"])
+    table = CrossCollection(values, values.map(lambda _: ""), "nDCG@10", "bm25", {"nfcorpus-dev": 3,
+                                                                                  "scifact-test": 3})
+    folder = tmp_path / "nfcorpus-dev"
+    (folder / ".stages").mkdir(parents=True)
+    (folder / ".stages" / "fusion-all.notes.json").write_text(json.dumps(
+        {"fusion": {"all": {"method": "rrf", "parts": ["bm25", "bert"]}}}))
+    (folder / ".stages" / "fusion-bm25+bert.notes.json").write_text(json.dumps(
+        {"fusion": {"bm25+bert": {"method": "rrf", "parts": ["bm25", "bert"]}}}))
+    parts = {"nfcorpus-dev": fused_parts(folder), "scifact-test": {"all": ["bm25", "bert"]}}
+    assert parts["nfcorpus-dev"] == {"all": ["bm25", "bert"], "bm25+bert": ["bm25", "bert"]}
+    notes = table.against_parts(parts)
+    # nfcorpus: all 0.465 < bert 0.52 (gap 0.055), bm25+bert 0.31 < 0.52 (0.21); scifact: all 0.70 above both parts
+    assert notes == ["On nfcorpus-dev, all (0.4650) is below its own part bert (0.5200) by 0.0550 nDCG@10: the "
+                     "fusion diluted its strongest run there",
+                     "On nfcorpus-dev, bm25+bert (0.3100) is below its own part bert (0.5200) by 0.2100 nDCG@10: "
+                     "the fusion diluted its strongest run there"]
