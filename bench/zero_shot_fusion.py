@@ -1,0 +1,92 @@
+"""Zero-shot fusion without judgments: equal-weight RRF against fusion weighted per query by unsupervised
+query-performance predictors (:mod:`irglow.runs.qpp`), each against its best single part and against BM25.
+
+    python bench/zero_shot_fusion.py --data ../shared/data/nfcorpus --split dev --out out/zs-fusion/nfcorpus
+    python bench/zero_shot_fusion.py --data ../shared/data/scifact --split test --out out/zs-fusion/scifact
+
+Parts: the lexical runs (bm25, bm25f, tfidf) and the untouched MiniLM checkpoint (``bert``: all-MiniLM-L6-v2,
+mean-pooled, exact faiss search) — the runs that need no training, so the comparison runs on any collection
+(a BEIR folder or an ir_datasets id) in minutes.  Nothing of the evaluated collection's judgments is read
+before the evaluation: the weights come from the runs' own scores and rankings.  Prints a markdown table
+(nDCG@10, Δ to BM25 with the randomization test's mark, Δ to the best single part) and writes it to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def parts(data: str, split: str, out: Path, depth: int, data_dir: str | None):
+    """{tag: Run} for the lexical runs and the checkpoint, cached as run files in ``out``."""
+    from irglow.data.collection import load_collection
+    from irglow.dense.encode import MeanPoolEncoder, dense_search, encode, faiss_index
+    from irglow.index.lucene_index import build_index
+    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+    from irglow.runs.trec import Run
+
+    collection = load_collection(data)
+    queries = collection.queries(split)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    index = None
+    for tag in ("bm25", "bm25f", "tfidf", "bert"):
+        path = out / f"{tag}.run"
+        if path.is_file():
+            runs[tag] = Run.read(path)
+            continue
+        if tag == "bert":
+            docs = list(collection.docs_iter())
+            encoder = MeanPoolEncoder("default", max_tokens=256)
+            vectors = encode(docs, encoder, 32, desc="encode corpus")
+            run = dense_search(faiss_index(vectors), [d.doc_id for d in docs], queries,
+                               encode(queries, encoder, 64), depth, "bert")
+        else:
+            index = index or build_index(collection, root=data_dir)
+            run = LexicalSearcher(index, LexicalConfig(tag, depth=depth)).search(queries, tag=tag)
+        run.write(path)
+        runs[tag] = run
+    return collection, runs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--split", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--measure", default="nDCG@10")
+    args = ap.parse_args()
+    from irglow.eval.compare import compare
+    from irglow.runs.fusion import fuse
+    from irglow.runs.qpp import fuse_weighted, qpp_weights
+
+    out = Path(args.out)
+    collection, runs = parts(args.data, args.split, out, args.depth, args.data_dir)
+    members = list(runs.values())
+    dense = [r.tag == "bert" for r in members]
+    fused = {"rrf (equal)": fuse(members, "rrf", depth=args.depth, tag="rrf")}
+    for scheme in ("qpp", "diverse", "qpp+diverse"):
+        fused[scheme] = fuse_weighted(members, qpp_weights(members, dense, scheme), depth=args.depth, tag=scheme)
+    qrels = collection.qrels(args.split)  # read only now, to evaluate
+    cmp = compare({**runs, **fused}, qrels, [args.measure], baseline="bm25", permutations=10000)
+    means = cmp.means[args.measure]
+    best = max(runs, key=lambda t: means[t])
+    lines = [f"# Zero-shot fusion on {collection.name} / {args.split} ({cmp.n_queries} queries, {args.measure})", "",
+             f"| run | {args.measure} | Δ bm25 | Δ best part ({best}) |", "|:--|--:|--:|--:|"]
+    for name in [*runs, *fused]:
+        mark = ("▲" if cmp.deltas.loc[name, args.measure] > 0 else "▼") if cmp.significant(name, args.measure) else ""
+        lines.append(f"| {name} | {means[name]:.4f} {mark} | {means[name] - means['bm25']:+.4f} | "
+                     f"{means[name] - means[best]:+.4f} |")
+    lines += ["", f"▲/▼: {cmp.test_description()} against bm25."]
+    text = "\n".join(lines)
+    print(text)
+    (out / "zero-shot-fusion.md").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
