@@ -186,6 +186,9 @@ def test_browser_overview_queries_and_query_view(browser, demo_report):
     weights = browser.find_element(By.CSS_SELECTOR, 'table.weights[data-run="bm25"]')
     cells = [r.find_elements(By.TAG_NAME, "td") for r in weights.find_elements(By.CSS_SELECTOR, "tbody tr")]
     assert cells and all(c[2].text == c[3].text for c in cells)  # an untrained model: exactly the fixed prior
+    for c in cells:  # each analyzed n-gram beside the query words it came from ("onlin" beside "online")
+        assert all(w.lower() in text for w in c[1].text.split())
+    assert "Fixed prior: the weight an n-gram has before training" in browser.find_element(By.TAG_NAME, "main").text
     assert _errors(browser) == []
 
 
