@@ -115,6 +115,9 @@ _PARTS: dict = {}  # what forked scoring processes read (set before the fork)
 
 
 def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str, float]]:
+    # a query the run holds with no document is a query it misses (0, as in a run file, which cannot hold one):
+    # ir_measures' judgment rate divides by the list's length and stops on it
+    part = {qid: docs for qid, docs in part.items() if docs}
     part_qrels = [q for qid in part for q in judged[qid]]
     # trec_eval reads a negative label as "in the pool, not judged" (infAP's -1): no measure but the judgment
     # rate counts such a document, relevant or non-relevant.  pytrec_eval's bpref corrupts memory on one (a hang

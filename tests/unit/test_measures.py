@@ -122,3 +122,20 @@ def test_eval_cli_names_a_bad_measure(tmp_path, capsys):
     Run({"q1": [("d1", 1.0)]}).write(tmp_path / "a.run")
     assert main(["eval", str(tmp_path / "a.run"), "--qrels", str(tmp_path / "q.qrels"), "-m", "nDCG@0"]) == 2
     assert "nDCG@0" in capsys.readouterr().err
+
+
+def test_a_query_held_with_no_document_scores_as_a_missing_one():
+    """An in-memory run can hold a query with an empty list (a query the analyzer left empty); it scores 0 on
+    every measure, as the same run written to a file (which cannot hold it) does — it used to stop ir_measures'
+    Judged@10 with a ZeroDivisionError."""
+    from irglow.data.records import Qrel
+    from irglow.eval.compare import compare
+    from irglow.runs.trec import Run
+
+    qrels = [Qrel("q1", "d", 1), Qrel("q2", "d", 1)]
+    empty = Run({"q1": [], "q2": [("d", 1.0)]}, "a")
+    missing = Run({"q2": [("d", 1.0)]}, "b")
+    cmp = compare({"a": empty, "b": missing}, qrels, ["nDCG@10", "RR@10"])
+    assert cmp.values_per_query["a"] == cmp.values_per_query["b"] == {"nDCG@10": {"q1": 0.0, "q2": 1.0},
+                                                                       "RR@10": {"q1": 0.0, "q2": 1.0}}
+    assert cmp.judged["a"] == cmp.judged["b"]
