@@ -20,8 +20,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def parts(data: str, split: str, out: Path, depth: int, data_dir: str | None):
-    """{tag: Run} for the lexical runs and the checkpoint, cached as run files in ``out``."""
+def parts(data: str, split: str, out: Path, depth: int, data_dir: str | None, sample: int | None = None):
+    """{tag: Run} for the lexical runs and the checkpoint on ``split`` (``sample``: a seeded sample of that many
+    judged queries), cached as run files in ``out``; the corpus vectors are cached beside them."""
+    import random
+
+    import numpy as np
+
     from irglow.data.collection import load_collection
     from irglow.dense.encode import MeanPoolEncoder, dense_search, encode, faiss_index
     from irglow.index.lucene_index import build_index
@@ -30,18 +35,27 @@ def parts(data: str, split: str, out: Path, depth: int, data_dir: str | None):
 
     collection = load_collection(data)
     queries = collection.queries(split)
+    if sample:
+        judged = {q.query_id for q in collection.qrels(split)}
+        queries = [q for q in queries if q.query_id in judged]
+        queries = sorted(random.Random(13).sample(queries, min(sample, len(queries))), key=lambda q: q.query_id)
     out.mkdir(parents=True, exist_ok=True)
     runs = {}
     index = None
     for tag in ("bm25", "bm25f", "tfidf", "bert"):
-        path = out / f"{tag}.run"
+        path = out / f"{tag}.{split}.run"
         if path.is_file():
             runs[tag] = Run.read(path)
             continue
         if tag == "bert":
-            docs = list(collection.docs_iter())
             encoder = MeanPoolEncoder("default", max_tokens=256)
-            vectors = encode(docs, encoder, 32, desc="encode corpus")
+            cached = out / "corpus-vectors.npy"
+            docs = list(collection.docs_iter())
+            if cached.is_file():
+                vectors = np.load(cached)
+            else:
+                vectors = encode(docs, encoder, 32, desc="encode corpus")
+                np.save(cached, vectors)
             run = dense_search(faiss_index(vectors), [d.doc_id for d in docs], queries,
                                encode(queries, encoder, 64), depth, "bert")
         else:
@@ -60,6 +74,10 @@ def main() -> None:
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--measure", default="nDCG@10")
+    ap.add_argument("--tune-data", help="the training collection the carried-over weights are tuned on")
+    ap.add_argument("--tune-split", default="train")
+    ap.add_argument("--tune-out", help="its cache folder (runs, corpus vectors)")
+    ap.add_argument("--tune-queries", type=int, default=300, help="a seeded sample of its judged queries")
     args = ap.parse_args()
     from irglow.eval.compare import compare
     from irglow.runs.fusion import fuse
@@ -72,6 +90,19 @@ def main() -> None:
     fused = {"rrf (equal)": fuse(members, "rrf", depth=args.depth, tag="rrf")}
     for scheme in ("qpp", "diverse", "qpp+diverse"):
         fused[scheme] = fuse_weighted(members, qpp_weights(members, dense, scheme), depth=args.depth, tag=scheme)
+    carried = {}
+    if args.tune_data:  # weights tuned on the training collection's queries, carried over unchanged
+        from irglow.runs.fusion import tune_weights
+
+        source, tune = parts(args.tune_data, args.tune_split, Path(args.tune_out), args.depth, args.data_dir,
+                             args.tune_queries)
+        tune_qrels = [q for q in source.qrels(args.tune_split) if q.query_id in tune["bm25"].ranking]
+        for method in ("rrf", "wsum"):
+            weights, score, _ = tune_weights([tune[t] for t in runs], tune_qrels, method, "min-max", args.measure,
+                                             depth=args.depth)
+            name = f"carried {method} {'/'.join(f'{w:g}' for w in weights)}"
+            carried[name] = weights
+            fused[name] = fuse(members, method, "min-max", list(weights), depth=args.depth, tag=method)
     qrels = collection.qrels(args.split)  # read only now, to evaluate
     cmp = compare({**runs, **fused}, qrels, [args.measure], baseline="bm25", permutations=10000)
     means = cmp.means[args.measure]
@@ -83,6 +114,9 @@ def main() -> None:
         lines.append(f"| {name} | {means[name]:.4f} {mark} | {means[name] - means['bm25']:+.4f} | "
                      f"{means[name] - means[best]:+.4f} |")
     lines += ["", f"▲/▼: {cmp.test_description()} against bm25."]
+    if carried:
+        lines.append(f"carried: weights ({'/'.join(runs)}) tuned on {args.tune_queries} judged queries of "
+                     f"{args.tune_data} / {args.tune_split}, nothing of this collection's judgments.")
     text = "\n".join(lines)
     print(text)
     (out / "zero-shot-fusion.md").write_text(text + "\n")
