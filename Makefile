@@ -23,7 +23,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval clean
+.PHONY: venv browser bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -136,6 +136,12 @@ bench-best: venv
 	  $(if $(MODELS),--set rerank.models=$(MODELS)) $(FUSION) $(foreach s,$(SET),--set $(s))
 
 # The results browser at MS MARCO size: 10 runs × 7,000 queries × top 10, opened in headless Chromium
+# Zero-shot fusion without judgments (bench/zero_shot_fusion.py): DATA/SPLIT evaluated, weights carried from
+# TRAIN/TRAIN_SPLIT; e.g. make bench-zero-shot-fusion DATA=../shared/data/nfcorpus SPLIT=dev TRAIN=../shared/data/scifact
+bench-zero-shot-fusion: venv
+	$(BIN)/python bench/zero_shot_fusion.py --data $(DATA) --split $(SPLIT) --out $(OUT)/zero-shot-fusion/eval \
+	  --tune-data $(TRAIN) --tune-split $(TRAIN_SPLIT) --tune-out $(OUT)/zero-shot-fusion/tune
+
 bench-report: venv browser
 	$(BIN)/python bench/report_open.py --out $(if $(call given,OUT),$(OUT),out/report-open)
 
