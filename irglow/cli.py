@@ -336,6 +336,10 @@ def cmd_fuse(args) -> int:
     tag = check_token(args.tag or output.stem, "--tag")
     if len(args.runs) < 2:
         raise SystemExit("irglow fuse: give two runs or more")
+    if args.per_query and (args.method not in (None, "rrf") or args.weights or args.tune_runs):
+        raise SystemExit("irglow fuse: --per-query weighs reciprocal-rank fusion itself: give it without --weights, "
+                         "--tune-runs or --method wsum")
+    args.method = args.method or declared.DECLARED["fusion"]["method"].default
     weights = _numbers(args.weights, "--weights") or None
     if weights and len(weights) != len(args.runs):
         raise SystemExit(f"irglow fuse: --weights gives {len(weights)} weights for {len(args.runs)} runs")
@@ -350,7 +354,10 @@ def cmd_fuse(args) -> int:
                                          read_qrels(args.tune_qrels),
                                          args.method, args.norm, args.measure, args.step, args.k, args.depth)
         note = f" (weights tuned on {args.tune_qrels}: {args.measure} {score:.4f})"
-    fused = fuse([Run.read(p, args.duplicates) for p in args.runs], args.method, args.norm, weights, args.k, args.depth, tag)
+    runs = [Run.read(p, args.duplicates) for p in args.runs]
+    if args.per_query:
+        return _fuse_per_query(args, runs, output, tag)
+    fused = fuse(runs, args.method, args.norm, weights, args.k, args.depth, tag)
     fused.write(output)
     from irglow.config import write_manifest
 
@@ -358,6 +365,31 @@ def cmd_fuse(args) -> int:
                    weights=weights)
     shown = ", ".join(f"{Path(p).stem} {w:g}" for p, w in zip(args.runs, weights or [1.0] * len(args.runs)))
     print(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note} → {output}")
+    return 0
+
+
+def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
+    """``irglow fuse --per-query``: reciprocal-rank fusion with each query's run weights from the runs' own scores
+    (irglow/runs/qpp.py; nothing judged is read), the weights written beside the run as ``<run>.weights.tsv``."""
+    from irglow.config import write_manifest
+    from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
+    from irglow.utils.atomic import atomic_write_text
+
+    names = [Path(p).stem for p in args.runs]
+    for run, name in zip(runs, names):
+        run.tag = name
+    if len(set(names)) != len(names):
+        raise SystemExit(f"irglow fuse: --per-query needs runs with distinct file names, not {names}")
+    per_query = qpp_weights(runs, [looks_dense(r) for r in runs], args.per_query)
+    fused = fuse_weighted(runs, per_query, args.k, args.depth, tag)
+    fused.write(output)
+    table = output.with_name(output.name + ".weights.tsv")
+    atomic_write_text(table, "query\t" + "\t".join(names) + "\n" + "".join(
+        f"{q}\t" + "\t".join(f"{w:.6g}" for w in ws) + "\n" for q, ws in per_query.items()))
+    args.method = "rrf"
+    write_manifest(output.parent, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(output),
+                   weights_per_query=str(table))
+    print(f"rrf of {', '.join(names)}, weighted per query ({args.per_query}) → {output} (weights: {table})")
     return 0
 
 
@@ -568,9 +600,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fuse", help="hybrid run: reciprocal-rank or normalised-score fusion of runs")
     p.add_argument("runs", nargs="+", help="TREC run files (the same queries)")
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--method", **declared.option("fusion", "method"))
+    # the declared default is applied in cmd_fuse, so --per-query can tell a --method given from the default
+    p.add_argument("--method", **declared.option("fusion", "method", default=None))
     p.add_argument("--norm", **declared.option("fusion", "norm"))
     p.add_argument("--weights", help="comma-separated, one per run (default: 1 each)")
+    p.add_argument("--per-query", choices=["qpp", "diverse", "qpp+diverse"],
+                   help="RRF with each query's run weights from the runs' own scores, no judgments: qpp (each run's "
+                        "NQC or top-similarity spread, as a percentile of its own), diverse (runs repeating each "
+                        "other share one say), or both; the weights go beside the run (<run>.weights.tsv)")
     p.add_argument("--k", type=float, default=60.0, help="RRF constant")
     p.add_argument("--tune-runs", nargs="+", help="runs of the *training* queries, same systems and order as RUNS: "
                    "the convex weights that maximise --measure on them fuse RUNS")

@@ -95,6 +95,13 @@ def percentile_weights(values: Mapping[str, Mapping[str, float]]) -> dict[str, d
     return out
 
 
+def looks_dense(run) -> bool:
+    """A run whose every score lies in [−1, 1] is read as cosine similarities (a dense run): its predictor is the
+    spread of its top, not NQC, which needs scores with a corpus-level reference."""
+    scores = [s for docs in run.ranking.values() for _, s in docs]
+    return bool(scores) and all(-1.0 <= s <= 1.0 for s in scores)
+
+
 def predictor_values(runs: Sequence, dense: Sequence[bool], k: int = 10) -> dict[str, dict[str, float]]:
     """run tag → query → its predictor: NQC over the top 100 for a score-based (lexical) run, the spread of the
     top k for a dense one (cosines have no corpus score to normalise by)."""

@@ -57,3 +57,24 @@ def test_weighted_rrf_by_hand():
     assert fused.ranking["q"] == [("d1", pytest.approx(2 / 61 + 1 / 62)), ("d2", pytest.approx(2 / 62 + 1 / 61))]
     equal = fuse_weighted([a, b], {}, k=60)  # no weights: plain RRF, a tie broken by id descending
     assert [d for d, _ in equal.ranking["q"]] == ["d2", "d1"]
+
+
+def test_fuse_per_query_on_the_command_line(tmp_path, capsys):
+    """``irglow fuse --per-query``: the run fuse_weighted makes with qpp_weights, the weights written beside it."""
+    from irglow.cli import main
+    from irglow.runs.qpp import looks_dense
+
+    lexical = Run({"q1": [("d1", 12.0), ("d2", 3.0), ("d3", 2.5)], "q2": [("d2", 4.0), ("d1", 3.9), ("d3", 3.8)]},
+                  "bm25")
+    dense = Run({"q1": [("d3", 0.9), ("d1", 0.2)], "q2": [("d1", 0.8), ("d3", 0.79)]}, "bert")
+    assert not looks_dense(lexical) and looks_dense(dense)
+    paths = [str(lexical.write(tmp_path / "bm25.run")), str(dense.write(tmp_path / "bert.run"))]
+    assert main(["fuse", *paths, "--per-query", "qpp", "-o", str(tmp_path / "out.run")]) == 0
+    expected = fuse_weighted([Run.read(p) for p in paths], qpp_weights([lexical, dense], [False, True], "qpp"),
+                             tag="out")
+    assert Run.read(tmp_path / "out.run").ranking == expected.ranking
+    # bm25's NQC is higher on q1 (12 far above the rest) than on q2, and bert's spread too (0.7 against
+    # 0.01): each run's more confident query gets 0.5 + 1, the other 0.5 + 1/2
+    assert (tmp_path / "out.run.weights.tsv").read_text() == "query\tbm25\tbert\nq1\t1.5\t1.5\nq2\t1\t1\n"
+    with pytest.raises(SystemExit, match="--per-query weighs reciprocal-rank fusion itself"):
+        main(["fuse", *paths, "--per-query", "qpp", "--method", "wsum", "-o", str(tmp_path / "x.run")])
