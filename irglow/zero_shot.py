@@ -44,11 +44,12 @@ log = logging.getLogger(__name__)
 def fused_parts(folder: Path) -> dict[str, list[str]]:
     """Each hybrid a collection's pipeline wrote, with the runs it fused (``all``: every run there), from the
     fusion stage's notes."""
-    import json
+    from irglow.models.source import read_stage_notes
 
     out = {}
     for notes in sorted((folder / ".stages").glob("fusion-*.notes.json")):
-        for tag, info in json.loads(notes.read_text()).get("fusion", {}).items():
+        stage = notes.name[: -len(".notes.json")]
+        for tag, info in read_stage_notes(folder, stage).get("fusion", {}).items():
             if isinstance(info, dict) and info.get("parts"):
                 out[tag] = list(info["parts"])
     return out

@@ -31,6 +31,7 @@ class TermMatcher:
         self.index, self.stats, self.k1, self.b, self.field = index, stats, k1, b, field
         self.forward = ForwardIndex(index, field)
         self._term_of: dict[str, str | None] = {}  # lower-cased word → its analyzed term (None: a stop word)
+        self._analyzed: dict[str, list[str]] = {}  # query text → its analyzed terms (mean IDF and marking share it)
         self._avgdl = stats.avgdl(field)
         self._norm = stats.docs[f"norm_{field}"].to_numpy()
 
@@ -41,9 +42,15 @@ class TermMatcher:
         return (f"Lucene's English analyzer as the index was built ({stem} stemming, {stop}); shade: the term's "
                 f"BM25 score in the document ({self.field}, k1 {self.k1:g}, b {self.b:g})")
 
+    def analyzed(self, text: str) -> list[str]:
+        """The query's analyzed terms, repeats kept (analyzed once per text)."""
+        if text not in self._analyzed:
+            self._analyzed[text] = self.index.analyze(text)
+        return self._analyzed[text]
+
     def query_terms(self, text: str) -> list[str]:
         """The query's analyzed terms, each once, in order."""
-        return list(dict.fromkeys(self.index.analyze(text)))
+        return list(dict.fromkeys(self.analyzed(text)))
 
     def terms_of_words(self, words: Iterable[str]) -> dict[str, str | None]:
         """Each word's analyzed term, analyzing the unseen ones in one pass (words joined by spaces; a word maps
@@ -91,6 +98,6 @@ class TermMatcher:
         """Mean IDF of each query's analyzed terms (``None``: a query the analyzer leaves empty)."""
         out = {}
         for q, text in queries.items():
-            terms = self.index.analyze(text)
+            terms = self.analyzed(text)
             out[q] = sum(self.stats.idf(t, self.field) for t in terms) / len(terms) if terms else None
         return out

@@ -177,7 +177,7 @@ class LexicalSearcher:
         return Run(ranking.reordered([q.query_id for q in queries]), tag)
 
     def _pyserini_bulk(self, chunk: Sequence[Query], fields: dict[str, float], packed: PackedRanking) -> None:
-        """Pyserini's search run by ``irglow.BulkSearch.pyserini``: the same Anserini searcher, query, RM3
+        """Pyserini's search run by ``irglow.BulkSearch.pyseriniPacked``: the same Anserini searcher, query, RM3
         expansion and score rounding, with the final hits packed in trec_eval's order instead of k stored
         documents per query (the same hits and scores as ``batch_search`` / ``batch_search_fields``, tested)."""
         jfields = lq.J("java.util.HashMap")()

@@ -95,6 +95,10 @@ class PackedRanking(MutableMapping):
     def __contains__(self, qid: object) -> bool:
         return qid in self._where
 
+    def assigned(self) -> list[str]:
+        """The queries whose lists were assigned (or already made from the packed hits), not left packed."""
+        return list(self._lists)
+
     def hit_count(self, qid: str) -> int:
         """How many hits a query holds, without making its list."""
         if qid in self._lists:

@@ -62,8 +62,8 @@ class Run:
 
     def __post_init__(self):
         if isinstance(self.ranking, PackedRanking):  # Lucene's hits arrive in trec_eval's order already
-            for qid in list(self.ranking._lists):
-                self.ranking[qid] = trec_order(self.ranking._lists[qid])
+            for qid in self.ranking.assigned():
+                self.ranking[qid] = trec_order(self.ranking[qid])
             return
         for qid, docs in self.ranking.items():
             self.ranking[qid] = trec_order(docs)

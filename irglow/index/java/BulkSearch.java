@@ -54,15 +54,26 @@ public final class BulkSearch {
   private static final TopDocs NO_HITS = new TopDocs(new TotalHits(0, TotalHits.Relation.EQUAL_TO), new ScoreDoc[0]);
 
   public static BulkSearch search(IndexSearcher searcher, Query[] queries, int k, int threads) throws Exception {
+    return pack(searchAll(searcher, queries, k, threads));
+  }
+
+  /** Every query's top {@code k} (a null query: no hits), searched on {@code threads} threads. */
+  private static List<ScoredDocs> searchAll(IndexSearcher searcher, Query[] queries, int k, int threads)
+      throws Exception {
     List<Callable<TopDocs>> tasks = new ArrayList<>();
     for (Query q : queries) {
       tasks.add(() -> q == null ? null : searcher.search(q, k));
     }
+    return hitsOf(runAll(tasks, threads));
+  }
+
+  /** Lucene's results as hits only (a null result: no hits), nothing of a stored document loaded. */
+  private static List<ScoredDocs> hitsOf(List<TopDocs> results) {
     List<ScoredDocs> hits = new ArrayList<>();
-    for (TopDocs top : runAll(tasks, threads)) {
+    for (TopDocs top : results) {
       hits.add(hitsOnly(top == null ? NO_HITS : top));
     }
-    return pack(hits);
+    return hits;
   }
 
   /**
@@ -163,15 +174,7 @@ public final class BulkSearch {
   /** {@link #search}'s hits, in trec_eval's order and packed (see {@link #packOrdered}). */
   public static byte[] searchPacked(IndexSearcher searcher, Query[] queries, int k, int threads, TieOrder order)
       throws Exception {
-    List<Callable<TopDocs>> tasks = new ArrayList<>();
-    for (Query q : queries) {
-      tasks.add(() -> q == null ? null : searcher.search(q, k));
-    }
-    List<ScoredDocs> hits = new ArrayList<>();
-    for (TopDocs top : runAll(tasks, threads)) {
-      hits.add(hitsOnly(top == null ? NO_HITS : top));
-    }
-    return packOrdered(hits, order, null);
+    return packOrdered(searchAll(searcher, queries, k, threads), order, null);
   }
 
   /**
@@ -199,11 +202,7 @@ public final class BulkSearch {
         return searcher.search(bagOfWords(field, distinct, boosts), k);
       });
     }
-    List<ScoredDocs> hits = new ArrayList<>();
-    for (TopDocs top : runAll(tasks, threads)) {
-      hits.add(hitsOnly(top == null ? NO_HITS : top));
-    }
-    return packOrdered(hits, order, counts);
+    return packOrdered(hitsOf(runAll(tasks, threads)), order, counts);
   }
 
   /** Each query's hits, one after the other, as three arrays. */
@@ -283,10 +282,11 @@ public final class BulkSearch {
    * cascade (Anserini's Rm3Reranker builds the expanded query, its ScoreTiesAdjusterReranker rounds the
    * scores), but the final k hits are taken as Lucene doc numbers instead of k stored documents loaded and
    * wrapped as objects — which is what Pyserini spends its time on at depth 1000.  Any other reranker in the
-   * cascade: an exception, and irglow falls back to Pyserini.
+   * cascade: an exception, and irglow falls back to Pyserini.  The hits leave in trec_eval's order and packed
+   * (see {@link #packOrdered}).
    */
-  public static BulkSearch pyserini(SimpleSearcher ss, String[] texts, java.util.Map<String, Float> fields, int k,
-                                    int threads) throws Exception {
+  public static byte[] pyseriniPacked(SimpleSearcher ss, String[] texts, java.util.Map<String, Float> fields, int k,
+                                      int threads, TieOrder order) throws Exception {
     Analyzer analyzer = (Analyzer) field(SimpleSearcher.class, ss, "analyzer");
     IndexReader reader = (IndexReader) field(SimpleSearcher.class, ss, "reader");
     QueryGenerator generator = (QueryGenerator) field(SimpleSearcher.class, ss, "generator");
@@ -308,21 +308,7 @@ public final class BulkSearch {
       tasks.add(() -> searchOne(searcher, reader, analyzer, generator, fields, rerankers, rm3, tieBreak, lucene8,
                                 text, k));
     }
-    return pack(runAll(tasks, threads));
-  }
-
-  /** {@link #pyserini}'s hits in trec_eval's order and packed (see {@link #packOrdered}). */
-  public static byte[] pyseriniPacked(SimpleSearcher ss, String[] texts, java.util.Map<String, Float> fields, int k,
-                                      int threads, TieOrder order) throws Exception {
-    BulkSearch hits = pyserini(ss, texts, fields, k, threads);
-    List<ScoredDocs> each = new ArrayList<>();
-    for (int i = 0; i < texts.length; i++) {
-      ScoredDocs d = new ScoredDocs();
-      d.lucene_docids = Arrays.copyOfRange(hits.docs, hits.offsets[i], hits.offsets[i + 1]);
-      d.scores = Arrays.copyOfRange(hits.scores, hits.offsets[i], hits.offsets[i + 1]);
-      each.add(d);
-    }
-    return packOrdered(each, order, null);
+    return packOrdered(runAll(tasks, threads), order, null);
   }
 
   // SimpleSearcher.search(String, int) / search_fields(…) → _search, step for step
