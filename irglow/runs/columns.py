@@ -79,6 +79,10 @@ class RankedRun:
             out[q] = list(zip(c.doc_names[c.docs[a:b]].tolist(), c.scores[a:b].tolist()))
         return Run(out, self.tag)
 
+    def as_columns(self) -> "Columns":
+        """The run as :class:`Columns` (those it was read into, or built from its dicts)."""
+        return self.columns if self.columns is not None else Columns.from_ranked(self._ranked)
+
     @cached_property
     def ranking(self) -> dict[str, list[tuple[str, float]]]:
         """Documents per query, best first, with their rank values as scores (for what needs lists)."""
@@ -111,6 +115,12 @@ class Columns:
         return cls(list(run.ranking), np.array(starts, np.int64), np.array(docs, np.int32),
                    np.array(list(names), dtype=object), np.array(scores, np.float64))
 
+    @classmethod
+    def from_ranked(cls, ranked: dict[str, dict[str, float]]) -> "Columns":
+        """The columns of rank-valued dicts (higher is better; equal values by document id descending, as
+        trec_eval orders equal scores)."""
+        return cls.from_run(Run({q: list(docs.items()) for q, docs in ranked.items()}))
+
     def chunks(self, wanted: set[str], lines: int) -> list[list[int]]:
         """Query numbers of the ``wanted`` queries, grouped so each group holds about ``lines`` lines."""
         out, current, size = [], [], 0
@@ -134,15 +144,16 @@ class Columns:
 
 def _fast(path: Path) -> RankedRun | None:
     import pyarrow as pa
+    import pyarrow.compute  # noqa: F401 (pa.compute)
     import pyarrow.csv as pc
 
     names = ["q", "z", "d", "r", "s", "t"]
-    ids = pa.dictionary(pa.int32(), pa.string())  # dictionary-encoded while parsed: no 7M Python strings
+    ids = pa.dictionary(pa.int32(), pa.string())
     try:
-        table = pc.read_csv(path, read_options=pc.ReadOptions(column_names=names, block_size=1 << 24),
+        table = pc.read_csv(path, read_options=pc.ReadOptions(column_names=names, block_size=1 << 20),
                             parse_options=pc.ParseOptions(delimiter=" ", quote_char=False),  # ids may hold quotes
                             convert_options=pc.ConvertOptions(
-                                column_types={"q": ids, "z": pa.string(), "d": ids, "r": pa.int64(),
+                                column_types={"q": pa.string(), "z": pa.string(), "d": pa.string(), "r": pa.int64(),
                                               "s": pa.float64(), "t": ids}, include_columns=["q", "d", "r", "s", "t"]))
     except (pa.ArrowInvalid, pa.ArrowTypeError, OSError):
         return None  # not six single-space columns everywhere, a rank that is not an integer …
@@ -154,36 +165,43 @@ def _fast(path: Path) -> RankedRun | None:
         return None
 
     def encoded(column):
-        """(indices into one dictionary for every chunk, that dictionary)."""
-        unified = table.column(column).unify_dictionaries()
-        chunks = unified.chunks
-        return np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks]), chunks[0].dictionary
+        """(each line's number in a dictionary of the column's distinct values, that dictionary): ids are
+        hashed once over the whole column (no 7M Python strings; faster than unifying each parsed block's
+        own dictionary)."""
+        encoded = pa.compute.dictionary_encode(table.column(column).combine_chunks())
+        return encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary
 
     qi, q_names = encoded("q")
     di, d_dict = encoded("d")
+    tag = str(table.column("t")[0].as_py())  # the first line's, as the strict reader
+    del table  # what is left: two int32 and one float64 per line
     if any(not v for v in q_names.to_pylist()) or any(not v for v in d_dict.to_pylist()):
         return None  # an empty token: the strict reader says where
-    qi, di = qi.astype(np.int64), di.astype(np.int64)
     doc_names = np.array(d_dict.to_pylist(), dtype=object)
-    doc_order = np.empty(len(doc_names), np.int64)
-    doc_order[np.argsort(doc_names, kind="stable")] = np.arange(len(doc_names))
-    pairs = np.sort(qi * len(doc_names) + di)  # one number per (query, document)
+    doc_order = np.empty(len(doc_names), np.int32)
+    # rank of each id in byte order (UTF-8's order is code point order: trec_eval's strcmp and Python's <)
+    doc_order[pa.compute.sort_indices(d_dict).to_numpy()] = np.arange(len(doc_names), dtype=np.int32)
+    pairs = qi.astype(np.int64) * len(doc_names) + di  # one number per (query, document)
+    pairs.sort()
     if (pairs[1:] == pairs[:-1]).any():
         return None  # a repeated (query, document): the strict reader names it (or keeps the highest score)
+    del pairs
     dr = doc_order[di]
     # most run files are already in trec_eval's order (queries contiguous, score desc, id desc): check, else sort
     same_q = qi[1:] == qi[:-1]
     in_order = (~same_q | (scores[1:] < scores[:-1]) | ((scores[1:] == scores[:-1]) & (dr[1:] < dr[:-1]))).all()
     # contiguous: one block of lines per query (a query split over two blocks, as `cat a.run b.run` makes, is not)
     contiguous = int((~same_q).sum()) + 1 == len(np.unique(qi))
+    del same_q
     if not (in_order and contiguous):
         order = np.lexsort((-dr, -scores, qi))
         qi, di, scores = qi[order], di[order], scores[order]
+    del dr
     starts = np.concatenate([[0], np.flatnonzero(qi[1:] != qi[:-1]) + 1, [len(qi)]]).astype(np.int64)
     names = q_names.to_pylist()
     query_names = [names[i] for i in qi[starts[:-1]].tolist()]
-    tag = str(table.column("t")[0].as_py())  # the first line's, as the strict reader
-    del table, qi, dr, same_q, pairs
+    del qi
+    pa.default_memory_pool().release_unused()  # the parser's blocks, kept by the allocator otherwise
     return RankedRun(None, tag, Columns(query_names, starts, di.astype(np.int32), doc_names, scores))
 
 
