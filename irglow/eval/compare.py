@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from irglow.data.records import Qrel
-from irglow.eval import significance as sig
+from irglow.eval import significance as sig, vectorized
 from irglow.eval.measures import parse_measures, per_query
 from irglow.runs.columns import RankedRun, read_ranked
 from irglow.runs.trec import Run
@@ -368,6 +368,9 @@ def condensed(run, qrels: list[Qrel]):
     judged: dict[str, set[str]] = {}
     for q in qrels:
         judged.setdefault(q.query_id, set()).add(q.doc_id)
+    if isinstance(run, RankedRun) and run.columnar:  # masked in its columns: no dict of the whole run
+        return RankedRun(None, run.tag, run.columns.kept(vectorized.judged_lines(run.columns,
+                                                                                 vectorized.Judgments.of(qrels))))
     if isinstance(run, RankedRun):
         return RankedRun({qid: {d: v for d, v in docs.items() if d in judged.get(qid, ())}
                           for qid, docs in run.ranked.items()}, run.tag)

@@ -109,6 +109,14 @@ def per_query(columns: Columns, judgments: Judgments, measures: Sequence) -> dic
     return {m: dict(zip([names[i] for i in shared], v[shared].tolist())) for m, v in values.items()}
 
 
+def judged_lines(columns: Columns, judgments: Judgments) -> np.ndarray:
+    """Whether each line of the run holds a judged document (any label) of its query."""
+    j_of = {q: i for i, q in enumerate(judgments.query_names)}
+    run_to_j = np.array([j_of.get(q, -1) for q in columns.query_names], dtype=np.int64)
+    q_of_line = np.repeat(run_to_j, np.diff(columns.starts))
+    return _Lookup(judgments).labels(q_of_line, judgments.doc_ids.get_indexer(columns.doc_names)[columns.docs])[1]
+
+
 def _query_ranges(starts: np.ndarray, lines: int) -> list[tuple[int, int]]:
     """Consecutive query ranges of about ``lines`` lines each (a query is never split)."""
     out, lo = [], 0

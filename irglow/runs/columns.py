@@ -55,7 +55,10 @@ class RankedRun:
 
     def query_ids(self) -> set[str]:
         """The queries with at least one document, without building any dict."""
-        return set(self.columns.query_names) if self._ranked is None else {q for q, d in self._ranked.items() if d}
+        if self._ranked is None:
+            c = self.columns
+            return {c.query_names[i] for i in np.flatnonzero(np.diff(c.starts)).tolist()}
+        return {q for q, d in self._ranked.items() if d}
 
     def parts(self, wanted: set[str], lines: int = 500_000):
         """``{qid: {doc: rank value}}`` for the ``wanted`` queries this run has, about ``lines`` lines at a time
@@ -120,6 +123,13 @@ class Columns:
         """The columns of rank-valued dicts (higher is better; equal values by document id descending, as
         trec_eval orders equal scores)."""
         return cls.from_run(Run({q: list(docs.items()) for q, docs in ranked.items()}))
+
+    def kept(self, mask: np.ndarray) -> "Columns":
+        """The lines where ``mask`` holds, every query kept (one left with no line has an empty list)."""
+        line_q = np.repeat(np.arange(len(self.query_names)), np.diff(self.starts))
+        counts = np.bincount(line_q[mask], minlength=len(self.query_names))
+        return Columns(self.query_names, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), self.docs[mask],
+                       self.doc_names, self.scores[mask])
 
     def chunks(self, wanted: set[str], lines: int) -> list[list[int]]:
         """Query numbers of the ``wanted`` queries, grouped so each group holds about ``lines`` lines."""

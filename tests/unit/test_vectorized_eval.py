@@ -101,3 +101,21 @@ def test_agrees_with_ir_measures(case, chunk_lines):
     for m in want:
         for q in set(got[m]) | set(want[m]):
             assert math.isclose(got[m].get(q, 0.0), want[m].get(q, 0.0), rel_tol=1e-12, abs_tol=1e-12), (m, q)
+
+
+def test_condensed_lists_of_a_columnar_run(tmp_path):
+    """--judged-only on a run read into columns: unjudged lines masked out there, the same values as the
+    condensed Run (whose lists are filtered in Python)."""
+    from irglow.eval.compare import condensed, evaluate_run
+    from irglow.runs.columns import read_ranked
+
+    run = Run({"q1": [("d7", 6.0), ("d3", 5.0), ("d2", 4.0), ("d8", 3.0), ("d1", 2.0)], "q2": [("d5", 1.0)]})
+    path = run.write(tmp_path / "a.run")
+    columnar = read_ranked(path)
+    assert columnar.columnar
+    kept = condensed(columnar, QRELS)
+    assert kept.columnar and kept.query_ids() == {"q1"}  # q2's only document is unjudged
+    assert [d for d, _ in kept.top(10).ranking["q1"]] == ["d3", "d2", "d8", "d1"]
+    a = evaluate_run(columnar, QRELS, parse_measures("nDCG@3 AP"), judged_only=True).values
+    b = evaluate_run(run, QRELS, parse_measures("nDCG@3 AP"), judged_only=True).values
+    assert a == b and a["AP'"]["q1"] == pytest.approx((1 / 2 + 2 / 4) / 3)
