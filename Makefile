@@ -23,7 +23,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval clean
+.PHONY: venv browser bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -150,6 +150,13 @@ bench-report: venv browser
 RUNS ?= 10
 bench-eval: venv
 	$(BIN)/python bench/eval.py --runs $(RUNS) --out $(if $(call given,OUT),$(OUT),out/bench-eval)
+
+# The cost table (bench/speed.py, issue 40): BM25 against Lucene alone and Pyserini, irglow eval against
+# ir_measures, MiniLM encoding and monoBERT re-ranking in fp32 and int8 against bare forward passes; interleaved
+# rounds, medians.  The int8 rows need the int8 extra, installed here.
+bench-speed: venv
+	$(BIN)/pip install -q -e ".[int8]"
+	$(BIN)/python bench/speed.py --data $(DATA) --split $(SPLIT) --out $(if $(call given,OUT),$(OUT),out/speed)
 
 # How costs grow: demo collections of SIZES documents (lexical + faiss at all sizes, encoding up to NEURAL_MAX,
 # HNSW build up to HNSW_MAX when given)

@@ -18,6 +18,7 @@ from irglow.data.records import Document, Query
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_dir
 from irglow.utils.batching import length_batches
+from irglow.utils.digest import model_digest  # noqa: F401 (re-exported: glow's runner keys shards on it)
 
 # a batch encoder: list of items → float tensor [B, H] (not yet normalised)
 BatchEncoder = Callable[[Sequence], torch.Tensor]
@@ -62,20 +63,6 @@ def _write_embeddings(folder: Path, vectors: np.ndarray, ids: Sequence[str], key
         np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
         (tmp / "ids.txt").write_text("".join(i + "\n" for i in ids), encoding="utf-8")
         (tmp / "key.txt").write_text(key, encoding="utf-8")
-
-
-def model_digest(model: torch.nn.Module, **settings) -> str:
-    """A digest of a model's weights and the settings its encodings depend on (collection statistics,
-    token budgets …): what an encoding on disk belongs to."""
-    import hashlib
-
-    from irglow.utils.digest import value_digest
-
-    h = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
-    return value_digest({"weights": h.hexdigest(), **settings})
 
 
 def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
@@ -150,13 +137,18 @@ class MeanPoolEncoder:
     """A sentence-transformers style encoder (mean of last hidden states): all-MiniLM-L6-v2 zero-shot."""
 
     def __init__(self, model_path: str = "default", max_tokens: int = 256, device=None,
-                 fields: Sequence[str] | None = None):
+                 fields: Sequence[str] | None = None, precision: str = "fp32"):
+        """``precision``: ``int8`` runs the encoder through ONNX Runtime with int8 weights on the CPU
+        (:mod:`irglow.models.int8`; a GPU keeps fp32/autocast)."""
         from irglow.models.checkpoints import load_encoder, pick_device
+        from irglow.models.int8 import Int8Forward, MeanPooled, check_precision
 
         self.model, self.tokenizer = load_encoder(model_path)
         self.device = device or pick_device()
         self.model.to(self.device).eval()
         self.max_tokens, self.fields = max_tokens, fields
+        self.precision = check_precision(precision, self.device)
+        self._int8 = Int8Forward(MeanPooled(self.model)) if self.precision == "int8" else None
 
     def _text(self, item) -> str:
         if isinstance(item, Document):
@@ -167,6 +159,8 @@ class MeanPoolEncoder:
     def __call__(self, batch: Sequence) -> torch.Tensor:
         enc = self.tokenizer([self._text(x) for x in batch], padding=True, truncation=True,
                              max_length=self.max_tokens, return_tensors="pt").to(self.device)
+        if self._int8 is not None:
+            return self._int8(**enc)
         hidden = self.model(**enc).last_hidden_state
         mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
         return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)

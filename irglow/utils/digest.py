@@ -20,6 +20,18 @@ def value_digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:DIGEST_CHARS]
 
 
+def model_digest(model, **settings) -> str:
+    """A digest of a torch model's weights and the settings its outputs depend on (collection statistics, token
+    budgets, an export's settings …): what an encoding or an exported graph on disk belongs to."""
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return value_digest({"weights": h.hexdigest(), **settings})
+
+
 def file_digest(path: str | Path, chunk: int = 1 << 20) -> str:
     """SHA-256 of a file's bytes, read in chunks (constant memory whatever the size)."""
     h = hashlib.sha256()

@@ -46,12 +46,16 @@ def rerank_ranking(ranking: list[tuple[str, float]], scored: Mapping[str, float]
 
 @torch.no_grad()
 def rerank(model, run: Run, queries: Sequence[Query], docs: Mapping[str, Document], depth: int = 100,
-           batch_size: int = 64, tag: str | None = None, device=None, desc: str = "re-rank") -> Run:
-    """Score each query's top ``depth`` (query, document) pairs in batches, with progress; AMP on CUDA."""
+           batch_size: int = 64, tag: str | None = None, device=None, desc: str = "re-rank",
+           precision: str = "fp32") -> Run:
+    """Score each query's top ``depth`` (query, document) pairs in batches, with progress; AMP on CUDA.
+    ``precision="int8"``: monoBERT through ONNX Runtime with int8 weights on the CPU (:mod:`irglow.models.int8`)."""
     from irglow.models.checkpoints import pick_device
+    from irglow.models.int8 import check_precision, int8_scorer
 
     device = device or pick_device()
     model.to(device).eval()
+    score = int8_scorer(model) if check_precision(precision, device) == "int8" else model.score
     text = {q.query_id: q.text for q in queries}
     missing_q = [q for q in run.ranking if q not in text]
     if missing_q:
@@ -76,7 +80,7 @@ def rerank(model, run: Run, queries: Sequence[Query], docs: Mapping[str, Documen
         for idx in length_batches(lengths, batch_size):
             chunk = [pairs[i] for i in idx]
             with torch.autocast(device.type, enabled=device.type == "cuda"):
-                s = model.score([text[q] for q, _ in chunk], [docs[d] for _, d in chunk]).float().cpu().tolist()
+                s = score([text[q] for q, _ in chunk], [docs[d] for _, d in chunk]).float().cpu().tolist()
             for (q, d), v in zip(chunk, s):
                 scores.setdefault(q, {})[d] = v
             bar.update(len(chunk))

@@ -26,6 +26,7 @@ on the queries the model's training held out).  Torch is imported inside the sta
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
+
+log = logging.getLogger(__name__)
 
 KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
 # stages that write their runs of the training queries for a re-ranker (Stage.training_runs_read)
@@ -162,6 +165,7 @@ class RerankSettings:
     model_dir: str | None
     validate_elsewhere: bool
     lexical: tuple[str, ...]
+    precision: str = "fp32"
 
     @classmethod
     def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
@@ -182,7 +186,7 @@ class RerankSettings:
                                  f"is a {trainers[owner]['kind']}")
         return cls(tuple(models), depth, tuple(also), trainers, first_stages(config, fields, models), owners,
                    config.get("rerank", {}).get("model_dir"), uses_other_sources(config, "rerank"),
-                   tuple(LexicalSettings.from_config(config).tags()))
+                   tuple(LexicalSettings.from_config(config).tags()), declared.value(config, "rerank", "precision"))
 
 
 class RerankStage(ChoosesOnOtherSources, Stage):
@@ -313,7 +317,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             owner = owners[name]
             reads = {firsts[name], TRAINING + firsts[name], firsts[owner], TRAINING + firsts[owner], *also}
             settings = {"model": trainers[owner], "model_of": owner, "depth": depth, "first_stage": firsts[name],
-                        "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir}
+                        "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
+                        **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
             units.append(Unit(f"rerank:{name}", settings, {t: r for t, r in ctx.runs.items() if t in reads},
                               lambda name=name: self.run(ctx, name), (name, *(f"{a}+{name}" for a in also)),
                               loads={owner: reused[owner]} if owner in reused else {}))
@@ -336,36 +341,72 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
                                docs=None if ctx.zero_shot else docs)[owner]  # in domain: the same documents
         model = load_reranker(model_dir)
+        val_ids = set(read_training(model_dir).get("val_query_ids", []))
+        tune_q = [q for q in source.queries() if q.query_id in val_ids]
+        tune_first = None
+        if tune_q:
+            tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
+                if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
+                                                    for q in tune_q}, first_training.tag)
+        source_docs = {d.doc_id: d for d in source.collection.docs_iter()} if ctx.zero_shot else docs
+        precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs,
+                                                     source.qrels(), depth, name)
         t = time.perf_counter()
-        produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name)}
+        produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name, precision=precision)}
         rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
         produced[name].write(ctx.out / f"{name}.run")
         for base_tag in also:
             base = ctx.runs.get(base_tag)
             if base is not None:
                 tag = f"{base_tag}+{name}"
-                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag)
+                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag, precision=precision)
                 produced[tag].write(ctx.out / f"{tag}.run")
-        if name in ctx.tuning_runs and not ctx.zero_shot:  # the held-out queries, for the fusion
-            val_ids = set(read_training(model_dir).get("val_query_ids", []))
-            tune_q = [q for q in source.queries() if q.query_id in val_ids]
-            if tune_q:
-                tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
-                    if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
-                                                        for q in tune_q}, first_training.tag)
+        if name in ctx.tuning_runs and not ctx.zero_shot and tune_first is not None:  # held-out queries, for fusion
+            if tune_run is None:
                 tune_run = rerank(model, tune_first, tune_q, docs, depth, tag=name,
-                                  desc=f"{name} (held-out training queries)")
-                produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
-        self._note(ctx.out, name, model_dir, rate, depth, first.tag)
+                                  desc=f"{name} (held-out training queries)", precision=precision)
+            produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
+        self._note(ctx.out, name, model_dir, rate, depth, first.tag, {"asked": s.precision, "used": precision,
+                                                                      **check})
         return produced
 
     @staticmethod
-    def _note(out: Path, name: str, model_dir: Path, rate: float, depth: int, first: str) -> None:
-        """Add one model to the stage's notes (the fusion reads the re-ranked depth, the report the models)."""
+    def _precision(asked: str, model, tune_first, tune_q, docs, qrels, depth: int, name: str):
+        """(the precision the test runs use, the check's figures, the held-out run in that precision or None).
+        int8 is kept only where, on the held-out training queries, its nDCG@10 is within ``INT8_TOLERANCE`` of
+        fp32's: quantization that moves the ranking is said once and not used."""
+        from irglow.eval.measures import parse_measures
+        from irglow.models.checkpoints import validation_score
+        from irglow.models.int8 import INT8_TOLERANCE
+        from irglow.models.rerank.rerank import rerank
+
+        if asked != "int8":
+            return asked, {}, None
+        if tune_first is None:
+            log.warning("%s: no held-out training queries to check int8 on; re-ranking in fp32", name)
+            return "fp32", {"why": "no held-out queries to check int8 on"}, None
+        runs = {p: rerank(model, tune_first, tune_q, docs, depth, tag=name, desc=f"{name} ({p}, held-out queries)",
+                          precision=p) for p in ("fp32", "int8")}
+        judged = [q for q in qrels if q.query_id in {x.query_id for x in tune_q}]
+        scores = {p: validation_score(parse_measures(["nDCG@10"]), judged, _top(r, depth)) for p, r in runs.items()}
+        check = {"fp32_nDCG@10": scores["fp32"], "int8_nDCG@10": scores["int8"], "queries": len(tune_q)}
+        if scores["int8"] < scores["fp32"] - INT8_TOLERANCE:
+            log.warning("%s: int8 re-ranking loses %.4f nDCG@10 on %d held-out training queries (allowed %.3f); "
+                        "re-ranking in fp32", name, scores["fp32"] - scores["int8"], len(tune_q), INT8_TOLERANCE)
+            return "fp32", {**check, "why": "int8 below fp32 on the held-out queries"}, runs["fp32"]
+        return "int8", check, runs["int8"]
+
+    @staticmethod
+    def _note(out: Path, name: str, model_dir: Path, rate: float, depth: int, first: str,
+              precision: dict | None = None) -> None:
+        """Add one model to the stage's notes (the fusion reads the re-ranked depth, the report the models, the
+        manifest the precision each run was re-ranked in)."""
         from irglow.models.source import read_stage_notes, write_stage_notes
 
         notes = read_stage_notes(out, "rerank")
         notes.setdefault("models", {})[name] = str(model_dir)
+        if precision:
+            notes.setdefault("precision", {})[name] = precision
         notes.setdefault("pairs_per_s", {})[name] = rate
         notes.setdefault("first_stages", {})[name] = first
         notes["depth"] = depth

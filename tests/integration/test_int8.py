@@ -1,0 +1,107 @@
+"""The int8 CPU backend (irglow.models.int8): rankings that agree with fp32, a graph cached by the weights, and the
+re-ranker's check on held-out queries that falls back to fp32 when int8 moves the ranking."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from irglow.data.records import Qrel, Query, make_document
+from irglow.models import int8
+from irglow.runs.trec import Run
+
+needs_ort = pytest.mark.skipif(not int8.available(), reason="the int8 extra (onnx, onnxruntime) is not installed")
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    """One graph cache for the module: MiniLM's graph is built once for the tests that use it."""
+    return tmp_path_factory.mktemp("int8")
+
+
+def test_precision_is_checked_before_any_work(monkeypatch, caplog):
+    with pytest.raises(ValueError, match="precision must be one of fp32, int8"):
+        int8.check_precision("int4", "cpu")
+    with caplog.at_level(logging.WARNING):
+        assert int8.check_precision("int8", "cuda") == "fp32"  # a GPU keeps torch (and its autocast)
+    assert "CPU backend" in caplog.text
+    monkeypatch.setattr(int8, "available", lambda: False)
+    with pytest.raises(ImportError, match=r"pip install 'irglow\[int8\]'"):
+        int8.check_precision("int8", "cpu")
+    assert int8.check_precision("fp32", "cpu") == "fp32"
+
+
+@needs_ort
+def test_int8_encoder_ranks_the_demo_as_fp32_does(graphs, monkeypatch):
+    """MiniLM in int8 against fp32 on the demo collection: the same top document for at least 90% of the queries,
+    9 of each query's top 10 shared on average, and cosine ≥ 0.98 for every document."""
+    from irglow.data.collection import load_collection
+    from irglow.dense.encode import MeanPoolEncoder, encode
+
+    monkeypatch.setenv("IRGLOW_CACHE", str(graphs))
+    collection = load_collection("demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
+    docs = list(collection.docs_iter())
+    queries = collection.queries("test")
+    vectors = {}
+    for precision in ("fp32", "int8"):
+        encoder = MeanPoolEncoder("default", max_tokens=96, device="cpu", precision=precision)
+        vectors[precision] = (encode(docs, encoder), encode(queries, encoder))
+    (d32, q32), (d8, q8) = vectors["fp32"], vectors["int8"]
+    assert float((d32 * d8).sum(1).min()) >= 0.98
+    top32, top8 = (torch.from_numpy(q @ d.T).topk(10).indices for q, d in ((q32, d32), (q8, d8)))
+    same_first = float((top32[:, 0] == top8[:, 0]).float().mean())
+    shared = sum(len(set(a.tolist()) & set(b.tolist())) for a, b in zip(top32, top8)) / len(queries)
+    assert same_first >= 0.9 and shared >= 9.0, (same_first, shared)
+
+
+@needs_ort
+def test_the_graph_is_cached_by_the_weights(graphs, monkeypatch):
+    from irglow.models.checkpoints import load_encoder
+
+    model, _ = load_encoder("default")
+    first = int8.Int8Forward(int8.MeanPooled(model), cache_dir=graphs / "int8")
+    monkeypatch.setattr(int8, "build", lambda *a, **k: pytest.fail("built again for the same weights"))
+    again = int8.Int8Forward(int8.MeanPooled(model), cache_dir=graphs / "int8")
+    assert again.path == first.path and first.path.is_file()
+    with torch.no_grad():
+        model.pooler.dense.bias.add_(1.0)  # any change of a weight is another graph
+    monkeypatch.undo()
+    assert int8.Int8Forward(int8.MeanPooled(model), cache_dir=graphs / "int8").path != first.path
+
+
+@needs_ort
+def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, monkeypatch, caplog):
+    from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
+    from irglow.models.rerank.stage import RerankStage
+
+    monkeypatch.setenv("IRGLOW_CACHE", str(tmp_path))
+    torch.manual_seed(0)
+    model = MonoBERT.from_pretrained_bert(MonoBERTConfig()).eval()
+    docs = {f"d{i}": make_document(f"d{i}", title=t, text=t) for i, t in
+            enumerate(["apple pie recipe", "pear tart", "apple orchard", "car engine", "apple juice"])}
+    queries = [Query("q1", "apple"), Query("q2", "pear dessert")]
+    qrels = [Qrel("q1", "d0", 1), Qrel("q1", "d2", 2), Qrel("q2", "d1", 1)]
+    first = Run({q.query_id: [(d, 1.0 / (i + 1)) for i, d in enumerate(docs)] for q in queries}, "bm25")
+    used, check, run = RerankStage._precision("int8", model, first, queries, docs, qrels, 5, "monobert")
+    assert used == "int8" and abs(check["int8_nDCG@10"] - check["fp32_nDCG@10"]) <= int8.INT8_TOLERANCE
+    assert set(run.ranking) == {"q1", "q2"}
+
+    text = {q.query_id: q.text for q in queries}
+    label = {(text[q.query_id], q.doc_id): q.relevance for q in qrels}
+
+    class Perfect(torch.nn.Module):  # fp32 ranks each query's documents by their labels …
+        def score(self, texts, documents):
+            return torch.tensor([float(label.get((t, d.doc_id), 0)) for t, d in zip(texts, documents)])
+
+    # … and the int8 graph last: int8 is a full nDCG@10 below fp32 on the held-out queries
+    monkeypatch.setattr(int8, "int8_scorer", lambda m: lambda qs, ds: -m.score(qs, ds))
+    with caplog.at_level(logging.WARNING):
+        used, check, run = RerankStage._precision("int8", Perfect(), first, queries, docs, qrels, 5, "monobert")
+    assert check["fp32_nDCG@10"] == 1.0 and check["int8_nDCG@10"] < 1.0 - int8.INT8_TOLERANCE
+    assert used == "fp32" and "re-ranking in fp32" in caplog.text and check["why"]
+    assert [d for d, _ in run.ranking["q1"]][:2] == ["d2", "d0"]  # the fp32 run is the one kept
+    assert RerankStage._precision("fp32", model, first, queries, docs, qrels, 5, "monobert") == ("fp32", {}, None)
+    used, check, _ = RerankStage._precision("int8", model, None, [], docs, qrels, 5, "monobert")
+    assert used == "fp32" and "no held-out queries" in check["why"]
