@@ -61,10 +61,12 @@ def generate(folder: Path, queries: int, depth: int, runs: int, judged: int, doc
 
 def _child(code: str) -> tuple[float, float, str]:
     """Run ``code`` in a fresh interpreter; it prints its own wall time. Returns (seconds, peak MB, output)."""
+    # the peak of this process from /proc (VmHWM starts again at exec; ru_maxrss would carry the parent's peak
+    # over, which is the bench's own when the bench holds a JVM or a model), or of its largest worker
     wrapped = ("import resource, time, json\nt0 = time.perf_counter()\n" + code +
+               "\nhwm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM'))"
                "\nprint(json.dumps({'s': time.perf_counter() - t0, "
-               "'mb': max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-               "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024}))")
+               "'mb': max(hwm, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024}))")
     out = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True, check=True)
     last = json.loads(out.stdout.strip().splitlines()[-1])
     return last["s"], last["mb"], out.stdout

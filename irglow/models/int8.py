@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -114,7 +115,10 @@ def build(module: torch.nn.Module, path: Path, heads: int, hidden: int) -> Path:
     axes = {k: {0: "batch", 1: "tokens"} for k in INPUTS}
     with atomic_dir(path.parent) as tmp:
         fp32 = tmp / "fp32.onnx"
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            # the tracer notes Python-level branches on shapes (padding length, causality) that are fixed for
+            # an encoder with an attention mask, and advanced indexing it exports for non-negative indices
+            warnings.simplefilter("ignore")
             torch.onnx.export(module, (), str(fp32), kwargs=example, input_names=list(INPUTS), output_names=["out"],
                               dynamic_axes={**axes, "out": {0: "batch"}}, opset_version=OPSET, dynamo=False)
         fused = tmp / "fused.onnx"

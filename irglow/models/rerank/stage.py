@@ -344,11 +344,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
         tune_first = None
-        if tune_q:
+        if tune_q and (s.precision == "int8" or (name in ctx.tuning_runs and not ctx.zero_shot)):
             tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
                 if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
                                                     for q in tune_q}, first_training.tag)
-        source_docs = {d.doc_id: d for d in source.collection.docs_iter()} if ctx.zero_shot else docs
+        source_docs = {d.doc_id: d for d in source.collection.docs_iter()} \
+            if ctx.zero_shot and s.precision == "int8" else docs  # what the int8 check re-ranks
         precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs,
                                                      source.qrels(), depth, name)
         t = time.perf_counter()
