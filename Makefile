@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 # CPU wheel by default; CUDA users: make run TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 TORCH  ?= torch==2.13.0
-# optional extras installed beside [test]: `make test EXTRAS=test,pyterrier` (what .ci/run does); one stamp per set
+# optional extras installed beside [test]: `make test EXTRAS=test,pyterrier,int8` (what .ci/run does); one stamp per set
 EXTRAS ?= test
 STAMP  := $(VENV)/.irglow-installed-$(subst $(comma),-,$(EXTRAS))
 export PYTHONUNBUFFERED := 1
