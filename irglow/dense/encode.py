@@ -150,6 +150,17 @@ class MeanPoolEncoder:
         self.precision = check_precision(precision, self.device)
         self._int8 = Int8Forward(MeanPooled(self.model)) if self.precision == "int8" else None
 
+    def in_precision(self, precision: str) -> "MeanPoolEncoder":
+        """The same encoder (its model shared) in another precision."""
+        import copy
+
+        from irglow.models.int8 import Int8Forward, MeanPooled, check_precision
+
+        other = copy.copy(self)
+        other.precision = check_precision(precision, self.device)
+        other._int8 = (self._int8 or Int8Forward(MeanPooled(self.model))) if other.precision == "int8" else None
+        return other
+
     def _text(self, item) -> str:
         if isinstance(item, Document):
             return item.contents(self.fields)

@@ -1,14 +1,17 @@
 """An int8 copy of a BERT model's inference forward pass, run by ONNX Runtime on the CPU.
 
-The module (anything whose ``forward(input_ids, attention_mask, token_type_ids)`` returns one tensor: a mean-pooled
-encoder, monoBERT with its head) is exported with ``torch.onnx.export``, its attention and layer norms fused by
-ONNX Runtime's transformer optimizer, then its weights quantized to int8 per output channel (dynamic quantization:
-activations are quantized batch by batch, so no calibration data is needed).  Without the fusion, the quantized
-attention matrices lose most of the model's precision (cosine 0.875 to fp32 on MiniLM against ≥ 0.99 with it).
+The module (a mean-pooled encoder, monoBERT with its head, GLOW with its BM25-weighted attention: anything whose
+forward takes named tensors and returns one) is exported with ``torch.onnx.export`` from an example batch, then
+the matrix products with a weight (every linear layer) are quantized to int8 per output channel (dynamic
+quantization: activations are quantized batch by batch, no calibration data).  The products of two activations
+(query × key, attention × value) stay in float: quantizing them too cost MiniLM most of its precision (cosine
+0.875 to fp32, against ≥ 0.99 with weights only), and leaving them is what lets GLOW's modified attention go
+through unchanged.
 
-The file is cached under ``cache_dir`` by a digest of the weights, the export settings and the ONNX Runtime
-version, so a changed checkpoint never reuses a stale graph.  Training and GPUs never come here: a GPU keeps
-torch's fp16/bf16 autocast.  Needs the ``int8`` extra (``pip install irglow[int8]``).
+The file is cached under ``cache_dir`` by a digest of the weights, the settings the caller names (a model's
+config), the inputs' names and shapes, and the ONNX Runtime version, so a changed checkpoint never reuses a stale
+graph.  Training and GPUs never come here: a GPU keeps torch's fp16/bf16 autocast.  Needs the ``int8`` extra
+(``pip install irglow[int8]``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from irglow.utils.digest import model_digest
 
 log = logging.getLogger(__name__)
 
-INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 17
 
 
@@ -61,78 +63,82 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("IRGLOW_CACHE", Path.home() / ".cache" / "irglow")) / "int8"
 
 
-def _bert_shape(module: torch.nn.Module) -> tuple[int, int]:
-    """(attention heads, hidden size) of the first BERT-like config inside ``module`` (the optimizer's fusion
-    needs them)."""
-    for m in module.modules():
-        config = getattr(m, "config", None)
-        if config is not None and hasattr(config, "num_attention_heads") and hasattr(config, "hidden_size"):
-            return int(config.num_attention_heads), int(config.hidden_size)
-    raise ValueError("no BERT-like config (num_attention_heads, hidden_size) inside the module")
+def has_bert(module: torch.nn.Module) -> bool:
+    """Whether a BERT-like encoder (a config with attention heads) is inside: what this backend is for."""
+    return any(hasattr(getattr(m, "config", None), "num_attention_heads") for m in module.modules())
+
+
+def bert_inputs() -> dict[str, torch.Tensor]:
+    """An example batch of BERT's three inputs (two rows, one padded), what a module is traced with."""
+    return {"input_ids": torch.tensor([[101, 2023, 2003, 102], [101, 2054, 102, 0]]),
+            "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+            "token_type_ids": torch.zeros(2, 4, dtype=torch.long)}
 
 
 class Int8Forward:
-    """``Int8Forward(module)(input_ids=…, attention_mask=…, token_type_ids=…)`` → the module's output, computed
-    by ONNX Runtime with int8 weights (a float32 CPU tensor)."""
+    """``Int8Forward(module, example)(**batch)`` → the module's output for ``batch`` (the inputs ``example`` names),
+    computed by ONNX Runtime with int8 weights (a float32 CPU tensor).  ``settings``: whatever besides the
+    weights changes the forward pass (a model's config), for the cache key."""
 
-    def __init__(self, module: torch.nn.Module, cache_dir: str | Path | None = None, threads: int | None = None):
+    def __init__(self, module: torch.nn.Module, example: dict[str, torch.Tensor] | None = None,
+                 cache_dir: str | Path | None = None, threads: int | None = None, **settings):
         if not available():
             raise ImportError("the int8 backend needs ONNX Runtime: pip install 'irglow[int8]' "
                               "(or: pip install onnx onnxruntime)")
         import onnxruntime as ort
 
-
         module = module.cpu().eval()
-        heads, hidden = _bert_shape(module)
-        key = model_digest(module, backend="onnxruntime-int8", opset=OPSET, ort=ort.__version__, heads=heads,
-                           hidden=hidden, kind=type(module).__name__)
+        example = {k: v.cpu() for k, v in (example or bert_inputs()).items()}
+        shapes = {k: [str(v.dtype), v.dim()] for k, v in example.items()}
+        key = model_digest(module, backend="onnxruntime-int8-weights", opset=OPSET, ort=ort.__version__,
+                           inputs=shapes, kind=type(module).__name__, **settings)
         self.path = Path(cache_dir or default_cache_dir()) / key / "model.onnx"
         if not self.path.is_file():
-            build(module, self.path, heads, hidden)
+            build(module, self.path, example)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.dtypes = {i.name: (np.int64 if "int64" in i.type else np.float32) for i in self.session.get_inputs()}
 
     def __call__(self, **inputs: torch.Tensor) -> torch.Tensor:
-        feed = {k: inputs[k].cpu().numpy().astype(np.int64) for k in self.inputs}
+        feed = {k: inputs[k].cpu().numpy().astype(t, copy=False) for k, t in self.dtypes.items()}
         return torch.from_numpy(self.session.run(None, feed)[0])
 
 
-def build(module: torch.nn.Module, path: Path, heads: int, hidden: int) -> Path:
-    """Export, fuse and quantize ``module`` into ``path`` (written atomically: a folder renamed into place)."""
+def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor]) -> Path:
+    """Export ``module`` on ``example`` and quantize its weight products into ``path`` (written atomically: a
+    folder renamed into place)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    from onnxruntime.transformers.optimizer import optimize_model
 
     from irglow.utils.atomic import atomic_dir
 
     log.info("building the int8 ONNX graph of %s in %s", type(module).__name__, path.parent)
-    example = {"input_ids": torch.tensor([[101, 2023, 2003, 102], [101, 2054, 102, 0]]),
-               "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
-               "token_type_ids": torch.zeros(2, 4, dtype=torch.long)}
-    axes = {k: {0: "batch", 1: "tokens"} for k in INPUTS}
+    names = list(example)
+    axes = {k: {0: "batch", 1: "tokens"} for k in names}
     with atomic_dir(path.parent) as tmp:
         fp32 = tmp / "fp32.onnx"
         with torch.no_grad(), warnings.catch_warnings():
             # the tracer notes Python-level branches on shapes (padding length, causality) that are fixed for
             # an encoder with an attention mask, and advanced indexing it exports for non-negative indices
             warnings.simplefilter("ignore")
-            torch.onnx.export(module, (), str(fp32), kwargs=example, input_names=list(INPUTS), output_names=["out"],
+            torch.onnx.export(module, (), str(fp32), kwargs=example, input_names=names, output_names=["out"],
                               dynamic_axes={**axes, "out": {0: "batch"}}, opset_version=OPSET, dynamo=False)
-        fused = tmp / "fused.onnx"
-        optimize_model(str(fp32), model_type="bert", num_heads=heads, hidden_size=hidden).save_model_to_file(str(fused))
+        graph = onnx.load(str(fp32))
+        weights = {i.name for i in graph.graph.initializer}
+        # products of two activations (attention's q·kᵀ and p·v) stay in float
+        activations = [n.name for n in graph.graph.node if n.op_type == "MatMul" and not set(n.input) & weights]
         root = logging.getLogger()
         level = root.level
         root.setLevel(logging.ERROR)  # the quantizer advises "pre-processing" on the root logger at every call
         try:
-            quantize_dynamic(str(fused), str(tmp / path.name), weight_type=QuantType.QInt8, per_channel=True,
+            quantize_dynamic(str(fp32), str(tmp / path.name), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=["MatMul"], nodes_to_exclude=activations,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         finally:
             root.setLevel(level)
         fp32.unlink()
-        fused.unlink()
     return path
 
 
@@ -155,10 +161,7 @@ def int8_scorer(model):
     """``score(queries, docs)`` of a cross-encoder whose forward takes BERT's three inputs (monoBERT), in int8;
     any other model (NRM-F's word-level network) keeps its own fp32 ``score``, said once."""
     featurize = getattr(model, "featurize", None)
-    try:
-        forward = Int8Forward(model) if featurize is not None else None
-    except ValueError:  # no BERT inside: nothing the int8 backend can run
-        forward = None
+    forward = Int8Forward(model) if featurize is not None and has_bert(model) else None
     if forward is None:
         log.warning("precision int8 covers BERT models; %s is scored in fp32", type(model).__name__)
         return model.score

@@ -105,3 +105,32 @@ def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, mon
     assert RerankStage._precision("fp32", model, first, queries, docs, qrels, 5, "monobert") == ("fp32", {}, None)
     used, check, _ = RerankStage._precision("int8", model, None, [], docs, qrels, 5, "monobert")
     assert used == "fp32" and "no held-out queries" in check["why"]
+
+
+@needs_ort
+@pytest.mark.slow
+def test_glow_stage_encodes_in_int8_after_its_check(tmp_path, graphs, monkeypatch):
+    """[glow] precision = "int8" on the small demo, untrained runs (MiniLM, and MiniLM with GLOW's weighted
+    attention): each is checked on the training queries' pools; int8 is kept exactly where it is within the
+    tolerance of fp32 there, the figures in the stage notes; with the tolerance opened, both encode in int8 and
+    still rank the pools as fp32 does (within 0.05)."""
+    from irglow.models.source import read_stage_notes
+    from irglow.pipeline import run_pipeline
+    from tests.integration.pipelines import small_pipeline
+
+    monkeypatch.setenv("IRGLOW_CACHE", str(graphs))
+
+    def checks(out):
+        run_pipeline(small_pipeline(out, tmp_path / "data", glow={
+            "enabled": True, "variants": [], "untrained": ["minilm", "minilm-glow"], "precision": "int8",
+            "model": {"default_field_tokens": 32, "query_max_tokens": 16}}))
+        return read_stage_notes(out, "glow")["precision"]
+
+    for name, check in checks(tmp_path / "strict").items():
+        within = check["int8_nDCG@10"] >= check["fp32_nDCG@10"] - int8.INT8_TOLERANCE
+        assert check["queries"] > 0 and check["pool_docs"] > 0
+        assert check["used"] == ("int8" if within else "fp32") and (within or check["why"]), (name, check)
+    monkeypatch.setattr(int8, "INT8_TOLERANCE", 1.0)
+    for name, check in checks(tmp_path / "open").items():
+        assert check["used"] == "int8", (name, check)
+        assert abs(check["int8_nDCG@10"] - check["fp32_nDCG@10"]) <= 0.05, (name, check)

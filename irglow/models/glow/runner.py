@@ -23,15 +23,32 @@ from irglow.runs.trec import Run
 log = logging.getLogger(__name__)
 
 
+def glow_encoders(model: GlowEncoder, feat: Featurizer, device, precision: str = "fp32"):
+    """(documents → vectors, queries → vectors) of a GLOW/BERT encoder; ``precision="int8"``: through ONNX Runtime
+    with int8 weights on the CPU (:mod:`irglow.models.int8`: GLOW's weighted attention stays in float)."""
+    if precision == "int8":
+        from dataclasses import asdict
+
+        from irglow.data.records import make_document
+        from irglow.models.int8 import Int8Forward
+
+        example = feat.documents([make_document("example", **{f: "int8 export example" for f in model.config.fields})])
+        forward = Int8Forward(model, example, config=asdict(model.config))
+        return (lambda b: forward(**feat.documents(b)), lambda b: forward(**feat.queries([q.text for q in b])))
+    return (lambda b: embed(model, feat, b, device, "doc"), lambda b: embed(model, feat, b, device, "query"))
+
+
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
              queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
              faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
-             rank: int = 0, world: int = 1) -> tuple[Run | None, dict]:
+             rank: int = 0, world: int = 1, precision: str = "fp32") -> tuple[Run | None, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
     searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
 
     Under ``torchrun`` (``world`` > 1) every process encodes its shard of the corpus, rank 0 merges the
-    shards and searches; the other ranks return ``None``."""
+    shards and searches; the other ranks return ``None``.  ``precision``: fp32, or int8 on the CPU."""
+    from irglow.models.int8 import check_precision
+
     device = device or pick_device()
     model.to(device).eval()
     feat = featurizer_for(model, index, stats)
@@ -39,10 +56,10 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     if missing and rank == 0:
         log.warning("%s: fields %s are not in this collection; they encode as empty segments", tag, missing)
     emb_dir = out_dir / f"{tag}.embeddings"
+    doc_encoder, query_encoder = glow_encoders(model, feat, device, check_precision(precision, device))
     with torch.no_grad():
         key = model_digest(model, config=model.config, index=Path(index.path).name) if world > 1 else ""
-        _, rate = encode_corpus(docs, lambda b: embed(model, feat, b, device, "doc"), emb_dir, batch_size, rank, world,
-                                key)
+        _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, rank, world, key)
     if world > 1:
         import torch.distributed as dist
 
@@ -51,14 +68,30 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
             return None, {"docs_per_s": rate, "also": {}}
         merge_shards(emb_dir, world)
     with torch.no_grad():
-        qv = encode(queries, lambda b: embed(model, feat, b, device, "query"), batch_size)
-        more = {name: encode(qs, lambda b: embed(model, feat, b, device, "query"), batch_size)
-                for name, qs in (also or {}).items() if qs}
+        qv = encode(queries, query_encoder, batch_size)
+        more = {name: encode(qs, query_encoder, batch_size) for name, qs in (also or {}).items() if qs}
     vectors, ids = load_embeddings(emb_dir)
     index_ = faiss_index(vectors, faiss_kind)
     run = dense_search(index_, ids, queries, qv, depth, tag)
     extra = {name: dense_search(index_, ids, also[name], v, depth, tag) for name, v in more.items()}
     return run, {"docs_per_s": rate, "also": extra}
+
+
+def pool_scores(encoders: dict, queries: list[Query], qrels, pools: dict[str, list[Document]]) -> dict[str, float]:
+    """nDCG@10 of each ``encoders[name] = (documents → vectors, queries → vectors)`` ranking each query's own
+    pool of documents: what the int8 check compares at a fraction of a corpus encoding."""
+    from irglow.eval.measures import parse_measures
+    from irglow.models.checkpoints import validation_score
+
+    pooled = list({d.doc_id: d for docs in pools.values() for d in docs}.values())
+    row = {d.doc_id: i for i, d in enumerate(pooled)}
+    out = {}
+    for name, (doc_encoder, query_encoder) in encoders.items():
+        dv, qv = encode(pooled, doc_encoder, desc=f"{name} pool"), encode(queries, query_encoder)
+        ranking = {q.query_id: [(d.doc_id, float(dv[row[d.doc_id]] @ v)) for d in pools[q.query_id]]
+                   for q, v in zip(queries, qv)}
+        out[name] = validation_score(parse_measures(["nDCG@10"]), qrels, Run(ranking, name))
+    return out
 
 
 def validation_queries(model_dir: Path, queries: list[Query], qrels) -> tuple[list[Query], list]:

@@ -12,6 +12,7 @@ Torch and transformers are imported inside the stage's methods only."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from irglow import settings as declared
 from irglow.config import as_names, stage_settings
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
+
+log = logging.getLogger(__name__)
 
 UNTRAINED = ("minilm", "minilm-fields", "minilm-glow")
 # settings an unweighted encoder (variant "bert") never reads: a grid over them trains it once
@@ -40,7 +43,8 @@ def settings(config) -> tuple[dict, list[str], dict]:
     variants = as_names(declared.take(gcfg, "glow", "variants"))
     options = {"untrained": as_names(declared.take(gcfg, "glow", "untrained")),
                "zero_shot_tokens": declared.take(gcfg, "glow", "zero_shot_tokens"),
-               "model_dir": declared.take(gcfg, "glow", "model_dir"), "token_budget": budget}
+               "model_dir": declared.take(gcfg, "glow", "model_dir"), "token_budget": budget,
+               "precision": declared.take(gcfg, "glow", "precision")}
     return gcfg, variants, options
 
 
@@ -104,6 +108,7 @@ class GlowSettings:
     model_dir: str | None
     token_budget: int | None
     validate_elsewhere: bool
+    precision: str = "fp32"
 
     @classmethod
     def from_config(cls, config) -> "GlowSettings":
@@ -120,7 +125,8 @@ class GlowSettings:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
         GlowTrainConfig.from_dict(gcfg)
         return cls(gcfg, tuple(variants), tuple(options["untrained"]), options["zero_shot_tokens"],
-                   options["model_dir"], options["token_budget"], uses_other_sources(config, "glow"))
+                   options["model_dir"], options["token_budget"], uses_other_sources(config, "glow"),
+                   options["precision"])
 
 
 class GlowStage(ChoosesOnOtherSources, Stage):
@@ -162,7 +168,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         return {"train": asdict(GlowTrainConfig.from_dict(s.train)), "variants": list(s.variants),
                 "untrained": list(s.untrained), "zero_shot_tokens": s.zero_shot_tokens, "model_dir": s.model_dir,
-                "token_budget": s.token_budget}
+                "token_budget": s.token_budget, **({"precision": s.precision} if s.precision != "fp32" else {})}
 
     def reused_models(self, s: GlowSettings, fields=None) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
@@ -204,16 +210,18 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             next(iter(trained.values())), source.queries(), source.qrels())
         docs = list(ctx.collection.docs_iter())
         also = {"tune": tune_q} if tune_q else None
-        runs, rates = {}, {}
+        runs, rates, checks = {}, {}, {}
         for name in self.tags(s):
             if name in trained:
                 model = GlowEncoder.load(trained[name])
             else:
                 model = _untrained(name, s.train, source, list(index.fields), s.zero_shot_tokens)
+            used, checks[name] = self._precision(s.precision, name, model, trained.get(name), ctx)
             if name == "minilm":
-                run, info = _checkpoint_run(model, docs, test_q, tune_q, ctx.out, name, depth)
+                run, info = _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out, name, depth)
             else:
-                run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.out, name, depth=depth, also=also)
+                run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.out, name, depth=depth, also=also,
+                                     precision=used)
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
@@ -222,5 +230,58 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         write_stage_notes(ctx.out, "glow", {"models": {k: str(v) for k, v in trained.items()},
                                             "encode_docs_per_s": rates,
                                             "untrained": {"zero_shot_tokens": s.zero_shot_tokens}
-                                            if "minilm" in s.untrained else {}})
+                                            if "minilm" in s.untrained else {},
+                                            **({"precision": checks} if s.precision != "fp32" else {})})
         return runs
+
+    POOL_QUERIES = 50  # held-out training queries the int8 check ranks pools for
+    POOL_DEPTH = 10  # BM25's top documents in each pool, besides the query's judged ones
+
+    def _precision(self, asked: str, name: str, model, trained_dir, ctx) -> tuple[str, dict]:
+        """(the precision ``name`` encodes in, the check's figures).  int8 is kept only where, on up to
+        ``POOL_QUERIES`` held-out training queries (a seeded sample of judged ones for an untrained model), its
+        nDCG@10 ranking each query's pool (BM25's top ``POOL_DEPTH`` and the judged documents) is within
+        ``INT8_TOLERANCE`` of fp32's: a fraction of a corpus encoding, on the training collection."""
+        import random
+
+        import torch
+
+        from irglow.lexical.searchers import LexicalSearcher
+        from irglow.models.checkpoints import pick_device
+        from irglow.models.glow.runner import featurizer_for, glow_encoders, pool_scores, validation_queries
+        from irglow.models.int8 import INT8_TOLERANCE, check_precision
+
+        if asked == "fp32" or check_precision(asked, pick_device()) == "fp32":
+            return "fp32", {}
+        source = ctx.source
+        if trained_dir is not None:
+            queries, qrels = validation_queries(trained_dir, source.queries(), source.qrels())
+        else:
+            qrels = source.qrels()
+            judged = {q.query_id for q in qrels if q.relevance > 0}
+            queries = [q for q in source.queries() if q.query_id in judged]
+        queries = random.Random(13).sample(queries, min(self.POOL_QUERIES, len(queries)))
+        wanted = {q.query_id for q in queries}
+        qrels = [q for q in qrels if q.query_id in wanted]
+        if not queries:
+            log.warning("%s: no judged training queries to check int8 on; encoding in fp32", name)
+            return "fp32", {"used": "fp32", "why": "no judged training queries to check int8 on"}
+        bm25 = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(queries, tag="bm25")
+        by_id = {d.doc_id: d for d in source.collection.docs_iter()}
+        pools = {q.query_id: [by_id[d] for d in dict.fromkeys(
+            [d for d, _ in bm25.ranking.get(q.query_id, [])[:self.POOL_DEPTH]] +
+            [r.doc_id for r in qrels if r.query_id == q.query_id]) if d in by_id] for q in queries}
+        if name == "minilm":
+            encoders = {p: (m, m) for p, m in (("fp32", model), ("int8", model.in_precision("int8")))}
+        else:
+            feat = featurizer_for(model, source.index, source.stats)
+            encoders = {p: glow_encoders(model.cpu().eval(), feat, torch.device("cpu"), p) for p in ("fp32", "int8")}
+        scores = pool_scores(encoders, queries, qrels, pools)
+        check = {"asked": "int8", "fp32_nDCG@10": scores["fp32"], "int8_nDCG@10": scores["int8"],
+                 "queries": len(queries), "pool_docs": sum(len(p) for p in pools.values())}
+        if scores["int8"] < scores["fp32"] - INT8_TOLERANCE:
+            log.warning("%s: int8 loses %.4f nDCG@10 on %d training queries' pools (allowed %.3f); encoding in fp32",
+                        name, scores["fp32"] - scores["int8"], len(queries), INT8_TOLERANCE)
+            return "fp32", {**check, "used": "fp32", "why": "int8 below fp32 on the training queries' pools"}
+        return "int8", {**check, "used": "int8"}
+
