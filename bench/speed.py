@@ -12,6 +12,7 @@ Rows:
   (``read_trec_run`` + ``calc_aggregate``), each in its own process, on both measure sets, time and peak memory;
 * MiniLM encoding of ``--docs`` documents at 96 and 256 tokens: irglow (length-bucketed batches) in fp32 and int8
   (``precision="int8"``, ONNX Runtime) against a bare transformers forward pass in the collection's order;
+* GLOW encoding (BM25-weighted attention) of the same documents in fp32 and int8, through the stage's encoders;
 * monoBERT re-ranking of ``--pairs`` (query, document) pairs: irglow's ``rerank`` in fp32 and int8 against a bare
   forward pass on the same tokens (an untrained monoBERT: speed does not depend on the weights).
 
@@ -132,6 +133,32 @@ def encoding_rows(collection, args, rows: list) -> None:
                          f"{cos:.4f}"))
 
 
+def glow_rows(collection, queries, args, rows: list) -> None:
+    """GLOW (MiniLM with BM25-weighted attention, untrained: speed does not depend on the weights) encoding the same
+    documents at its CPU budget, fp32 and int8, through the stage's own encoders."""
+    from irglow.dense.encode import encode, text_length
+    from irglow.index.stats import CollectionStats
+    from irglow.models.glow.model import GlowConfig, GlowEncoder
+    from irglow.models.glow.runner import featurizer_for, glow_encoders
+
+    index = build_index(collection, IndexConfig(threads=args.threads), root=args.data_dir)
+    stats = CollectionStats.load(index)
+    model = GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", fields=list(index.fields))).eval()
+    feat = featurizer_for(model, index, stats)
+    model.config.weights["avg_query_len"] = feat.weighter.set_avg_query_len([q.text for q in queries])
+    docs = sorted(collection.docs_iter(), key=text_length, reverse=True)[:args.docs]
+    encoders = {p: glow_encoders(model, feat, torch.device("cpu"), p)[0]
+                for p in (("fp32", "int8") if int8.available() else ("fp32",))}
+    s = interleaved({p: (lambda e=e: encode(docs, e, args.batch)) for p, e in encoders.items()}, args.rounds)
+    rate = {k: len(docs) / v for k, v in s.items()}
+    tokens = sum(int(b) for b in feat.documents(docs[:64])["attention_mask"].sum(1)) / min(64, len(docs))
+    if "int8" in rate:
+        a, b = encode(docs[:64], encoders["fp32"], args.batch), encode(docs[:64], encoders["int8"], args.batch)
+        rows.append((f"GLOW encoding (weighted attention), {len(docs)} documents, {tokens:.0f} tokens on average",
+                     f"int8 {rate['int8']:.1f} docs/s", f"fp32 {rate['fp32']:.1f} docs/s",
+                     f"**{rate['int8'] / rate['fp32']:.2f}×**; cosine to fp32 ≥ {float((a * b).sum(1).min()):.4f}"))
+
+
 def rerank_rows(collection, queries, args, rows: list) -> None:
     from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
     from irglow.models.rerank.rerank import rerank
@@ -181,7 +208,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=256, help="documents encoded per row")
     ap.add_argument("--pairs", type=int, default=256, help="(query, document) pairs re-ranked")
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--only", default="lexical,eval,encode,rerank", help="rows to measure (comma-separated)")
+    ap.add_argument("--only", default="lexical,eval,encode,glow,rerank", help="rows to measure (comma-separated)")
     ap.add_argument("--data-dir", default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -191,6 +218,7 @@ def main() -> None:
     rows: list[tuple[str, str, str, str]] = []
     for name, fn in (("lexical", lambda: lexical_rows(collection, queries, args, rows)),
                      ("eval", lambda: eval_rows(args, rows)), ("encode", lambda: encoding_rows(collection, args, rows)),
+                     ("glow", lambda: glow_rows(collection, queries, args, rows)),
                      ("rerank", lambda: rerank_rows(collection, queries, args, rows))):
         if name in only:
             fn()

@@ -1,8 +1,9 @@
 """An int8 copy of a BERT model's inference forward pass, run by ONNX Runtime on the CPU.
 
 The module (a mean-pooled encoder, monoBERT with its head, GLOW with its BM25-weighted attention: anything whose
-forward takes named tensors and returns one) is exported with ``torch.onnx.export`` from an example batch, then
-the matrix products with a weight (every linear layer) are quantized to int8 per output channel (dynamic
+forward takes named tensors and returns one) is exported with ``torch.onnx.export`` from an example batch, its
+layer norms and GELUs fused by ONNX Runtime's transformer optimizer, then the matrix products with a weight
+(every linear layer) are quantized to int8 per output channel (dynamic
 quantization: activations are quantized batch by batch, no calibration data).  The products of two activations
 (query × key, attention × value) stay in float: quantizing them too cost MiniLM most of its precision (cosine
 0.875 to fp32, against ≥ 0.99 with weights only), and leaving them is what lets GLOW's modified attention go
@@ -91,7 +92,7 @@ class Int8Forward:
         example = {k: v.cpu() for k, v in (example or bert_inputs()).items()}
         shapes = {k: [str(v.dtype), v.dim()] for k, v in example.items()}
         key = model_digest(module, backend="onnxruntime-int8-weights", opset=OPSET, ort=ort.__version__,
-                           inputs=shapes, kind=type(module).__name__, **settings)
+                           inputs=shapes, kind=type(module).__name__, optimized=True, **settings)
         self.path = Path(cache_dir or default_cache_dir()) / key / "model.onnx"
         if not self.path.is_file():
             build(module, self.path, example)
@@ -106,9 +107,26 @@ class Int8Forward:
         return torch.from_numpy(self.session.run(None, feed)[0])
 
 
+def _optimized(fp32: Path, out: Path, module: torch.nn.Module) -> bool:
+    """ONNX Runtime's transformer optimizer on the exported graph (``out``): layer norms with their residual add
+    and GELU with its bias fused, shape no-ops removed.  Attention is left as it is (the optimizer does not
+    recognise torch's exported SDPA, nor GLOW's weighted keys).  False where it fails: the graph stays as
+    exported."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    config = next(m.config for m in module.modules() if hasattr(getattr(m, "config", None), "num_attention_heads"))
+    try:
+        optimize_model(str(fp32), model_type="bert", num_heads=int(config.num_attention_heads),
+                       hidden_size=int(config.hidden_size)).save_model_to_file(str(out))
+    except Exception as e:  # noqa: BLE001 (an optimizer pattern that does not fit: keep the plain graph)
+        log.info("the transformer optimizer left the graph as exported: %s", e)
+        return False
+    return True
+
+
 def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor]) -> Path:
-    """Export ``module`` on ``example`` and quantize its weight products into ``path`` (written atomically: a
-    folder renamed into place)."""
+    """Export ``module`` on ``example``, fuse its layer norms and GELUs, and quantize its weight products into
+    ``path`` (written atomically: a folder renamed into place)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -125,7 +143,9 @@ def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor])
             warnings.simplefilter("ignore")
             torch.onnx.export(module, (), str(fp32), kwargs=example, input_names=names, output_names=["out"],
                               dynamic_axes={**axes, "out": {0: "batch"}}, opset_version=OPSET, dynamo=False)
-        graph = onnx.load(str(fp32))
+        fused = tmp / "fused.onnx"
+        source = fused if has_bert(module) and _optimized(fp32, fused, module) else fp32
+        graph = onnx.load(str(source))
         weights = {i.name for i in graph.graph.initializer}
         # products of two activations (attention's q·kᵀ and p·v) stay in float
         activations = [n.name for n in graph.graph.node if n.op_type == "MatMul" and not set(n.input) & weights]
@@ -133,12 +153,13 @@ def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor])
         level = root.level
         root.setLevel(logging.ERROR)  # the quantizer advises "pre-processing" on the root logger at every call
         try:
-            quantize_dynamic(str(fp32), str(tmp / path.name), weight_type=QuantType.QInt8, per_channel=True,
+            quantize_dynamic(str(source), str(tmp / path.name), weight_type=QuantType.QInt8, per_channel=True,
                              op_types_to_quantize=["MatMul"], nodes_to_exclude=activations,
                              extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         finally:
             root.setLevel(level)
-        fp32.unlink()
+        for f in (fp32, fused):
+            f.unlink(missing_ok=True)
     return path
 
 
