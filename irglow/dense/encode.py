@@ -148,7 +148,7 @@ class MeanPoolEncoder:
         self.model.to(self.device).eval()
         self.max_tokens, self.fields = max_tokens, fields
         self.precision = check_precision(precision, self.device)
-        self._int8 = Int8Forward(MeanPooled(self.model)) if self.precision == "int8" else None
+        self._int8 = Int8Forward(MeanPooled(self.model), self._example()) if self.precision == "int8" else None
 
     def in_precision(self, precision: str) -> "MeanPoolEncoder":
         """The same encoder (its model shared) in another precision."""
@@ -158,8 +158,13 @@ class MeanPoolEncoder:
 
         other = copy.copy(self)
         other.precision = check_precision(precision, self.device)
-        other._int8 = (self._int8 or Int8Forward(MeanPooled(self.model))) if other.precision == "int8" else None
+        other._int8 = (self._int8 or Int8Forward(MeanPooled(self.model), self._example())) \
+            if other.precision == "int8" else None
         return other
+
+    def _example(self) -> dict[str, torch.Tensor]:
+        """A batch of the inputs this tokenizer gives (a model without segment ids exports without them)."""
+        return dict(self.tokenizer(["an example to export", "another"], padding=True, return_tensors="pt"))
 
     def _text(self, item) -> str:
         if isinstance(item, Document):

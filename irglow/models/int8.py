@@ -91,7 +91,7 @@ class Int8Forward:
         module = module.cpu().eval()
         example = {k: v.cpu() for k, v in (example or bert_inputs()).items()}
         shapes = {k: [str(v.dtype), v.dim()] for k, v in example.items()}
-        key = model_digest(module, backend="onnxruntime-int8-weights", opset=OPSET, ort=ort.__version__,
+        key = model_digest(module, backend="onnxruntime-int8-weights-2", opset=OPSET, ort=ort.__version__,
                            inputs=shapes, kind=type(module).__name__, optimized=True, **settings)
         self.path = Path(cache_dir or default_cache_dir()) / key / "model.onnx"
         if not self.path.is_file():
@@ -132,7 +132,16 @@ def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor])
 
     from irglow.utils.atomic import atomic_dir
 
+    import inspect
+
     log.info("building the int8 ONNX graph of %s in %s", type(module).__name__, path.parent)
+    # the exporter names the graph's inputs in the order of forward's parameters, whatever the order of the
+    # keyword arguments: the names must follow that order, or a mask would be read as segment ids
+    order = list(inspect.signature(module.forward).parameters)
+    unknown = [k for k in example if k not in order]
+    if unknown:
+        raise ValueError(f"{type(module).__name__}.forward takes no {unknown}")
+    example = {k: example[k] for k in order if k in example}
     names = list(example)
     axes = {k: {0: "batch", 1: "tokens"} for k in names}
     with atomic_dir(path.parent) as tmp:
@@ -171,9 +180,9 @@ class MeanPooled(torch.nn.Module):
         super().__init__()
         self.encoder = encoder
 
-    def forward(self, input_ids, attention_mask, token_type_ids):
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        segments = {} if token_type_ids is None else {"token_type_ids": token_type_ids}  # RoBERTa, DistilBERT: none
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **segments).last_hidden_state
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
 

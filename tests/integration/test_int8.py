@@ -80,6 +80,25 @@ def test_the_graph_is_cached_by_the_weights(graphs, monkeypatch):
 
 
 @needs_ort
+def test_inputs_are_bound_by_name_whatever_their_order(graphs):
+    """A tokenizer gives (input_ids, token_type_ids, attention_mask); forward takes the mask second: the graph's
+    inputs follow forward's order, so the padded row is still masked (it once was read as segment ids: zeros)."""
+    from irglow.models.checkpoints import load_encoder
+
+    model, tokenizer = load_encoder("default")
+    pooled = int8.MeanPooled(model).eval()
+    batch = dict(tokenizer(["short", "a much longer text about retrieval and ranking"], padding=True,
+                           return_tensors="pt"))
+    assert list(batch) != ["input_ids", "attention_mask", "token_type_ids"]
+    forward = int8.Int8Forward(pooled, batch, cache_dir=graphs / "order")
+    with torch.no_grad():
+        cosine = torch.nn.functional.cosine_similarity(pooled(**batch), forward(**batch))
+    assert float(cosine.min()) >= 0.98, cosine
+    with pytest.raises(ValueError, match="takes no"):
+        int8.build(pooled, graphs / "bad" / "model.onnx", {**batch, "token_weights": torch.ones(2, 3)})
+
+
+@needs_ort
 def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, monkeypatch, caplog):
     from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
     from irglow.models.rerank.stage import RerankStage
