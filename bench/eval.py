@@ -59,6 +59,20 @@ def generate(folder: Path, queries: int, depth: int, runs: int, judged: int, doc
     return paths
 
 
+def ir_measures_code(run: Path, qrels: Path, measures: list[str]) -> str:
+    """What a user of ir_measures alone writes: read both files, aggregate; prints the means as JSON."""
+    return (f"import ir_measures\nrun = ir_measures.read_trec_run({str(run)!r})\n"
+            f"qrels = ir_measures.read_trec_qrels({str(qrels)!r})\n"
+            f"agg = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in {measures!r}], qrels, run)\n"
+            f"print(json.dumps({{str(k): v for k, v in agg.items()}}))")
+
+
+def irglow_eval_code(run: Path, qrels: Path, measures: list[str], *options: str) -> str:
+    """``irglow eval`` of one run through its CLI path (``options``: more arguments)."""
+    return (f"from irglow.cli import main\nmain(['eval', {str(run)!r}, '--qrels', {str(qrels)!r}, "
+            f"'-m', {' '.join(measures)!r}, *{list(options)!r}])")
+
+
 def _child(code: str) -> tuple[float, float, str]:
     """Run ``code`` in a fresh interpreter; it prints its own wall time. Returns (seconds, peak MB, output)."""
     # the peak of this process from /proc (VmHWM starts again at exec; ru_maxrss would carry the parent's peak
@@ -91,16 +105,11 @@ def main() -> None:
     run0 = paths[0]
     rows, ratios = [], []
     for label, measure_list in MEASURE_SETS.items():
-        measures = " ".join(measure_list)
-        s, mb, out = _child(f"import ir_measures\nrun = ir_measures.read_trec_run({str(run0)!r})\n"
-                            f"qrels = ir_measures.read_trec_qrels({str(qrels)!r})\n"
-                            f"agg = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in {measure_list!r}], "
-                            f"qrels, run)\nprint(json.dumps({{str(k): v for k, v in agg.items()}}))")
+        s, mb, out = _child(ir_measures_code(run0, qrels, measure_list))
         reference = json.loads(out.strip().splitlines()[-2])
         rows.append((f"ir_measures (read_trec_run + calc_aggregate), 1 run, {label}", s, mb))
         base_s, base_mb = s, mb
-        s, mb, out = _child(f"from irglow.cli import main\nmain(['eval', {str(run0)!r}, '--qrels', {str(qrels)!r}, "
-                            f"'-m', {measures!r}, '--no-judged', '--format', 'csv'])")
+        s, mb, out = _child(irglow_eval_code(run0, qrels, measure_list, "--no-judged", "--format", "csv"))
         rows.append((f"irglow eval, 1 run, {label}", s, mb))
         header, values = [line.split(",") for line in out.strip().splitlines()[:2]]
         ours = {h: float(v) for h, v in zip(header, values) if h in measure_list}
@@ -108,8 +117,7 @@ def main() -> None:
         ratios.append(f"{label}: irglow eval / ir_measures: time {s / base_s:.2f} (target ≤ 0.50), peak memory "
                       f"{mb / base_mb:.2f} (target ≤ 1.00); largest difference of a mean to ir_measures' {diff:.1e}")
     measures = " ".join(MEASURE_SETS["nDCG@10 RR@10 R@1000 AP"])
-    s, mb, _ = _child(f"from irglow.cli import main\nmain(['eval', {str(run0)!r}, '--qrels', {str(qrels)!r}, "
-                      f"'-m', {measures!r}])")
+    s, mb, _ = _child(irglow_eval_code(run0, qrels, MEASURE_SETS["nDCG@10 RR@10 R@1000 AP"]))
     rows.append(("irglow eval, 1 run, + Judged@10", s, mb))
     s, mb, _ = _child("from irglow.cli import main\nmain(['compare', " + ", ".join(repr(str(p)) for p in paths) +
                       f", '--qrels', {str(qrels)!r}, '-m', {measures!r}, '--test', 'randomization', "

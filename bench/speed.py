@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from eval import MEASURE_SETS, _child, generate  # noqa: E402
+from eval import MEASURE_SETS, _child, generate, irglow_eval_code, ir_measures_code  # noqa: E402
 from lexical import lucene_ceiling, pyserini_direct  # noqa: E402
 from irglow.config import write_manifest  # noqa: E402
 from irglow.data.collection import load_collection  # noqa: E402
@@ -82,11 +82,8 @@ def eval_rows(args, rows: list) -> None:
     run = generate(folder, args.eval_queries, 1000, 1, 20, 200_000)[0]
     qrels = folder / "qrels.txt"
     for label, measures in MEASURE_SETS.items():
-        reference = (f"import ir_measures\nrun = ir_measures.read_trec_run({str(run)!r})\n"
-                     f"qrels = ir_measures.read_trec_qrels({str(qrels)!r})\n"
-                     f"ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in {measures!r}], qrels, run)")
-        ours = (f"from irglow.cli import main\nmain(['eval', {str(run)!r}, '--qrels', {str(qrels)!r}, "
-                f"'-m', {' '.join(measures)!r}, '--no-judged', '--format', 'csv'])")
+        reference = ir_measures_code(run, qrels, measures)
+        ours = irglow_eval_code(run, qrels, measures, "--no-judged", "--format", "csv")
         got: dict[str, list] = {"ir_measures": [], "irglow": []}
         for _ in range(args.rounds):
             for name, code in (("ir_measures", reference), ("irglow", ours)):
@@ -99,10 +96,17 @@ def eval_rows(args, rows: list) -> None:
                      f"time {a / b:.2f} (target ≤ 0.5), memory {amb / bmb:.2f} (target ≤ 1.0)"))
 
 
-def encoding_rows(collection, args, rows: list) -> None:
-    from irglow.dense.encode import MeanPoolEncoder, encode, text_length
+def longest_docs(collection, n: int) -> list:
+    """The collection's ``n`` longest documents: batches as full as the token budget allows."""
+    from irglow.dense.encode import text_length
 
-    docs = sorted(collection.docs_iter(), key=text_length, reverse=True)[:args.docs]  # the longest: full batches
+    return sorted(collection.docs_iter(), key=text_length, reverse=True)[:n]
+
+
+def encoding_rows(collection, args, rows: list) -> None:
+    from irglow.dense.encode import MeanPoolEncoder, encode
+
+    docs = longest_docs(collection, args.docs)
     docs = [docs[i] for i in torch.randperm(len(docs), generator=torch.Generator().manual_seed(0)).tolist()]
     for tokens in (96, 256):
         fp32 = MeanPoolEncoder("default", max_tokens=tokens, device="cpu")
@@ -136,7 +140,7 @@ def encoding_rows(collection, args, rows: list) -> None:
 def glow_rows(collection, queries, args, rows: list) -> None:
     """GLOW (MiniLM with BM25-weighted attention, untrained: speed does not depend on the weights) encoding the same
     documents at its CPU budget, fp32 and int8, through the stage's own encoders."""
-    from irglow.dense.encode import encode, text_length
+    from irglow.dense.encode import encode
     from irglow.index.stats import CollectionStats
     from irglow.models.glow.model import GlowConfig, GlowEncoder
     from irglow.models.glow.runner import featurizer_for, glow_encoders
@@ -146,7 +150,7 @@ def glow_rows(collection, queries, args, rows: list) -> None:
     model = GlowEncoder.from_pretrained_bert(GlowConfig(variant="glow", fields=list(index.fields))).eval()
     feat = featurizer_for(model, index, stats)
     model.config.weights["avg_query_len"] = feat.weighter.set_avg_query_len([q.text for q in queries])
-    docs = sorted(collection.docs_iter(), key=text_length, reverse=True)[:args.docs]
+    docs = longest_docs(collection, args.docs)
     encoders = {p: glow_encoders(model, feat, torch.device("cpu"), p)[0]
                 for p in (("fp32", "int8") if int8.available() else ("fp32",))}
     s = interleaved({p: (lambda e=e: encode(docs, e, args.batch)) for p, e in encoders.items()}, args.rounds)

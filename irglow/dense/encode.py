@@ -141,30 +141,33 @@ class MeanPoolEncoder:
         """``precision``: ``int8`` runs the encoder through ONNX Runtime with int8 weights on the CPU
         (:mod:`irglow.models.int8`; a GPU keeps fp32/autocast)."""
         from irglow.models.checkpoints import load_encoder, pick_device
-        from irglow.models.int8 import Int8Forward, MeanPooled, check_precision
 
         self.model, self.tokenizer = load_encoder(model_path)
         self.device = device or pick_device()
         self.model.to(self.device).eval()
         self.max_tokens, self.fields = max_tokens, fields
-        self.precision = check_precision(precision, self.device)
-        self._int8 = Int8Forward(MeanPooled(self.model), self._example()) if self.precision == "int8" else None
+        self.precision, self._int8 = "fp32", None
+        self._set_precision(precision)
 
     def in_precision(self, precision: str) -> "MeanPoolEncoder":
-        """The same encoder (its model shared) in another precision."""
+        """The same encoder (its model, and an int8 graph already built, shared) in another precision."""
         import copy
 
-        from irglow.models.int8 import Int8Forward, MeanPooled, check_precision
-
         other = copy.copy(self)
-        other.precision = check_precision(precision, self.device)
-        other._int8 = (self._int8 or Int8Forward(MeanPooled(self.model), self._example())) \
-            if other.precision == "int8" else None
+        other._set_precision(precision)
         return other
 
-    def _example(self) -> dict[str, torch.Tensor]:
-        """A batch of the inputs this tokenizer gives (a model without segment ids exports without them)."""
-        return dict(self.tokenizer(["an example to export", "another"], padding=True, return_tensors="pt"))
+    def _set_precision(self, precision: str) -> None:
+        """The int8 graph is exported from a batch of this tokenizer's own inputs (a model without segment ids
+        exports without them)."""
+        from irglow.models.int8 import Int8Forward, MeanPooled, check_precision
+
+        self.precision = check_precision(precision, self.device)
+        if self.precision != "int8":
+            self._int8 = None
+        elif self._int8 is None:
+            example = dict(self.tokenizer(["an example to export", "another"], padding=True, return_tensors="pt"))
+            self._int8 = Int8Forward(MeanPooled(self.model), example)
 
     def _text(self, item) -> str:
         if isinstance(item, Document):

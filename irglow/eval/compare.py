@@ -365,12 +365,12 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
 
 def condensed(run, qrels: list[Qrel]):
     """The run with every unjudged document removed (Sakai's condensed lists)."""
-    judged: dict[str, set[str]] = {}
-    for q in qrels:
-        judged.setdefault(q.query_id, set()).add(q.doc_id)
     if isinstance(run, RankedRun) and run.columnar:  # masked in its columns: no dict of the whole run
         return RankedRun(None, run.tag, run.columns.kept(vectorized.judged_lines(run.columns,
                                                                                  vectorized.Judgments.of(qrels))))
+    judged: dict[str, set[str]] = {}
+    for q in qrels:
+        judged.setdefault(q.query_id, set()).add(q.doc_id)
     if isinstance(run, RankedRun):
         return RankedRun({qid: {d: v for d, v in docs.items() if d in judged.get(qid, ())}
                           for qid, docs in run.ranked.items()}, run.tag)

@@ -72,6 +72,11 @@ class Judgments:
         return cls(list(q_names), q_codes[order].astype(np.int64), pd.Index(d_ids), d_codes[order].astype(np.int64),
                    label[order])
 
+    def rows_of(self, query_names: Sequence[str]) -> np.ndarray:
+        """Each of a run's queries as its judged-query number (-1: a query nobody judged)."""
+        j_of = {q: i for i, q in enumerate(self.query_names)}
+        return np.array([j_of.get(q, -1) for q in query_names], dtype=np.int64)
+
     def per_query(self, values: np.ndarray) -> np.ndarray:
         """Sum of ``values`` (one per judgment) per judged query."""
         return np.bincount(self.query, weights=values, minlength=len(self.query_names))
@@ -91,8 +96,7 @@ def per_query(columns: Columns, judgments: Judgments, measures: Sequence) -> dic
     unsupported = [str(m) for m in measures if not supports(m)]
     if unsupported:
         raise ValueError(f"not computed by the vectorized evaluator: {unsupported}")
-    j_of = {q: i for i, q in enumerate(judgments.query_names)}
-    run_to_j = np.array([j_of.get(q, -1) for q in columns.query_names], dtype=np.int64)
+    run_to_j = judgments.rows_of(columns.query_names)
     cutoffs = [m.params.get("cutoff") for m in measures]
     ideal = _ideal(judgments, measures, cutoffs)
     judged_doc = judgments.doc_ids.get_indexer(columns.doc_names)  # per distinct run document; -1: never judged
@@ -111,9 +115,7 @@ def per_query(columns: Columns, judgments: Judgments, measures: Sequence) -> dic
 
 def judged_lines(columns: Columns, judgments: Judgments) -> np.ndarray:
     """Whether each line of the run holds a judged document (any label) of its query."""
-    j_of = {q: i for i, q in enumerate(judgments.query_names)}
-    run_to_j = np.array([j_of.get(q, -1) for q in columns.query_names], dtype=np.int64)
-    q_of_line = np.repeat(run_to_j, np.diff(columns.starts))
+    q_of_line = np.repeat(judgments.rows_of(columns.query_names), np.diff(columns.starts))
     return _Lookup(judgments).labels(q_of_line, judgments.doc_ids.get_indexer(columns.doc_names)[columns.docs])[1]
 
 

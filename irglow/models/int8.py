@@ -60,6 +60,20 @@ def check_precision(precision: str, device) -> str:
     return precision
 
 
+def kept_precision(name: str, scores: dict[str, float], queries: int, what: str, fallback: str,
+                   **figures) -> tuple[str, dict]:
+    """The stages' one rule: int8 is kept only where its nDCG@10 (``scores["int8"]``, on ``queries`` held-out
+    training queries) is within ``INT8_TOLERANCE`` of fp32's; else fp32, said once.  Returns (the precision
+    used, the check's figures for the stage notes)."""
+    check = {"asked": "int8", "fp32_nDCG@10": scores["fp32"], "int8_nDCG@10": scores["int8"], "queries": queries,
+             **figures}
+    if scores["int8"] < scores["fp32"] - INT8_TOLERANCE:
+        log.warning("%s: int8 loses %.4f nDCG@10 on %d %s (allowed %.3f); %s", name,
+                    scores["fp32"] - scores["int8"], queries, what, INT8_TOLERANCE, fallback)
+        return "fp32", {**check, "used": "fp32", "why": f"int8 below fp32 on the {what}"}
+    return "int8", {**check, "used": "int8"}
+
+
 def default_cache_dir() -> Path:
     return Path(os.environ.get("IRGLOW_CACHE", Path.home() / ".cache" / "irglow")) / "int8"
 

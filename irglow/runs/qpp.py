@@ -71,14 +71,17 @@ def spread(scores: Sequence[float], k: int = 10) -> float:
     return top[0] - _mean(top[1:])
 
 
+def _overlaps(tops: Sequence[Sequence[str]], k: int) -> list[list[float]]:
+    """For each ranking, the Jaccard overlap of its top k with every other ranking's top k (0 where both are
+    empty)."""
+    sets = [set(t[:k]) for t in tops]
+    return [[len(a & b) / len(a | b) if a | b else 0.0 for j, b in enumerate(sets) if j != i]
+            for i, a in enumerate(sets)]
+
+
 def agreement(tops: Sequence[Sequence[str]], k: int = 10) -> list[float]:
     """Each ranking's mean Jaccard overlap of its top k with every other ranking's top k (0 for a lone one)."""
-    sets = [set(t[:k]) for t in tops]
-    out = []
-    for i, a in enumerate(sets):
-        others = [len(a & b) / len(a | b) if a | b else 0.0 for j, b in enumerate(sets) if j != i]
-        out.append(_mean(others))
-    return out
+    return [_mean(others) for others in _overlaps(tops, k)]
 
 
 def percentile_weights(values: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
@@ -130,10 +133,7 @@ def qpp_weights(runs: Sequence, dense: Sequence[bool], scheme: str = "qpp", k: i
             w = [0.5 + pct[t].get(q, 0.0) for t in tags]
         if "diverse" in scheme:
             tops = [[d for d, _ in r.ranking.get(q, [])[:k]] for r in runs]
-            sets = [set(t) for t in tops]
-            for i, a in enumerate(sets):
-                overlap = sum(len(a & b) / len(a | b) for j, b in enumerate(sets) if j != i and a | b)
-                w[i] *= 1.0 / (1.0 + overlap)
+            w = [wi / (1.0 + sum(others)) for wi, others in zip(w, _overlaps(tops, k))]
         out[q] = w
     return out
 

@@ -241,7 +241,8 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         """(the precision ``name`` encodes in, the check's figures).  int8 is kept only where, on up to
         ``POOL_QUERIES`` held-out training queries (a seeded sample of judged ones for an untrained model), its
         nDCG@10 ranking each query's pool (BM25's top ``POOL_DEPTH`` and the judged documents) is within
-        ``INT8_TOLERANCE`` of fp32's: a fraction of a corpus encoding, on the training collection."""
+        the tolerance of fp32's (:func:`~irglow.models.int8.kept_precision`): a fraction of a corpus encoding, on the
+        training collection."""
         import random
 
         import torch
@@ -249,7 +250,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.models.checkpoints import pick_device
         from irglow.models.glow.runner import featurizer_for, glow_encoders, pool_scores, validation_queries
-        from irglow.models.int8 import INT8_TOLERANCE, check_precision
+        from irglow.models.int8 import check_precision, kept_precision
 
         if asked == "fp32" or check_precision(asked, pick_device()) == "fp32":
             return "fp32", {}
@@ -276,12 +277,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         else:
             feat = featurizer_for(model, source.index, source.stats)
             encoders = {p: glow_encoders(model.cpu().eval(), feat, torch.device("cpu"), p) for p in ("fp32", "int8")}
-        scores = pool_scores(encoders, queries, qrels, pools)
-        check = {"asked": "int8", "fp32_nDCG@10": scores["fp32"], "int8_nDCG@10": scores["int8"],
-                 "queries": len(queries), "pool_docs": sum(len(p) for p in pools.values())}
-        if scores["int8"] < scores["fp32"] - INT8_TOLERANCE:
-            log.warning("%s: int8 loses %.4f nDCG@10 on %d training queries' pools (allowed %.3f); encoding in fp32",
-                        name, scores["fp32"] - scores["int8"], len(queries), INT8_TOLERANCE)
-            return "fp32", {**check, "used": "fp32", "why": "int8 below fp32 on the training queries' pools"}
-        return "int8", {**check, "used": "int8"}
+        return kept_precision(name, pool_scores(encoders, queries, qrels, pools), len(queries),
+                              "training queries' pools", "encoding in fp32", pool_docs=sum(len(p) for p in pools.values()))
 

@@ -350,8 +350,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                                                     for q in tune_q}, first_training.tag)
         source_docs = {d.doc_id: d for d in source.collection.docs_iter()} \
             if ctx.zero_shot and s.precision == "int8" else docs  # what the int8 check re-ranks
-        precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs,
-                                                     source.qrels(), depth, name)
+        precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs, source,
+                                                     depth, name)
         t = time.perf_counter()
         produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name, precision=precision)}
         rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
@@ -367,35 +367,32 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 tune_run = rerank(model, tune_first, tune_q, docs, depth, tag=name,
                                   desc=f"{name} (held-out training queries)", precision=precision)
             produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
-        self._note(ctx.out, name, model_dir, rate, depth, first.tag, {"asked": s.precision, "used": precision,
-                                                                      **check})
+        self._note(ctx.out, name, model_dir, rate, depth, first.tag, check)
         return produced
 
     @staticmethod
-    def _precision(asked: str, model, tune_first, tune_q, docs, qrels, depth: int, name: str):
+    def _precision(asked: str, model, tune_first, tune_q, docs, source, depth: int, name: str):
         """(the precision the test runs use, the check's figures, the held-out run in that precision or None).
-        int8 is kept only where, on the held-out training queries, its nDCG@10 is within ``INT8_TOLERANCE`` of
-        fp32's: quantization that moves the ranking is said once and not used."""
+        int8 is kept only where, on the held-out training queries, its nDCG@10 is within the tolerance of fp32's
+        (:func:`~irglow.models.int8.kept_precision`): quantization that moves the ranking is said once and not
+        used."""
         from irglow.eval.measures import parse_measures
         from irglow.models.checkpoints import validation_score
-        from irglow.models.int8 import INT8_TOLERANCE
+        from irglow.models.int8 import kept_precision
         from irglow.models.rerank.rerank import rerank
 
         if asked != "int8":
             return asked, {}, None
         if tune_first is None:
             log.warning("%s: no held-out training queries to check int8 on; re-ranking in fp32", name)
-            return "fp32", {"why": "no held-out queries to check int8 on"}, None
+            return "fp32", {"asked": "int8", "used": "fp32", "why": "no held-out queries to check int8 on"}, None
         runs = {p: rerank(model, tune_first, tune_q, docs, depth, tag=name, desc=f"{name} ({p}, held-out queries)",
                           precision=p) for p in ("fp32", "int8")}
-        judged = [q for q in qrels if q.query_id in {x.query_id for x in tune_q}]
+        wanted = {x.query_id for x in tune_q}
+        judged = [q for q in source.qrels() if q.query_id in wanted]
         scores = {p: validation_score(parse_measures(["nDCG@10"]), judged, _top(r, depth)) for p, r in runs.items()}
-        check = {"fp32_nDCG@10": scores["fp32"], "int8_nDCG@10": scores["int8"], "queries": len(tune_q)}
-        if scores["int8"] < scores["fp32"] - INT8_TOLERANCE:
-            log.warning("%s: int8 re-ranking loses %.4f nDCG@10 on %d held-out training queries (allowed %.3f); "
-                        "re-ranking in fp32", name, scores["fp32"] - scores["int8"], len(tune_q), INT8_TOLERANCE)
-            return "fp32", {**check, "why": "int8 below fp32 on the held-out queries"}, runs["fp32"]
-        return "int8", check, runs["int8"]
+        used, check = kept_precision(name, scores, len(tune_q), "held-out training queries", "re-ranking in fp32")
+        return used, check, runs[used]
 
     @staticmethod
     def _note(out: Path, name: str, model_dir: Path, rate: float, depth: int, first: str,
