@@ -9,14 +9,18 @@ are fused (``bm25f+glow``, ``bm25+nrmf`` and ``twbert+glow+monobert`` alike), co
     norm = "min-max"
     step = 0.05          # convex weight grid
     measure = "nDCG@10"  # what the weights maximise on the tuning queries
+    zero_shot = "carried"  # models trained elsewhere: carried (the training collection's weights) | rrf
 
 Each model stage writes, beside its test run, the run of the queries its training held out
 (``<out>/tuning/<tag>.run``) when a fusion names it.  The tuning queries are the intersection of those
 held-out sets, so the weights are tuned on queries every fused model never saw; lexical runs of the
 same queries come from the training collection's index.  Re-ranked runs take part with their re-ranked
 block only (the kept-below tail's placeholder scores would stretch min-max).  Zero-shot (models
-trained on another collection, so no held-out runs on this one) the hybrid is reciprocal-rank fusion,
-which has no weight to tune.  Nothing is ever tuned on the evaluated split.  Each hybrid is made (and
+trained on another collection) the stages write their runs of the *training* collection's held-out queries,
+and the weights tuned there are carried over unchanged (``zero_shot = "carried"``, the default: best of the
+schemes measured in BENCHMARKS.md "Zero-shot fusion without judgments"); ``zero_shot = "rrf"`` fuses by
+reciprocal rank instead.  Nothing is ever tuned on the evaluated collection, and its judgments are read only
+after every run is written.  Each hybrid is made (and
 cached) as soon as the runs it fuses exist, so a later stage can re-rank it (``rerank.rerank_also``).
 """
 
@@ -45,6 +49,7 @@ class FusionSettings:
     step: float
     measure: str
     optional: bool
+    zero_shot: str = "carried"
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> "FusionSettings":
@@ -57,7 +62,8 @@ class FusionSettings:
                 raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
         settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
         bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k)
-                                              for k in ("method", "norm", "step", "measure", "optional")))
+                                              for k in ("method", "norm", "step", "measure", "optional",
+                                                                         "zero_shot")))
         parse_measures([bound.measure])
         return bound
 
@@ -109,9 +115,11 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
             "why": "fixed weights", "parts": list(parts)}
     held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
     models = [p for p in parts if p not in lexical]
-    if ctx.zero_shot or len(held_out) < len(models) or not held_out:
-        why = "zero-shot" if ctx.zero_shot else "no held-out runs of " + ", ".join(
-            p for p in models if TUNING + p not in runs)
+    carried = ctx.zero_shot and fs.zero_shot == "carried"
+    if (ctx.zero_shot and not carried) or len(held_out) < len(models) or not held_out:
+        why = "zero-shot (fusion.zero_shot = rrf)" if ctx.zero_shot and not carried else \
+            ("zero-shot, " if ctx.zero_shot else "") + "no held-out runs of " + ", ".join(
+                p for p in models if TUNING + p not in runs)
         return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
                                                          "parts": list(parts)}
     from irglow.lexical.searchers import LexicalSearcher
@@ -122,6 +130,8 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
             else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
     run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
+    if carried:  # tuned on the training collection's held-out queries, used here unchanged
+        info["carried_from"] = f"{ctx.source.collection.name} / {ctx.source.split}"
     return run, {**info, "parts": list(parts)}
 
 
@@ -137,7 +147,7 @@ class FusionStage(Stage):
     def resolved(self, s: FusionSettings) -> dict[str, Any]:
         """The hybrids as written in a configuration (a tag, or a table where one sets its own method or weights)."""
         return {"runs": [h.entry() for h in s.hybrids], "method": s.method, "norm": s.norm, "step": s.step,
-                "measure": s.measure, "optional": s.optional}
+                "measure": s.measure, "optional": s.optional, "zero_shot": s.zero_shot}
 
     def switch_on(self, config, run) -> bool:
         if not isinstance(run, Hybrid) and not (isinstance(run, str) and "+" in run):
@@ -188,7 +198,7 @@ class FusionStage(Stage):
             cut = {m: rerank["depth"] for m in rerank.get("models", {}) if m in parts} if "depth" in rerank else {}
             inputs = {t: r for t, r in ctx.runs.items() if t in parts or t in {TUNING + p for p in parts}}
             settings = {"parts": parts, "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
-                        "cut": cut, "zero_shot": ctx.zero_shot, **hybrid.options()}
+                        "cut": cut, "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options()}
 
             def produce(tag=tag, parts=parts, cut=cut, hybrid=hybrid):
                 run, info = fuse_entry(ctx, parts, cut, hybrid)
@@ -202,13 +212,19 @@ class FusionStage(Stage):
 
     @staticmethod
     def all_parts(ctx) -> list[str]:
-        """What ``all`` fuses: in domain, every run that can be tuned on held-out training queries — the lexical
-        runs and every model run whose stage wrote its held-out run; zero-shot, where nothing is tuned and
-        fusion is reciprocal-rank, every run.  Never the other hybrids."""
+        """What ``all`` fuses: every run that can be tuned on held-out training queries — the lexical runs and
+        every model run whose stage wrote its held-out run (zero-shot: of the training collection, the weights
+        carried over).  Every run where fusion is reciprocal-rank (``fusion.zero_shot = "rrf"``), or where no
+        model run has a held-out run (models reused without their held-out queries): an ``all`` of the lexical
+        runs alone would leave the models out.  Never the other hybrids."""
         hybrids = set(ctx.settings.tags)
         lexical = set(ctx.lexical.tags())
-        return [t for t in ctx.runs if not t.startswith((TUNING, TRAINING)) and t not in hybrids
-                and (ctx.zero_shot or t in lexical or TUNING + t in ctx.runs)]
+        every = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING)) and t not in hybrids]
+        tunable = [t for t in every if t in lexical or TUNING + t in ctx.runs]
+        if ctx.zero_shot and (ctx.settings.zero_shot == "rrf" or
+                              (len(tunable) < len(every) and not any(t not in lexical for t in tunable))):
+            return every
+        return tunable
 
 
 def _restricted(run: Run, qids: set[str]) -> Run:

@@ -257,7 +257,9 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
                         f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
         for tag, f in notes.get("fusion", {}).items():
             tuned = (f" (tuned on {f['tuning_queries']} held-out training queries, nDCG@10 "
-                     f"{f['tuning_nDCG@10']:.4f})" if f.get("tuning_queries") else
+                     f"{f['tuning_nDCG@10']:.4f}" + (f"; carried from {f['carried_from']}, nothing of this "
+                                                    f"collection's judgments read" if f.get("carried_from") else "")
+                     + ")" if f.get("tuning_queries") else
                      f" ({f['why']})" if f.get("why") else "")
             named = zip(f["parts"], f["weights"]) if len(f.get("parts", [])) == len(f["weights"]) else \
                 ((None, w) for w in f["weights"])  # notes written before the parts were named
@@ -328,16 +330,17 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     out.mkdir(parents=True, exist_ok=True)
     timings = dict(p.timings)
     collection, index, stats = p.collection, p.index, p.stats
+    stages = [s for s, _ in plan.stages]
+    fusion = next((s for s in stages if isinstance(s, FusionStage)), None)
+    tuning_runs = plan.tuning_runs
+    if fusion is not None and p.source.is_other_than(collection) and dict(plan.stages)[fusion].zero_shot == "rrf":
+        tuning_runs = frozenset()  # zero-shot reciprocal-rank fusion tunes nothing: no held-out runs to write
     ctx = Context(collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
-                  seed=plan.seed, training_runs=plan.training_runs, tuning_runs=plan.tuning_runs)
-    test_qrels = collection.qrels(test_split)
-    qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
+                  seed=plan.seed, training_runs=plan.training_runs, tuning_runs=tuning_runs)
     # every unit keys on the content it reads: the index (its name carries the corpus digest and the analysis
     # settings) and the test queries; model stages also on what they train on and the models they load
     cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
-    stages = [s for s, _ in plan.stages]
-    fusion = next((s for s in stages if isinstance(s, FusionStage)), None)
     fused: set[str] = set()
     last = [s for s in stages if s is not fusion][-1]
     # each stage's work gets the shared context with its own settings object (the runs dict is shared)
@@ -354,6 +357,10 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
             for unit in fusion.ready(contexts[fusion], fused, final=stage is last):
                 ctx.runs.update(cache.run_unit(fusion, unit, contexts[fusion]))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
+    # the judgments are read only now, once every run is written: no stage can have read them (zero-shot, a
+    # fusion's weights come from the training collection)
+    test_qrels = collection.qrels(test_split)
+    qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared
     ev = plan.eval
     runs = {t: ctx.runs[t] for t in (tags if ev.runs is None else dict.fromkeys([ev.baseline, *ev.runs]))}

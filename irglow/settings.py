@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
+ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
 FUSION_NORMS = ("min-max", "z-score", "none")
 
 
@@ -121,7 +122,10 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("norm", "str", "min-max", "score normalisation before a weighted sum", {"choices": FUSION_NORMS}),
         ("step", "number", 0.05, "the convex weight grid's step", {"above": 0, "high": 0.5}),
         ("measure", "str", "nDCG@10", "what the weights maximise on the tuning queries"),
-        ("optional", "bool", False, "leave out (with a warning) a hybrid naming a run not produced")),
+        ("optional", "bool", False, "leave out (with a warning) a hybrid naming a run not produced"),
+        ("zero_shot", "str", "carried", "models trained on another collection: carried: the weights tuned on the "
+         "training collection's held-out queries, used unchanged (nothing of the evaluated collection's judgments "
+         "is read); rrf: reciprocal-rank fusion with equal weights", {"choices": ZERO_SHOT_FUSION})),
     "ql": _section(
         "ql",
         ("enabled", "bool", False, "query likelihood with Dirichlet smoothing (the new-ranker example)"),

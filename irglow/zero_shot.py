@@ -14,7 +14,9 @@ A collection given as a string is evaluated on its ``test`` split (``"name@dev"`
 manifest) under ``<out>/<collection>/``; ``<out>/zero-shot.{md,csv,tex,png}`` hold one table.
 A collection that cannot be loaded (no network, licence-gated, a missing folder) is named in the
 table's notes with what was wanted, and the others still run.  Nothing is tuned on an evaluated
-collection: BM25F weights come from the training collection, hybrids use reciprocal-rank fusion.
+collection: BM25F weights come from the training collection, a hybrid's weights are tuned on the training
+collection's held-out queries and carried over (``[fusion] zero_shot``), and the evaluated judgments are read
+only after every run is written.
 """
 
 from __future__ import annotations

@@ -56,6 +56,31 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
         return real_fit(self, *args, **kwargs)
 
     monkeypatch.setattr(twbert_train.Trainer, "fit", counted_fit)
+    # the evaluated collection's judgments are unreadable while any stage works: the carried fusion weights
+    # (and every run) come from the training collection alone; the evaluation reads them afterwards
+    from irglow.data.demo import DemoCollection
+    from irglow.pipeline import StageCache
+
+    in_stage, blocked_reads, evaluated_reads = [False], [], []
+    real_qrels, real_unit = DemoCollection.qrels, StageCache.run_unit
+
+    def guarded_qrels(self, split):
+        if self.name.startswith("demo-s7-"):  # the target (the source is demo-s13-…)
+            if in_stage[0]:
+                blocked_reads.append(split)
+                raise PermissionError(f"{self.name} / {split}: judgments unreadable while the stages run")
+            evaluated_reads.append(split)
+        return real_qrels(self, split)
+
+    def unit_with_qrels_unreadable(self, *args, **kwargs):
+        in_stage[0] = True
+        try:
+            return real_unit(self, *args, **kwargs)
+        finally:
+            in_stage[0] = False
+
+    monkeypatch.setattr(DemoCollection, "qrels", guarded_qrels)
+    monkeypatch.setattr(StageCache, "run_unit", unit_with_qrels_unreadable)
     out = run_zero_shot(_config(tmp_path / "zs", tmp_path / "data", _broken_beir(tmp_path / "broken")))
 
     # trained in one place, for both evaluated collections (the second call resumes a finished training)
@@ -85,14 +110,15 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["trained_on"][1] == "train" and len(manifest["unavailable"]) == 2
     assert set(manifest["collections"]) == {target, source}
-    # zero-shot, nothing is tuned on the evaluated collection: the hybrid is reciprocal-rank fusion
-    # (scores 1/(60+rank) sums), the in-domain one is tuned on held-out training queries (min-max wsum)
-    top = (out / target / "bm25f+glow.run").read_text().split("\n", 1)[0].split()
-    assert float(top[4]) <= 2 / 61 + 1e-6  # run files keep 6 decimals
-    # `all` zero-shot: every run, reciprocal-rank fused (no run of the target has a held-out run to tune on);
-    # in domain: the runs with held-out runs, tuned
+    # `all` zero-shot: every run, its weights tuned on the training collection's held-out queries (each stage
+    # wrote its run of them on the training corpus) and carried over: the very weights the in-domain column
+    # tuned on the same queries
+    assert blocked_reads == [] and "test" in evaluated_reads  # read, but only outside the stages
     every = ["bm25", "bm25f", "bm25-ngram", "twbert", "glow", "nrmf"]
-    notes = json.loads((out / target / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
-    assert notes["method"] == "rrf" and notes["parts"] == every
-    notes = json.loads((out / source / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
-    assert notes["method"] == "wsum" and notes["parts"] == every
+    carried = json.loads((out / target / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
+    in_domain = json.loads((out / source / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
+    assert carried["method"] == in_domain["method"] == "wsum" and carried["parts"] == in_domain["parts"] == every
+    assert carried["weights"] == in_domain["weights"] and carried["tuning_queries"] == in_domain["tuning_queries"] > 0
+    assert carried["carried_from"].startswith("demo-s13-") and carried["carried_from"].endswith(" / train")
+    assert "carried_from" not in in_domain
+    assert "carried from" in (out / target / "results.md").read_text()

@@ -54,8 +54,11 @@ def test_a_hybrid_may_not_shadow_another_stage_run():
 
 
 class _Source:
+    split = "train"
+
     def __init__(self, queries, qrels):
         self._q, self._r = queries, qrels
+        self.collection = type("Named", (), {"name": "training-collection"})()
 
     def queries(self):
         return self._q
@@ -67,7 +70,9 @@ class _Source:
 def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     """a held out q1, q2; b held out q2, q3: only q2 tunes.  On q2 run a ranks the relevant d1 first and b
     ranks it last; equal weights tie d1 and d2, and trec_eval's order (docid descending) puts d2 first, so
-    only weights favouring a rank d1 first.  RRF (zero-shot) takes both equally."""
+    only weights favouring a rank d1 first.  Zero-shot the same weights are carried over from the training
+    collection's held-out queries (the evaluated collection has no judgments here to read); with
+    ``fusion.zero_shot = "rrf"`` reciprocal-rank fusion takes both equally."""
     test = {"a": Run({"t": [("d1", 3.0), ("d2", 2.0)]}, "a"), "b": Run({"t": [("d2", 3.0), ("d1", 1.0)]}, "b")}
     tuning = {
         TUNING + "a": Run({"q1": [("d2", 2.0), ("d1", 1.0)], "q2": [("d1", 2.0), ("d2", 1.0)]}, "a"),
@@ -75,12 +80,13 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     source = _Source([Query(q, q) for q in ("q1", "q2", "q3")], [Qrel(q, "d1", 1) for q in ("q1", "q2", "q3")])
     config = _config([["a", "b"]])
 
-    def ctx(runs, zero_shot=False):
+    def ctx(runs, zero_shot=False, scheme="carried"):
         from types import SimpleNamespace
 
         from irglow.lexical.stage import LexicalSettings
 
-        return SimpleNamespace(settings=FusionSettings.from_config(config), runs=runs,
+        bound = FusionSettings.from_config({**config, "fusion": {**config["fusion"], "zero_shot": scheme}})
+        return SimpleNamespace(settings=bound, runs=runs, collection=None, test_split=None,
                                lexical=LexicalSettings(systems=["bm25"], depth=10),
                                zero_shot=zero_shot, source=source, lexical_config=None)
 
@@ -89,9 +95,16 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     assert weights[0] > weights[1] and info["tuning_queries"] == 1 and info["tuning_nDCG@10"] == 1.0
     assert [d for d, _ in fused.ranking["t"]] == ["d1", "d2"]
     fused, info = fuse_entry(ctx({**test, **tuning}, zero_shot=True), ["a", "b"], {})
-    assert info["method"] == "rrf" and info["why"] == "zero-shot"
+    assert info["weights"] == weights and info["method"] == "wsum" and info["tuning_queries"] == 1
+    assert info["carried_from"] == "training-collection / train"
+    assert [d for d, _ in fused.ranking["t"]] == ["d1", "d2"]
+    fused, info = fuse_entry(ctx({**test, **tuning}, zero_shot=True, scheme="rrf"), ["a", "b"], {})
+    assert info["method"] == "rrf" and info["why"] == "zero-shot (fusion.zero_shot = rrf)"
+    assert [d for d, _ in fused.ranking["t"]] == ["d2", "d1"]  # equal weights: the tie goes to docid order
     fused, info = fuse_entry(ctx({**test, TUNING + "a": tuning[TUNING + "a"]}), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "no held-out runs of b"
+    fused, info = fuse_entry(ctx({**test, TUNING + "a": tuning[TUNING + "a"]}, zero_shot=True), ["a", "b"], {})
+    assert info["method"] == "rrf" and info["why"] == "zero-shot, no held-out runs of b"
 
 
 def test_fusion_tuned_on_qrels_of_other_queries_is_refused(tmp_path, capsys, caplog):

@@ -206,10 +206,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         s = ctx.settings
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
         trained = self.train(s, source, ctx.train_root)
-        tune_q, _ = ([], []) if ctx.zero_shot or not trained else validation_queries(
+        tune_q, _ = ([], []) if not trained else validation_queries(
             next(iter(trained.values())), source.queries(), source.qrels())
         docs = list(ctx.collection.docs_iter())
-        also = {"tune": tune_q} if tune_q else None
+        also = {"tune": tune_q} if tune_q and not ctx.zero_shot else None  # in domain: the same corpus
         runs, rates, checks = {}, {}, {}
         for name in self.tags(s):
             if name in trained:
@@ -225,6 +225,9 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
+            if ctx.zero_shot and tune_q and name in ctx.tuning_runs:
+                tune_run = self._held_out_run_elsewhere(model.in_precision(used) if name == "minilm" else model,
+                                                        name, used, ctx, tune_q)
             if tune_run is not None and name in ctx.tuning_runs:  # for the pipeline's fusion
                 runs.update([write_tuning_run(ctx.out, name, tune_run)])
         write_stage_notes(ctx.out, "glow", {"models": {k: str(v) for k, v in trained.items()},
@@ -233,6 +236,45 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                                             if "minilm" in s.untrained else {},
                                             **({"precision": checks} if s.precision != "fp32" else {})})
         return runs
+
+    @staticmethod
+    def _held_out_run_elsewhere(model, name: str, precision: str, ctx, tune_q):
+        """Zero-shot: ``name``'s run of the training collection's held-out queries on the *training* corpus, which
+        the fusion tunes its weights on and carries over.  It costs one encoding of the training corpus, so it
+        is cached under the training folder by the model's weights, the corpus index, the queries and the
+        depth: every collection of a zero-shot suite shares it (``fusion.zero_shot = "rrf"`` skips it)."""
+        import copy
+        import shutil
+
+        from irglow.runs.trec import Run
+        from irglow.utils.digest import model_digest, queries_digest
+
+        source, depth = ctx.source, ctx.lexical.depth
+        fields = list(source.index.fields)
+        if name == "minilm":  # the checkpoint reads the training collection's own fields
+            model = copy.copy(model)
+            model.fields = fields
+        key = model_digest(model.model if name == "minilm" else model, run=name, precision=precision, depth=depth,
+                           config=getattr(model, "config", None), tokens=getattr(model, "max_tokens", None),
+                           fields=fields, index=Path(source.index.path).name, queries=queries_digest(tune_q))
+        folder = Path(ctx.train_root) / "held-out-runs" / f"{name}-{key}"
+        path = folder / "held-out.run"
+        if path.is_file():
+            return Run.read(path)
+        from irglow.models.glow.runner import glow_run
+
+        log.info("%s: encoding the training corpus for its run of %d held-out training queries (the zero-shot "
+                 "fusion's carried weights; fusion.zero_shot = 'rrf' skips this)", name, len(tune_q))
+        docs = list(source.collection.docs_iter())
+        work = folder / "encoding"
+        if name == "minilm":
+            run, _ = _checkpoint_run(model, docs, tune_q, [], work, name, depth)
+        else:
+            run, _ = glow_run(model, source.index, source.stats, docs, tune_q, work, name, depth=depth,
+                              precision=precision)
+        run.write(path)
+        shutil.rmtree(work, ignore_errors=True)  # the run is what is kept, not the training corpus's vectors
+        return run
 
     POOL_QUERIES = 50  # held-out training queries the int8 check ranks pools for
     POOL_DEPTH = 10  # BM25's top documents in each pool, besides the query's judged ones

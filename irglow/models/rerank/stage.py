@@ -344,12 +344,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
         tune_first = None
-        if tune_q and (s.precision == "int8" or (name in ctx.tuning_runs and not ctx.zero_shot)):
+        if tune_q and (s.precision == "int8" or name in ctx.tuning_runs):
             tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
                 if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
                                                     for q in tune_q}, first_training.tag)
         source_docs = {d.doc_id: d for d in source.collection.docs_iter()} \
-            if ctx.zero_shot and s.precision == "int8" else docs  # what the int8 check re-ranks
+            if ctx.zero_shot and tune_first is not None else docs  # the held-out queries' documents
         precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs, source,
                                                      depth, name)
         t = time.perf_counter()
@@ -362,9 +362,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 tag = f"{base_tag}+{name}"
                 produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag, precision=precision)
                 produced[tag].write(ctx.out / f"{tag}.run")
-        if name in ctx.tuning_runs and not ctx.zero_shot and tune_first is not None:  # held-out queries, for fusion
+        if name in ctx.tuning_runs and tune_first is not None:  # held-out queries, for fusion (carried zero-shot)
             if tune_run is None:
-                tune_run = rerank(model, tune_first, tune_q, docs, depth, tag=name,
+                tune_run = rerank(model, tune_first, tune_q, source_docs, depth, tag=name,
                                   desc=f"{name} (held-out training queries)", precision=precision)
             produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
         self._note(ctx.out, name, model_dir, rate, depth, first.tag, check)

@@ -155,13 +155,14 @@ class TWBertStage(Stage):
                                 if tag == "twbert" else prior_queries(source.index, source.queries(), model.config),
                                 config=model.config)
             runs.update([write_tuning_run(ctx.out, tag, run, TRAINING)])
-        if not ctx.zero_shot:  # the held-out training queries, for the pipeline's fusion
-            for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs]:
-                ids = set(read_training(model_dir).get("val_query_ids", []))
-                tune_q = [q for q in source.queries() if q.query_id in ids]
-                run = twbert_search(model if tag == "twbert" else None, source.index, tune_q, depth=depth, tag=tag,
-                                    weighted=weigh_queries(model, source.index, tune_q) if tag == "twbert" else
-                                    prior_queries(source.index, tune_q, model.config), config=model.config)
-                runs.update([write_tuning_run(ctx.out, tag, run)])
+        # the held-out training queries on the training index, for the pipeline's fusion (zero-shot too: the
+        # weights tuned there are carried over)
+        ids = set(read_training(model_dir).get("val_query_ids", []))
+        tune_q = [q for q in source.queries() if q.query_id in ids]
+        for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs and tune_q]:
+            run = twbert_search(model if tag == "twbert" else None, source.index, tune_q, depth=depth, tag=tag,
+                                weighted=weigh_queries(model, source.index, tune_q) if tag == "twbert" else
+                                prior_queries(source.index, tune_q, model.config), config=model.config)
+            runs.update([write_tuning_run(ctx.out, tag, run)])
         write_stage_notes(ctx.out, "twbert", {"models": {"twbert": str(model_dir)}})
         return runs
