@@ -206,3 +206,66 @@ def test_glow_mixed_with_its_checkpoint(demo_index, tmp_path, monkeypatch):
     model = GlowEncoder.load(best)
     trained = {n: p.detach().clone() for n, p in model.named_parameters()}
     assert mix_weights(model, starting_weights(cfg.model), trained, 0.5) == len(trained)
+
+
+def test_distillation_loss_by_hand():
+    """KL(target ‖ model) over each query's batch at cos / τ.  τ = 1, one query, two documents: the target [ln 3, 0]
+    is the distribution (3/4, 1/4), the model's equal cosines (1/2, 1/2): 3/4·ln(3/2) + 1/4·ln(1/2) = 0.130812."""
+    import math
+
+    from irglow.models.glow.train import distillation_loss
+
+    target = torch.tensor([[math.log(3.0), 0.0]])
+    assert float(distillation_loss(torch.zeros(1, 2), target, 1.0)) == pytest.approx(0.130812, abs=1e-6)
+    assert float(distillation_loss(target, target, 1.0)) == pytest.approx(0.0, abs=1e-7)
+    # averaged over queries: a second query already matching its target halves the loss
+    both = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    assert float(distillation_loss(both, torch.tensor([[math.log(3.0), 0.0], [2.0, 2.0]]), 1.0)) == \
+        pytest.approx(0.130812 / 2, abs=1e-6)
+
+
+def test_frozen_lower_layers_and_distillation_keep_the_checkpoint(demo_index, tmp_path, monkeypatch):
+    """``freeze_layers = 1`` on a 2-layer model: after training, the word and position embeddings and layer 0 are
+    the checkpoint's, bit for bit, while layer 1 and the field embeddings moved; ``distill`` trains with the
+    checkpoint's similarities as a second target (its loss is the contrastive one plus a KL ≥ 0)."""
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    docs = {d.doc_id: d for d in demo.docs_iter()}
+    queries, qrels = demo.queries("train")[:16], demo.qrels("train")
+    model_cfg = {"variant": "glow", "num_layers": 2, "fields": ["title", "body"], "field_max_tokens": {"body": 16}}
+    base = {"batch_size": 4, "epochs": 1, "max_steps": 2, "lr": 5e-4, "val_max_docs": 10, "val_pool_depth": 5,
+            "model": model_cfg}
+    cfg = GlowTrainConfig.from_dict({**base, "freeze_layers": 1, "distill": 1.0})
+    import irglow.models.glow.train as train_module
+
+    seen, real = [], train_module.distillation_loss
+
+    def spied(cos, target, temperature):
+        seen.append((cos.requires_grad, target.requires_grad, tuple(cos.shape) == tuple(target.shape)))
+        return real(cos, target, temperature)
+
+    monkeypatch.setattr(train_module, "distillation_loss", spied)
+    best = GlowTrainer(cfg, tmp_path / "frozen").train(demo_index, stats, docs, queries, qrels)
+    # every step: the model's cosines (trained) against the checkpoint's (a fixed target) over the same batch
+    assert seen == [(True, False, True)] * 2
+    state = json.loads((tmp_path / "frozen" / "training.json").read_text())["state"]
+    assert state["step"] == 2 and state["history"][-1]["loss"] > 0
+    from irglow.models.checkpoints import seed_everything
+
+    seed_everything(13)  # as the trainer does before it builds the model (the grown field embedding's init)
+    start = GlowEncoder.from_pretrained_bert(GlowTrainConfig.from_dict(base).model).state_dict()
+    trained = load_trainer_checkpoint(tmp_path / "frozen" / "checkpoint" / "trainer.pt")["model"]  # after step 2
+    kept = [n for n in start if n.startswith(("bert.embeddings.word_embeddings", "bert.embeddings.position_embeddings",
+                                              "bert.encoder.layer.0."))]
+    moved = [n for n in start if n.startswith("bert.encoder.layer.1.") and n.endswith("weight")]
+    assert kept and moved
+    assert all(torch.equal(start[n], trained[n]) for n in kept)
+    assert all(not torch.equal(start[n], trained[n]) for n in moved)
+    assert not torch.equal(start["bert.embeddings.token_type_embeddings.weight"],
+                           trained["bert.embeddings.token_type_embeddings.weight"])
+    assert best.is_dir()
+    with pytest.raises(ValueError, match="freeze_layers = 3: the model has only 2 layers"):
+        GlowTrainer(GlowTrainConfig.from_dict({**base, "freeze_layers": 3}), tmp_path / "x").train(
+            demo_index, stats, docs, queries, qrels)
+    with pytest.raises(ValueError, match="glow.distill"):
+        GlowTrainConfig.from_dict({**base, "distill": -1.0})

@@ -92,6 +92,13 @@ class GlowTrainConfig:
     # WiSE-FT (irglow.models.mixing): after training, θ₀ + m·(θ − θ₀) for each m here is validated like an
     # epoch's model, on every validation source, and kept when it beats them all ([]: off)
     mix_checkpoint: list = field(default_factory=list)
+    # Two more ways to keep what the checkpoint knew (BENCHMARKS.md "Fine-tuning that keeps what the checkpoint
+    # knew"): freeze_layers keeps the word and position embeddings and the lowest N transformer layers at the
+    # checkpoint's weights (the field embeddings and the layers above train; 0: off) ...
+    freeze_layers: int = 0
+    # ... and distill adds λ · KL(checkpoint ‖ model) of each query's softmax over the batch's documents (cos / τ):
+    # the untouched checkpoint's own query–document similarities as a second target (0: off)
+    distill: float = 0.0
 
     def __post_init__(self):
         check_values(self, "glow")  # types and ranges first: the checks below compare values
@@ -195,6 +202,13 @@ class GlowTrainer:
         cfg = self.config
         seed_everything(cfg.seed)
         model = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
+        freeze_lower(model, cfg.freeze_layers)
+        teacher = None
+        if cfg.distill > 0:  # the checkpoint as it starts (its own weights, unweighted attention), never trained
+            teacher = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
+            teacher.load_state_dict(model.state_dict())
+            teacher.alpha = 0.0
+            teacher.eval().requires_grad_(False)
         scorer = GlowScorer(cfg.scorer_init_w).to(self.device)
         weighter = WordWeighter(index, stats, cfg.model.weight_config()) if cfg.model.weighted else None
         if weighter is not None:
@@ -212,7 +226,7 @@ class GlowTrainer:
                                "batch_size", self.world * cfg.grad_accum)
         total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch_size * self.world * cfg.grad_accum)
                                            ) * cfg.epochs
-        groups = [{"params": list(model.parameters()), "lr": cfg.lr}]
+        groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": cfg.lr}]
         if cfg.loss == "bce":
             groups.append({"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -220,7 +234,7 @@ class GlowTrainer:
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
         task = _GlowTask(self, model, scorer, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), ex, val,
-                         batch_size, total_steps)
+                         batch_size, total_steps, teacher)
         TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device, self.rank, self.world).run(
             resume, inputs, {"batch_size": batch_size})
         return self.out / "best"
@@ -245,8 +259,9 @@ class _GlowTask(Task):
     and a model is kept only at full weighting strength (a ramping model is a different model)."""
 
     def __init__(self, trainer: GlowTrainer, model: GlowEncoder, scorer: GlowScorer, optimizer, scheduler,
-                 examples: Examples, val: _Validation, batch_size: int, total_steps: int):
+                 examples: Examples, val: _Validation, batch_size: int, total_steps: int, teacher=None):
         super().__init__(model, optimizer, scheduler, config=trainer.config)
+        self.teacher = teacher
         cfg = trainer.config
         self.out, self.device, self.rank, self.world = trainer.out, trainer.device, trainer.rank, trainer.world
         self.scorer, self.ex, self.val = scorer, examples, val
@@ -315,6 +330,13 @@ class _GlowTask(Task):
                             cfg.temperature)
         if self.start_weights:
             loss = loss + cfg.l2sp * l2sp_penalty(self.model, self.start_weights)
+        if self.teacher is not None:
+            with torch.no_grad(), autocast():
+                tq, td = embed_pair(self.teacher, self.val.featurizer, [ex.queries[q] for q in qids], pos + neg,
+                                    self.device)
+            target = torch.nn.functional.normalize(tq.float(), dim=-1) @ torch.nn.functional.normalize(
+                td.float(), dim=-1).T
+            loss = loss + cfg.distill * distillation_loss(cos, target, cfg.contrastive_temperature)
         return loss
 
     def before_optimizer_step(self) -> None:
@@ -411,6 +433,32 @@ def l2sp_penalty(model: GlowEncoder, start: dict[str, torch.Tensor]) -> torch.Te
             term = ((p - p0.to(p.device)) ** 2).sum()
             total = term if total is None else total + term
     return total if total is not None else torch.zeros((), device=next(model.parameters()).device)
+
+
+def freeze_lower(model: GlowEncoder, layers: int) -> None:
+    """Keep the word and position embeddings and the lowest ``layers`` transformer layers at the checkpoint's
+    weights (``requires_grad`` off, so the optimizer never holds them); the field (token-type) embeddings, which
+    GLOW grows for its fields, and the layers above train."""
+    if layers <= 0:
+        return
+    bert = model.bert
+    stack = getattr(getattr(bert, "encoder", None), "layer", None)
+    embeddings = getattr(bert, "embeddings", None)
+    if stack is None or embeddings is None:
+        raise ValueError(f"glow.freeze_layers = {layers}: {type(bert).__name__} has no BERT-style embeddings and "
+                         f"encoder.layer stack to freeze; set it to 0")
+    if layers > len(stack):
+        raise ValueError(f"glow.freeze_layers = {layers}: the model has only {len(stack)} layers")
+    for module in (embeddings.word_embeddings, embeddings.position_embeddings, *stack[:layers]):
+        module.requires_grad_(False)
+
+
+def distillation_loss(cos: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
+    """KL(target ‖ model) of each query's softmax over the batch's documents at ``cos / temperature``, averaged
+    over queries: zero exactly when the model ranks (and spreads) the batch as the target does."""
+    log_p = torch.log_softmax(cos / temperature, dim=-1)
+    log_q = torch.log_softmax(target / temperature, dim=-1)
+    return (log_q.exp() * (log_q - log_p)).sum(-1).mean()
 
 
 def epoch_batches(order: list[int], batch_size: int, grad_accum: int) -> list[list[int]]:
