@@ -6,7 +6,14 @@ query-performance predictors (:mod:`irglow.runs.qpp`), each against its best sin
 
 Parts: the lexical runs (bm25, bm25f, tfidf) and the untouched MiniLM checkpoint (``bert``: all-MiniLM-L6-v2,
 mean-pooled, exact faiss search) — the runs that need no training, so the comparison runs on any collection
-(a BEIR folder or an ir_datasets id) in minutes.  Nothing of the evaluated collection's judgments is read
+(a BEIR folder or an ir_datasets id) in minutes.  ``--pipeline DIR`` takes the parts from a zero-shot pipeline's
+folder instead (trained models included: the runs its ``all`` fused) and its ``all`` as the pipeline's default
+(weights carried from the training collection's held-out queries, as its fusion notes say):
+
+    make bench-best TRAIN=../shared/data/scifact TEST=../shared/data/nfcorpus TEST_SPLIT=dev OUT=out/zs FUSE=all \
+        SET=rerank.enabled=false
+    python bench/zero_shot_fusion.py --data ../shared/data/nfcorpus --split dev --out out/zs --pipeline out/zs
+  Nothing of the evaluated collection's judgments is read
 before the evaluation: the weights come from the runs' own scores and rankings.  Prints a markdown table
 (nDCG@10, Δ to BM25 with the randomization test's mark, Δ to the best single part) and writes it to --out.
 """
@@ -66,6 +73,22 @@ def parts(data: str, split: str, out: Path, depth: int, data_dir: str | None, sa
     return collection, runs
 
 
+def pipeline_parts(data: str, folder: Path):
+    """(collection, {tag: Run} of the parts a pipeline's ``all`` fused, {"carried …": its all.run}) from its
+    folder and its fusion notes."""
+    import json
+
+    from irglow.data.collection import load_collection
+    from irglow.runs.trec import Run
+
+    notes = json.loads((folder / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
+    runs = {t: Run.read(folder / f"{t}.run") for t in notes["parts"]}
+    weights = "/".join(f"{w:.2f}" for w in notes["weights"])
+    name = f"all: {notes['method']} {weights}" + (f" (carried from {notes['carried_from']})"
+                                                   if notes.get("carried_from") else f" ({notes.get('why', '')})")
+    return load_collection(data), runs, {name: Run.read(folder / "all.run")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True)
@@ -78,19 +101,25 @@ def main() -> None:
     ap.add_argument("--tune-split", default="train")
     ap.add_argument("--tune-out", help="its cache folder (runs, corpus vectors)")
     ap.add_argument("--tune-queries", type=int, default=300, help="a seeded sample of its judged queries")
+    ap.add_argument("--pipeline", help="a zero-shot pipeline's folder: its all's parts and its all (carried)")
     args = ap.parse_args()
+    if args.pipeline and args.tune_data:
+        ap.error("--pipeline brings its own carried weights (its all); --tune-data tunes the untrained parts")
     from irglow.eval.compare import compare
     from irglow.runs.fusion import fuse
-    from irglow.runs.qpp import fuse_weighted, qpp_weights
+    from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
 
     out = Path(args.out)
-    collection, runs = parts(args.data, args.split, out, args.depth, args.data_dir)
+    fused, carried = {}, {}
+    if args.pipeline:
+        collection, runs, fused = pipeline_parts(args.data, Path(args.pipeline))
+    else:
+        collection, runs = parts(args.data, args.split, out, args.depth, args.data_dir)
     members = list(runs.values())
-    dense = [r.tag == "bert" for r in members]
-    fused = {"rrf (equal)": fuse(members, "rrf", depth=args.depth, tag="rrf")}
+    dense = [looks_dense(r) for r in members]
+    fused["rrf (equal)"] = fuse(members, "rrf", depth=args.depth, tag="rrf")
     for scheme in ("qpp", "diverse", "qpp+diverse"):
         fused[scheme] = fuse_weighted(members, qpp_weights(members, dense, scheme), depth=args.depth, tag=scheme)
-    carried = {}
     if args.tune_data:  # weights tuned on the training collection's queries, carried over unchanged
         from irglow.runs.fusion import tune_weights
 

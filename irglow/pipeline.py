@@ -295,7 +295,7 @@ def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
 
 
 def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str,
-                       clusters: int | None = None) -> Path:
+                       clusters: int | None = None, notes: list[str] | None = None) -> Path:
     """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
     learned term weights for its runs and the word weights GLOW's attention used, where those stages ran, the
     index's analysis for highlighting, and ``clusters`` topic clusters of the queries ([output] clusters)."""
@@ -316,7 +316,7 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: 
     extras = report_analysis(ctx.index, ctx.stats, {q: t for q, t in texts.items() if q in judged}, clusters=clusters,
                              k1=ctx.lexical.k1, b=ctx.lexical.b)
     data = report_data(cmp, runs, qrels, texts, ctx.collection, term_weights=weights, title=f"irglow: {title}",
-                       **extras)
+                       notes=notes, **extras)
     return write_report(out / "report.html", data)
 
 
@@ -377,7 +377,9 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
 
         plot_pairs(cmp, out / "pairs.png")
     plots = _diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
-    write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}", plan.report_clusters)
+    # the page's notes: each hybrid's weights (and where they were tuned), each model's throughput
+    write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}", plan.report_clusters,
+                       notes=[line[2:] for line in training.splitlines() if line.startswith("- ")])
     write_manifest(out, plan.manifest_config(test_split), seed=plan.seed, index=str(index.path), qrels=str(qrels_path),
                    settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},

@@ -121,4 +121,5 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     assert carried["weights"] == in_domain["weights"] and carried["tuning_queries"] == in_domain["tuning_queries"] > 0
     assert carried["carried_from"].startswith("demo-s13-") and carried["carried_from"].endswith(" / train")
     assert "carried_from" not in in_domain
-    assert "carried from" in (out / target / "results.md").read_text()
+    for page in ("results.md", "report.html"):  # the weights and where they were tuned, under the table and on the page
+        assert "carried from demo-s13-" in (out / target / page).read_text()
