@@ -61,9 +61,8 @@ class FusionSettings:
             if not isinstance(entries, list) or not entries:
                 raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
         settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
-        bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k)
-                                              for k in ("method", "norm", "step", "measure", "optional",
-                                                                         "zero_shot")))
+        keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
+        bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k) for k in keys))
         parse_measures([bound.measure])
         return bound
 
