@@ -148,21 +148,22 @@ class TWBertStage(Stage):
                                                weighted=weighted)
         for tag, run in runs.items():
             run.write(ctx.out / f"{tag}.run")
+
+        def on_training_index(tag: str, qs: list):
+            """``tag``'s run of training queries on the training index (TW-BERT's weights, or the n-gram prior)."""
+            weighted = weigh_queries(model, source.index, qs) if tag == "twbert" else \
+                prior_queries(source.index, qs, model.config)
+            return twbert_search(model if tag == "twbert" else None, source.index, qs, depth=depth, tag=tag,
+                                 weighted=weighted, config=model.config)
+
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.training_runs]:
             # every training query, for a re-ranker that re-ranks this run and learns from its mistakes
-            run = twbert_search(model if tag == "twbert" else None, source.index, source.queries(), depth=depth,
-                                tag=tag, weighted=weigh_queries(model, source.index, source.queries())
-                                if tag == "twbert" else prior_queries(source.index, source.queries(), model.config),
-                                config=model.config)
-            runs.update([write_tuning_run(ctx.out, tag, run, TRAINING)])
-        # the held-out training queries on the training index, for the pipeline's fusion (zero-shot too: the
-        # weights tuned there are carried over)
+            runs.update([write_tuning_run(ctx.out, tag, on_training_index(tag, source.queries()), TRAINING)])
+        # the held-out training queries, for the pipeline's fusion (zero-shot too: the weights tuned there are
+        # carried over)
         ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in ids]
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs and tune_q]:
-            run = twbert_search(model if tag == "twbert" else None, source.index, tune_q, depth=depth, tag=tag,
-                                weighted=weigh_queries(model, source.index, tune_q) if tag == "twbert" else
-                                prior_queries(source.index, tune_q, model.config), config=model.config)
-            runs.update([write_tuning_run(ctx.out, tag, run)])
+            runs.update([write_tuning_run(ctx.out, tag, on_training_index(tag, tune_q))])
         write_stage_notes(ctx.out, "twbert", {"models": {"twbert": str(model_dir)}})
         return runs
