@@ -113,3 +113,24 @@ def read_stage_notes(out: Path, stage: str) -> dict[str, Any]:
 
     f = Path(out) / ".stages" / f"{stage}.notes.json"
     return json.loads(f.read_text()) if f.is_file() else {}
+
+
+def held_out_run_on_training_corpus(train_root: str | Path, name: str, key: str, make) -> Any:
+    """Zero-shot: ``name``'s run of the training collection's held-out queries, which the fusion tunes its
+    weights on and carries over.  Making it costs a pass over the training corpus (an encoding, a re-ranking),
+    the same for every collection of a zero-shot suite, so it is kept under the training folder by ``key`` (the
+    model's weights and whatever else the run depends on): ``make(work)`` builds it in the scratch folder
+    ``work``, removed once the run is written.  ``fusion.zero_shot = "rrf"`` never asks for it."""
+    import shutil
+
+    from irglow.runs.trec import Run
+
+    folder = Path(train_root) / "held-out-runs" / f"{name}-{key}"
+    path = folder / "held-out.run"
+    if path.is_file():
+        return Run.read(path)
+    work = folder / "work"
+    run = make(work)
+    run.write(path)
+    shutil.rmtree(work, ignore_errors=True)  # the run is what is kept, not the vectors it was made from
+    return run

@@ -239,14 +239,13 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
     @staticmethod
     def _held_out_run_elsewhere(model, name: str, precision: str, ctx, tune_q):
-        """Zero-shot: ``name``'s run of the training collection's held-out queries on the *training* corpus, which
-        the fusion tunes its weights on and carries over.  It costs one encoding of the training corpus, so it
-        is cached under the training folder by the model's weights, the corpus index, the queries and the
-        depth: every collection of a zero-shot suite shares it (``fusion.zero_shot = "rrf"`` skips it)."""
+        """Zero-shot: ``name``'s run of the training collection's held-out queries on the *training* corpus (one
+        encoding of it), shared by every collection of a zero-shot suite
+        (:func:`~irglow.models.source.held_out_run_on_training_corpus`), keyed by the model's weights, the corpus
+        index, the queries and the depth."""
         import copy
-        import shutil
 
-        from irglow.runs.trec import Run
+        from irglow.models.source import held_out_run_on_training_corpus
         from irglow.utils.digest import model_digest, queries_digest
 
         source, depth = ctx.source, ctx.lexical.depth
@@ -257,24 +256,19 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         key = model_digest(model.model if name == "minilm" else model, run=name, precision=precision, depth=depth,
                            config=getattr(model, "config", None), tokens=getattr(model, "max_tokens", None),
                            fields=fields, index=Path(source.index.path).name, queries=queries_digest(tune_q))
-        folder = Path(ctx.train_root) / "held-out-runs" / f"{name}-{key}"
-        path = folder / "held-out.run"
-        if path.is_file():
-            return Run.read(path)
-        from irglow.models.glow.runner import glow_run
 
-        log.info("%s: encoding the training corpus for its run of %d held-out training queries (the zero-shot "
-                 "fusion's carried weights; fusion.zero_shot = 'rrf' skips this)", name, len(tune_q))
-        docs = list(source.collection.docs_iter())
-        work = folder / "encoding"
-        if name == "minilm":
-            run, _ = _checkpoint_run(model, docs, tune_q, [], work, name, depth)
-        else:
-            run, _ = glow_run(model, source.index, source.stats, docs, tune_q, work, name, depth=depth,
-                              precision=precision)
-        run.write(path)
-        shutil.rmtree(work, ignore_errors=True)  # the run is what is kept, not the training corpus's vectors
-        return run
+        def make(work: Path):
+            from irglow.models.glow.runner import glow_run
+
+            log.info("%s: encoding the training corpus for its run of %d held-out training queries (the zero-shot "
+                     "fusion's carried weights; fusion.zero_shot = 'rrf' skips this)", name, len(tune_q))
+            docs = list(source.collection.docs_iter())
+            if name == "minilm":
+                return _checkpoint_run(model, docs, tune_q, [], work, name, depth)[0]
+            return glow_run(model, source.index, source.stats, docs, tune_q, work, name, depth=depth,
+                            precision=precision)[0]
+
+        return held_out_run_on_training_corpus(ctx.train_root, name, key, make)
 
     POOL_QUERIES = 50  # held-out training queries the int8 check ranks pools for
     POOL_DEPTH = 10  # BM25's top documents in each pool, besides the query's judged ones

@@ -364,11 +364,33 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 produced[tag].write(ctx.out / f"{tag}.run")
         if name in ctx.tuning_runs and tune_first is not None:  # held-out queries, for fusion (carried zero-shot)
             if tune_run is None:
-                tune_run = rerank(model, tune_first, tune_q, source_docs, depth, tag=name,
-                                  desc=f"{name} (held-out training queries)", precision=precision)
+                tune_run = self._held_out_run(model, model_dir, tune_first, tune_q, source_docs, depth, name,
+                                              precision, ctx)
             produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
         self._note(ctx.out, name, model_dir, rate, depth, first.tag, check)
         return produced
+
+    @staticmethod
+    def _held_out_run(model, model_dir: Path, tune_first, tune_q, docs, depth: int, name: str, precision: str, ctx):
+        """The model's re-ranking of its held-out training queries, for the fusion.  Zero-shot it re-ranks the
+        training collection's documents, the same for every collection of a suite, so it is kept under the
+        training folder (:func:`~irglow.models.source.held_out_run_on_training_corpus`), keyed by the model's
+        files, the first stage's run of those queries, the training index, the depth and the precision."""
+        from irglow.models.rerank.rerank import rerank
+
+        def make(work=None):
+            return rerank(model, tune_first, tune_q, docs, depth, tag=name, desc=f"{name} (held-out training queries)",
+                          precision=precision)
+
+        if not ctx.zero_shot:
+            return make()
+        from irglow.models.source import held_out_run_on_training_corpus
+        from irglow.utils.digest import queries_digest, records_digest, tree_digest, value_digest
+
+        first = records_digest((d.query_id, d.doc_id, d.score) for d in tune_first.scored_docs())
+        key = value_digest({"model": tree_digest(model_dir), "first_stage": first, "queries": queries_digest(tune_q),
+                            "index": Path(ctx.source.index.path).name, "depth": depth, "precision": precision})
+        return held_out_run_on_training_corpus(ctx.train_root, name, key, make)
 
     @staticmethod
     def _precision(asked: str, model, tune_first, tune_q, docs, source, depth: int, name: str):
