@@ -269,3 +269,54 @@ def test_frozen_lower_layers_and_distillation_keep_the_checkpoint(demo_index, tm
             demo_index, stats, docs, queries, qrels)
     with pytest.raises(ValueError, match="glow.distill"):
         GlowTrainConfig.from_dict({**base, "distill": -1.0})
+
+
+def test_a_low_rank_update_moves_each_projection_by_at_most_its_rank(demo_index, tmp_path, monkeypatch):
+    """``low_rank = 2``: the saved model is a plain GLOW directory (the adapters merged), its embeddings are the
+    checkpoint's bit for bit, and every projection moved by a matrix of rank ≤ 2; the field embeddings trained."""
+    from irglow.models.checkpoints import seed_everything
+
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    docs = {d.doc_id: d for d in demo.docs_iter()}
+    model_cfg = {"variant": "glow", "num_layers": 2, "fields": ["title", "body"], "field_max_tokens": {"body": 16}}
+    base = {"batch_size": 4, "epochs": 1, "max_steps": 2, "lr": 5e-4, "val_max_docs": 10, "val_pool_depth": 5,
+            "model": model_cfg}
+    cfg = GlowTrainConfig.from_dict({**base, "low_rank": 2, "low_rank_lr": 1e-2, "val_fraction": 0.5})
+    out = tmp_path / "lora"
+    import irglow.models.glow.train as train_module
+
+    # validation that rises with every step: the model kept is the last one, saved by the trainer (merged)
+    monkeypatch.setattr(train_module._GlowTask, "scores", lambda self: (float(self.state.get("step", 0)), {}))
+    GlowTrainer(cfg, out).train(demo_index, stats, docs, demo.queries("train")[:16], demo.qrels("train"))
+    seed_everything(13)  # as the trainer does before it builds the model (the grown field embedding's init)
+    start = GlowEncoder.from_pretrained_bert(GlowTrainConfig.from_dict(base).model).state_dict()
+    adapters = load_trainer_checkpoint(out / "checkpoint" / "trainer.pt")["model"]  # resumable: A and B kept
+    assert any(n.endswith(".down") for n in adapters) and any(n.endswith(".up") for n in adapters)
+    from irglow.models.glow.train import merge_low_rank
+
+    model = GlowEncoder.from_pretrained_bert(GlowTrainConfig.from_dict(base).model)
+    from irglow.models.glow.train import low_rank_update
+
+    assert low_rank_update(model, 2, cfg.low_rank_scale) == 2 * 6  # q, k, v, attention out, intermediate, out
+    model.load_state_dict(adapters)
+    trained = merge_low_rank(model).state_dict()
+    assert trained.keys() == start.keys()  # a plain model: nothing of the adapters left
+    projections = [n for n in start if n.startswith("bert.encoder.layer.") and n.endswith(".weight")
+                   and start[n].dim() == 2]
+    assert len(projections) == 12
+    for n in projections:
+        rank = int(torch.linalg.matrix_rank((trained[n] - start[n]).double(), atol=1e-6))
+        assert 1 <= rank <= 2, (n, rank)
+    for n in start:
+        if n.startswith(("bert.embeddings.word", "bert.embeddings.position", "bert.embeddings.LayerNorm")) or \
+                (n.startswith("bert.encoder") and not n.endswith(".weight")) or "LayerNorm" in n:
+            assert torch.equal(start[n], trained[n]), n  # frozen: biases and layer norms included
+    assert not torch.equal(start["bert.embeddings.token_type_embeddings.weight"],
+                           trained["bert.embeddings.token_type_embeddings.weight"])
+    state = json.loads((out / "training.json").read_text())["state"]
+    kept = GlowEncoder.load(out / "best").state_dict()  # loads as any GLOW model: the merged weights it was saved with
+    assert state["best_step"] == state["step"] == 2
+    assert kept.keys() == start.keys() and all(torch.allclose(kept[n], trained[n]) for n in kept)
+    with pytest.raises(ValueError, match="does not combine with freeze_layers"):
+        GlowTrainConfig.from_dict({**base, "low_rank": 2, "freeze_layers": 1})

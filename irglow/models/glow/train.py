@@ -51,6 +51,7 @@ from irglow.models.checkpoints import (fit_batch, pick_device, seed_everything, 
                                       validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder, featurizer_for
 from irglow.models.glow.weights import WordWeighter
+from irglow.models.low_rank import LowRankLinear, add_low_rank, merge_low_rank
 from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
@@ -99,9 +100,18 @@ class GlowTrainConfig:
     # ... and distill adds λ · KL(checkpoint ‖ model) of each query's softmax over the batch's documents (cos / τ):
     # the untouched checkpoint's own query–document similarities as a second target (0: off)
     distill: float = 0.0
+    # ... or a low-rank update (LoRA, irglow.models.low_rank): every projection of the encoder moves only by a
+    # rank-N matrix, trained at low_rank_lr and scaled by low_rank_scale (LoRA's α / r); the embeddings keep the
+    # checkpoint's weights, the field embeddings train at lr; the saved model is merged (0: off)
+    low_rank: int = 0
+    low_rank_scale: float = 2.0
+    low_rank_lr: float = 5e-4
 
     def __post_init__(self):
         check_values(self, "glow")  # types and ranges first: the checks below compare values
+        if self.low_rank and (self.freeze_layers or self.l2sp or self.mix_checkpoint):
+            raise ValueError("glow.low_rank replaces the encoder's own updates: it does not combine with "
+                             "freeze_layers, l2sp or mix_checkpoint (set those to 0 / [])")
         if self.loss not in ("contrastive", "bce"):
             raise ValueError(f"GLOW loss must be 'contrastive' or 'bce', not {self.loss!r}")
         if not 0.0 <= self.alpha_ramp <= 1.0:
@@ -209,6 +219,8 @@ class GlowTrainer:
             teacher.load_state_dict(model.state_dict())
             teacher.alpha = 0.0
             teacher.eval().requires_grad_(False)
+        if cfg.low_rank:  # after the teacher took the checkpoint's weights: the adapters are the student's own
+            low_rank_update(model, cfg.low_rank, cfg.low_rank_scale)
         scorer = GlowScorer(cfg.scorer_init_w).to(self.device)
         weighter = WordWeighter(index, stats, cfg.model.weight_config()) if cfg.model.weighted else None
         if weighter is not None:
@@ -226,7 +238,11 @@ class GlowTrainer:
                                "batch_size", self.world * cfg.grad_accum)
         total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch_size * self.world * cfg.grad_accum)
                                            ) * cfg.epochs
-        groups = [{"params": [p for p in model.parameters() if p.requires_grad], "lr": cfg.lr}]
+        adapters = {id(p) for m in model.modules() if isinstance(m, LowRankLinear) for p in (m.down, m.up)}
+        trained = [p for p in model.parameters() if p.requires_grad]
+        groups = [{"params": [p for p in trained if id(p) not in adapters], "lr": cfg.lr}]
+        if adapters:
+            groups.append({"params": [p for p in trained if id(p) in adapters], "lr": cfg.low_rank_lr})
         if cfg.loss == "bce":
             groups.append({"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -295,7 +311,7 @@ class _GlowTask(Task):
 
     def save(self, folder: Path) -> None:
         self.model.alpha = self.config.model.weight_alpha
-        self.model.save(folder)
+        (merge_low_rank(self.model) if self.config.low_rank else self.model).save(folder)
 
     def epoch_batches(self, epoch: int, warming: bool = False) -> list:
         order = list(range(len(self.ex.train_ids)))
@@ -451,6 +467,18 @@ def freeze_lower(model: GlowEncoder, layers: int) -> None:
         raise ValueError(f"glow.freeze_layers = {layers}: the model has only {len(stack)} layers")
     for module in (embeddings.word_embeddings, embeddings.position_embeddings, *stack[:layers]):
         module.requires_grad_(False)
+
+
+def low_rank_update(model: GlowEncoder, rank: int, scale: float) -> int:
+    """Freeze the encoder (embeddings included) and give each of its layers' projections a low-rank update
+    (:mod:`irglow.models.low_rank`); the field embeddings stay trainable: fields beyond the checkpoint's two
+    segments start as copies and must learn what they are.  Returns the number of projections updated."""
+    bert = model.bert
+    if not hasattr(bert, "encoder") or not hasattr(getattr(bert, "embeddings", None), "token_type_embeddings"):
+        raise ValueError(f"glow.low_rank = {rank}: {type(bert).__name__} has no BERT-style encoder and embeddings")
+    bert.requires_grad_(False)
+    bert.embeddings.token_type_embeddings.requires_grad_(True)
+    return add_low_rank(bert.encoder, rank, scale)
 
 
 def distillation_loss(cos: torch.Tensor, target: torch.Tensor, temperature: float) -> torch.Tensor:
