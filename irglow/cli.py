@@ -548,8 +548,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--qrels", help="TREC qrels file")
         p.add_argument("--data", help="or: a collection whose qrels to use")
         p.add_argument("--split", default="test")
-        p.add_argument("-m", "--measures", default=" ".join(DEFAULT_MEASURES),
-                       help=f"ir_measures names (default: {' '.join(DEFAULT_MEASURES)}, as the pipeline)")
+        p.add_argument("-m", "--measures", action=_AddMeasures, default=" ".join(DEFAULT_MEASURES), metavar="MEASURES",
+                       help=f"ir_measures names; repeat it or list them: -m nDCG@10 -m AP, -m 'nDCG@10 AP' "
+                            f"(default: {' '.join(DEFAULT_MEASURES)}, as the pipeline)")
         p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
         add_duplicates_option(p)
         p.add_argument("--judged-only", action="store_true",
@@ -663,6 +664,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_glow_command(sub)
     add_rerank_commands(sub)
     return parser
+
+
+class _AddMeasures(argparse.Action):
+    """``-m`` repeated adds measures (``-m nDCG@10 -m AP``, as trec_eval's ``-m``): the last one alone was kept
+    before, silently.  The first ``-m`` replaces the default list."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(namespace, self.dest)
+        setattr(namespace, self.dest, values if given is self.default else f"{given} {values}")
 
 
 def main(argv: list[str] | None = None) -> int:

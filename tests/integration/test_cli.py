@@ -31,6 +31,11 @@ def test_compare_cli_with_bad_run_line(tmp_path, capsys):
                    "RR@10 ties", "RR@10 losses", "Judged@10", "URisk(α=1)", "TRisk(α=5)"):
         assert column in header
     assert csv.splitlines()[1].startswith("a,0.5,0.5")
+    # -m repeated adds measures (the last one alone was kept); the first replaces the default list
+    assert main(["eval", str(tmp_path / "a.run"), "--qrels", str(qrels), "-m", "RR@10", "-m", "NCG@1 P@1",
+                 "--format", "csv", "--no-judged"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(",")
+    assert header[:4] == ["", "RR@10", "NCG@1", "P@1"]
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1 2.0 x\nq1 Q0 d2\n")
     assert main(["eval", str(tmp_path / "bad.run"), "--qrels", str(qrels)]) == 2
     assert "bad.run:2: expected 6 columns" in capsys.readouterr().err
