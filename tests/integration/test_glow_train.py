@@ -320,3 +320,27 @@ def test_a_low_rank_update_moves_each_projection_by_at_most_its_rank(demo_index,
     assert kept.keys() == start.keys() and all(torch.allclose(kept[n], trained[n]) for n in kept)
     with pytest.raises(ValueError, match="does not combine with freeze_layers"):
         GlowTrainConfig.from_dict({**base, "low_rank": 2, "freeze_layers": 1})
+
+
+def test_search_time_token_budgets(trained, demo_index):
+    """``irglow glow search --field-tokens body=40``: a model trained at 16 body tokens encodes 40 of a long body
+    (its field id on each), other fields keep theirs; budgets past the position embeddings are refused."""
+    from irglow.models.glow.cli import parse_field_tokens
+
+    best, out, cfg, stats, docs = trained
+    body = cfg.model.fields.index("body")
+    long_doc = max(docs.values(), key=lambda d: len(" ".join(d.fields.get("body", ()))))
+
+    def body_tokens(model):  # the body's word pieces and its [SEP]
+        types = featurizer_for(model, demo_index, stats).documents([long_doc])["token_type_ids"][0]
+        return int((types == body).sum())
+
+    model = GlowEncoder.load(best)
+    assert body_tokens(model) == 16 + 1
+    assert parse_field_tokens(["body=40", "*=8"]) == {"body": 40, "*": 8}
+    model.with_token_budgets({"body": 40})
+    assert body_tokens(model) == 40 + 1 and model.config.default_field_tokens == cfg.model.default_field_tokens
+    with pytest.raises(ValueError, match="this model takes 1 to 512"):
+        model.with_token_budgets({"body": 600})
+    with pytest.raises(ValueError, match="'body': expected FIELD=N"):
+        parse_field_tokens(["body"])

@@ -23,6 +23,9 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--model", required=True)
     s.add_argument("--depth", type=positive_int, default=DEPTH)
     s.add_argument("--faiss", choices=["flat", "hnsw"], default="flat")
+    s.add_argument("--field-tokens", action="append", default=[], metavar="FIELD=N",
+                   help="a field's token budget at search time (repeatable; default: the model's own), e.g. "
+                        "text=256; '*=N' sets the fields not named (the title's default)")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--data-dir")
     s.set_defaults(func=cmd_search)
@@ -86,6 +89,17 @@ def cmd_train(args) -> int:
     return 0
 
 
+def parse_field_tokens(items: list[str]) -> dict[str, int]:
+    """``["text=256", "*=32"]`` → ``{"text": 256, "*": 32}``, with the item named when one is malformed."""
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"--field-tokens {item!r}: expected FIELD=N with N a positive number of tokens")
+        out[name.strip()] = int(value)
+    return out
+
+
 def cmd_search(args) -> int:
     from pathlib import Path
 
@@ -97,7 +111,11 @@ def cmd_search(args) -> int:
     rank, world = init_distributed()
     coll, index, stats = _load(args, rank, world)
     out = Path(args.output)
-    run, info = glow_run(GlowEncoder.load(args.model), index, stats, list(coll.docs_iter()), coll.queries(args.split),
+    model = GlowEncoder.load(args.model)
+    if args.field_tokens:
+        budgets = parse_field_tokens(args.field_tokens)
+        model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))
+    run, info = glow_run(model, index, stats, list(coll.docs_iter()), coll.queries(args.split),
                          out.parent, out.stem, args.depth, faiss_kind=args.faiss, rank=rank, world=world)
     if run is None:  # a non-zero rank: its shard is encoded, rank 0 searches
         return 0

@@ -93,6 +93,25 @@ class GlowEncoder(nn.Module):
         self.bert.embeddings.token_type_embeddings = new
         self.bert.config.type_vocab_size = n
 
+    def with_token_budgets(self, field_max_tokens: dict[str, int], default_field_tokens: int | None = None
+                           ) -> "GlowEncoder":
+        """Encode documents with other field budgets than the model was trained with (a model trained at 96
+        tokens of text on a CPU, searched at 256 like its checkpoint).  Refuses budgets past the position
+        embeddings: the model would index positions it has no vector for."""
+        import dataclasses
+
+        config = dataclasses.replace(
+            self.config, field_max_tokens={**self.config.field_max_tokens, **field_max_tokens},
+            default_field_tokens=self.config.default_field_tokens if default_field_tokens is None
+            else default_field_tokens)
+        budgets = field_budgets(config.fields, config.field_max_tokens, config.default_field_tokens)
+        length, limit = 1 + sum(b + 1 for b in budgets.values()), self.bert.config.max_position_embeddings
+        if length > limit or min(budgets.values(), default=1) < 1:
+            raise ValueError(f"field budgets {budgets} make documents of {length} tokens; this model takes 1 to "
+                             f"{limit} (its position embeddings), [CLS] and one [SEP] per field included")
+        self.config = config
+        return self
+
     @classmethod
     def from_pretrained_bert(cls, config: GlowConfig) -> "GlowEncoder":
         bert, tokenizer = load_encoder(config.base_model, num_layers=config.num_layers)
