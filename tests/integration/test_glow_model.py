@@ -88,6 +88,26 @@ def test_whole_word_weights_and_field_ids(weighter):
     assert batch["attention_mask"][1].sum() == 5
 
 
+def test_a_one_field_model_reads_every_field_of_the_searched_collection(demo_index):
+    """A model trained where the text is the only field (NFCorpus) reads a collection's title and text in its one
+    segment, title first (as its checkpoint reads ``title + text``); a fielded model reads each of its own."""
+    from types import SimpleNamespace
+
+    from irglow.models.glow.model import featurizer_for, read_fields
+
+    assert read_fields(["text"], ["title", "text"]) == {"text": ["title", "text"]}
+    assert read_fields(["text"], ["text"]) == {"text": ["text"]}
+    assert read_fields(["title", "text"], ["text"]) == {"title": ["title"], "text": ["text"]}  # title: empty
+    bert, tok = load_encoder("default", num_layers=1)
+    model = SimpleNamespace(config=GlowConfig(variant="glow", fields=["body"]), tokenizer=tok)
+    doc = make_document("x", title="Brulzem fistorbran", url="https://a.org/x", body="the brulzem", anchor=["more"])
+    batch = featurizer_for(model, demo_index, CollectionStats.load(demo_index)).documents([doc])
+    toks = tok.convert_ids_to_tokens(batch["input_ids"][0].tolist())
+    expected = tok.tokenize("Brulzem fistorbran https a org x the brulzem more")  # title, url, body, anchor
+    assert toks == ["[CLS]", *expected, "[SEP]"] and batch["token_type_ids"][0].unique().tolist() == [0]
+    assert torch.isfinite(batch["token_weights"][0]).all() and float(batch["token_weights"][0][1]) != 1.0
+
+
 def test_query_weights_unknown_words_and_stopwords(weighter):
     cfg = GlowConfig(variant="glow")
     _, tok = load_encoder("default", num_layers=1)

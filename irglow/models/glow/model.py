@@ -16,6 +16,7 @@ A model is a directory: HF BERT weights + tokenizer, ``glow.json`` and ``glow_ex
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -30,6 +31,8 @@ from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
+
+log = logging.getLogger(__name__)
 
 
 
@@ -168,8 +171,11 @@ class GlowEncoder(nn.Module):
 class Featurizer:
     """Text → token ids, field ids and per-token weights (and MLP features), one batch at a time."""
 
-    def __init__(self, config: GlowConfig, tokenizer, weighter: WordWeighter | None):
+    def __init__(self, config: GlowConfig, tokenizer, weighter: WordWeighter | None,
+                 read_fields: dict[str, list[str]] | None = None):
         self.config, self.tok, self.weighter = config, tokenizer, weighter
+        # the document fields each of the model's fields reads (default: itself; see :func:`read_fields`)
+        self.read_fields = read_fields or {f: [f] for f in config.fields}
         if config.weighted and weighter is None:
             raise ValueError(f"variant {config.variant!r} needs collection statistics (a WordWeighter)")
         self.mode = "idf" if config.variant == "glow-idf" else "bm25"
@@ -259,8 +265,11 @@ class Featurizer:
         budgets = field_budgets(c.fields, c.field_max_tokens, c.default_field_tokens)
         max_len = 1 + sum(budgets[f] + 1 for f in c.fields)
         rows = []
+        read = self.read_fields
         for doc in docs:
-            words = field_words(doc, c.fields, c.url_fields)
+            words = field_words(doc, c.fields, c.url_fields) if all(read[f] == [f] for f in c.fields) else {
+                f: [w for source in read[f] for w in field_words(doc, [source], c.url_fields)[source]]
+                for f in c.fields}
             pieces, feats = self._pieces(words, budgets, is_query=False)
             segments = [(fid, pieces[f][0], feats[f]) for fid, f in enumerate(c.fields)]
             rows.append(self._assemble(segments, max_len))
@@ -268,6 +277,20 @@ class Featurizer:
 
 
 def featurizer_for(model: GlowEncoder, index, stats) -> Featurizer:
-    """Weights always come from the collection being *searched* (its N, df and field lengths)."""
+    """Weights always come from the collection being *searched* (its N, df and field lengths), and so do the
+    fields a one-field model reads (:func:`read_fields`)."""
     weighter = WordWeighter(index, stats, model.config.weight_config()) if model.config.weighted else None
-    return Featurizer(model.config, model.tokenizer, weighter)
+    return Featurizer(model.config, model.tokenizer, weighter, read_fields(model.config.fields, list(index.fields)))
+
+
+def read_fields(model_fields: list[str], searched_fields: list[str]) -> dict[str, list[str]]:
+    """The searched collection's fields each model field reads.  A model trained on one field (a collection
+    whose only non-empty field is its text: NFCorpus) is a plain text encoder: on a collection with more
+    fields it reads all of them in its one segment, in the collection's order (title, then text), as its
+    checkpoint and BEIR's dense baselines read ``title + text``; otherwise it would never see a title.  A
+    fielded model reads each of its fields (one the collection lacks is an empty segment)."""
+    if len(model_fields) == 1 and searched_fields and searched_fields != model_fields:
+        log.info("a one-field GLOW model (%s) reads every field of the searched collection in its segment: %s",
+                 model_fields[0], " + ".join(searched_fields))
+        return {model_fields[0]: list(searched_fields)}
+    return {f: [f] for f in model_fields}
