@@ -99,13 +99,24 @@ def test_a_one_field_model_reads_every_field_of_the_searched_collection(demo_ind
     assert read_fields(["text"], ["text"]) == {"text": ["text"]}
     assert read_fields(["title", "text"], ["text"]) == {"title": ["title"], "text": ["text"]}  # title: empty
     bert, tok = load_encoder("default", num_layers=1)
-    model = SimpleNamespace(config=GlowConfig(variant="glow", fields=["body"]), tokenizer=tok)
     doc = make_document("x", title="Brulzem fistorbran", url="https://a.org/x", body="the brulzem", anchor=["more"])
+    chosen = SimpleNamespace(config=GlowConfig(variant="glow", fields=["body"]), tokenizer=tok)  # a user's choice
+    batch = featurizer_for(chosen, demo_index, CollectionStats.load(demo_index)).documents([doc])
+    assert tok.convert_ids_to_tokens(batch["input_ids"][0].tolist()) == ["[CLS]", *tok.tokenize("the brulzem"),
+                                                                         "[SEP]"]
+    model = SimpleNamespace(config=GlowConfig(variant="glow", fields=["body"], read_all_fields=True), tokenizer=tok)
     batch = featurizer_for(model, demo_index, CollectionStats.load(demo_index)).documents([doc])
     toks = tok.convert_ids_to_tokens(batch["input_ids"][0].tolist())
     expected = tok.tokenize("Brulzem fistorbran https a org x the brulzem more")  # title, url, body, anchor
     assert toks == ["[CLS]", *expected, "[SEP]"] and batch["token_type_ids"][0].unique().tolist() == [0]
     assert torch.isfinite(batch["token_weights"][0]).all() and float(batch["token_weights"][0][1]) != 1.0
+    # the stage turns it on only for fields it took from a one-field training collection
+    from irglow.models.glow.stage import _model_config
+
+    one, two = (SimpleNamespace(index=SimpleNamespace(fields=f)) for f in (("text",), ("title", "text")))
+    assert _model_config({}, one, "glow") == {"variant": "glow", "fields": ["text"], "read_all_fields": True}
+    assert _model_config({}, two, "glow") == {"variant": "glow", "fields": ["title", "text"]}
+    assert _model_config({"model": {"fields": ["text"]}}, one, "glow") == {"variant": "glow", "fields": ["text"]}
 
 
 def test_query_weights_unknown_words_and_stopwords(weighter):

@@ -26,6 +26,9 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--field-tokens", action="append", default=[], metavar="FIELD=N",
                    help="a field's token budget at search time (repeatable; default: the model's own), e.g. "
                         "text=256; '*=N' sets the fields not named (the title's default)")
+    s.add_argument("--read-all-fields", action="store_true",
+                   help="a one-field model reads every field of the collection in its segment (title + text), as "
+                        "models the pipeline trains on a one-field collection do")
     s.add_argument("-o", "--output", required=True)
     s.add_argument("--data-dir")
     s.set_defaults(func=cmd_search)
@@ -112,6 +115,7 @@ def cmd_search(args) -> int:
     coll, index, stats = _load(args, rank, world)
     out = Path(args.output)
     model = GlowEncoder.load(args.model)
+    model.config.read_all_fields = model.config.read_all_fields or args.read_all_fields
     if args.field_tokens:
         budgets = parse_field_tokens(args.field_tokens)
         model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))

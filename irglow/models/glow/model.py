@@ -57,6 +57,9 @@ class GlowConfig:
     weights: dict = field(default_factory=dict)  # WeightConfig fields
     # token weights enter attention as w ** weight_alpha (1: the papers' form; 0: the plain checkpoint)
     weight_alpha: float = 1.0
+    # a one-field model reads every field of the searched collection in its segment (:func:`read_fields`); the
+    # GLOW stage sets it when the fields were not chosen and the training collection had one (NFCorpus)
+    read_all_fields: bool = False
 
     def __post_init__(self):
         if self.pooling not in ("cls", "mean"):
@@ -278,9 +281,10 @@ class Featurizer:
 
 def featurizer_for(model: GlowEncoder, index, stats) -> Featurizer:
     """Weights always come from the collection being *searched* (its N, df and field lengths), and so do the
-    fields a one-field model reads (:func:`read_fields`)."""
+    fields a one-field model reads when ``read_all_fields`` is on (:func:`read_fields`)."""
     weighter = WordWeighter(index, stats, model.config.weight_config()) if model.config.weighted else None
-    return Featurizer(model.config, model.tokenizer, weighter, read_fields(model.config.fields, list(index.fields)))
+    return Featurizer(model.config, model.tokenizer, weighter, read_fields(model.config.fields, list(index.fields))
+                      if model.config.read_all_fields else None)
 
 
 def read_fields(model_fields: list[str], searched_fields: list[str]) -> dict[str, list[str]]:
@@ -288,7 +292,8 @@ def read_fields(model_fields: list[str], searched_fields: list[str]) -> dict[str
     whose only non-empty field is its text: NFCorpus) is a plain text encoder: on a collection with more
     fields it reads all of them in its one segment, in the collection's order (title, then text), as its
     checkpoint and BEIR's dense baselines read ``title + text``; otherwise it would never see a title.  A
-    fielded model reads each of its fields (one the collection lacks is an empty segment)."""
+    fielded model reads each of its fields (one the collection lacks is an empty segment).  Only for a model
+    whose ``read_all_fields`` is on: a field list a user chose is read as chosen."""
     if len(model_fields) == 1 and searched_fields and searched_fields != model_fields:
         log.info("a one-field GLOW model (%s) reads every field of the searched collection in its segment: %s",
                  model_fields[0], " + ".join(searched_fields))

@@ -49,8 +49,13 @@ def settings(config) -> tuple[dict, list[str], dict]:
 
 
 def _model_config(gcfg: dict, source, variant: str) -> dict:
+    """The model's settings; unless chosen, its fields are the training collection's, and a model trained where
+    the text is the only field reads every field of a collection it searches (``read_all_fields``)."""
     model = {**gcfg.get("model", {}), "variant": variant}
-    model.setdefault("fields", list(source.index.fields))
+    if "fields" not in model:
+        model["fields"] = list(source.index.fields)
+        if len(model["fields"]) == 1:
+            model.setdefault("read_all_fields", True)
     return model
 
 
