@@ -61,16 +61,9 @@ def cmd_stats(args) -> int:
 
 
 def _weights(items) -> dict[str, float]:
-    out = {}
-    for item in items or []:
-        k, eq, v = item.partition("=")
-        try:
-            out[k] = float(v)
-        except ValueError:
-            raise ValueError(f"--field-weight {item!r} must look like FIELD=NUMBER") from None
-        if not eq or not k:
-            raise ValueError(f"--field-weight {item!r} must look like FIELD=NUMBER")
-    return out
+    from irglow.settings import field_values
+
+    return field_values(items, float, "--field-weight {item} must look like FIELD=NUMBER")
 
 
 def _numbers(text: str | None, option: str) -> list[float]:

@@ -281,6 +281,21 @@ def dataclass_reference(section: str, cls) -> str:
     return "\n".join(lines + [""])
 
 
+def field_values(items, convert, error: str) -> dict:
+    """``["title=2", "text=0.5"]`` → ``{field: convert(value)}``; an item without a field name or whose value
+    ``convert`` refuses (``ValueError``) is the ``error``, its ``{item}`` filled in (repr'd)."""
+    out = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        try:
+            if not eq or not name.strip():
+                raise ValueError
+            out[name.strip()] = convert(value)
+        except ValueError:
+            raise ValueError(error.format(item=repr(item))) from None
+    return out
+
+
 def positive_int(text: str, least: int = 1) -> int:
     """An argparse type for depths, counts and threads: ``--depth -98`` is an error, not "top -98"."""
     import argparse

@@ -41,29 +41,28 @@ class LowRankLinear(nn.Module):
 
 
 def add_low_rank(encoder: nn.Module, rank: int, scale: float) -> int:
-    """Freeze ``encoder`` and give every ``nn.Linear`` below it a rank-``rank`` update; returns how many.  A
-    layer reachable from two parents (an attention module that kept its original's projections) is wrapped once
-    and the same wrapper set on both."""
+    """Freeze ``encoder`` and give every ``nn.Linear`` below it a rank-``rank`` update; returns how many."""
     encoder.requires_grad_(False)
-    wrapped: dict[int, LowRankLinear] = {}
-    for parent in list(encoder.modules()):
-        for name, child in list(parent._modules.items()):  # every name: named_children() skips a second one
-            if isinstance(child, nn.Linear):
-                if id(child) not in wrapped:
-                    wrapped[id(child)] = LowRankLinear(child, rank, scale)
-                setattr(parent, name, wrapped[id(child)])
-    return len(wrapped)
+    return _swap(encoder, nn.Linear, lambda layer: LowRankLinear(layer, rank, scale))
 
 
 def merge_low_rank(model: nn.Module) -> nn.Module:
     """A copy of ``model`` with every low-rank update folded into its layer (``model`` keeps its adapters, so
     training goes on)."""
     out = copy.deepcopy(model)
-    merged: dict[int, nn.Linear] = {}
-    for parent in list(out.modules()):
-        for name, child in list(parent._modules.items()):
-            if isinstance(child, LowRankLinear):
-                if id(child) not in merged:
-                    merged[id(child)] = child.merged()
-                setattr(parent, name, merged[id(child)])
+    _swap(out, LowRankLinear, LowRankLinear.merged)
     return out
+
+
+def _swap(root: nn.Module, kind: type, make) -> int:
+    """Replace every ``kind`` module below ``root`` by ``make(module)``; returns how many.  A module reachable
+    from two parents (an attention module that kept its original's projections) is replaced once and the same
+    replacement set on both: every name is visited (``named_children()`` skips a second one)."""
+    made: dict[int, nn.Module] = {}
+    for parent in list(root.modules()):
+        for name, child in list(parent._modules.items()):
+            if isinstance(child, kind):
+                if id(child) not in made:
+                    made[id(child)] = make(child)
+                setattr(parent, name, made[id(child)])
+    return len(made)

@@ -94,13 +94,14 @@ def cmd_train(args) -> int:
 
 def parse_field_tokens(items: list[str]) -> dict[str, int]:
     """``["text=256", "*=32"]`` → ``{"text": 256, "*": 32}``, with the item named when one is malformed."""
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name or not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(f"--field-tokens {item!r}: expected FIELD=N with N a positive number of tokens")
-        out[name.strip()] = int(value)
-    return out
+    from irglow.settings import field_values
+
+    def tokens(value: str) -> int:
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError
+        return int(value)
+
+    return field_values(items, tokens, "--field-tokens {item}: expected FIELD=N with N a positive number of tokens")
 
 
 def cmd_search(args) -> int:

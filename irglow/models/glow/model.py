@@ -269,8 +269,9 @@ class Featurizer:
         max_len = 1 + sum(budgets[f] + 1 for f in c.fields)
         rows = []
         read = self.read_fields
+        own = all(read[f] == [f] for f in c.fields)  # each field reads itself: no regrouping per document
         for doc in docs:
-            words = field_words(doc, c.fields, c.url_fields) if all(read[f] == [f] for f in c.fields) else {
+            words = field_words(doc, c.fields, c.url_fields) if own else {
                 f: [w for source in read[f] for w in field_words(doc, [source], c.url_fields)[source]]
                 for f in c.fields}
             pieces, feats = self._pieces(words, budgets, is_query=False)
