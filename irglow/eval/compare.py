@@ -20,7 +20,7 @@ import pandas as pd
 
 from irglow.data.records import Qrel
 from irglow.eval import significance as sig, vectorized
-from irglow.eval.measures import parse_measures, per_query
+from irglow.eval.measures import computable, parse_measures, per_query, summary, summed
 from irglow.runs.columns import RankedRun, read_ranked
 from irglow.runs.trec import Run
 
@@ -97,6 +97,7 @@ class Comparison:
     show_ci: bool = False
     condensed: list[str] = field(default_factory=list)  # columns scored on judged documents only
     tested: bool = True  # False: too few queries for any test (no p-values, no marks)
+    totals: list[str] = field(default_factory=list)  # count columns: summed over the queries, as trec_eval does
 
     # -- cells -----------------------------------------------------------------------------------
     def significant(self, run: str, measure: str) -> bool:
@@ -106,7 +107,8 @@ class Comparison:
     def marked(self, digits: int = 4, ci: bool = True) -> pd.DataFrame:
         """Means as strings, ▲/▼ where the difference to the baseline is significant, Δ [CI] with ``show_ci``
         (``ci=False``: left to :meth:`ci_cells`), then Judged@10 and the Tukey groups where computed."""
-        out = self.means.map(lambda v: f"{v:.{digits}f}")
+        out = pd.DataFrame({m: [f"{v:.0f}" if m in self.totals and v == v else f"{v:.{digits}f}"
+                                for v in self.means[m]] for m in self.means.columns}, index=self.means.index)
         if self.baseline is not None:
             for run in self.means.index:
                 for m in self.means.columns:
@@ -189,6 +191,9 @@ class Comparison:
         note += "".join(f" Warning: {w}." for w in [*(self.notes or []), *self.judged_warnings()])
         if self.condensed:
             note += " Columns marked ' are scored on judged documents only (condensed lists)."
+        if self.totals:
+            note += (f" {', '.join(self.totals)}: totals over the queries (as trec_eval sums them; NumQ counts "
+                     "every judged query, as `trec_eval -c`).")
         if self.groups:
             note += (f" `group`: runs sharing a letter cannot be told apart on {self.means.columns[0]} (randomized "
                      f"Tukey HSD over all pairs, {self.permutations:,} permutations, p ≥ {self.alpha}).")
@@ -327,7 +332,17 @@ def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True
         wanted += [] if judged_measure in measures else [judged_measure]
     values = per_query(wanted, qrels, run, parallel)
     if judged_only:
-        for m, v in per_query(measures, qrels, condensed(run, qrels)).items():
+        # trec_eval -J: a measure trec_eval computes with the flag (outside the vectorized ones, which agree on the
+        # condensed run) is computed so, on the run itself — a query left with no judged document is then scored
+        # as trec_eval scores it (IPrec: NaN), not as a query the run missed
+        flagged = {m: m(judged_only=True) for m in measures
+                   if not vectorized.supports(m) and "judged_only" in getattr(m, "SUPPORTED_PARAMS", {})}
+        flagged = {m: f for m, f in flagged.items() if computable(f)}
+        by_flagged = per_query(list(dict.fromkeys(flagged.values())), qrels, run, parallel) if flagged else {}
+        for m, f in flagged.items():
+            values[f"{m}'"] = by_flagged[str(f)]
+        rest = [m for m in measures if m not in flagged]
+        for m, v in per_query(rest, qrels, condensed(run, qrels)).items() if rest else ():
             values[f"{m}'"] = v
     return EvaluatedRun(values, _queries_with_documents(run))
 
@@ -364,13 +379,15 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
 
 
 def condensed(run, qrels: list[Qrel]):
-    """The run with every unjudged document removed (Sakai's condensed lists)."""
+    """The run with every unjudged document removed (Sakai's condensed lists), as ``trec_eval -J`` removes them:
+    a document with a negative label ("in the pool, not judged") goes too."""
     if isinstance(run, RankedRun) and run.columnar:  # masked in its columns: no dict of the whole run
-        return RankedRun(None, run.tag, run.columns.kept(vectorized.judged_lines(run.columns,
-                                                                                 vectorized.Judgments.of(qrels))))
+        return RankedRun(None, run.tag, run.columns.kept(vectorized.judged_lines(
+            run.columns, vectorized.Judgments.of(qrels), labelled=True)))
     judged: dict[str, set[str]] = {}
     for q in qrels:
-        judged.setdefault(q.query_id, set()).add(q.doc_id)
+        if q.relevance >= 0:
+            judged.setdefault(q.query_id, set()).add(q.doc_id)
     if isinstance(run, RankedRun):
         return RankedRun({qid: {d: v for d, v in docs.items() if d in judged.get(qid, ())}
                           for qid, docs in run.ranked.items()}, run.tag)
@@ -435,8 +452,9 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     cols = cols + condensed_cols
     qids = sorted({q.query_id for q in qrels})
     matrix = {c: np.array([[values[n][c][q] for q in qids] for n in names]) for c in cols}  # run × query
-    means = pd.DataFrame({c: matrix[c].mean(axis=1) if qids else np.full(len(names), np.nan) for c in cols},
-                         index=names)
+    by_col = {**{str(m): m for m in measures}, **{f"{m}'": m for m in measures}}
+    means = pd.DataFrame({c: [summary(by_col[c], row) for row in matrix[c]] if qids else np.full(len(names), np.nan)
+                          for c in cols}, index=names)
     pvals = pd.DataFrame(np.nan, index=names, columns=cols)
     raw, low, high = pvals.copy(), pvals.copy(), pvals.copy()
     wtl: dict[str, dict[str, tuple[int, int, int]]] = {n: {} for n in names}
@@ -495,7 +513,7 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     per_query_values = {n: {c: values[n][c] for c in cols} for n in names}
     return Comparison(means, pvals, deltas, baseline, alpha, len(qids), missing, per_query_values, notes, test,
                       correction, permutations, raw, low, high, wtl, judged_values, risk, risk_p, pair_p, groups, ci,
-                      condensed_cols, can_test)
+                      condensed_cols, can_test, [c for c in cols if summed(by_col[c])])
 
 
 def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | None:

@@ -13,7 +13,10 @@ import re
 from typing import Iterable, Sequence
 
 import ir_measures
+import numpy as np
 from ir_measures import Metric
+from ir_measures.measures.base import SumAgg
+from ir_measures.providers import registry
 
 from irglow.data.records import Qrel
 from irglow.eval import vectorized
@@ -70,21 +73,59 @@ def parse_measure(text: str):
     else:
         try:
             measure = ir_measures.parse_measure(text)
-        except (ValueError, NameError, SyntaxError, TypeError) as e:
+            measure.validate_params()  # ir_measures checks a parameter's type only when it computes the measure
+        except (ValueError, NameError, SyntaxError, TypeError, AssertionError) as e:
             raise ValueError(f"unknown measure {text!r} ({e}); examples: nDCG@10, RR@10, R@1000, AP, NCG@10"
                              ) from None
     cutoff = measure.params.get("cutoff")
-    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int)
+    if measure.NAME == "IPrec":  # its "@" is a recall level
+        level = measure.params.get("recall")
+        if level is None or isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 <= level <= 1:
+            raise ValueError(f"measure {text!r}: IPrec@r takes a recall level r from 0 to 1, e.g. IPrec@0.2")
+    elif cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int)
                                or not 1 <= cutoff <= MAX_CUTOFF):
         raise ValueError(f"measure {text!r}: the cutoff must be a whole number from 1 to {MAX_CUTOFF:,}, "
                          f"not {cutoff!r}")
+    rel = measure.params.get("rel")
+    if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int) or rel < 1):
+        raise ValueError(f"measure {text!r}: rel must be a whole number >= 1 (the lowest label counted relevant; "
+                         f"trec_eval's relevance level through pytrec_eval), not {rel!r}")
+    if m and m.group(1) in CUSTOM:
+        return measure
+    if not computable(measure):
+        raise ValueError(f"measure {text!r} is not computed here: irglow takes the measures of trec_eval "
+                         "(pytrec_eval), gdeval (ERR@k, nDCG(dcg='exp-log2')@k), the judgment rate (Judged@k), "
+                         "RR@k and NCG@k, each with the parameters those programs take")
     return measure
+
+
+# the ir_measures providers whose values irglow reproduces exactly (each checked by the differential tests)
+EXACT_PROVIDERS = ("pytrec_eval", "gdeval", "judged", "msmarco")
+
+
+def computable(measure) -> bool:
+    """Whether irglow computes ``measure`` exactly: irglow's own, or one of :data:`EXACT_PROVIDERS`'."""
+    return measure in CUSTOM.values() or any(registry[name].supports(measure) for name in EXACT_PROVIDERS)
+
+
+def split_measures(text: str) -> list[str]:
+    """``"nDCG@10 AP, P(rel=2,judged_only=True)@5"`` → its measures: spaces and commas separate them, except
+    inside a measure's parentheses."""
+    out, depth, current = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and (ch.isspace() or ch == ","):
+            out.append(current)
+            current = ""
+        else:
+            current += ch
+    return [t for t in [*out, current] if t]
 
 
 def parse_measures(texts: Iterable | str) -> list:
     """``"nDCG@10 AP"``, ``["nDCG@10", "AP"]`` or measure objects (passed through) → measure objects."""
     if isinstance(texts, str):
-        texts = [t for t in re.split(r"[\s,]+", texts) if t]
+        texts = split_measures(texts)
     return [parse_measure(t) if isinstance(t, str) else t for t in texts]
 
 
@@ -95,7 +136,8 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
     The common measures are computed on the run's columns (:mod:`irglow.eval.vectorized`, the values
     pytrec_eval gives, at a fraction of its cost); any other goes to ir_measures."""
     qids = sorted({q.query_id for q in qrels})
-    out: dict[str, dict[str, float]] = {str(m): {q: 0.0 for q in qids} for m in measures}
+    # NumQ counts every judged query, as ``trec_eval -c`` does (its one measure that is not 0 for a missed query)
+    out: dict[str, dict[str, float]] = {str(m): {q: float(m.NAME == "NumQ") for q in qids} for m in measures}
     if not len(run):
         return out
     fast = [m for m in measures if vectorized.supports(m)]
@@ -131,20 +173,49 @@ def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str
     # ir_measures' judgment rate divides by the list's length and stops on it
     part = {qid: docs for qid, docs in part.items() if docs}
     part_qrels = [q for qid in part for q in judged[qid]]
-    # trec_eval reads a negative label as "in the pool, not judged" (infAP's -1): no measure but the judgment
-    # rate counts such a document, relevant or non-relevant.  pytrec_eval's bpref corrupts memory on one (a hang
-    # or a crash later, found by tests/unit/test_evaluation_differential.py), so only Judged@k is given them.
+    # trec_eval reads a negative label as "in the pool, not judged" (form_res_rels.c: RELVALUE_UNJUDGED): it is
+    # never relevant, -J drops it like an unjudged document, and only infAP tells it from a document outside the
+    # pool.  So infAP (and the judgment rate) is given the negative labels and every other measure the others,
+    # which is the same for them.  A query whose every label is negative is given to no measure: trec_eval sizes
+    # its label counts by the largest label and reads past them (pytrec_eval corrupts memory, found by
+    # tests/unit/test_evaluation_differential.py); it scores as a judged query with no judgment, 0.
     scored_qrels = [q for q in part_qrels if q.relevance >= 0]
+    with_labels = {q.query_id for q in scored_qrels}
+    pooled_qrels = [q for q in part_qrels if q.query_id in with_labels]
     longest = max((len(d) for d in part.values()), default=0)
     out = []
     for group, depth in _by_depth(measures, longest):
-        view = part if depth is None else {q: dict(itertools.islice(d.items(), depth)) for q, d in part.items()}
-        judged_rate = [m for m in group if m.NAME == "Judged"]
-        for family, qrels in ((judged_rate, part_qrels), ([m for m in group if m not in judged_rate], scored_qrels)):
-            if family:
-                out += [(str(m.measure), m.query_id, float(m.value))
-                        for m in ir_measures.iter_calc(family, qrels, view)]
+        families: dict[tuple, list] = {}
+        for m in group:
+            given = "part" if m.NAME == "Judged" else "pooled" if m.NAME == "infAP" else "scored"
+            families.setdefault((given, _evaluator_key(m)), []).append(m)
+        for (given, _), family in families.items():
+            qrels = {"part": part_qrels, "pooled": pooled_qrels, "scored": scored_qrels}[given]
+            out += _iter_calc(family, qrels, part, depth)
     return out
+
+
+def _evaluator_key(measure) -> tuple:
+    """The parameters that give a measure a pytrec_eval evaluator of its own (all but the cutoff)."""
+    return tuple(sorted((k, repr(v)) for k, v in measure.params.items() if k != "cutoff"))
+
+
+_QUERY_NUMBERS = itertools.count(1)
+
+
+def _iter_calc(measures: list, qrels: list[Qrel], part: dict, depth: int | None) -> list[tuple[str, str, float]]:
+    """ir_measures' values of ``measures`` sharing one evaluator, each query's ranking cut at ``depth``.
+
+    The queries are given as numbers never used before in this process (their ids back after): gdeval.pl takes
+    numeric topic ids only, and trec_eval keeps the last query's judged ranking in a static cache keyed by the
+    query id alone (form_res_rels.c), so pytrec_eval's evaluators for other parameters (``judged_only``, ``rel``)
+    run on the same ids can be handed each other's rankings (found by tests/unit/test_measure_differential.py:
+    NumRet counted the -J ranking)."""
+    numbers = {qid: str(next(_QUERY_NUMBERS)) for qid in part}
+    names = {n: qid for qid, n in numbers.items()}
+    view = {numbers[q]: (d if depth is None else dict(itertools.islice(d.items(), depth))) for q, d in part.items()}
+    given = [Qrel(numbers[q.query_id], q.doc_id, q.relevance) for q in qrels]
+    return [(str(m.measure), names[m.query_id], float(m.value)) for m in ir_measures.iter_calc(measures, given, view)]
 
 
 def _score_chunk(chunk: list[int]) -> list[tuple[str, str, float]]:
@@ -186,11 +257,26 @@ def _by_depth(measures: Sequence, longest: int | None = None) -> list[tuple[list
     and ``None`` (the whole ranking) for the rest and for cutoffs at least as deep as the longest ranking."""
     groups: dict[int | None, list] = {}
     for m in measures:
-        k = m.params.get("cutoff") if m.NAME in TOP_K_ONLY else None
+        # judged_only=True drops unjudged documents before the cutoff: its top k may lie anywhere in the ranking
+        k = m.params.get("cutoff") if m.NAME in TOP_K_ONLY and not m.params.get("judged_only") else None
         groups.setdefault(None if k is None or (longest is not None and k >= longest) else k, []).append(m)
     return [(g, k) for k, g in sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
 
 
+def summed(measure) -> bool:
+    """Whether trec_eval (and ir_measures) sum a measure over the queries instead of averaging it: the counts
+    NumQ, NumRet, NumRel and NumRelRet."""
+    return isinstance(measure.aggregator(), SumAgg)
+
+
+def summary(measure, values: Sequence[float]) -> float:
+    """A measure's value over the queries, as trec_eval reports it: the sum of a count, the mean of the rest."""
+    if not len(values):
+        return float("nan")
+    total = float(np.sum(values))
+    return total if summed(measure) else total / len(values)
+
+
 def aggregate(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, float]:
-    pq = per_query(measures, qrels, run)
-    return {m: (sum(v.values()) / len(v) if v else float("nan")) for m, v in pq.items()}
+    by_name = {str(m): m for m in measures}
+    return {m: summary(by_name[m], list(v.values())) for m, v in per_query(measures, qrels, run).items()}

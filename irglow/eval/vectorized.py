@@ -113,10 +113,13 @@ def per_query(columns: Columns, judgments: Judgments, measures: Sequence) -> dic
     return {m: dict(zip([names[i] for i in shared], v[shared].tolist())) for m, v in values.items()}
 
 
-def judged_lines(columns: Columns, judgments: Judgments) -> np.ndarray:
-    """Whether each line of the run holds a judged document (any label) of its query."""
+def judged_lines(columns: Columns, judgments: Judgments, labelled: bool = False) -> np.ndarray:
+    """Whether each line of the run holds a judged document (any label) of its query; ``labelled``: one judged
+    with a label ≥ 0 (what ``trec_eval -J`` keeps: a negative label is "in the pool, not judged")."""
     q_of_line = np.repeat(judgments.rows_of(columns.query_names), np.diff(columns.starts))
-    return _Lookup(judgments).labels(q_of_line, judgments.doc_ids.get_indexer(columns.doc_names)[columns.docs])[1]
+    label, judged = _Lookup(judgments).labels(q_of_line,
+                                              judgments.doc_ids.get_indexer(columns.doc_names)[columns.docs])
+    return judged & (label >= 0) if labelled else judged
 
 
 def _query_ranges(starts: np.ndarray, lines: int) -> list[tuple[int, int]]:
