@@ -6,8 +6,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 # CPU wheel by default; CUDA users: make run TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 TORCH  ?= torch==2.13.0
-# optional extras installed beside [test]: `make test EXTRAS=test,pyterrier,int8` (what .ci/run does); one stamp per set
-EXTRAS ?= test
+# the extras installed: the test tools and the optional backends whose tests CI runs (PyTerrier, int8), so that a
+# newcomer's `make test` runs every test CI runs; `make run EXTRAS=test` installs less.  One stamp per set.
+EXTRAS ?= test,pyterrier,int8
 STAMP  := $(VENV)/.irglow-installed-$(subst $(comma),-,$(EXTRAS))
 export PYTHONUNBUFFERED := 1
 export HF_HUB_OFFLINE ?= 1

@@ -104,8 +104,8 @@ def test_agrees_with_ir_measures(case, chunk_lines):
 
 
 def test_condensed_lists_of_a_columnar_run(tmp_path):
-    """--judged-only on a run read into columns: unjudged lines masked out there, the same values as the
-    condensed Run (whose lists are filtered in Python)."""
+    """--judged-only on a run read into columns: unjudged lines masked out there (d8, labelled −1, with them, as
+    trec_eval -J drops it), the same values as the condensed Run (whose lists are filtered in Python)."""
     from irglow.eval.compare import condensed, evaluate_run
     from irglow.runs.columns import read_ranked
 
@@ -115,7 +115,7 @@ def test_condensed_lists_of_a_columnar_run(tmp_path):
     assert columnar.columnar
     kept = condensed(columnar, QRELS)
     assert kept.columnar and kept.query_ids() == {"q1"}  # q2's only document is unjudged
-    assert [d for d, _ in kept.top(10).ranking["q1"]] == ["d3", "d2", "d8", "d1"]
+    assert [d for d, _ in kept.top(10).ranking["q1"]] == ["d3", "d2", "d1"]
     a = evaluate_run(columnar, QRELS, parse_measures("nDCG@3 AP"), judged_only=True).values
     b = evaluate_run(run, QRELS, parse_measures("nDCG@3 AP"), judged_only=True).values
-    assert a == b and a["AP'"]["q1"] == pytest.approx((1 / 2 + 2 / 4) / 3)
+    assert a == b and a["AP'"]["q1"] == pytest.approx((1 / 2 + 2 / 3) / 3)
