@@ -15,9 +15,12 @@ An empty or all-stopword query yields an empty ranking and a warning, never an e
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Mapping, Sequence
+
+import numpy as np
 
 from irglow.utils.progress import tqdm
 
@@ -191,9 +194,11 @@ class LexicalSearcher:
     def _loop(self, queries: Sequence[Query], build, similarity, tag: str) -> Run:
         searcher = index_searcher(self.index, similarity)
         if build is lq.bag_of_words and bulk_search_available():  # analyzed, built and searched in Java
-            return Run(search_texts(self.index, searcher, queries, self.config.depth, self.config.threads, tag), tag)
+            return Run(search_texts(self.index, searcher, queries, self.config.depth, self.config.threads, tag,
+                                    anserini=True), tag)
         items = [(q.query_id, build(terms) if terms else None) for q, terms in self.analyzed(queries)]
-        return Run(search_queries(self.index, searcher, items, self.config.depth, self.config.threads, tag), tag)
+        return Run(search_queries(self.index, searcher, items, self.config.depth, self.config.threads, tag,
+                                  anserini=True), tag)
 
 
 def index_searcher(index: LuceneIndex, similarity):
@@ -203,20 +208,46 @@ def index_searcher(index: LuceneIndex, similarity):
     return searcher
 
 
-def search_lucene_query(searcher, query, depth: int, ids: Sequence[str]) -> list[tuple[str, float]]:
+def search_lucene_query(searcher, query, depth: int, ids: Sequence[str], anserini: bool = False
+                        ) -> list[tuple[str, float]]:
     """One Lucene query → ``[(doc_id, score)]``, hit by hit (three JNI calls per hit): the path where the
-    bulk helper is not available; ``Run`` puts ties in trec_eval's order."""
+    bulk helper is not available; ``Run`` puts ties in trec_eval's order.  ``anserini``: Anserini's top k and
+    scores (:func:`anserini_scores`), as the bulk helper's ``anseriniTop``."""
     if query is None:
         return []
-    top = searcher.search(query, int(depth))
-    return [(ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
+    if not anserini:
+        top = searcher.search(query, int(depth))
+        return [(ids[sd.doc], float(sd.score)) for sd in top.scoreDocs]
+    sort_field = lq.J("org.apache.lucene.search.SortField")
+    by_id = lq.J("org.apache.lucene.search.Sort")(sort_field.FIELD_SCORE,
+                                                 sort_field("id", lq.J("org.apache.lucene.search.SortField$Type").STRING_VAL))
+    hits = list(searcher.search(query, int(depth), by_id, True).scoreDocs)
+    scores = anserini_scores(np.array([sd.score for sd in hits], np.float32))
+    return [(ids[sd.doc], float(s)) for sd, s in zip(hits, scores)]
+
+
+def anserini_scores(scores: np.ndarray) -> np.ndarray:
+    """Anserini's ScoreTiesAdjusterReranker on a ranking's float32 scores, in its single-precision arithmetic:
+    each score rounded to 4 decimals, and the i-th of a run of scores within 1e-4 of the one before lowered by
+    i * 1e-6, so that trec_eval keeps the order Lucene gave (ties by document id ascending)."""
+    out = np.empty(len(scores), np.float32)
+    dup = 0
+    for i, s in enumerate(scores.tolist()):
+        out[i] = np.float32(math.floor(float(np.float32(s)) * 10000.0 + 0.5) / 10000.0)  # Math.round, then d2f
+        if i == 0 or np.float32(out[i - 1] - out[i]) > np.float32(1e-4):
+            dup = 0
+        else:
+            dup += 1
+            out[i] = np.float32(out[i] - np.float32(np.float32(1e-6) * np.float32(dup)))
+    return out
 
 
 BULK_BATCH = 2000  # queries per bulk call: bounds the hit arrays held at once
 
 
 def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, object | None]], depth: int,
-                   threads: int = 2, desc: str = "search", bulk: bool | None = None) -> Mapping[str, list[tuple[str, float]]]:
+                   threads: int = 2, desc: str = "search", bulk: bool | None = None, anserini: bool = False
+                   ) -> Mapping[str, list[tuple[str, float]]]:
     """Lucene queries (``None``: an empty ranking) → ``{qid: [(doc_id, score)]}`` in trec_eval's order.
 
     With irglow's bulk helper (``irglow.BulkSearch``, compiled where the JDK has ``javac``) a batch of
@@ -229,7 +260,7 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
         if not use_bulk:
             ranking: dict[str, list[tuple[str, float]]] = {}
             for qid, query in items:
-                ranking[qid] = search_lucene_query(searcher, query, depth, ids)
+                ranking[qid] = search_lucene_query(searcher, query, depth, ids, anserini)
                 bar.update(1)
             return ranking
         helper, order = lq.J("irglow.BulkSearch"), tie_order(index)
@@ -238,13 +269,13 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
             chunk = items[start:start + BULK_BATCH]
             packed.add([qid for qid, _ in chunk],
                        bytes(helper.searchPacked(searcher, [q for _, q in chunk], int(depth), int(max(1, threads)),
-                                                 order).tostring()))
+                                                 order, bool(anserini)).tostring()))
             bar.update(len(chunk))
     return packed
 
 
 def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: int, threads: int = 2,
-                 desc: str = "search") -> PackedRanking:
+                 desc: str = "search", anserini: bool = False) -> PackedRanking:
     """Bag-of-words queries from their texts, analyzed, built and searched in Java in one call per batch (the
     bulk helper's ``searchTextsPacked``): the query :func:`irglow.lexical.queries.bag_of_words` builds from the
     index's analyzer, without a JNI call per query; a query left with no term is reported and ranks nothing."""
@@ -255,7 +286,7 @@ def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: 
             chunk = queries[start:start + BULK_BATCH]
             segment = packed.add([q.query_id for q in chunk], bytes(helper.searchTextsPacked(
                 searcher, index.analyzer, "contents", [q.text for q in chunk], int(depth), int(max(1, threads)),
-                order).tostring()))
+                order, bool(anserini)).tostring()))
             for q, n in zip(chunk, segment.extra.tolist()):
                 if n == 0:
                     _warn_empty(q.query_id, q.text)

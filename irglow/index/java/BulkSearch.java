@@ -60,11 +60,38 @@ public final class BulkSearch {
   /** Every query's top {@code k} (a null query: no hits), searched on {@code threads} threads. */
   private static List<ScoredDocs> searchAll(IndexSearcher searcher, Query[] queries, int k, int threads)
       throws Exception {
+    return searchAll(searcher, queries, k, threads, false);
+  }
+
+  /** {@code anserini}: Anserini's top k and scores (see {@link #anseriniTop}), else Lucene's. */
+  private static List<ScoredDocs> searchAll(IndexSearcher searcher, Query[] queries, int k, int threads,
+                                            boolean anserini) throws Exception {
+    if (anserini) {
+      Sort tieBreak = (Sort) field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID");
+      List<Callable<ScoredDocs>> tasks = new ArrayList<>();
+      for (Query q : queries) {
+        tasks.add(() -> anseriniTop(searcher, q, k, tieBreak));
+      }
+      return runAll(tasks, threads);
+    }
     List<Callable<TopDocs>> tasks = new ArrayList<>();
     for (Query q : queries) {
       tasks.add(() -> q == null ? null : searcher.search(q, k));
     }
     return hitsOf(runAll(tasks, threads));
+  }
+
+  /**
+   * A query's top k as Anserini's SimpleSearcher returns them (what Pyserini writes and its published figures
+   * are computed from): equal scores broken by document id ascending (its BREAK_SCORE_TIES_BY_DOCID sort, which
+   * also decides which tied documents make the top k), then its ScoreTiesAdjusterReranker, which rounds each
+   * score to 4 decimals and lowers the i-th of a run of equal scores by i * 1e-6, so that trec_eval keeps the
+   * order.  Nothing of a stored document is loaded.
+   */
+  private static ScoredDocs anseriniTop(IndexSearcher searcher, Query q, int k, Sort tieBreak) throws Exception {
+    if (q == null) return hitsOnly(NO_HITS);
+    ScoredDocs docs = hitsOnly(searcher.search(q, k, tieBreak, true));
+    return new ScoreTiesAdjusterReranker<Object>().rerank(docs, null);
   }
 
   /** Lucene's results as hits only (a null result: no hits), nothing of a stored document loaded. */
@@ -172,9 +199,9 @@ public final class BulkSearch {
   }
 
   /** {@link #search}'s hits, in trec_eval's order and packed (see {@link #packOrdered}). */
-  public static byte[] searchPacked(IndexSearcher searcher, Query[] queries, int k, int threads, TieOrder order)
-      throws Exception {
-    return packOrdered(searchAll(searcher, queries, k, threads), order, null);
+  public static byte[] searchPacked(IndexSearcher searcher, Query[] queries, int k, int threads, TieOrder order,
+                                    boolean anserini) throws Exception {
+    return packOrdered(searchAll(searcher, queries, k, threads, anserini), order, null);
   }
 
   /**
@@ -184,25 +211,28 @@ public final class BulkSearch {
    * empty ranking, which Python reports).
    */
   public static byte[] searchTextsPacked(IndexSearcher searcher, Analyzer analyzer, String field, String[] texts,
-                                         int k, int threads, TieOrder order) throws Exception {
+                                         int k, int threads, TieOrder order, boolean anserini)
+      throws Exception {
     int[] counts = new int[texts.length];
-    List<Callable<TopDocs>> tasks = new ArrayList<>();
+    Sort tieBreak = (Sort) field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID");
+    List<Callable<ScoredDocs>> tasks = new ArrayList<>();
     for (int i = 0; i < texts.length; i++) {
       final int at = i;
       final String text = texts[i];
       tasks.add(() -> {
         List<String> terms = text.trim().isEmpty() ? List.of() : AnalyzerUtils.analyze(analyzer, text);
         counts[at] = terms.size();
-        if (terms.isEmpty()) return null;
+        if (terms.isEmpty()) return hitsOnly(NO_HITS);
         Map<String, Integer> tf = new LinkedHashMap<>();
         for (String t : terms) tf.merge(t, 1, Integer::sum);
         String[] distinct = tf.keySet().toArray(new String[0]);
         float[] boosts = new float[distinct.length];
         for (int j = 0; j < distinct.length; j++) boosts[j] = tf.get(distinct[j]);
-        return searcher.search(bagOfWords(field, distinct, boosts), k);
+        Query q = bagOfWords(field, distinct, boosts);
+        return anserini ? anseriniTop(searcher, q, k, tieBreak) : hitsOnly(searcher.search(q, k));
       });
     }
-    return packOrdered(hitsOf(runAll(tasks, threads)), order, counts);
+    return packOrdered(runAll(tasks, threads), order, counts);
   }
 
   /** Each query's hits, one after the other, as three arrays. */
