@@ -336,6 +336,8 @@ def cmd_fuse(args) -> int:
     weights = _numbers(args.weights, "--weights") or None
     if weights and len(weights) != len(args.runs):
         raise SystemExit(f"irglow fuse: --weights gives {len(weights)} weights for {len(args.runs)} runs")
+    if weights and not any(w > 0 for w in weights):  # every document would score 0: an order by id, not a fusion
+        raise SystemExit(f"irglow fuse: --weights {args.weights} gives every run weight 0; give at least one > 0")
     note = ""
     if args.tune_runs:
         if weights:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from irglow import settings
 from irglow.config import check_settings
 from irglow.eval.compare import COMPARISON_SETTINGS, check_comparison_settings
-from irglow.eval.measures import DEFAULT_MEASURES, parse_measures
+from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
 
@@ -239,7 +239,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
     if zero_shot is not None:  # the cross-collection table's measure is always computed, first
         given = ev.get("measures")
-        names = [t for t in re.split(r"[\s,]+", given) if t] if isinstance(given, str) else list(given or [])
+        names = split_measures(given) if isinstance(given, str) else list(given or [])
         measures = names if zero_shot.measure in names else [zero_shot.measure, *names]
         parse_measures(measures)
     return Plan(config=copy.deepcopy(config), seed=config.get("seed"), data_dir=config.get("data_dir"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 import logging
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ class FormatError(ValueError):
     """A line of an input file could not be parsed; the message names the file and line."""
 
     def __init__(self, path: str | Path, line_no: int, problem: str, line: str):
-        super().__init__(f"{path}:{line_no}: {problem}: {line.rstrip()[:200]!r}")
+        super().__init__(f"{path}:{line_no}: {problem}" + (f": {line.rstrip()[:200]!r}" if line else ""))
         self.path, self.line_no, self._parts = str(path), line_no, (str(path), line_no, problem, line)
 
     def __reduce__(self):  # crosses process boundaries (runs are evaluated in worker processes)
@@ -46,6 +47,11 @@ def open_binary(path: str | Path):
     return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
 
 
+def truncated_gzip(error: Exception) -> str:
+    """What a gzip file that ends before its data (an interrupted download or copy) is told."""
+    return f"the gzip data is truncated or corrupt ({error}); copy or download the file again"
+
+
 def utf8_advice(path) -> str:
     """How to convert a file that is not UTF-8, by what its bytes look like: UTF-16 (a byte-order mark, or
     NUL bytes between ASCII letters) or a single-byte code page."""
@@ -60,7 +66,16 @@ def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of a UTF-8 file (a BOM is dropped, gzip read transparently); a byte that
     is not UTF-8 stops with ``file:line`` and what to do, instead of a bare codec error."""
     with open_binary(path) as f:
-        for n, raw in enumerate(f, 1):
+        n = 0
+        lines = iter(f)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                break
+            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+                raise FormatError(path, n + 1, truncated_gzip(e), "") from None
+            n += 1
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:

@@ -126,7 +126,15 @@ def parse_measures(texts: Iterable | str) -> list:
     """``"nDCG@10 AP"``, ``["nDCG@10", "AP"]`` or measure objects (passed through) → measure objects."""
     if isinstance(texts, str):
         texts = split_measures(texts)
-    return [parse_measure(t) if isinstance(t, str) else t for t in texts]
+    out = []
+    for t in texts:
+        if isinstance(t, str):
+            out.append(parse_measure(t))
+        elif hasattr(t, "NAME") and hasattr(t, "params"):  # an ir_measures measure object
+            out.append(t)
+        else:
+            raise ValueError(f"measures: {t!r} is not a measure; name each as a string, e.g. [\"AP\", \"nDCG@10\"]")
+    return out
 
 
 def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = True) -> dict[str, dict[str, float]]:

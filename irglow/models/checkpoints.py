@@ -137,6 +137,9 @@ def load_encoder(name: str, num_layers: int | None = None):
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    if num_layers is not None and (isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1):
+        raise ValueError(f"num_layers = {num_layers!r}: an encoder needs at least one layer (leave it unset for all "
+                         f"of the checkpoint's)")
     path = resolve_checkpoint(name)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True)

@@ -7,7 +7,9 @@ that agree with it, and every measure (ir_measures and irglow's NCG@k) sees the 
 
 from __future__ import annotations
 
+import gzip
 import io
+import zlib
 import logging
 import math
 import operator
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from irglow.data.records import ScoredDoc
-from irglow.data.trec import FormatError, open_binary, split_fields, utf8_advice
+from irglow.data.trec import FormatError, open_binary, split_fields, truncated_gzip, utf8_advice
 from irglow.runs.packed import PackedRanking
 from irglow.utils.atomic import atomic_file
 
@@ -142,6 +144,8 @@ class Run:
             except UnicodeDecodeError as e:
                 raise FormatError(path, n + 1, f"not UTF-8 ({e.reason} at byte {e.start}); {utf8_advice(path)}",
                                   "") from None
+            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+                raise FormatError(path, n + 1, truncated_gzip(e), "") from None
         if dropped:
             log.warning("%s: %d duplicate (query, document) lines dropped, highest score kept", path, dropped)
         if not ranking:

@@ -14,6 +14,8 @@ from typing import Iterator
 def check_writable(path: str | Path) -> Path:
     """Fail *before* the work if ``path`` cannot be written: its folder is under a regular file or read-only."""
     path = Path(path)
+    if path.is_dir():
+        raise SystemExit(f"cannot write {path}: it is a folder; name a file in it, e.g. {path / 'out.txt'}")
     parent = path.parent
     for p in [parent, *parent.parents]:
         if p.exists():

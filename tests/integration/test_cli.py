@@ -148,3 +148,35 @@ def test_cli_field_weights_are_checked(tmp_path, capsys, weight, message):
     assert main(["search", "demo:n_topics=6,docs_per_topic=3,n_roundups=5,n_background=5", "--data-dir",
                  str(tmp_path), "--system", "bm25f", "--field-weight", f"title={weight}", "--query", "x"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_issue_50_silent_cases_and_tracebacks_become_one_line_errors(tmp_path, capsys):
+    """fuse --weights 0,0 is refused as Hybrid refuses it; -o naming a folder is refused before any work; a
+    truncated .gz run or qrels names the file and the line it ends at; a measure list holding a number and
+    P(rel=0)@5 are one-line errors."""
+    import gzip
+
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 2.0 a\n")
+    (tmp_path / "q.qrels").write_text("q1 0 d1 1\n")
+    runs = [str(tmp_path / "a.run"), str(tmp_path / "a.run")]
+    with pytest.raises(SystemExit, match="every run weight 0"):
+        main(["fuse", *runs, "--weights", "0,0", "-o", str(tmp_path / "f.run")])
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(SystemExit, match="it is a folder"):
+        main(["fuse", *runs, "-o", str(tmp_path / "folder")])
+    with pytest.raises(SystemExit, match="it is a folder"):
+        main(["compare", runs[0], "--qrels", str(tmp_path / "q.qrels"), "-o", str(tmp_path / "folder")])
+    data = gzip.compress("".join(f"q1 Q0 d{i} 1 {i} a\n" for i in range(3000)).encode())
+    (tmp_path / "t.run.gz").write_bytes(data[:len(data) // 2])
+    qrels = gzip.compress("".join(f"q1 0 d{i} 1\n" for i in range(3000)).encode())
+    (tmp_path / "t.qrels.gz").write_bytes(qrels[:len(qrels) // 2])
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "t.run.gz"), "--qrels", str(tmp_path / "q.qrels")]) == 2
+    assert main(["eval", runs[0], "--qrels", str(tmp_path / "t.qrels.gz")]) == 2
+    assert main(["eval", runs[0], "--qrels", str(tmp_path / "q.qrels"), "-m", "P(rel=0)@5"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and "t.run.gz:" in err[0] and "t.qrels.gz:" in err[1] and "truncated" in err[0] + err[1]
+    assert "rel must be a whole number >= 1" in err[2]
+    from irglow.eval.measures import parse_measures
+    with pytest.raises(ValueError, match="10 is not a measure"):
+        parse_measures(["AP", 10])

@@ -222,3 +222,12 @@ def test_untrained_unweighted_encoder_reproduces_the_checkpoint():
     assert torch.allclose(checkpoint, glow, atol=1e-5)
     query = torch.nn.functional.normalize(MeanPoolEncoder("default")(["lyme disease antibiotics"]), dim=-1)
     assert torch.equal((query @ checkpoint.T).argsort(descending=True), (query @ glow.T).argsort(descending=True))
+
+
+@pytest.mark.parametrize("layers", [0, -1, True])
+def test_zero_layers_is_refused_not_read_as_all(layers):
+    """Issue 50: glow.model.num_layers = 0 loaded the whole checkpoint (0 read as unset)."""
+    from irglow.models.checkpoints import load_encoder
+
+    with pytest.raises(ValueError, match="at least one layer"):
+        load_encoder("unused-path", num_layers=layers)
