@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from irglow.data.beir import BeirCollection
-from irglow.data.trec import read_qrels  # noqa: F401 (the run reader below is the evaluation's)
 from irglow.index.jvm import find_java
 from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher, anserini_scores
