@@ -129,7 +129,8 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     if zero:
         log.warning("%s: TW-BERT gave every term weight 0 in %d quer%s (e.g. %s); uniform weights used", tag,
                     len(zero), "y" if len(zero) == 1 else "ies", ", ".join(zero[:3]))
-    return Run(search_queries(index, searcher, items, depth, threads, tag), tag)
+    # Anserini's tie order and scores, as every lexical run: an untrained model's run is BM25's, file for file
+    return Run(search_queries(index, searcher, items, depth, threads, tag, anserini=True), tag)
 
 
 def twbert_rescore(model: TWBert | None, index: LuceneIndex, queries: Sequence[Query],
