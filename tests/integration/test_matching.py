@@ -60,7 +60,8 @@ def test_term_contributions_add_up_to_lucenes_bm25_score(tiny_index):
     for q in queries:
         terms = matcher.query_terms(q.text)
         for doc, score in run.ranking[q.query_id]:
-            assert sum(matcher.contributions(doc, terms).values()) == pytest.approx(score, rel=1e-5), (q, doc)
+            # the run's scores are Anserini's: Lucene's rounded to 4 decimals, a tied one lowered by i·1e-6
+            assert sum(matcher.contributions(doc, terms).values()) == pytest.approx(score, abs=6e-5), (q, doc)
             checked += 1
     assert checked >= 6
     # by hand: "apple" occurs only in d1 (N 3, df 1): idf = ln(1 + 2.5/1.5) = 0.980829

@@ -93,6 +93,7 @@ def test_each_transformer_computes_what_irglows_own_command_does(setting):
     for qid, ranking in rescored.ranking.items():
         own = dict(full.ranking[qid])
         for doc, score in ranking:
-            assert score == pytest.approx(own.get(doc, 0.0), rel=1e-6), (qid, doc)
+            # TW-BERT's run has Anserini's scores (4 decimals; tied ones lowered by i·1e-6), re-scoring Lucene's own
+            assert score == pytest.approx(own.get(doc, 0.0), abs=1e-4), (qid, doc)
             compared += 1
     assert compared == 20 * len(topics)
