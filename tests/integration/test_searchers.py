@@ -6,7 +6,6 @@ from irglow.data.records import Qrel, Query, make_document
 from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.twbert.terms import extract_terms
-from irglow.runs.trec import Run
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +80,6 @@ def test_surface_spans_survive_characters_outside_the_bmp(ties_index):
 def test_bulk_hits_equal_hit_by_hit_reading_byte_for_byte(ties_index, tmp_path, monkeypatch, system):
     """Issue 23: irglow.BulkSearch (primitive arrays, two threads) and the per-hit fallback give the same run
     file, ties and repeated query terms included."""
-    import irglow.lexical.searchers as searchers
     from irglow.index.jvm import bulk_search_available, find_java
 
     if (find_java().home / "bin" / "javac").exists():
