@@ -126,12 +126,15 @@ def training_side(plan: Plan, timings: dict[str, float], collection=None, index=
                          lambda coll: index_and_stats(coll, plan, timings))
     if collection is not None and not c.trains_elsewhere:
         source = TrainSource(collection, index, stats, c.train_split, validation)
-        weights = lexical.field_weights_for(index, source.queries, source.qrels, timings)
-        return source, weights
-    train_coll, split = training_collection(c.train or c.name, c.train_split)
-    train_index, train_stats = index_and_stats(train_coll, plan, timings)
-    source = TrainSource(train_coll, train_index, train_stats, split, validation)
-    return source, lexical.field_weights_for(train_index, source.queries, source.qrels, timings)
+    else:
+        train_coll, split = training_collection(c.train or c.name, c.train_split)
+        train_index, train_stats = index_and_stats(train_coll, plan, timings)
+        source = TrainSource(train_coll, train_index, train_stats, split, validation)
+    unknown = sorted(set(lexical.field_weights) - set(source.index.fields))
+    if unknown and not lexical.tune_bm25f:  # configured weights: a misspelt field would be dropped, not weighted
+        raise ValueError(f"lexical.field_weights names {unknown}, which {source.collection.name}'s index lacks; its "
+                         f"fields: {list(source.index.fields)}")
+    return source, lexical.field_weights_for(source.index, source.queries, source.qrels, timings)
 
 
 def prepare(config: dict[str, Any] | Plan) -> Prepared:

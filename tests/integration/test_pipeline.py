@@ -191,3 +191,16 @@ def test_models_can_train_on_several_collections_at_once(tmp_path, monkeypatch):
         assert held_out <= judged and {q.split("/")[0] for q in held_out} == {"0", "1"}
         assert info["train_queries"] + info["val_queries"] == len(judged)
     assert {p.stem for p in out.glob("*.run")} == {"bm25", "bm25f", "nrmf", "bm25-ngram", "twbert"}
+
+
+def test_configured_field_weight_on_a_missing_field_is_refused(tmp_path):
+    """Issue 50: lexical.field_weights = {titel = 2} was dropped silently (the run weighted no title); now it is
+    refused, naming the field and the index's fields, before any run is written."""
+    from tests.integration.pipelines import small_pipeline
+    from irglow.pipeline import run_pipeline
+
+    config = small_pipeline(tmp_path / "out", tmp_path / "data")
+    config["lexical"]["field_weights"] = {"titel": 2.0, "body": 1.0}
+    with pytest.raises(ValueError, match=r"names \['titel'\].*its fields: \['title'"):
+        run_pipeline(config)
+    assert not list((tmp_path / "out").glob("*.run"))
