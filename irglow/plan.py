@@ -217,6 +217,11 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     tags: list[str] = []
     bound = []
     for s in STAGES:  # in the order they run: each checks what it needs against what the ones before produce
+        if not s.enabled(config) and isinstance(config.get(s.name), dict) and len(config[s.name]) > 1:
+            try:  # a disabled section is checked all the same: a misspelt key would surface the day it is enabled
+                s.bind({**config, s.name: {**config[s.name], "enabled": True}}, fields)
+            except (ValueError, KeyError, TypeError) as e:
+                raise ValueError(f"[{s.name}] (disabled): {e}") from None
         if s.enabled(config):
             settings_object = s.bind(config, fields)
             s.check_inputs(settings_object, tags)

@@ -87,3 +87,21 @@ def test_the_rerank_file_binds_through_the_rerank_stage():
     plan = bind_plan({"rerank": {"enabled": True, "models": ["monobert", "nrmf"],
                                  **load_config(ROOT / "configs" / "rerank.toml")}})
     assert plan.tags[-2:] == ("monobert", "nrmf")
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"glow": {"enabled": False, "epochz": 3}}, r"\[glow\] \(disabled\): unknown GLOW training setting\(s\) \['epochz'\]"),
+    ({"twbert": {"enabled": False, "model": {"max_qeury_tokens": 3}}}, r"\[twbert\] \(disabled\).*max_qeury_tokens"),
+    ({"rerank": {"enabled": True, "models": ["monobert"], "variants": {"unused": {"kind": "nrmf", "dpeth": 5}}}},
+     "dpeth"),
+    ({"rerank": {"enabled": True, "models": ["monobert"], "variants": {"unused": {"depth": 5}}}},
+     r"\[rerank.variants.unused\] needs kind"),
+    ({"glow": {"enabled": True, "model": {"attention": "sideways"}}}, "attention = 'sideways'; allowed: key, row"),
+    ({"glow": {"enabled": True, "model": {"num_layers": 0}}}, "num_layers = 0: at least 1"),
+])
+def test_misspelt_keys_are_named_whatever_is_enabled(tmp_path, section, message):
+    """Issue 50: a misspelt key in a disabled section, or in a [rerank.variants.*] no model uses, surfaced only on
+    the day it was used; GLOW's attention and depth were checked at the first batch, or not at all."""
+    config = {**small_pipeline(tmp_path / "out", tmp_path / "data"), **section}
+    with pytest.raises(ValueError, match=message):
+        bind_plan(config)

@@ -27,6 +27,7 @@ from torch import nn
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow import VARIANTS, attention  # noqa: F401 (VARIANTS re-exported)
+from irglow.models.glow.attention import MODES as ATTENTION_MODES
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 
 if TYPE_CHECKING:
@@ -66,6 +67,12 @@ class GlowConfig:
             raise ValueError(f"pooling must be 'cls' or 'mean', not {self.pooling!r}")
         if self.variant not in VARIANTS:
             raise ValueError(f"GLOW variant must be one of {VARIANTS}, not {self.variant!r}")
+        if self.attention not in ATTENTION_MODES:  # checked when the settings are bound, not at the first batch
+            raise ValueError(f"glow.model.attention = {self.attention!r}; allowed: {', '.join(ATTENTION_MODES)}")
+        if self.num_layers is not None and (isinstance(self.num_layers, bool) or not isinstance(self.num_layers, int)
+                                            or self.num_layers < 1):
+            raise ValueError(f"glow.model.num_layers = {self.num_layers!r}: at least 1 (unset: the checkpoint's "
+                             f"whole depth)")
 
     @property
     def weighted(self) -> bool:

@@ -70,15 +70,27 @@ def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, l
         if name not in variants:
             raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(KINDS)}) nor a variant "
                              f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
-        change = dict(variants[name])
-        kind = change.pop("kind", None)
-        change.pop("first_stage", None)  # the run it re-ranks (first_stages), not a training setting
-        change.pop("model_of", None)  # whose trained model it uses (models_of), not a training setting
-        if kind not in KINDS:
-            raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
-        trainers[name] = {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
+        trainers[name] = _variant_trainer(name, variants[name], rcfg)
+    # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
+    from irglow.models.rerank.train import RerankTrainConfig
+
+    for name, table in variants.items():
+        if name not in trainers and name not in as_names(declared.value(config, "rerank", "models")):
+            trainer = _variant_trainer(name, table, rcfg)
+            RerankTrainConfig.from_dict(trainer).model_config(f"rerank.variants.{name}.model")
     return (models, declared.value(config, "rerank", "depth"), as_names(declared.value(config, "rerank", "rerank_also")),
             trainers)
+
+
+def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
+    """A ``[rerank.variants.<name>]`` table as its model's training settings: its kind's, changed by the table."""
+    change = dict(table)
+    kind = change.pop("kind", None)
+    change.pop("first_stage", None)  # the run it re-ranks (first_stages), not a training setting
+    change.pop("model_of", None)  # whose trained model it uses (models_of), not a training setting
+    if kind not in KINDS:
+        raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
+    return {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
 
 
 @dataclass(frozen=True)
