@@ -86,7 +86,17 @@ def hybrids(config: dict[str, Any]) -> list[Hybrid]:
     """The configured hybrids (``Hybrid(["all"])`` for the all-runs fusion)."""
     if not flag(config, "fusion"):
         return []
-    return [Hybrid.of(entry, f"fusion.runs[{i}]") for i, entry in enumerate(_entries(config.get("fusion", {})))]
+    out: list[Hybrid] = []
+    for i, entry in enumerate(_entries(config.get("fusion", {}))):
+        hybrid = Hybrid.of(entry, f"fusion.runs[{i}]")
+        same = next((h for h in out if h.tag == hybrid.tag), None)
+        if same is not None and same != hybrid:  # one tag names one run file: one of them would be dropped
+            raise ValueError(f"fusion.runs[{i}]: two hybrids of {hybrid.tag} with different settings "
+                             f"({same.options() or 'the [fusion] defaults'} and {hybrid.options() or 'the [fusion] defaults'}); "
+                             f"a run tag names one run: keep one, or compare the settings in two experiments")
+        if same is None:
+            out.append(hybrid)
+    return out
 
 
 def components(config: dict[str, Any]) -> list[list[str]]:

@@ -135,3 +135,15 @@ def test_a_reused_twbert_without_held_out_queries_is_refused_before_work(tmp_pat
     err = capsys.readouterr().err
     assert "none of its 1 held-out queries is among demo" in err and "nothing to tune on" in err
     assert not (tmp_path / "data").exists()  # no index was built: nothing ran
+
+
+def test_two_hybrids_of_the_same_runs_with_other_settings_are_refused():
+    """Issue 50: Hybrid(["bm25", "glow"], method="rrf") beside Hybrid(["bm25", "glow"]) shared one tag and one of them
+    was dropped; the same hybrid written twice is kept once."""
+    from irglow.runs.wanted import Hybrid, hybrids
+
+    twice = {"fusion": {"enabled": True, "runs": [Hybrid(["bm25", "glow"], method="rrf"), "bm25+glow"]}}
+    with pytest.raises(ValueError, match=r"two hybrids of bm25\+glow with different settings"):
+        hybrids(twice)
+    same = {"fusion": {"enabled": True, "runs": ["bm25+glow", ["bm25", "glow"]]}}
+    assert hybrids(same) == [Hybrid(["bm25", "glow"])]
