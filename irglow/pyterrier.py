@@ -63,8 +63,16 @@ def run_to_frame(run: Run, topics: pd.DataFrame) -> pd.DataFrame:
 def _queries(frame: pd.DataFrame) -> list[Query]:
     if "qid" not in frame.columns or "query" not in frame.columns:
         raise ValueError(f"a PyTerrier query frame needs the columns qid and query; this one has {list(frame.columns)}")
-    first = frame.drop_duplicates("qid")
-    return [Query(str(q), str(t)) for q, t in zip(first["qid"], first["query"])]
+    # a result frame repeats a query on each of its documents; one qid with two texts is two queries under one id,
+    # refused as irglow's query readers refuse it (keeping the first would score the other query silently)
+    texts = frame[["qid", "query"]].astype(str).drop_duplicates()
+    repeated = texts[texts["qid"].duplicated(keep=False)]
+    if len(repeated):
+        qid = repeated["qid"].iloc[0]
+        shown = " | ".join(repr(t[:60]) for t in repeated[repeated["qid"] == qid]["query"])
+        raise ValueError(f"qid {qid} has {int((repeated['qid'] == qid).sum())} different query texts ({shown}); "
+                         f"give each query its own qid")
+    return [Query(q, t) for q, t in zip(texts["qid"], texts["query"])]
 
 
 def _candidates(frame: pd.DataFrame) -> dict[str, list[str]]:

@@ -97,3 +97,13 @@ def test_each_transformer_computes_what_irglows_own_command_does(setting):
             assert score == pytest.approx(own.get(doc, 0.0), abs=1e-4), (qid, doc)
             compared += 1
     assert compared == 20 * len(topics)
+
+
+def test_a_qid_with_two_query_texts_is_refused():
+    """Issue 50: a repeated qid with another text was scored as its first text, silently."""
+    from irglow.pyterrier import _queries
+
+    frame = pd.DataFrame({"qid": ["1", "1", "2"], "query": ["apple pie", "apple pie", "fig"], "docno": ["a", "b", "c"]})
+    assert [(q.query_id, q.text) for q in _queries(frame)] == [("1", "apple pie"), ("2", "fig")]
+    with pytest.raises(ValueError, match="qid 1 has 2 different query texts"):
+        _queries(pd.DataFrame({"qid": ["1", "1"], "query": ["apple pie", "cherry"]}))
