@@ -155,12 +155,28 @@ class Comparison:
             return []
         base = self.judged[self.baseline]
         # relative: on sparse qrels (SciFact: the baseline's Judged@10 is 0.088) an absolute gap never fires
-        low = [f"`{r}` {v:.3f}" for r, v in self.judged.items() if r != self.baseline and v < JUDGED_SHARE * base]
-        if not low:
-            return []
-        return [f"{JUDGED} below {JUDGED_SHARE:.0%} of the baseline's {base:.3f} for {', '.join(low)}: unjudged documents "
-                f"count as non-relevant, so these scores are likely underestimated"
-                + ("" if self.condensed else " (see the condensed view, --judged-only)")]
+        low = [r for r, v in self.judged.items() if r != self.baseline and v < JUDGED_SHARE * base]
+        unjudged, missed = [], []
+        for r in low:
+            n_missed = (self.missing or {}).get(r, 0)
+            answered = self.n_queries - n_missed
+            # a query the run misses counts 0 here too: over the queries it answers the rate may be the baseline's
+            on_answered = self.judged[r] * self.n_queries / answered if answered else 0.0
+            if n_missed and on_answered >= JUDGED_SHARE * base:
+                missed.append(f"`{r}` {self.judged[r]:.3f} ({on_answered:.3f} over the {answered} queries it answers; "
+                              f"it misses {n_missed})")
+            else:
+                unjudged.append(f"`{r}` {self.judged[r]:.3f}")
+        out = []
+        if unjudged:
+            out.append(f"{JUDGED} below {JUDGED_SHARE:.0%} of the baseline's {base:.3f} for {', '.join(unjudged)}: "
+                       f"unjudged documents count as non-relevant, so these scores are likely underestimated"
+                       + ("" if self.condensed else " (see the condensed view, --judged-only)"))
+        if missed:
+            out.append(f"{JUDGED} below {JUDGED_SHARE:.0%} of the baseline's {base:.3f} for {', '.join(missed)}: "
+                       f"because of the queries it misses, which score 0 on every measure, not because of "
+                       f"unjudged documents")
+        return out
 
     def test_description(self) -> str:
         """The test as a reader needs it: name, draws (every sign vector enumerated, or how many sampled),

@@ -240,3 +240,15 @@ def test_compare_table_carries_ci_pairs_and_risk():
     assert low <= cmp.deltas.loc["b", "nDCG@10"] <= high
     csv = cmp.to_csv().splitlines()[0]
     assert "nDCG@10 ci_low" in csv and "nDCG@10 p(holm)" in csv and "nDCG@10 wins" in csv
+
+
+def test_judged_warning_caused_by_missing_queries_says_so():
+    """Issue 50: a run that answers half the queries, all of them judged in its top 10, was told its documents are
+    unjudged; it is told it misses queries."""
+    qrels = [Qrel(q, f"d{i}", 1) for q in ("a", "b") for i in range(10)]
+    base = Run({q: [(f"d{i}", 10.0 - i) for i in range(10)] for q in ("a", "b")}, "base")
+    half = Run({"a": [(f"d{i}", 10.0 - i) for i in range(10)]}, "half")
+    cmp = compare({"base": base, "half": half}, qrels, ["nDCG@10"], baseline="base", permutations=100)
+    caption = cmp.caption()
+    assert "`half` 0.500 (1.000 over the 1 queries it answers; it misses 1): because of the queries it misses" \
+        in caption and "likely underestimated" not in caption
