@@ -32,7 +32,7 @@ from typing import Any
 
 from irglow import settings
 from irglow.config import flag
-from irglow.runs.fusion import fuse, fuse_tuned
+from irglow.runs.fusion import convex_grid, fuse, fuse_tuned
 from irglow.runs.trec import Run
 from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, hybrids
 from irglow.stage import Stage, Unit
@@ -64,6 +64,10 @@ class FusionSettings:
         keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
         bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k) for k in keys))
         parse_measures([bound.measure])
+        try:  # the weight grid is built after every model trained: its step is checked now
+            convex_grid(1, bound.step)
+        except ValueError as e:
+            raise ValueError(f"fusion.step = {bound.step!r}: {e}") from None
         return bound
 
     @property

@@ -147,3 +147,8 @@ def test_two_hybrids_of_the_same_runs_with_other_settings_are_refused():
         hybrids(twice)
     same = {"fusion": {"enabled": True, "runs": ["bm25+glow", ["bm25", "glow"]]}}
     assert hybrids(same) == [Hybrid(["bm25", "glow"])]
+
+
+def test_a_step_that_cannot_divide_one_is_named_when_bound():
+    with pytest.raises(ValueError, match=r"fusion.step = 0.3: weight grid step must divide 1"):
+        FusionSettings.from_config({"fusion": {"enabled": True, "runs": ["bm25+bm25f"], "step": 0.3}})
