@@ -119,23 +119,38 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
     models = [p for p in parts if p not in lexical]
     carried = ctx.zero_shot and fs.zero_shot == "carried"
-    if (ctx.zero_shot and not carried) or len(held_out) < len(models) or not held_out:
+    no_training = models == [] and _training_queries(ctx) is None
+    if (ctx.zero_shot and not carried) or len(held_out) < len(models) or (models and not held_out) or no_training:
         why = "zero-shot (fusion.zero_shot = rrf)" if ctx.zero_shot and not carried else \
-            ("zero-shot, " if ctx.zero_shot else "") + "no held-out runs of " + ", ".join(
-                p for p in models if TUNING + p not in runs)
+            ("zero-shot, " if ctx.zero_shot else "") + ("the training collection has no judged training queries to "
+                                                        "tune on" if no_training else "no held-out runs of " + ", ".join(
+                                                            p for p in models if TUNING + p not in runs))
         return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
                                                          "parts": list(parts)}
     from irglow.lexical.searchers import LexicalSearcher
 
-    qids = set.intersection(*(set(r.ranking) for r in held_out))
+    if held_out:  # a model's held-out queries: the ones no fused model trained on
+        qids = set.intersection(*(set(r.ranking) for r in held_out))
+    else:  # lexical runs only: nothing learnt from the training queries, so every one of them tunes the weights
+        qids = {q.query_id for q in _training_queries(ctx)}
     qrels = [r for r in ctx.source.qrels() if r.query_id in qids]
     queries = [q for q in ctx.source.queries() if q.query_id in qids]
     tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
             else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
     run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
+    info["tuning_set"] = "held-out training" if held_out else "training"
     if carried:  # tuned on the training collection's held-out queries, used here unchanged
         info["carried_from"] = f"{ctx.source.collection.name} / {ctx.source.split}"
     return run, {**info, "parts": list(parts)}
+
+
+def _training_queries(ctx):
+    """The training collection's judged training queries, or ``None`` where it has none (no training split)."""
+    try:
+        judged = {r.query_id for r in ctx.source.qrels()}
+        return [q for q in ctx.source.queries() if q.query_id in judged] or None
+    except (KeyError, ValueError, FileNotFoundError):
+        return None
 
 
 class FusionStage(Stage):

@@ -259,7 +259,7 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
                         f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(t['validation'])} | "
                         f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
         for tag, f in notes.get("fusion", {}).items():
-            tuned = (f" (tuned on {f['tuning_queries']} held-out training queries, nDCG@10 "
+            tuned = (f" (tuned on {f['tuning_queries']} {f.get('tuning_set', 'held-out training')} queries, nDCG@10 "
                      f"{f['tuning_nDCG@10']:.4f}" + (f"; carried from {f['carried_from']}, nothing of this "
                                                     f"collection's judgments read" if f.get("carried_from") else "")
                      + ")" if f.get("tuning_queries") else

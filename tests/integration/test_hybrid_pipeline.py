@@ -64,3 +64,16 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     assert (stages["twbert"], stages["glow"], stages["rerank:nrmf"]) == ("reused", "reused", "ran")
     assert (stages["fusion:twbert+glow"], stages["fusion:bm25f+glow"]) == ("reused", "ran")
     assert "- bm25f+glow+nrmf:" not in (out / "results.md").read_text()  # a hybrid no longer configured
+
+
+def test_a_lexical_only_hybrid_is_tuned_on_the_training_queries(tmp_path):
+    """Issue 50: bm25+bm25f fell back to RRF with an empty reason ("no held-out runs of "): lexical runs learn
+    nothing from the training queries, so every judged training query tunes the weights (never the test split)."""
+    from irglow.pipeline import run_pipeline
+
+    config = small_pipeline(tmp_path / "out", tmp_path / "data", systems=("bm25", "bm25f", "tfidf"),
+                            fusion={"enabled": True, "runs": ["bm25+tfidf"]})
+    run_pipeline(config)
+    notes = (tmp_path / "out" / "results.md").read_text()
+    line = next(l for l in notes.splitlines() if l.startswith("- bm25+tfidf:"))
+    assert "wsum fusion" in line and "training queries, nDCG@10" in line and "held-out" not in line, line
