@@ -286,7 +286,16 @@ def cmd_compare(args) -> int:
         from irglow.eval.plots import plot_pairs
 
         heatmap = Path(args.heatmap) if args.heatmap else pairs_heatmap_path(args.output)
-        print(f"pairs heatmap: {plot_pairs(cmp, heatmap)}", file=sys.stderr)
+        written = plot_pairs(cmp, heatmap)
+        if written is not None:
+            print(f"pairs heatmap: {written}", file=sys.stderr)
+        else:  # say why there is none, instead of "pairs heatmap: None"
+            from irglow.eval import significance as sig
+
+            why = ("one run has no pair" if len(cmp.means) < 2 else
+                   f"{cmp.n_queries} quer{'y' if cmp.n_queries == 1 else 'ies'} are fewer than "
+                   f"{sig.min_queries(cmp.alpha)}, the fewest on which a paired test can reach p < {cmp.alpha}")
+            print(f"--pairs all: no Tukey HSD table and no heatmap: {why}", file=sys.stderr)
     return 0
 
 

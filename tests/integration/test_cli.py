@@ -180,3 +180,13 @@ def test_issue_50_silent_cases_and_tracebacks_become_one_line_errors(tmp_path, c
     from irglow.eval.measures import parse_measures
     with pytest.raises(ValueError, match="10 is not a measure"):
         parse_measures(["AP", 10])
+
+
+def test_pairs_all_with_too_few_queries_says_why_there_is_no_heatmap(tmp_path, capsys):
+    (tmp_path / "a.run").write_text("1 Q0 a 1 3 r\n2 Q0 b 1 3 r\n")
+    (tmp_path / "b.run").write_text("1 Q0 b 1 3 r\n2 Q0 a 1 3 r\n")
+    (tmp_path / "q.qrels").write_text("1 0 a 1\n2 0 a 1\n")
+    assert main(["compare", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--qrels", str(tmp_path / "q.qrels"),
+                 "--pairs", "all"]) == 0
+    err = capsys.readouterr().err
+    assert "no Tukey HSD table and no heatmap: 2 queries are fewer than 6" in err and "heatmap: None" not in err
