@@ -119,6 +119,19 @@ class CrossCollection:
                     out[s] = p
         return out
 
+    def not_pooled(self) -> dict[str, str]:
+        """System → why it has no pooled effect (a pooled effect needs two unseen collections with variance)."""
+        pooled, out = self.pooled(), {}
+        for s in self.effects:
+            if s in pooled:
+                continue
+            per = self.unseen(s)
+            varied = [c for c, (_, v) in per.items() if v > 0]
+            out[s] = (f"it ran on {len(per)} unseen collection{'s' if len(per) != 1 else ''}" if len(per) < 2 else
+                      f"it equals the baseline on every query of {len(per) - len(varied)} of its {len(per)} unseen "
+                      f"collections")
+        return out
+
     def identical(self) -> dict[str, list[str]]:
         """System → the unseen collections where its per-query values equal the baseline's (no variance)."""
         return {s: ids for s in self.effects if (ids := [c for c, (_, v) in self.unseen(s).items() if v == 0])}
@@ -188,13 +201,21 @@ class CrossCollection:
         if same:
             text += (" Left out of a system's weights where it equals the baseline on every query (no variance, an "
                      "infinite weight): " + "; ".join(f"`{s}` on {', '.join(c)}" for s, c in same.items()) + ".")
+        text += self.not_pooled_note()
         return text
+
+    def not_pooled_note(self) -> str:
+        missing = self.not_pooled()
+        return (" No pooled effect (two unseen collections with variance are needed) for " + "; ".join(
+            f"`{s}`: {why}" for s, why in missing.items()) + ".") if missing else ""
 
     def to_markdown(self) -> str:
         text = self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n"
         pooled = self.pooled_table()
         if pooled is not None:
             text += f"\n{self.pooled_caption()}\n\n" + pooled.to_markdown(disable_numparse=True) + "\n"
+        elif self.effects:  # say why there is no pooled table rather than leave it out silently
+            text += f"\n{self.not_pooled_note().strip()}\n"
         return text
 
     def to_csv(self) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from irglow.eval.compare import Comparison
 from irglow.eval.cross import CrossCollection
+from irglow.runs.trec import Run
 
 
 def _cmp(means: dict[str, float], pvalues: dict[str, float], n: int) -> Comparison:
@@ -193,3 +194,20 @@ def test_a_fusion_below_one_of_its_parts_is_named_with_the_gap(tmp_path):
                      "fusion diluted its strongest run there",
                      "On nfcorpus-dev, bm25+bert (0.3100) is below its own part bert (0.5200) by 0.2100 nDCG@10: "
                      "the fusion diluted its strongest run there"]
+
+
+def test_a_system_left_out_of_the_pooled_effect_is_told_why():
+    """Issue 50: a system with one unseen collection (or no variance on all but one) vanished from the pooled
+    table without a word."""
+    from irglow.data.records import Qrel
+    from irglow.eval.compare import compare
+
+    qrels = [Qrel(f"q{i}", "good", 1) for i in range(6)]
+    base = Run({f"q{i}": [("bad", 2.0), ("good", 1.0)] for i in range(6)}, "bm25")
+    new = Run({f"q{i}": [("good", 2.0), ("bad", 1.0)] if i < 3 else [("bad", 2.0), ("good", 1.0)] for i in range(6)},
+              "new")
+    one = {"c1": compare({"bm25": base, "new": new}, qrels, ["RR@10"], baseline="bm25", permutations=100)}
+    table = CrossCollection.from_comparisons(one, "RR@10")
+    assert table.not_pooled() == {"new": "it ran on 1 unseen collection"}
+    assert "No pooled effect (two unseen collections with variance are needed) for `new`: it ran on 1 unseen " \
+        "collection." in table.to_markdown()
