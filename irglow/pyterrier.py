@@ -89,14 +89,17 @@ def _index(index: LuceneIndex | str | Path) -> LuceneIndex:
 
 
 class _Documents:
-    """Documents by id from a collection (read once, when first needed) or a mapping."""
+    """Documents by id from a collection (its document store, :mod:`irglow.data.docstore`: read a result frame's
+    documents at a time, never the corpus) or a mapping."""
 
     def __init__(self, docs):
         self._source, self._docs = docs, docs if isinstance(docs, Mapping) else None
 
     def get(self) -> Mapping[str, Document]:
         if self._docs is None:
-            self._docs = {d.doc_id: d for d in self._source.docs_iter()}
+            from irglow.data.docstore import docs_store
+
+            self._docs = docs_store(self._source)
         return self._docs
 
 

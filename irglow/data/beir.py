@@ -45,32 +45,12 @@ class BeirCollection:
         for n, line in utf8_lines(corpus):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                raise FormatError(corpus, n, f"not a BEIR corpus record ({e})", line) from None
-            if not isinstance(obj, dict):
-                raise FormatError(corpus, n, f"expected one JSON object per line (JSON Lines), got a "
-                                             f"{type(obj).__name__}", line)
-            if "_id" not in obj:
-                raise FormatError(corpus, n, "not a BEIR corpus record (no '_id')", line)
-            doc_id = record_id(corpus, n, obj.pop("_id"), "document", line)
-            if len(doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
-                raise FormatError(corpus, n, f"document id is {len(doc_id.encode('utf-8'))} bytes; Lucene's limit "
-                                             f"for an indexed term is {LUCENE_TERM_LIMIT}", line[:200])
-            if doc_id in first_line:
-                raise FormatError(corpus, n, f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})",
-                                  line)
-            first_line[doc_id] = n
-            fields = {}
-            for k, v in obj.items():
-                if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
-                    for text in [v] if isinstance(v, str) else v:
-                        check_unicode(corpus, n, text, f"field {k!r} of document {doc_id}", line[:200])
-                    fields[k] = v
-                elif v not in (None, {}, []):  # an empty value loses nothing
-                    dropped[k] = dropped.get(k, 0) + 1
-            yield make_document(doc_id, **fields)
+            doc = self._document(n, line, dropped)
+            if doc.doc_id in first_line:
+                raise FormatError(corpus, n, f"duplicate document id {doc.doc_id!r} (first on line "
+                                             f"{first_line[doc.doc_id]})", line)
+            first_line[doc.doc_id] = n
+            yield doc
         reported = self.__dict__.setdefault("_reported_fields", set())
         for k, count in dropped.items():
             if k in reported:
@@ -78,6 +58,50 @@ class BeirCollection:
             reported.add(k)
             log.warning("%s: field %r is not text in %d records (numbers, objects or mixed lists); those "
                         "values are left out", corpus, k, count)
+
+    def _document(self, n: int, line: str, dropped: dict[str, int] | None = None) -> Document:
+        """Line ``n`` of corpus.jsonl as a document (what ``docs_iter`` and the document store both read)."""
+        corpus = self.path / "corpus.jsonl"
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise FormatError(corpus, n, f"not a BEIR corpus record ({e})", line) from None
+        if not isinstance(obj, dict):
+            raise FormatError(corpus, n, f"expected one JSON object per line (JSON Lines), got a "
+                                         f"{type(obj).__name__}", line)
+        if "_id" not in obj:
+            raise FormatError(corpus, n, "not a BEIR corpus record (no '_id')", line)
+        doc_id = record_id(corpus, n, obj.pop("_id"), "document", line)
+        if len(doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
+            raise FormatError(corpus, n, f"document id is {len(doc_id.encode('utf-8'))} bytes; Lucene's limit "
+                                         f"for an indexed term is {LUCENE_TERM_LIMIT}", line[:200])
+        fields = {}
+        for k, v in obj.items():
+            if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                for text in [v] if isinstance(v, str) else v:
+                    check_unicode(corpus, n, text, f"field {k!r} of document {doc_id}", line[:200])
+                fields[k] = v
+            elif v not in (None, {}, []) and dropped is not None:  # an empty value loses nothing
+                dropped[k] = dropped.get(k, 0) + 1
+        return make_document(doc_id, **fields)
+
+    def docs_store(self):
+        """Documents by id from corpus.jsonl itself: each record's offset, read and parsed on request
+        (:mod:`irglow.data.docstore`)."""
+        from irglow.data.docstore import JsonLinesStore
+
+        corpus = self.path / "corpus.jsonl"
+        first_line: dict[str, int] = {}
+
+        def id_of(n: int, line: str) -> str:
+            doc_id = self._document(n, line).doc_id
+            if doc_id in first_line:
+                raise FormatError(corpus, n, f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})",
+                                  line)
+            first_line[doc_id] = n
+            return doc_id
+
+        return JsonLinesStore.scan(corpus, self.name, self._document, id_of)
 
     @cached_property
     def _scan(self) -> tuple[tuple[str, ...], frozenset[str]]:

@@ -138,6 +138,12 @@ class IrdsCollection:
                 values = {dst: getattr(doc, src, None) for src, dst in self._mapping.items()}
                 yield make_document(doc.doc_id, **values)
 
+    def docs_store(self):
+        """Documents by id through ir_datasets' own ``docs_store()`` (:mod:`irglow.data.docstore`)."""
+        from irglow.data.docstore import IrdsStore
+
+        return IrdsStore(self)
+
     def docs_count(self) -> int | None:
         ds = self._dataset()
         return ds.docs_count() if ds.has_docs() else None

@@ -39,8 +39,10 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
     batch pads to its own longest input."""
     out: np.ndarray | None = None
     batches = length_batches([text_length(x) for x in items], batch_size)
+    take = getattr(items, "take", None)  # a document store's sequence reads a batch in one call
     for idx in tqdm(batches, total=len(batches), desc=desc, unit="batch", disable=len(items) < 2 * batch_size):
-        vec = torch.nn.functional.normalize(encoder([items[i] for i in idx]).float(), dim=-1).cpu().numpy()
+        batch = take(idx) if take is not None else [items[i] for i in idx]
+        vec = torch.nn.functional.normalize(encoder(batch).float(), dim=-1).cpu().numpy()
         if out is None:
             out = np.zeros((len(items), vec.shape[1]), dtype=np.float32)
         out[idx] = vec
@@ -76,14 +78,15 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
     lo, hi = shard_bounds(len(docs), rank, world)
     target = Path(out_dir) if world == 1 else shard_dir(out_dir, rank, world)
     part = docs[lo:hi]
+    part_ids = part.ids() if hasattr(part, "ids") else [d.doc_id for d in part]  # a store's ids: no text read
     if world > 1 and (target / "ids.txt").is_file() and (target / "key.txt").is_file() and \
             (target / "key.txt").read_text(encoding="utf-8") == key and \
-            (target / "ids.txt").read_text(encoding="utf-8").splitlines() == [d.doc_id for d in part]:
+            (target / "ids.txt").read_text(encoding="utf-8").splitlines() == part_ids:
         return target, float("nan")
     t = time.perf_counter()
     vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else f"encode shard {rank}/{world}")
     rate = len(part) / max(1e-9, time.perf_counter() - t)
-    _write_embeddings(target, vectors, [d.doc_id for d in part], key)
+    _write_embeddings(target, vectors, part_ids, key)
     return target, rate
 
 

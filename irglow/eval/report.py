@@ -68,17 +68,17 @@ def _doc_texts(collection, shown_for: dict[str, set[str]], terms_of: dict[str, s
     fields_of: dict[str, list[list[str]]] = {}
     if collection is None or not shown_for:
         return out, fields_of
-    for doc in collection.docs_iter():
-        if doc.doc_id not in shown_for:
-            continue
+    from irglow.data.docstore import docs_store
+
+    store = docs_store(collection)  # the shown documents by id: no pass over the corpus
+    shown = sorted((d for d in shown_for if d in store), key=store.position_of)  # in corpus order, as before
+    for doc in (doc for lo in range(0, len(shown), 512) for doc in store.get_many(shown[lo:lo + 512])):
         fields = list(doc.fields)
         title_field = next((f for f in fields if f.lower() in ("title", "headline")), None)
         title = " ".join(doc.text(title_field).split())[:TITLE_CHARS] if title_field else ""
         body = " ".join(doc.text(f) for f in fields if f != title_field)
         out[doc.doc_id] = {q: [title, snippet(body, terms_of.get(q, set()))] for q in shown_for[doc.doc_id]}
         fields_of[doc.doc_id] = [[f, _cut(doc.text(f))] for f in fields]
-        if len(out) == len(shown_for):
-            break
     return out, fields_of
 
 

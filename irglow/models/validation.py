@@ -25,9 +25,10 @@ import random
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from irglow import settings
+from irglow.data.docstore import docs_store
 from irglow.data.records import Document, Qrel, Query
 
 
@@ -42,9 +43,10 @@ class ValidationSource:
     queries: tuple[Query, ...]
     qrels: tuple[Qrel, ...]
 
-    @cached_property
-    def docs(self) -> dict[str, Document]:
-        return {d.doc_id: d for d in self.collection.docs_iter()}
+    @property
+    def docs(self) -> Mapping[str, Document]:
+        """Its documents by id (:func:`~irglow.data.docstore.docs_store`): never the corpus in memory."""
+        return docs_store(self.collection)
 
     @cached_property
     def digest(self) -> dict[str, str]:
@@ -110,7 +112,7 @@ def sources(also: tuple[str, ...], n: int, seed: int | None, index_and_stats: Ca
     for spec, split in parse_sources(list(also), "train"):
         collection = load_collection(spec)
         index, stats = index_and_stats(collection)
-        doc_ids = {d.doc_id for d in collection.docs_iter()}
+        doc_ids = docs_store(collection)  # membership by id: nothing of a document's text held
         qrels = collection.qrels(split)
         judged = {r.query_id for r in qrels if r.relevance > 0 and r.doc_id in doc_ids}
         queries = [q for q in collection.queries(split) if q.query_id in judged and q.text.strip()]

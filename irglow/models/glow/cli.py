@@ -6,6 +6,7 @@ import argparse
 
 from irglow.lexical.defaults import DEPTH
 from irglow.settings import positive_int
+from irglow.data.docstore import docs_store
 from irglow.models.cli import add_train_parser
 
 
@@ -80,7 +81,7 @@ def cmd_train(args) -> int:
     coll, index, stats = _load(args, rank, world)
     cfg.setdefault("model", {}).setdefault("fields", list(index.fields))
     config = GlowTrainConfig.from_dict(cfg)
-    best = GlowTrainer(config, args.out).train(index, stats, {d.doc_id: d for d in coll.docs_iter()},
+    best = GlowTrainer(config, args.out).train(index, stats, docs_store(coll),
                                                coll.queries(args.split), coll.qrels(args.split),
                                                resume=not args.no_resume)
     if rank == 0:  # one writer
@@ -120,7 +121,7 @@ def cmd_search(args) -> int:
     if args.field_tokens:
         budgets = parse_field_tokens(args.field_tokens)
         model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))
-    run, info = glow_run(model, index, stats, list(coll.docs_iter()), coll.queries(args.split),
+    run, info = glow_run(model, index, stats, docs_store(coll).sequence(), coll.queries(args.split),
                          out.parent, out.stem, args.depth, faiss_kind=args.faiss, rank=rank, world=world)
     if run is None:  # a non-zero rank: its shard is encoded, rank 0 searches
         return 0
@@ -137,9 +138,7 @@ def cmd_explain(args) -> int:
     from irglow.models.glow.runner import featurizer_for
 
     coll, index, stats = _load(args)
-    doc = next((d for d in coll.docs_iter() if d.doc_id == args.doc), None)
-    if doc is None:
-        raise KeyError(f"document {args.doc!r} is not in {args.data}")
+    doc = docs_store(coll)[args.doc]  # a missing id: one line naming it and the collection
     models = {}
     for item in args.model:
         name, _, path = item.partition("=")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from irglow import settings as declared
 from irglow.config import as_names, stage_settings
+from irglow.data.docstore import docs_store
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
 
@@ -197,7 +198,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             model = _model_config(gcfg, source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
                                         training_inputs(gcfg, model, variant, source.digest, chosen))
-            docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
+            docs = docs if docs is not None else docs_store(source.collection)
             trained[variant] = GlowTrainer(GlowTrainConfig.from_dict({**gcfg, "model": model}), train_dir).train(
                 source.index, source.stats, docs, source.queries(), source.qrels(), validation=also)
         return trained
@@ -213,7 +214,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         trained = self.train(s, source, ctx.train_root)
         tune_q, _ = ([], []) if not trained else validation_queries(
             next(iter(trained.values())), source.queries(), source.qrels())
-        docs = list(ctx.collection.docs_iter())
+        docs = docs_store(ctx.collection).sequence()  # read a batch at a time as the corpus is encoded
         also = {"tune": tune_q} if tune_q and not ctx.zero_shot else None  # in domain: the same corpus
         runs, rates, checks = {}, {}, {}
         for name in self.tags(s):
@@ -267,7 +268,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
             log.info("%s: encoding the training corpus for its run of %d held-out training queries (the zero-shot "
                      "fusion's carried weights; fusion.zero_shot = 'rrf' skips this)", name, len(tune_q))
-            docs = list(source.collection.docs_iter())
+            docs = docs_store(source.collection).sequence()
             if name == "minilm":
                 return _checkpoint_run(model, docs, tune_q, [], work, name, depth)[0]
             return glow_run(model, source.index, source.stats, docs, tune_q, work, name, depth=depth,
@@ -309,7 +310,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             log.warning("%s: no judged training queries to check int8 on; encoding in fp32", name)
             return "fp32", {"used": "fp32", "why": "no judged training queries to check int8 on"}
         bm25 = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(queries, tag="bm25")
-        by_id = {d.doc_id: d for d in source.collection.docs_iter()}
+        by_id = docs_store(source.collection)
         pools = {q.query_id: [by_id[d] for d in dict.fromkeys(
             [d for d, _ in bm25.ranking.get(q.query_id, [])[:self.POOL_DEPTH]] +
             [r.doc_id for r in qrels if r.query_id == q.query_id]) if d in by_id] for q in queries}

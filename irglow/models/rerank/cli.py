@@ -6,6 +6,7 @@ import argparse
 
 from irglow import settings as declared
 from irglow.settings import positive_int
+from irglow.data.docstore import docs_store
 from irglow.models.cli import add_duplicates_option, add_train_parser
 
 
@@ -58,7 +59,7 @@ def cmd_train(args) -> int:
     config, raw = train_config(args.kind, args.config, args.set)
     coll = load_collection(args.data)
     index = build_index(coll, root=args.data_dir)
-    best = RerankTrainer(config, args.out).train(index, {d.doc_id: d for d in coll.docs_iter()},
+    best = RerankTrainer(config, args.out).train(index, docs_store(coll),
                                                  coll.queries(args.split), coll.qrels(args.split),
                                                  resume=not args.no_resume)
     write_manifest(args.out, {args.kind: raw, "data": args.data, "split": args.split}, seed=config.seed)
@@ -83,7 +84,7 @@ def cmd_rerank(args) -> int:
     model = load_reranker(args.model)
     coll = load_collection(args.data)
     queries = coll.queries(args.split)
-    docs = {d.doc_id: d for d in coll.docs_iter()}
+    docs = docs_store(coll)  # by id: a query's top documents at a time
     reranked = rerank(model, run, queries, docs, args.depth, args.batch_size, tag=args.tag or f"{run.tag}-{model.kind}")
     reranked.write(out)
     write_manifest(out.parent, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out))
@@ -97,7 +98,7 @@ def cmd_explain(args) -> int:
     from irglow.models.rerank.rerank import load_reranker
 
     model = load_reranker(args.model)
-    docs = {d.doc_id: d for d in load_collection(args.data).docs_iter()}
+    docs = docs_store(load_collection(args.data))
     missing = [d for d in args.doc if d not in docs]
     if missing:
         raise KeyError(f"document(s) {missing} are not in {args.data}")

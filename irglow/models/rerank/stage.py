@@ -32,6 +32,7 @@ from pathlib import Path
 
 from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
+from irglow.data.docstore import docs_store
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
 
@@ -286,7 +287,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         models = [m for m in s.models if only is None or m in only]
         if s.model_dir:
             return {m: p for m, p in self.reused_models(s).items() if m in models}
-        docs = docs if docs is not None else {d.doc_id: d for d in source.collection.docs_iter()}
+        docs = docs if docs is not None else docs_store(source.collection)
         # the checkpoint may be chosen on other sources too (irglow.models.validation)
         also, validated_on = chosen_on(source, s.validate_elsewhere)
         inputs = {"source": source.digest, **validated_on}
@@ -346,7 +347,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.runs.wanted import write_tuning_run
 
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
-        docs = {d.doc_id: d for d in ctx.collection.docs_iter()}
+        docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         depth, also, firsts, owner = s.depth, s.rerank_also, s.first_stages, s.models_of[name]
         first, first_training = self.first_stage(ctx, firsts[name])
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
@@ -360,7 +361,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
                 if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
                                                     for q in tune_q}, first_training.tag)
-        source_docs = {d.doc_id: d for d in source.collection.docs_iter()} \
+        source_docs = docs_store(source.collection) \
             if ctx.zero_shot and tune_first is not None else docs  # the held-out queries' documents
         precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs, source,
                                                      depth, name)

@@ -1,0 +1,327 @@
+"""Documents by id, never the corpus in memory: the one document store every stage reads text through.
+
+MS MARCO documents are 22 GB of text (v2: 130 GB); a ``{doc_id: Document}`` of the corpus does not fit beside a
+model. A store keeps, per document, its id and where its text is — a byte offset into a file, a key of
+ir_datasets' ``docs_store()`` — and reads a document when asked, as ir_datasets' docstores and Pyserini's
+``searcher.doc(id)`` do. What stays in memory grows with the number of documents (an id and an offset each), not
+with their text; the documents a stage holds at once are a batch (an encoding batch, a query's re-ranking depth).
+
+- a BEIR folder: offsets into ``corpus.jsonl`` itself, each line parsed by the collection's own reader (the same
+  :class:`~irglow.data.records.Document` ``docs_iter`` gives, errors named with file and line);
+- an ir_datasets collection: its ``docs_store()``, each record converted as ``docs_iter`` converts it;
+- a union of collections: each part's store, behind the part's id prefix;
+- a sample of a collection: the base collection's store, restricted to the kept documents;
+- any other collection (the demo, a collection written in Python): its documents written once, as JSON lines, to
+  a temporary file, and read back by offset.
+
+:func:`docs_store` gives a collection's store (one per collection object). ``store[doc_id]`` is a document (a
+missing id is a ``KeyError`` naming it and the collection), ``store.get_many(ids)`` a batch in the order asked,
+``store.sequence()`` the corpus in its order as a lazy sequence (``len``, ``[i]``, slices, iteration) for corpus
+encoding, ``store.ids()`` the ids in corpus order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+
+from irglow.data.records import Document, make_document
+
+
+class MissingDocument(KeyError):
+    """A document id the store does not hold (a run naming a document of another corpus)."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; this message is a sentence
+        return str(self.args[0])
+
+
+class DocStore(Mapping):
+    """Documents by id; iteration is over ids in corpus order (a Mapping that never materialises its values)."""
+
+    name: str = "collection"
+
+    # -- what a store implements ---------------------------------------------------------------
+    def ids(self) -> Sequence[str]:
+        """Every document id, in corpus order."""
+        raise NotImplementedError
+
+    def _read(self, positions: np.ndarray) -> list[Document]:
+        """The documents at these corpus positions, in that order."""
+        raise NotImplementedError
+
+    # -- derived -------------------------------------------------------------------------------
+    def position_of(self, doc_id: str) -> int | None:
+        return self._positions.get(doc_id)
+
+    @property
+    def _positions(self) -> dict[str, int]:
+        positions = self.__dict__.get("_pos")
+        if positions is None:
+            positions = self.__dict__["_pos"] = {d: i for i, d in enumerate(self.ids())}
+        return positions
+
+    def get_many(self, doc_ids: Iterable[str]) -> list[Document]:
+        """The documents of ``doc_ids``, in that order; an id the store lacks stops with its name."""
+        doc_ids = list(doc_ids)
+        at = []
+        for d in doc_ids:
+            p = self.position_of(d)
+            if p is None:
+                raise MissingDocument(f"document {d!r} is not in {self.name} (a run or judgment naming a document "
+                                      f"of another corpus, or an index built from another version of it)")
+            at.append(p)
+        return self._read(np.asarray(at, dtype=np.int64))
+
+    def __getitem__(self, doc_id: str) -> Document:
+        return self.get_many([doc_id])[0]
+
+    def __contains__(self, doc_id) -> bool:
+        return isinstance(doc_id, str) and self.position_of(doc_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids())
+
+    def __len__(self) -> int:
+        return len(self.ids())
+
+    def sequence(self) -> "DocSequence":
+        """The corpus in its order as a lazy sequence: what corpus encoding reads, a batch at a time."""
+        return DocSequence(self, 0, len(self))
+
+    def iter_batches(self, size: int = 1024) -> Iterator[list[Document]]:
+        """The corpus in order, ``size`` documents at a time."""
+        n = len(self)
+        for lo in range(0, n, size):
+            yield self._read(np.arange(lo, min(n, lo + size), dtype=np.int64))
+
+
+class DocSequence(Sequence):
+    """Positions ``lo`` … ``hi`` of a store's corpus, read on access (slicing gives another view, no copy)."""
+
+    def __init__(self, store: DocStore, lo: int, hi: int):
+        self.store, self.lo, self.hi = store, lo, hi
+
+    def __len__(self) -> int:
+        return self.hi - self.lo
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("a document sequence is sliced contiguously")
+            return DocSequence(self.store, self.lo + start, self.lo + max(start, stop))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.store._read(np.asarray([self.lo + i]))[0]
+
+    def take(self, positions: Sequence[int]) -> list[Document]:
+        """Several documents at once (one read per batch, not one per document)."""
+        return self.store._read(np.asarray(positions, dtype=np.int64) + self.lo)
+
+    def __iter__(self) -> Iterator[Document]:
+        for lo in range(self.lo, self.hi, 1024):
+            yield from self.store._read(np.arange(lo, min(self.hi, lo + 1024), dtype=np.int64))
+
+    def ids(self) -> list[str]:
+        ids = self.store.ids()
+        return [ids[i] for i in range(self.lo, self.hi)]
+
+
+class JsonLinesStore(DocStore):
+    """Documents at byte offsets of a JSON Lines file, each line parsed by ``parse(line_number, text)``."""
+
+    def __init__(self, path: Path, name: str, parse: Callable[[int, str], Document], ids: list[str],
+                 offsets: np.ndarray, lines: np.ndarray):
+        self.path, self.name, self.parse = Path(path), name, parse
+        self._ids, self.offsets, self.lines = ids, offsets, lines
+
+    @classmethod
+    def scan(cls, path: Path, name: str, parse: Callable[[int, str], Document],
+             id_of: Callable[[int, str], str | None]) -> "JsonLinesStore":
+        """One pass over the file: each record's id (``id_of``; ``None`` skips the line), offset and line number."""
+        ids, offsets, lines = [], [], []
+        at = 0
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                doc_id = id_of(n, _text(n, raw)) if raw.strip() else None
+                if doc_id is not None:
+                    ids.append(doc_id)
+                    offsets.append(at)
+                    lines.append(n)
+                at += len(raw)
+        return cls(path, name, parse, ids, np.asarray(offsets, np.int64), np.asarray(lines, np.int64))
+
+    def ids(self) -> Sequence[str]:
+        return self._ids
+
+    def _fd(self) -> int:
+        """A descriptor of the file for this process (``os.pread`` never moves a shared offset, so forked
+        workers and threads read side by side)."""
+        held = self.__dict__.get("_held")
+        if held is None or held[0] != os.getpid():
+            held = self.__dict__["_held"] = (os.getpid(), os.open(self.path, os.O_RDONLY))
+            weakref.finalize(self, _close, held[1])
+        return held[1]
+
+    def _read(self, positions: np.ndarray) -> list[Document]:
+        fd, out = self._fd(), []
+        for p in positions.tolist():
+            start = int(self.offsets[p])
+            raw = bytearray()
+            while True:  # a record is one line: read until its newline (or the end of the file)
+                chunk = os.pread(fd, 1 << 16, start + len(raw))
+                end = chunk.find(b"\n")
+                raw += chunk if end < 0 else chunk[:end + 1]
+                if end >= 0 or not chunk:
+                    break
+            n = int(self.lines[p])
+            out.append(self.parse(n, _text(n, bytes(raw))))
+        return out
+
+
+def _text(n: int, raw: bytes) -> str:
+    """A line's text as :func:`~irglow.data.trec.utf8_lines` reads it: the first line's byte-order mark dropped."""
+    text = raw.decode("utf-8", errors="replace")
+    return text[1:] if n == 1 and text.startswith("\ufeff") else text
+
+
+class IrdsStore(DocStore):
+    """ir_datasets' ``docs_store()``: documents by id from its own lookup structures."""
+
+    def __init__(self, collection):
+        self.collection, self.name = collection, collection.name
+
+    def ids(self) -> Sequence[str]:
+        if "_ids" not in self.__dict__:
+            self._ids = [d.doc_id for d in self.collection._dataset().docs_iter()]
+        return self._ids
+
+    def _read(self, positions: np.ndarray) -> list[Document]:
+        ids = self.ids()
+        wanted = [ids[p] for p in positions.tolist()]
+        found = self.collection._dataset().docs_store().get_many(wanted)
+        mapping = self.collection._mapping
+        return [make_document(d, **{dst: getattr(found[d], src, None) for src, dst in mapping.items()})
+                for d in wanted]
+
+
+class UnionStore(DocStore):
+    """A union's documents: part ``k``'s store behind the id prefix ``k/``."""
+
+    def __init__(self, union, parts: list[DocStore]):
+        self.name, self.parts = union.name, parts
+        self.starts = np.cumsum([0] + [len(p) for p in parts])
+
+    def ids(self) -> Sequence[str]:
+        if "_ids" not in self.__dict__:
+            self._ids = [f"{k}/{d}" for k, p in enumerate(self.parts) for d in p.ids()]
+        return self._ids
+
+    def _read(self, positions: np.ndarray) -> list[Document]:
+        part = np.searchsorted(self.starts, positions, side="right") - 1
+        out: list[Document | None] = [None] * len(positions)
+        for k in np.unique(part).tolist():
+            at = np.flatnonzero(part == k)
+            docs = self.parts[k]._read(positions[at] - self.starts[k])
+            for i, d in zip(at.tolist(), docs):
+                out[i] = d._replace(doc_id=f"{k}/{d.doc_id}")
+        return out  # type: ignore[return-value]
+
+
+class SampledStore(DocStore):
+    """A sample's documents: the base store at the kept documents' positions, in the base corpus order."""
+
+    def __init__(self, sample, base: DocStore):
+        self.name, self.base = sample.name, base
+        kept = {d.doc_id for d in _ids_only(sample)}
+        self.at = np.asarray([i for i, d in enumerate(base.ids()) if d in kept], dtype=np.int64)
+
+    def ids(self) -> Sequence[str]:
+        if "_ids" not in self.__dict__:
+            base = self.base.ids()
+            self._ids = [base[i] for i in self.at.tolist()]
+        return self._ids
+
+    def _read(self, positions: np.ndarray) -> list[Document]:
+        return self.base._read(self.at[positions])
+
+
+def _ids_only(collection) -> Iterator[Document]:
+    """A collection's documents one at a time (nothing kept): what a sample's membership is read from."""
+    yield from collection.docs_iter()
+
+
+class ExportedStore(JsonLinesStore):
+    """Any other collection: its documents written once, in order, to a temporary JSON Lines file (removed with the
+    store), then read by offset — one pass over ``docs_iter()``, one document alive at a time."""
+
+    @classmethod
+    def of(cls, collection) -> "ExportedStore":
+        fd, name = tempfile.mkstemp(prefix="irglow-docstore-", suffix=".jsonl")
+        ids, offsets = [], []
+        at = 0
+        with os.fdopen(fd, "wb") as out:
+            for doc in collection.docs_iter():
+                line = (json.dumps({"i": doc.doc_id, "f": {k: list(v) for k, v in doc.fields.items()}},
+                                   ensure_ascii=False) + "\n").encode("utf-8")
+                ids.append(doc.doc_id)
+                offsets.append(at)
+                out.write(line)
+                at += len(line)
+        store = cls(Path(name), getattr(collection, "name", "collection"), _exported_document, ids,
+                    np.asarray(offsets, np.int64), np.ones(len(ids), np.int64) * 2)
+        weakref.finalize(store, _remove, name)
+        return store
+
+
+def _exported_document(n: int, line: str) -> Document:
+    record = json.loads(line)
+    return Document(record["i"], {k: tuple(v) for k, v in record["f"].items()})
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def docs_store(collection) -> DocStore:
+    """``collection``'s document store, made once per collection object (see the module docstring)."""
+    store = getattr(collection, "_irglow_docstore", None)
+    if store is not None:
+        return store
+    made = getattr(collection, "docs_store", None)
+    if callable(made):
+        store = made()
+    else:
+        from irglow.data.collection import SampledCollection
+        from irglow.data.union import UnionCollection
+
+        if isinstance(collection, UnionCollection):
+            store = UnionStore(collection, [docs_store(c) for c, _ in collection.parts])
+        elif isinstance(collection, SampledCollection):
+            store = SampledStore(collection, docs_store(collection.base))
+        else:
+            store = ExportedStore.of(collection)
+    try:
+        collection._irglow_docstore = store
+    except AttributeError:  # a collection with __slots__: made again when asked again
+        pass
+    return store
