@@ -106,5 +106,11 @@ class SampledCollection:
                 others += 1
                 yield doc
 
+    def docs_store(self):
+        """The base collection's store, restricted to the kept documents (:mod:`irglow.data.docstore`)."""
+        from irglow.data.docstore import SampledStore, docs_store
+
+        return SampledStore(self, docs_store(self.base))
+
     def docs_count(self) -> int | None:
         return None

@@ -307,19 +307,8 @@ def docs_store(collection) -> DocStore:
     store = getattr(collection, "_irglow_docstore", None)
     if store is not None:
         return store
-    made = getattr(collection, "docs_store", None)
-    if callable(made):
-        store = made()
-    else:
-        from irglow.data.collection import SampledCollection
-        from irglow.data.union import UnionCollection
-
-        if isinstance(collection, UnionCollection):
-            store = UnionStore(collection, [docs_store(c) for c, _ in collection.parts])
-        elif isinstance(collection, SampledCollection):
-            store = SampledStore(collection, docs_store(collection.base))
-        else:
-            store = ExportedStore.of(collection)
+    made = getattr(collection, "docs_store", None)  # a collection that knows where its documents are
+    store = made() if callable(made) else ExportedStore.of(collection)
     try:
         collection._irglow_docstore = store
     except AttributeError:  # a collection with __slots__: made again when asked again

@@ -128,6 +128,12 @@ class UnionCollection:
             for d in coll.docs_iter():
                 yield d._replace(doc_id=f"{k}/{d.doc_id}")
 
+    def docs_store(self):
+        """Each part's store behind its id prefix (:mod:`irglow.data.docstore`)."""
+        from irglow.data.docstore import UnionStore, docs_store
+
+        return UnionStore(self, [docs_store(c) for c, _ in self.parts])
+
     def _check(self, split: str) -> None:
         if split != SPLIT:
             raise ValueError(f"a union of training sources ({', '.join(self.labels)}) has one split, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -34,9 +34,11 @@ def text_length(item) -> int:
 
 
 @torch.no_grad()
-def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: str = "encode") -> np.ndarray:
+def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: str = "encode",
+           out_path: Path | None = None) -> np.ndarray:
     """L2-normalised vectors of ``items`` in their order; batched by length (:mod:`irglow.utils.batching`) so a
-    batch pads to its own longest input."""
+    batch pads to its own longest input.  ``out_path``: written there as a ``.npy`` file memory-mapped while it
+    fills (a corpus's vectors never held in memory twice, nor whole), and returned as that map."""
     out: np.ndarray | None = None
     batches = length_batches([text_length(x) for x in items], batch_size)
     take = getattr(items, "take", None)  # a document store's sequence reads a batch in one call
@@ -44,9 +46,17 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
         batch = take(idx) if take is not None else [items[i] for i in idx]
         vec = torch.nn.functional.normalize(encoder(batch).float(), dim=-1).cpu().numpy()
         if out is None:
-            out = np.zeros((len(items), vec.shape[1]), dtype=np.float32)
+            shape = (len(items), vec.shape[1])
+            out = np.zeros(shape, dtype=np.float32) if out_path is None else \
+                np.lib.format.open_memmap(out_path, mode="w+", dtype=np.float32, shape=shape)
         out[idx] = vec
-    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+    if out is None:
+        out = np.zeros((0, 0), dtype=np.float32)
+        if out_path is not None:
+            np.save(out_path, out)
+    elif out_path is not None:
+        out.flush()
+    return out
 
 
 def shard_bounds(n: int, rank: int, world: int) -> tuple[int, int]:
@@ -58,13 +68,6 @@ def shard_bounds(n: int, rank: int, world: int) -> tuple[int, int]:
 
 def shard_dir(out_dir: str | Path, rank: int, world: int) -> Path:
     return Path(f"{out_dir}.shards") / f"{rank:03d}-of-{world:03d}"
-
-
-def _write_embeddings(folder: Path, vectors: np.ndarray, ids: Sequence[str], key: str = "") -> None:
-    with atomic_dir(folder) as tmp:
-        np.save(tmp / "embeddings.npy", vectors.astype(np.float32))
-        (tmp / "ids.txt").write_text("".join(i + "\n" for i in ids), encoding="utf-8")
-        (tmp / "key.txt").write_text(key, encoding="utf-8")
 
 
 def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
@@ -84,9 +87,13 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
             (target / "ids.txt").read_text(encoding="utf-8").splitlines() == part_ids:
         return target, float("nan")
     t = time.perf_counter()
-    vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else f"encode shard {rank}/{world}")
+    with atomic_dir(target) as tmp:  # the vectors go straight to disk: a killed encoding leaves nothing to reuse
+        vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else
+                         f"encode shard {rank}/{world}", out_path=tmp / "embeddings.npy")
+        del vectors
+        (tmp / "ids.txt").write_text("".join(i + "\n" for i in part_ids), encoding="utf-8")
+        (tmp / "key.txt").write_text(key, encoding="utf-8")
     rate = len(part) / max(1e-9, time.perf_counter() - t)
-    _write_embeddings(target, vectors, part_ids, key)
     return target, rate
 
 
@@ -98,8 +105,20 @@ def merge_shards(out_dir: str | Path, world: int) -> Path:
         raise FileNotFoundError(f"cannot merge {out_dir}: shards not written yet: {missing}")
     loaded = [load_embeddings(p) for p in parts]
     filled = [v for v, _ in loaded if len(v)]  # an empty shard is (0, 0): its width is unknown
-    vectors = np.concatenate(filled) if filled else loaded[0][0]
-    _write_embeddings(Path(out_dir), vectors, [i for _, ids in loaded for i in ids])
+    with atomic_dir(Path(out_dir)) as tmp:  # shard by shard into one memory-mapped file: never all in memory
+        if filled:
+            merged = np.lib.format.open_memmap(tmp / "embeddings.npy", mode="w+", dtype=np.float32,
+                                               shape=(sum(len(v) for v in filled), filled[0].shape[1]))
+            at = 0
+            for v in filled:
+                merged[at:at + len(v)] = v
+                at += len(v)
+            merged.flush()
+            del merged
+        else:
+            np.save(tmp / "embeddings.npy", np.zeros((0, 0), dtype=np.float32))
+        (tmp / "ids.txt").write_text("".join(i + "\n" for _, ids in loaded for i in ids), encoding="utf-8")
+        (tmp / "key.txt").write_text("", encoding="utf-8")
     import shutil
 
     shutil.rmtree(Path(f"{out_dir}.shards"), ignore_errors=True)
@@ -107,8 +126,13 @@ def merge_shards(out_dir: str | Path, world: int) -> Path:
 
 
 def load_embeddings(folder: str | Path) -> tuple[np.ndarray, list[str]]:
+    """The vectors memory-mapped (read-only: pages come from the file as faiss copies them in), and the ids."""
     folder = Path(folder)
-    return np.load(folder / "embeddings.npy"), (folder / "ids.txt").read_text(encoding="utf-8").splitlines()
+    return (np.load(folder / "embeddings.npy", mmap_mode="r"),
+            (folder / "ids.txt").read_text(encoding="utf-8").splitlines())
+
+
+ADD_ROWS = 65_536  # vectors handed to faiss at once: its index holds the only full copy
 
 
 def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 256):
@@ -122,7 +146,8 @@ def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_se
         index.hnsw.efSearch = ef_search
     else:
         raise ValueError(f"faiss index kind must be 'flat' or 'hnsw', not {kind!r}")
-    index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    for lo in range(0, len(vectors), ADD_ROWS):
+        index.add(np.ascontiguousarray(vectors[lo:lo + ADD_ROWS], dtype=np.float32))
     return index
 
 
