@@ -47,8 +47,7 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
         vec = torch.nn.functional.normalize(encoder(batch).float(), dim=-1).cpu().numpy()
         if out is None:
             shape = (len(items), vec.shape[1])
-            out = np.zeros(shape, dtype=np.float32) if out_path is None else \
-                np.lib.format.open_memmap(out_path, mode="w+", dtype=np.float32, shape=shape)
+            out = np.zeros(shape, dtype=np.float32) if out_path is None else vector_file(out_path, shape)
         out[idx] = vec
     if out is None:
         out = np.zeros((0, 0), dtype=np.float32)
@@ -56,6 +55,27 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
             np.save(out_path, out)
     elif out_path is not None:
         out.flush()
+    return out
+
+
+def vector_file(path: Path, shape: tuple[int, int]) -> np.ndarray:
+    """A ``.npy`` file of float32 vectors, memory-mapped for writing, its blocks reserved on disk at once: a map over
+    a sparse file would kill the process (SIGBUS) when a full disk refuses a page, halfway through an encoding;
+    reserved, a full disk is an ``OSError`` (ENOSPC) before the first vector, which the command line names."""
+    import errno
+    import os
+
+    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fallocate(fd, 0, os.path.getsize(path))
+    except OSError as e:
+        del out
+        raise OSError(e.errno or errno.ENOSPC, f"no space left on the device holding {Path(path).parent.parent} "
+                      f"for {shape[0]:,} vectors of {shape[1]} dimensions ({shape[0] * shape[1] * 4 / 2**20:,.0f} MB); "
+                      f"nothing was kept", str(path)) from None
+    finally:
+        os.close(fd)
     return out
 
 
@@ -107,8 +127,7 @@ def merge_shards(out_dir: str | Path, world: int) -> Path:
     filled = [v for v, _ in loaded if len(v)]  # an empty shard is (0, 0): its width is unknown
     with atomic_dir(Path(out_dir)) as tmp:  # shard by shard into one memory-mapped file: never all in memory
         if filled:
-            merged = np.lib.format.open_memmap(tmp / "embeddings.npy", mode="w+", dtype=np.float32,
-                                               shape=(sum(len(v) for v in filled), filled[0].shape[1]))
+            merged = vector_file(tmp / "embeddings.npy", (sum(len(v) for v in filled), filled[0].shape[1]))
             at = 0
             for v in filled:
                 merged[at:at + len(v)] = v
