@@ -90,18 +90,9 @@ class BeirCollection:
         (:mod:`irglow.data.docstore`)."""
         from irglow.data.docstore import JsonLinesStore
 
-        corpus = self.path / "corpus.jsonl"
-        first_line: dict[str, int] = {}
-
-        def id_of(n: int, line: str) -> str:
-            doc_id = self._document(n, line).doc_id
-            if doc_id in first_line:
-                raise FormatError(corpus, n, f"duplicate document id {doc_id!r} (first on line {first_line[doc_id]})",
-                                  line)
-            first_line[doc_id] = n
-            return doc_id
-
-        return JsonLinesStore.scan(corpus, self.name, self._document, id_of)
+        # every record is checked as docs_iter checks it; a repeated id is found on the ids' hashes
+        return JsonLinesStore.scan(self.path / "corpus.jsonl", self.name, self._document,
+                                   lambda n, line: self._document(n, line).doc_id)
 
     @cached_property
     def _scan(self) -> tuple[tuple[str, ...], frozenset[str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
@@ -101,20 +101,33 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
     lo, hi = shard_bounds(len(docs), rank, world)
     target = Path(out_dir) if world == 1 else shard_dir(out_dir, rank, world)
     part = docs[lo:hi]
-    part_ids = part.ids() if hasattr(part, "ids") else [d.doc_id for d in part]  # a store's ids: no text read
+
+    def part_ids() -> Iterable[str]:  # streamed: a store's sequence reads its ids, nothing kept
+        return part.ids() if hasattr(part, "ids") else (d.doc_id for d in part)
+
     if world > 1 and (target / "ids.txt").is_file() and (target / "key.txt").is_file() and \
-            (target / "key.txt").read_text(encoding="utf-8") == key and \
-            (target / "ids.txt").read_text(encoding="utf-8").splitlines() == part_ids:
+            (target / "key.txt").read_text(encoding="utf-8") == key and _same_lines(target / "ids.txt", part_ids()):
         return target, float("nan")
     t = time.perf_counter()
     with atomic_dir(target) as tmp:  # the vectors go straight to disk: a killed encoding leaves nothing to reuse
         vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else
                          f"encode shard {rank}/{world}", out_path=tmp / "embeddings.npy")
         del vectors
-        (tmp / "ids.txt").write_text("".join(i + "\n" for i in part_ids), encoding="utf-8")
+        with open(tmp / "ids.txt", "w", encoding="utf-8") as f:
+            for i in part_ids():
+                f.write(i + "\n")
         (tmp / "key.txt").write_text(key, encoding="utf-8")
     rate = len(part) / max(1e-9, time.perf_counter() - t)
     return target, rate
+
+
+def _same_lines(path: Path, items: Iterable[str]) -> bool:
+    """Whether the file's lines are ``items``, compared as both are read."""
+    import itertools
+
+    with open(path, encoding="utf-8") as f:
+        return all(a is not None and b is not None and a.rstrip("\n") == b
+                   for a, b in itertools.zip_longest(f, items))
 
 
 def merge_shards(out_dir: str | Path, world: int) -> Path:

@@ -156,3 +156,14 @@ def test_the_rerank_glow_and_pyterrier_entry_points_never_hold_the_corpus(tmp_pa
     assert len(Glow(model, index, docs=counted).transform(ranked)) > 0
     assert len(CrossEncoder(str(tmp_path / "monobert"), docs=counted).transform(ranked)) > 0
     assert ALIVE[1] <= BOUND, f"{ALIVE[1]} documents of the collection were alive at once"
+
+
+def test_a_repeated_id_stops_the_store_naming_both_lines(tmp_path):
+    beir_from_demo(tmp_path / "beir")
+    corpus = tmp_path / "beir" / "corpus.jsonl"
+    first = corpus.read_text(encoding="utf-8").splitlines()[0]
+    with open(corpus, "a", encoding="utf-8") as f:
+        f.write(first + "\n")
+    lines = len(corpus.read_text(encoding="utf-8").splitlines())
+    with pytest.raises(Exception, match=rf"corpus.jsonl:{lines}: duplicate document id .* \(first on line 1\)"):
+        docs_store(BeirCollection(tmp_path / "beir"))
