@@ -167,25 +167,73 @@ def load_embeddings(folder: str | Path) -> tuple[np.ndarray, list[str]]:
 ADD_ROWS = 65_536  # vectors handed to faiss at once: its index holds the only full copy
 
 
-def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 256):
+FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq")
+
+
+def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 256,
+                nlist: int | None = None, nprobe: int = 128, pq_m: int | None = None):
+    """An inner-product faiss index of ``vectors`` (a memory map is read ``ADD_ROWS`` rows at a time: the index holds
+    the only full copy).  ``flat``: exact; ``hnsw``: a graph, ~1.3× flat's memory; ``ivf``: ``nlist`` clusters
+    (default 4·√n), ``nprobe`` searched, flat's memory; ``ivfpq``: the same clusters with each vector
+    product-quantised to ``pq_m`` bytes (default dimension / 4): 1/16 of flat's memory, for corpora whose flat
+    index would not fit.  Recall against flat: ``bench/faiss_recall.py`` (BENCHMARKS.md)."""
     import faiss
 
-    d = vectors.shape[1]
+    n, d = vectors.shape
     if kind == "flat":
         index = faiss.IndexFlatIP(d)
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, hnsw_m, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efSearch = ef_search
+    elif kind in ("ivf", "ivfpq"):
+        lists = max(1, min(nlist or int(4 * np.sqrt(max(n, 1))), n // 39 or 1))  # faiss wants ≥ 39 points a list
+        m = pq_m or max(1, d // 4)
+        if kind == "ivfpq" and d % m:
+            raise ValueError(f"ivfpq: {m} sub-quantizers must divide the dimension {d}")
+        if kind == "ivfpq" and n < 39 * 256:
+            raise ValueError(f"ivfpq trains 256 codes per sub-vector on at least {39 * 256:,} vectors; this corpus has "
+                             f"{n:,}: use flat or ivf (ivfpq is for corpora whose flat index would not fit)")
+        # the factory's index owns its coarse quantizer (no Python object to outlive it)
+        index = faiss.index_factory(d, f"IVF{lists},Flat" if kind == "ivf" else f"IVF{lists},PQ{m}",
+                                    faiss.METRIC_INNER_PRODUCT)
+        step = max(1, n // (256 * lists))  # trained on an even sample (a copy of the sample only)
+        index.train(np.ascontiguousarray(vectors[::step], dtype=np.float32))
+        index.nprobe = min(nprobe, lists)
     else:
-        raise ValueError(f"faiss index kind must be 'flat' or 'hnsw', not {kind!r}")
-    for lo in range(0, len(vectors), ADD_ROWS):
+        raise ValueError(f"faiss index kind must be one of {', '.join(FAISS_KINDS)}, not {kind!r}")
+    for lo in range(0, n, ADD_ROWS):
         index.add(np.ascontiguousarray(vectors[lo:lo + ADD_ROWS], dtype=np.float32))
     return index
+
+
+def sharded_search(vectors: np.ndarray, doc_ids: Sequence[str], queries: Sequence[Query], query_vectors: np.ndarray,
+                   depth: int = 1000, tag: str = "dense", shard_rows: int = 1_000_000, kind: str = "flat") -> Run:
+    """:func:`dense_search` where one index does not fit: an index of ``shard_rows`` vectors at a time (each built,
+    searched with every query and freed before the next), the shards' top ``depth`` merged per query.  With flat
+    shards the ranking is a flat index's (tested)."""
+    k_all = min(depth, len(doc_ids))
+    best_s = np.full((len(queries), k_all), -np.inf, dtype=np.float32)
+    best_r = np.full((len(queries), k_all), -1, dtype=np.int64)
+    qv = np.ascontiguousarray(query_vectors, dtype=np.float32)
+    for lo in range(0, len(doc_ids), shard_rows):
+        shard = faiss_index(vectors[lo:lo + shard_rows], kind)
+        scores, rows = shard.search(qv, min(k_all, len(doc_ids) - lo))
+        del shard
+        rows = np.where(rows >= 0, rows + lo, -1)
+        scores = np.where(rows >= 0, scores, -np.inf)
+        all_s, all_r = np.concatenate([best_s, scores], axis=1), np.concatenate([best_r, rows], axis=1)
+        keep = np.argsort(-all_s, axis=1, kind="stable")[:, :k_all]
+        best_s, best_r = np.take_along_axis(all_s, keep, 1), np.take_along_axis(all_r, keep, 1)
+    ranking = {q.query_id: [(doc_ids[j], float(v)) for j, v in zip(r, s) if j >= 0]
+               for q, s, r in zip(queries, best_s, best_r)}
+    return Run(ranking, tag)
 
 
 def dense_search(index, doc_ids: Sequence[str], queries: Sequence[Query], query_vectors: np.ndarray,
                  depth: int = 1000, tag: str = "dense") -> Run:
     k = min(depth, len(doc_ids))
+    if hasattr(index, "hnsw"):  # a graph search explores efSearch candidates: fewer than k cannot return k good ones
+        index.hnsw.efSearch = max(index.hnsw.efSearch, k)
     scores, rows = index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
     ranking = {}
     for q, s, r in zip(queries, scores, rows):

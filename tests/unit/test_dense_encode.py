@@ -27,3 +27,41 @@ def test_a_shard_left_by_another_model_is_encoded_again(tmp_path):
     assert calls == [3, 3]  # another model: encoded again
     vectors, ids = load_embeddings(shard_dir(tmp_path / "emb", 0, 2))
     assert ids == ["d0", "d1", "d2"] and vectors[0, 0] < 0
+
+
+def _unit(n: int, d: int, seed: int = 1):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    v = rng.standard_normal((n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_sharded_search_ranks_as_one_flat_index():
+    """Issue 51: shard by shard (each index built, searched, freed), the tops merged: the flat index's ranking."""
+    from irglow.data.records import Query
+    from irglow.dense.encode import dense_search, faiss_index, sharded_search
+
+    v = _unit(3000, 32)
+    q = v[:15] + 0.05 * _unit(15, 32, 2)
+    ids, queries = [f"d{i}" for i in range(3000)], [Query(f"q{i}", "x") for i in range(15)]
+    whole = dense_search(faiss_index(v), ids, queries, q, 100)
+    for rows in (700, 1000, 5000):
+        sharded = sharded_search(v, ids, queries, q, 100, shard_rows=rows)
+        assert {k: [d for d, _ in r] for k, r in sharded.ranking.items()} == \
+            {k: [d for d, _ in r] for k, r in whole.ranking.items()}
+
+
+def test_ivf_kinds_search_and_ivfpq_refuses_a_small_corpus():
+    import pytest
+
+    from irglow.dense.encode import faiss_index
+
+    v = _unit(4000, 32)
+    index = faiss_index(v, "ivf", nprobe=1000)  # every list probed: exact
+    _, rows = index.search(v[:5], 1)
+    assert rows[:, 0].tolist() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="ivfpq trains 256 codes per sub-vector on at least 9,984 vectors"):
+        faiss_index(v, "ivfpq")
+    with pytest.raises(ValueError, match="faiss index kind must be one of flat, hnsw, ivf, ivfpq"):
+        faiss_index(v, "lsh")

@@ -23,7 +23,12 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--split", default="test")
     s.add_argument("--model", required=True)
     s.add_argument("--depth", type=positive_int, default=DEPTH)
-    s.add_argument("--faiss", choices=["flat", "hnsw"], default="flat")
+    s.add_argument("--faiss", choices=["flat", "hnsw", "ivf", "ivfpq"], default="flat",
+                   help="flat: exact; hnsw; ivf (clusters, nprobe 128); ivfpq (1/16 of flat's memory, for corpora whose "
+                        "flat index would not fit; recall against flat in BENCHMARKS.md)")
+    s.add_argument("--shard-rows", type=positive_int, default=None,
+                   help="search an index of this many vectors at a time and merge the tops (a corpus whose one index "
+                        "does not fit in memory)")
     s.add_argument("--field-tokens", action="append", default=[], metavar="FIELD=N",
                    help="a field's token budget at search time (repeatable; default: the model's own), e.g. "
                         "text=256; '*=N' sets the fields not named (the title's default)")
@@ -122,7 +127,8 @@ def cmd_search(args) -> int:
         budgets = parse_field_tokens(args.field_tokens)
         model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))
     run, info = glow_run(model, index, stats, docs_store(coll).sequence(), coll.queries(args.split),
-                         out.parent, out.stem, args.depth, faiss_kind=args.faiss, rank=rank, world=world)
+                         out.parent, out.stem, args.depth, faiss_kind=args.faiss, rank=rank, world=world,
+                         shard_rows=args.shard_rows)
     if run is None:  # a non-zero rank: its shard is encoded, rank 0 searches
         return 0
     run.write(out)

@@ -11,7 +11,7 @@ import torch
 
 from irglow.data.records import Document, Query
 from irglow.dense.encode import (dense_search, encode, encode_corpus, faiss_index, load_embeddings, merge_shards,
-                                 model_digest)
+                                 model_digest, sharded_search)
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device, read_training
@@ -41,7 +41,8 @@ def glow_encoders(model: GlowEncoder, feat: Featurizer, device, precision: str =
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
              queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
              faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
-             rank: int = 0, world: int = 1, precision: str = "fp32") -> tuple[Run | None, dict]:
+             rank: int = 0, world: int = 1, precision: str = "fp32", shard_rows: int | None = None
+             ) -> tuple[Run | None, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
     searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
 
@@ -71,6 +72,11 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
         qv = encode(queries, query_encoder, batch_size)
         more = {name: encode(qs, query_encoder, batch_size) for name, qs in (also or {}).items() if qs}
     vectors, ids = load_embeddings(emb_dir)
+    if shard_rows:  # one index of the whole corpus would not fit: shard by shard, the tops merged
+        run = sharded_search(vectors, ids, queries, qv, depth, tag, shard_rows, faiss_kind)
+        extra = {name: sharded_search(vectors, ids, also[name], v, depth, tag, shard_rows, faiss_kind)
+                 for name, v in more.items()}
+        return run, {"docs_per_s": rate, "also": extra}
     index_ = faiss_index(vectors, faiss_kind)
     run = dense_search(index_, ids, queries, qv, depth, tag)
     extra = {name: dense_search(index_, ids, also[name], v, depth, tag) for name, v in more.items()}
