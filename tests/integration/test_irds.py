@@ -25,6 +25,10 @@ def test_irds_beir_collection_fields_queries_qrels(tmp_path):
         docs = list(c.docs_iter())
         print(c.fields, [(d.doc_id, sorted(d.fields)) for d in docs], docs[0].fields["title"])
         print(c.queries("test"), c.qrels("test"))
+        from irglow.data.docstore import docs_store
+        store = docs_store(c)  # ir_datasets' own docs_store(): the documents docs_iter gives, by id
+        assert store.get_many(["d2", "d1"]) == [docs[1], docs[0]] and list(store.sequence()) == docs
+        assert "d3" not in store and len(store) == 2
     """)
     env = dict(os.environ, IR_DATASETS_HOME=str(home))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
