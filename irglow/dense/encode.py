@@ -6,6 +6,9 @@ Embeddings are L2-normalised float32, so inner product = cosine; ``IndexFlatIP``
 
 from __future__ import annotations
 
+import errno
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -35,36 +38,60 @@ def text_length(item) -> int:
 
 @torch.no_grad()
 def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: str = "encode",
-           out_path: Path | None = None) -> np.ndarray:
+           out_path: Path | None = None, resume: bool = False) -> np.ndarray:
     """L2-normalised vectors of ``items`` in their order; batched by length (:mod:`irglow.utils.batching`) so a
     batch pads to its own longest input.  ``out_path``: written there as a ``.npy`` file memory-mapped while it
-    fills (a corpus's vectors never held in memory twice, nor whole), and returned as that map."""
+    fills (a corpus's vectors never held in memory twice, nor whole), and returned as that map; beside it
+    ``<name>.done.npy`` marks the batches on disk (written after their vectors are flushed), so that with
+    ``resume`` an encoding killed halfway continues with the batches it had not finished."""
     out: np.ndarray | None = None
     batches = length_batches([text_length(x) for x in items], batch_size)
     take = getattr(items, "take", None)  # a document store's sequence reads a batch in one call
-    for idx in tqdm(batches, total=len(batches), desc=desc, unit="batch", disable=len(items) < 2 * batch_size):
+    done_path = None if out_path is None else Path(out_path).with_suffix(".done.npy")
+    done = np.zeros(len(batches), dtype=bool)
+    if resume and out_path is not None and Path(out_path).is_file() and done_path.is_file():
+        kept = np.load(done_path)
+        mapped = np.load(out_path, mmap_mode="r+")
+        if len(kept) == len(batches) and mapped.shape[0] == len(items):  # the same batches of the same items
+            out, done = mapped, kept
+    last_mark = time.perf_counter()
+    todo = [b for b, d in zip(batches, done) if not d]
+    for k, idx in tqdm(((k, b) for k, b in enumerate(batches) if not done[k]), total=len(todo), desc=desc,
+                       unit="batch", disable=len(items) < 2 * batch_size):
         batch = take(idx) if take is not None else [items[i] for i in idx]
         vec = torch.nn.functional.normalize(encoder(batch).float(), dim=-1).cpu().numpy()
         if out is None:
             shape = (len(items), vec.shape[1])
             out = np.zeros(shape, dtype=np.float32) if out_path is None else vector_file(out_path, shape)
         out[idx] = vec
+        done[k] = True
+        if out_path is not None and time.perf_counter() - last_mark > MARK_SECONDS:
+            _mark(out, done, done_path)
+            last_mark = time.perf_counter()
     if out is None:
         out = np.zeros((0, 0), dtype=np.float32)
         if out_path is not None:
             np.save(out_path, out)
     elif out_path is not None:
-        out.flush()
+        _mark(out, done, done_path)
     return out
+
+
+MARK_SECONDS = 30.0  # how often the finished batches are marked (a kill loses at most this much encoding)
+
+
+def _mark(vectors: np.ndarray, done: np.ndarray, path: Path) -> None:
+    """The vectors flushed to disk first, then the batches they complete marked (atomically)."""
+    vectors.flush()
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, done)
+    os.replace(tmp, path)
 
 
 def vector_file(path: Path, shape: tuple[int, int]) -> np.ndarray:
     """A ``.npy`` file of float32 vectors, memory-mapped for writing, its blocks reserved on disk at once: a map over
     a sparse file would kill the process (SIGBUS) when a full disk refuses a page, halfway through an encoding;
     reserved, a full disk is an ``OSError`` (ENOSPC) before the first vector, which the command line names."""
-    import errno
-    import os
-
     out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
     fd = os.open(path, os.O_RDWR)
     try:
@@ -109,14 +136,31 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
             (target / "key.txt").read_text(encoding="utf-8") == key and _same_lines(target / "ids.txt", part_ids()):
         return target, float("nan")
     t = time.perf_counter()
-    with atomic_dir(target) as tmp:  # the vectors go straight to disk: a killed encoding leaves nothing to reuse
+    # the vectors go straight to disk, into <target>.partial: a killed encoding resumes there with the batches it
+    # had not finished, for the same key (the model and the corpus) and the same documents; the finished folder
+    # replaces <target> in one rename, so a reader never sees half of it
+    partial = Path(f"{target}.partial")
+    resume = bool(key) and (partial / "key.txt").is_file() and \
+        (partial / "key.txt").read_text(encoding="utf-8") == f"{key}\n{len(part)}"
+    if not resume:
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        (partial / "key.txt").write_text(f"{key}\n{len(part)}", encoding="utf-8")
+    try:
         vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else
-                         f"encode shard {rank}/{world}", out_path=tmp / "embeddings.npy")
-        del vectors
-        with open(tmp / "ids.txt", "w", encoding="utf-8") as f:
-            for i in part_ids():
-                f.write(i + "\n")
-        (tmp / "key.txt").write_text(key, encoding="utf-8")
+                         f"encode shard {rank}/{world}", out_path=partial / "embeddings.npy", resume=resume)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:  # nothing of a full disk's attempt is kept, or reused
+            shutil.rmtree(partial, ignore_errors=True)
+        raise
+    del vectors
+    with open(partial / "ids.txt", "w", encoding="utf-8") as f:
+        for i in part_ids():
+            f.write(i + "\n")
+    (partial / "key.txt").write_text(key, encoding="utf-8")
+    (partial / "embeddings.done.npy").unlink(missing_ok=True)
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(partial, target)
     rate = len(part) / max(1e-9, time.perf_counter() - t)
     return target, rate
 

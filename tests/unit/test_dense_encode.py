@@ -65,3 +65,48 @@ def test_ivf_kinds_search_and_ivfpq_refuses_a_small_corpus():
         faiss_index(v, "ivfpq")
     with pytest.raises(ValueError, match="faiss index kind must be one of flat, hnsw, ivf, ivfpq"):
         faiss_index(v, "lsh")
+
+
+def test_an_encoding_killed_halfway_resumes_with_the_batches_it_had_not_finished(tmp_path, monkeypatch):
+    """Issue 51 item 4: batches are marked done after their vectors are flushed; the re-launched encoding (same key,
+    same documents) encodes only the others and ends with the uninterrupted run's vectors and ids."""
+    import numpy as np
+    import pytest
+    import torch
+
+    import irglow.dense.encode as encode_module
+    from irglow.data.records import make_document
+    from irglow.dense.encode import encode_corpus, load_embeddings
+
+    monkeypatch.setattr(encode_module, "MARK_SECONDS", 0.0)  # mark after every batch
+    docs = [make_document(f"d{i}", body="word " * (i % 7 + 1)) for i in range(40)]
+
+    def vectors_of(batch):
+        return torch.tensor([[float(len(d.text("body"))), float(int(d.doc_id[1:])), 1.0] for d in batch])
+
+    encode_corpus(docs, vectors_of, tmp_path / "whole", 4, key="k")
+    seen = []
+
+    def dies_after_three(batch):
+        if len(seen) == 3:
+            raise RuntimeError("killed")
+        seen.append(len(batch))
+        return vectors_of(batch)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        encode_corpus(docs, dies_after_three, tmp_path / "emb", 4, key="k")
+    assert not (tmp_path / "emb").exists() and (tmp_path / "emb.partial").is_dir()
+    counted = []
+    encode_corpus(docs, lambda b: counted.append(len(b)) or vectors_of(b), tmp_path / "emb", 4, key="k")
+    assert sum(counted) == 40 - 12  # three batches of four were on disk already
+    got, ids = load_embeddings(tmp_path / "emb")
+    want, want_ids = load_embeddings(tmp_path / "whole")
+    assert np.array_equal(got, want) and ids == want_ids == [d.doc_id for d in docs]
+    assert not (tmp_path / "emb.partial").exists()
+    # another key (another model): nothing reused
+    counted.clear()
+    with pytest.raises(RuntimeError):
+        seen.clear()
+        encode_corpus(docs, dies_after_three, tmp_path / "other", 4, key="k")
+    encode_corpus(docs, lambda b: counted.append(len(b)) or vectors_of(b), tmp_path / "other", 4, key="another")
+    assert sum(counted) == 40

@@ -59,7 +59,8 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     emb_dir = out_dir / f"{tag}.embeddings"
     doc_encoder, query_encoder = glow_encoders(model, feat, device, check_precision(precision, device))
     with torch.no_grad():
-        key = model_digest(model, config=model.config, index=Path(index.path).name) if world > 1 else ""
+        # the model and the corpus: a shard, or an encoding killed halfway, is resumed only for the same ones
+        key = model_digest(model, config=model.config, index=Path(index.path).name)
         _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, rank, world, key)
     if world > 1:
         import torch.distributed as dist
