@@ -105,6 +105,45 @@ def test_rerank_run_end_to_end():
     assert [d for d, _ in out.ranking["q"]] == ["y", "z", "x", "w"]  # top 2 re-ranked, x and w untouched
 
 
+def test_a_rerank_killed_halfway_resumes_to_the_same_run(tmp_path, monkeypatch):
+    """Issue 51 item 4: finished batches go to the checkpoint; the re-launch scores only the others (the same
+    batches: the same scores) and writes the uninterrupted run's file; the checkpoint is then removed."""
+    import irglow.models.rerank.rerank as rerank_module
+
+    monkeypatch.setattr(rerank_module, "MARK_SECONDS", -1.0)  # every batch written at once
+    words = ["red", "apple", "pear", "fig", "plum"]
+    docs = {f"d{i}": make_document(f"d{i}", title=" ".join(words[j] for j in range(5) if (i >> j) & 1))
+            for i in range(32)}
+    queries = [Query(f"q{k}", f"{words[k]} {words[(k + 1) % 5]}") for k in range(5)]
+    run = Run({q.query_id: [(f"d{i}", 32.0 - i) for i in range(32)] for q in queries}, "bm25")
+    whole = rerank(_Overlap(), run, queries, docs, depth=20, batch_size=8)
+    checkpoint = tmp_path / ".x.partial.jsonl"
+
+    class Dies(_Overlap):
+        calls = 0
+
+        def score(self, queries, docs):
+            Dies.calls += 1
+            if Dies.calls == 4:
+                raise RuntimeError("killed")
+            return super().score(queries, docs)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        rerank(Dies(), run, queries, docs, depth=20, batch_size=8, checkpoint=checkpoint)
+    assert len(checkpoint.read_text().splitlines()) == 1 + 3  # the key, then three scored batches
+
+    class Counts(_Overlap):
+        pairs = 0
+
+        def score(self, queries, docs):
+            Counts.pairs += len(queries)
+            return super().score(queries, docs)
+
+    resumed = rerank(Counts(), run, queries, docs, depth=20, batch_size=8, checkpoint=checkpoint)
+    assert Counts.pairs == 5 * 20 - 3 * 8 and not checkpoint.exists()
+    assert resumed.write(tmp_path / "a.run").read_bytes() == whole.write(tmp_path / "b.run").read_bytes()
+
+
 def test_nrmf_save_load_round_trip(tmp_path):
     torch.manual_seed(0)
     model = NRMF(NRMFConfig(**SMALL)).eval()

@@ -85,7 +85,8 @@ def cmd_rerank(args) -> int:
     coll = load_collection(args.data)
     queries = coll.queries(args.split)
     docs = docs_store(coll)  # by id: a query's top documents at a time
-    reranked = rerank(model, run, queries, docs, args.depth, args.batch_size, tag=args.tag or f"{run.tag}-{model.kind}")
+    reranked = rerank(model, run, queries, docs, args.depth, args.batch_size, tag=args.tag or f"{run.tag}-{model.kind}",
+                      checkpoint=out.with_name(f".{out.name}.partial.jsonl"))  # a killed re-ranking resumes
     reranked.write(out)
     write_manifest(out.parent, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out))
     print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {out}")

@@ -366,14 +366,18 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs, source,
                                                      depth, name)
         t = time.perf_counter()
-        produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name, precision=precision)}
+        # a killed re-ranking resumes with the batches it had not scored (the checkpoint is keyed by the model and
+        # the pairs, and removed once the run is written)
+        produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name, precision=precision,
+                                 checkpoint=ctx.out / f".{name}.rerank-partial.jsonl")}
         rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
         produced[name].write(ctx.out / f"{name}.run")
         for base_tag in also:
             base = ctx.runs.get(base_tag)
             if base is not None:
                 tag = f"{base_tag}+{name}"
-                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag, precision=precision)
+                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag, precision=precision,
+                                       checkpoint=ctx.out / f".{tag}.rerank-partial.jsonl")
                 produced[tag].write(ctx.out / f"{tag}.run")
         if name in ctx.tuning_runs and tune_first is not None:  # held-out queries, for fusion (carried zero-shot)
             if tune_run is None:
