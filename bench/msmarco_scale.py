@@ -1,0 +1,150 @@
+"""How the real job's stages grow with the corpus (issue 51, item 3): MS MARCO-document-shaped collections.
+
+    python bench/msmarco_scale.py --sizes 10000,30000,100000 --out out/msmarco-scale
+
+Each size is a generated BEIR folder shaped like MS MARCO documents — fields ``url``, ``title`` and ``body``, body
+lengths drawn from a log-normal with MS MARCO documents' mean (about 1,150 words: 22 GB of text over 3.2 M
+documents at ~6 characters a word) and a long tail (σ = 0.9, an assumption: the longest 1% run past 8,000 words),
+a vocabulary with a Zipf-like distribution, train and dev queries with judgments.  The stages of
+``configs/msmarco.toml`` that touch the corpus then run, each as its own ``irglow`` command in its own process
+(its wall time and peak resident memory are its own, read with ``wait4``):
+
+    index            irglow index                      (Anserini, raw documents stored)
+    statistics       irglow stats                      (N, df, field lengths for the neural models)
+    lexical          irglow search --system bm25        (dev queries, depth 1000)
+    lexical-mf       irglow search --system bm25-mf     (Pyserini's multi-field searcher)
+    glow-encode      irglow glow search                (a GLOW encoder of the real architecture, 2 layers × 128,
+                                                         random weights: the corpus encoded and searched with faiss)
+    rerank           irglow rerank --depth 100         (monoBERT of the same tiny size over BM25's top 100)
+
+Printed: a table per stage and size, the growth exponent of each stage's time and peak memory over the sizes
+(log-log slope), and the ratio of the largest size's peak to the smallest's.  Training is left out: its cost grows
+with training queries and steps, not the corpus (capped steps would measure nothing of the corpus).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BODY_MEAN_WORDS, BODY_SIGMA = 1150, 0.9
+
+
+def generate(folder: Path, n: int, queries: int = 200, seed: int = 13) -> Path:
+    """An MS MARCO-document-shaped BEIR folder of ``n`` documents (written once; reused when present)."""
+    if (folder / "corpus.jsonl").is_file():
+        return folder
+    rng = random.Random(seed)
+    vocab = [f"t{i}" for i in range(50_000)]
+    weights = [1.0 / (i + 1) for i in range(len(vocab))]  # Zipf-like: a few common words, a long tail
+    mu = math.log(BODY_MEAN_WORDS) - BODY_SIGMA ** 2 / 2  # the log-normal's mean is BODY_MEAN_WORDS
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "corpus.jsonl.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for i in range(n):
+            words = max(5, min(20_000, int(rng.lognormvariate(mu, BODY_SIGMA))))
+            f.write(json.dumps({"_id": f"D{i}", "url": f"http://example.com/{rng.choice(vocab)}/{i}",
+                                "title": " ".join(rng.choices(vocab, weights, k=rng.randint(3, 12))),
+                                "body": " ".join(rng.choices(vocab, weights, k=words))}) + "\n")
+    os.replace(tmp, folder / "corpus.jsonl")
+    with open(folder / "queries.jsonl", "w", encoding="utf-8") as f:
+        for q in range(queries):
+            f.write(json.dumps({"_id": f"q{q}", "text": " ".join(rng.choices(vocab[:5000], k=rng.randint(2, 6)))})
+                    + "\n")
+    (folder / "qrels").mkdir(exist_ok=True)
+    for split, lo, hi in (("train", 0, queries // 2), ("dev", queries // 2, queries)):
+        rows = [f"q{q}\tD{rng.randrange(n)}\t1\n" for q in range(lo, hi)]
+        (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(rows))
+    return folder
+
+
+def tiny_models(out: Path) -> tuple[Path, Path]:
+    """A GLOW encoder and a monoBERT of the real architecture, 2 layers × 128, random weights (the point is the
+    pipeline's cost, not its quality), with the packaged checkpoint's tokenizer."""
+    glow_dir, mono_dir = out / "tiny-glow", out / "tiny-monobert"
+    if (glow_dir / "glow.json").is_file() and (mono_dir / "monobert.json").is_file():
+        return glow_dir, mono_dir
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from irglow.models.checkpoints import resolve_checkpoint
+    from irglow.models.glow.model import GlowConfig, GlowEncoder
+    from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
+
+    torch.manual_seed(13)
+    bert_dir = out / "tiny-bert"
+    tokenizer = AutoTokenizer.from_pretrained(resolve_checkpoint("default"))
+    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=512)).save_pretrained(bert_dir)
+    tokenizer.save_pretrained(bert_dir)
+    GlowEncoder.from_pretrained_bert(GlowConfig(base_model=str(bert_dir), fields=["title", "url", "body"],
+                                                field_max_tokens={"title": 16, "url": 16, "body": 256})).save(glow_dir)
+    MonoBERT.from_pretrained_bert(MonoBERTConfig(base_model=str(bert_dir), default_field_tokens=256)).save(mono_dir)
+    return glow_dir, mono_dir
+
+
+def measured(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak resident MB) of one ``irglow`` command, in its own process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "irglow", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env={**os.environ, "TQDM_DISABLE": "1"})
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"irglow {' '.join(args)} failed:\n{err[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,30000,100000")
+    parser.add_argument("--out", default="out/msmarco-scale")
+    parser.add_argument("--stages", default="index,statistics,lexical,lexical-mf,glow-encode,rerank")
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    stages = args.stages.split(",")
+    glow, mono = tiny_models(out)
+    results: dict[str, dict[int, tuple[float, float]]] = {s: {} for s in stages}
+    for n in sizes:
+        data = str(generate(out / f"msmarco-shaped-{n}", n))
+        cache, runs = str(out / f"data-{n}"), out / f"runs-{n}"
+        runs.mkdir(parents=True, exist_ok=True)
+        commands = {
+            "index": ["index", data, "--data-dir", cache, "--threads", "2"],
+            "statistics": ["stats", data, "--data-dir", cache],
+            "lexical": ["search", data, "--split", "dev", "--system", "bm25", "--depth", "1000", "--data-dir", cache,
+                        "-o", str(runs / "bm25.run")],
+            "lexical-mf": ["search", data, "--split", "dev", "--system", "bm25-mf", "--depth", "1000", "--data-dir",
+                           cache, "-o", str(runs / "bm25-mf.run")],
+            "glow-encode": ["glow", "search", data, "--split", "dev", "--model", str(glow), "--depth", "1000",
+                            "--data-dir", cache, "-o", str(runs / "glow.run")],
+            "rerank": ["rerank", str(runs / "bm25.run"), "--model", str(mono), "--data", data, "--split", "dev",
+                       "--depth", "100", "-o", str(runs / "monobert.run")],
+        }
+        for stage in stages:
+            results[stage][n] = measured(commands[stage])
+            print(f"{n:>9,} {stage:<12} {results[stage][n][0]:8.1f} s {results[stage][n][1]:8.0f} MB", flush=True)
+    print(f"\n| stage | {' | '.join(f'{n:,} docs: s / MB' for n in sizes)} | time exponent | memory exponent | "
+          f"peak largest / smallest |")
+    print("|---|" + "---|" * (len(sizes) + 3))
+    span = math.log(sizes[-1] / sizes[0])
+    for stage in stages:
+        cells = [f"{results[stage][n][0]:.1f} / {results[stage][n][1]:.0f}" for n in sizes]
+        time_exp = math.log(results[stage][sizes[-1]][0] / results[stage][sizes[0]][0]) / span
+        mem_exp = math.log(results[stage][sizes[-1]][1] / results[stage][sizes[0]][1]) / span
+        ratio = results[stage][sizes[-1]][1] / results[stage][sizes[0]][1]
+        print(f"| {stage} | {' | '.join(cells)} | {time_exp:.2f} | {mem_exp:.2f} | {ratio:.2f}× |")
+    (out / "results.json").write_text(json.dumps({s: {str(n): v for n, v in r.items()} for s, r in results.items()}))
+
+
+if __name__ == "__main__":
+    main()
