@@ -24,7 +24,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser readme-check bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
+.PHONY: venv browser readme-check bench-msmarco-scale bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -170,6 +170,12 @@ SIZES ?= 10000,100000,1000000
 NEURAL_MAX ?= 100000
 bench-scale: venv
 	$(BIN)/python bench/scale.py --sizes $(SIZES) --neural-max $(NEURAL_MAX) $(if $(HNSW_MAX),--hnsw-max $(HNSW_MAX)) --out $(if $(call given,OUT),$(OUT),out/scale)
+
+# The real job's stages at MS MARCO document shape (bench/msmarco_scale.py): generated collections of SCALE_SIZES
+# documents, each corpus-touching stage in its own process, time and peak memory per stage, growth exponents
+SCALE_SIZES ?= 3000,10000,30000
+bench-msmarco-scale: venv
+	$(BIN)/python bench/msmarco_scale.py --sizes $(SCALE_SIZES) --out $(if $(call given,OUT),$(OUT),out/msmarco-scale)
 
 clean:
 	rm -rf $(VENV) data out
