@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -53,6 +54,67 @@ def _field_terms(reader, field: str) -> tuple[list[str], list[int], list[int]]:
     return names, dfs, cfs
 
 
+def _field_term_stream(reader, field: str) -> Iterator[tuple[str, int, int]]:
+    """``(term, df, cf)`` of one field in Lucene's term order (UTF-8 byte order: Python's string order), one at
+    a time."""
+    terms = autoclass("org.apache.lucene.index.MultiTerms").getTerms(reader, field)
+    if terms is None:
+        return
+    it = terms.iterator()
+    while it.next() is not None:
+        yield it.term().utf8ToString(), int(it.docFreq()), int(it.totalTermFreq())
+
+
+TERM_ROWS = 200_000  # vocabulary rows written at once: the term table is never whole in memory
+
+
+def _write_terms(reader, fields: list[str], path: Path) -> None:
+    """The vocabulary of every field as one table — a row per term, each field's df and cf (0 where the field
+    lacks the term) — merged from the fields' sorted term streams and written a part at a time (MS MARCO's
+    vocabulary has millions of terms, most of them from URLs: as dicts it grew with the corpus)."""
+    import heapq
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def tagged(k: int, field: str):  # each stream's own field and column (a generator expression would share them)
+        for t, d, c in _field_term_stream(reader, field):
+            yield t, k, d, c
+
+    streams = [tagged(k, f) for k, f in enumerate(fields)]
+    writer = None
+    rows: list[tuple] = []
+
+    def flush():
+        nonlocal writer, rows
+        frame = pd.DataFrame({"term": [r[0] for r in rows]})
+        for k, f in enumerate(fields):
+            frame[f"df_{f}"] = np.array([r[1 + 2 * k] for r in rows], dtype=np.int64)
+            frame[f"cf_{f}"] = np.array([r[2 + 2 * k] for r in rows], dtype=np.int64)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        if writer is None:
+            writer = pq.ParquetWriter(path, table.schema)
+        writer.write_table(table)
+        rows = []
+
+    current, counts = None, None
+    with tqdm(desc="terms", unit="term", mininterval=1.0) as bar:
+        for term, k, df, cf in heapq.merge(*streams):
+            if term != current:
+                if current is not None:
+                    rows.append((current, *counts))
+                    if len(rows) >= TERM_ROWS:
+                        flush()
+                current, counts = term, [0] * (2 * len(fields))
+                bar.update(1)
+            counts[2 * k], counts[2 * k + 1] = df, cf
+        if current is not None:
+            rows.append((current, *counts))
+    if rows or writer is None:
+        flush()
+    writer.close()
+
+
 def _field_norms(reader, field: str, max_doc: int) -> np.ndarray:
     """Decoded norm (Lucene's stored length) per docid; 0 where the field is missing."""
     table = byte4_table()
@@ -78,21 +140,12 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
     max_doc = int(reader.maxDoc())
     fields = ["contents", *index.fields]
     meta: dict = {"N": max_doc, "fields": fields, "docCount": {}, "sumTotalTermFreq": {}, "avgdl": {}}
-    table: dict[str, dict[str, tuple[int, int]]] = {}
     for f in fields:
         doc_count = int(reader.getDocCount(f))
         sttf = int(reader.getSumTotalTermFreq(f))
         meta["docCount"][f] = doc_count
         meta["sumTotalTermFreq"][f] = sttf
         meta["avgdl"][f] = sttf / doc_count if doc_count else 0.0
-        names, dfs, cfs = _field_terms(reader, f)
-        table[f] = {t: (d, c) for t, d, c in zip(names, dfs, cfs)}
-    vocab = sorted(set().union(*[set(v) for v in table.values()]))
-    terms = pd.DataFrame({"term": vocab})
-    for f in fields:
-        col = table[f]
-        terms[f"df_{f}"] = np.array([col.get(t, (0, 0))[0] for t in vocab], dtype=np.int64)
-        terms[f"cf_{f}"] = np.array([col.get(t, (0, 0))[1] for t in vocab], dtype=np.int64)
     from irglow.index.lucene_index import doc_ids
 
     docs = pd.DataFrame({"doc_id": doc_ids(index)})
@@ -110,7 +163,7 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
         docs[f"len_{f}"] = exact[f]
         docs[f"norm_{f}"] = _field_norms(reader, f, max_doc)
     with atomic_dir(target) as tmp:
-        terms.to_parquet(tmp / "terms.parquet", index=False)
+        _write_terms(reader, fields, tmp / "terms.parquet")
         docs.to_parquet(tmp / "docs.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target
