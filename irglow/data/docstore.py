@@ -75,10 +75,13 @@ class DocStore(Mapping):
         for d in doc_ids:
             p = self.position_of(d)
             if p is None:
-                raise MissingDocument(f"document {d!r} is not in {self.name} (a run or judgment naming a document "
-                                      f"of another corpus, or an index built from another version of it)")
+                raise self._missing(d)
             at.append(p)
         return self._read(np.asarray(at, dtype=np.int64))
+
+    def _missing(self, doc_id: str) -> MissingDocument:
+        return MissingDocument(f"document {doc_id!r} is not in {self.name} (a run or judgment naming a document of "
+                               f"another corpus, or an index built from another version of it)")
 
     def __getitem__(self, doc_id: str) -> Document:
         return self.get_many([doc_id])[0]
@@ -95,12 +98,6 @@ class DocStore(Mapping):
     def sequence(self) -> "DocSequence":
         """The corpus in its order as a lazy sequence: what corpus encoding reads, a batch at a time."""
         return DocSequence(self, 0, len(self))
-
-    def iter_batches(self, size: int = 1024) -> Iterator[list[Document]]:
-        """The corpus in order, ``size`` documents at a time."""
-        n = len(self)
-        for lo in range(0, n, size):
-            yield self._read(np.arange(lo, min(n, lo + size), dtype=np.int64))
 
 
 class DocSequence(Sequence):
@@ -134,9 +131,7 @@ class DocSequence(Sequence):
 
     def ids(self) -> Iterator[str]:
         """Its documents' ids in order, streamed (nothing of their text kept)."""
-        for lo in range(self.lo, self.hi, 1024):
-            for doc in self.store._read(np.arange(lo, min(self.hi, lo + 1024), dtype=np.int64)):
-                yield doc.doc_id
+        return (doc.doc_id for doc in self)
 
 
 class JsonLinesStore(DocStore):
@@ -208,11 +203,8 @@ class JsonLinesStore(DocStore):
         docs = super().get_many(doc_ids)
         for d, doc in zip(doc_ids, docs):
             if doc.doc_id != d:  # an id absent from the corpus whose hash is another document's
-                raise MissingDocument(f"document {d!r} is not in {self.name}")
+                raise self._missing(d)
         return docs
-
-    def __contains__(self, doc_id) -> bool:
-        return isinstance(doc_id, str) and self.position_of(doc_id) is not None
 
     def _fd(self) -> int:
         """A descriptor of the file for this process (``os.pread`` never moves a shared offset, so forked
@@ -254,9 +246,7 @@ class _StoredIds(Sequence):
         return self.store._read(np.asarray([i]))[0].doc_id
 
     def __iter__(self) -> Iterator[str]:
-        for lo in range(0, len(self), 1024):
-            for doc in self.store._read(np.arange(lo, min(len(self), lo + 1024), dtype=np.int64)):
-                yield doc.doc_id
+        return self.store.sequence().ids()
 
 
 def id_hash(doc_id: str) -> int:
@@ -330,7 +320,8 @@ class SampledStore(DocStore):
 
     def __init__(self, sample, base: DocStore):
         self.name, self.base = sample.name, base
-        self.at = np.sort(np.asarray([base.position_of(d.doc_id) for d in _ids_only(sample)], dtype=np.int64))
+        # the sample's documents one at a time (nothing kept), each as its position in the base corpus
+        self.at = np.sort(np.asarray([base.position_of(d.doc_id) for d in sample.docs_iter()], dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.at)
@@ -350,11 +341,6 @@ class SampledStore(DocStore):
 
     def _read(self, positions: np.ndarray) -> list[Document]:
         return self.base._read(self.at[positions])
-
-
-def _ids_only(collection) -> Iterator[Document]:
-    """A collection's documents one at a time (nothing kept): what a sample's membership is read from."""
-    yield from collection.docs_iter()
 
 
 class ExportedStore(JsonLinesStore):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gzip
-import zlib
 import logging
 import re
+import zlib
 from pathlib import Path
 from typing import Iterator
 
@@ -67,23 +67,18 @@ def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
     is not UTF-8 stops with ``file:line`` and what to do, instead of a bare codec error."""
     with open_binary(path) as f:
         n = 0
-        lines = iter(f)
-        while True:
-            try:
-                raw = next(lines)
-            except StopIteration:
-                break
-            except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-                raise FormatError(path, n + 1, truncated_gzip(e), "") from None
-            n += 1
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise FormatError(path, n, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
-                                           f"{utf8_advice(path)}", "") from None
-            if n == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield n, text
+        try:
+            for n, raw in enumerate(f, 1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise FormatError(path, n, f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+                                               f"{utf8_advice(path)}", "") from None
+                if n == 1 and text.startswith("\ufeff"):
+                    text = text[1:]
+                yield n, text
+        except (EOFError, zlib.error, gzip.BadGzipFile) as e:  # reading the next line: a gzip file cut short
+            raise FormatError(path, n + 1, truncated_gzip(e), "") from None
 
 
 def read_qrels(path: str | Path) -> list[Qrel]:

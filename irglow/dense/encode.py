@@ -55,8 +55,7 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
         if len(kept) == len(batches) and mapped.shape[0] == len(items):  # the same batches of the same items
             out, done = mapped, kept
     last_mark = time.perf_counter()
-    todo = [b for b, d in zip(batches, done) if not d]
-    for k, idx in tqdm(((k, b) for k, b in enumerate(batches) if not done[k]), total=len(todo), desc=desc,
+    for k, idx in tqdm(((k, b) for k, b in enumerate(batches) if not done[k]), total=int((~done).sum()), desc=desc,
                        unit="batch", disable=len(items) < 2 * batch_size):
         batch = take(idx) if take is not None else [items[i] for i in idx]
         vec = torch.nn.functional.normalize(encoder(batch).float(), dim=-1).cpu().numpy()
@@ -195,8 +194,6 @@ def merge_shards(out_dir: str | Path, world: int) -> Path:
             np.save(tmp / "embeddings.npy", np.zeros((0, 0), dtype=np.float32))
         (tmp / "ids.txt").write_text("".join(i + "\n" for _, ids in loaded for i in ids), encoding="utf-8")
         (tmp / "key.txt").write_text("", encoding="utf-8")
-    import shutil
-
     shutil.rmtree(Path(f"{out_dir}.shards"), ignore_errors=True)
     return Path(out_dir)
 
@@ -258,31 +255,35 @@ def sharded_search(vectors: np.ndarray, doc_ids: Sequence[str], queries: Sequenc
     k_all = min(depth, len(doc_ids))
     best_s = np.full((len(queries), k_all), -np.inf, dtype=np.float32)
     best_r = np.full((len(queries), k_all), -1, dtype=np.int64)
-    qv = np.ascontiguousarray(query_vectors, dtype=np.float32)
     for lo in range(0, len(doc_ids), shard_rows):
         shard = faiss_index(vectors[lo:lo + shard_rows], kind)
-        scores, rows = shard.search(qv, min(k_all, len(doc_ids) - lo))
+        scores, rows = _top(shard, query_vectors, min(k_all, len(doc_ids) - lo))
         del shard
         rows = np.where(rows >= 0, rows + lo, -1)
         scores = np.where(rows >= 0, scores, -np.inf)
         all_s, all_r = np.concatenate([best_s, scores], axis=1), np.concatenate([best_r, rows], axis=1)
         keep = np.argsort(-all_s, axis=1, kind="stable")[:, :k_all]
         best_s, best_r = np.take_along_axis(all_s, keep, 1), np.take_along_axis(all_r, keep, 1)
-    ranking = {q.query_id: [(doc_ids[j], float(v)) for j, v in zip(r, s) if j >= 0]
-               for q, s, r in zip(queries, best_s, best_r)}
-    return Run(ranking, tag)
+    return _run(doc_ids, queries, best_s, best_r, tag)
 
 
 def dense_search(index, doc_ids: Sequence[str], queries: Sequence[Query], query_vectors: np.ndarray,
                  depth: int = 1000, tag: str = "dense") -> Run:
-    k = min(depth, len(doc_ids))
+    scores, rows = _top(index, query_vectors, min(depth, len(doc_ids)))
+    return _run(doc_ids, queries, scores, rows, tag)
+
+
+def _top(index, query_vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's top ``k`` (scores, rows) from a faiss index."""
     if hasattr(index, "hnsw"):  # a graph search explores efSearch candidates: fewer than k cannot return k good ones
         index.hnsw.efSearch = max(index.hnsw.efSearch, k)
-    scores, rows = index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
-    ranking = {}
-    for q, s, r in zip(queries, scores, rows):
-        ranking[q.query_id] = [(doc_ids[j], float(v)) for j, v in zip(r, s) if j >= 0]
-    return Run(ranking, tag)
+    return index.search(np.ascontiguousarray(query_vectors, dtype=np.float32), k)
+
+
+def _run(doc_ids: Sequence[str], queries: Sequence[Query], scores: np.ndarray, rows: np.ndarray, tag: str) -> Run:
+    """faiss's (scores, rows) as a run (a row of -1: fewer documents than asked for)."""
+    return Run({q.query_id: [(doc_ids[j], float(v)) for j, v in zip(r, s) if j >= 0]
+                for q, s, r in zip(queries, scores, rows)}, tag)
 
 
 class MeanPoolEncoder:

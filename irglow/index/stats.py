@@ -38,22 +38,6 @@ def byte4_table() -> np.ndarray:
     return np.array([small.byte4ToInt(b if b < 128 else b - 256) for b in range(256)], dtype=np.int64)
 
 
-def _field_terms(reader, field: str) -> tuple[list[str], list[int], list[int]]:
-    terms = autoclass("org.apache.lucene.index.MultiTerms").getTerms(reader, field)
-    names, dfs, cfs = [], [], []
-    if terms is None:
-        return names, dfs, cfs
-    it = terms.iterator()
-    with tqdm(desc=f"terms[{field}]", unit="term", total=int(terms.size()) if terms.size() > 0 else None,
-              mininterval=1.0) as bar:
-        while it.next() is not None:
-            names.append(it.term().utf8ToString())
-            dfs.append(it.docFreq())
-            cfs.append(it.totalTermFreq())
-            bar.update(1)
-    return names, dfs, cfs
-
-
 def _field_term_stream(reader, field: str) -> Iterator[tuple[str, int, int]]:
     """``(term, df, cf)`` of one field in Lucene's term order (UTF-8 byte order: Python's string order), one at
     a time."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import gzip
 import io
-import zlib
 import logging
 import math
 import operator
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
