@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -400,7 +401,9 @@ def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
 def cmd_run(args) -> int:
     from irglow.config import load_config
     from irglow.pipeline import run_pipeline
+    from irglow.utils.distributed import join
 
+    join()  # under torchrun: one process group for the whole job (README: several GPUs and nodes)
     config = load_config(args.config, args.set)
     if args.grid:
         from irglow.grid import run_grid
@@ -415,8 +418,10 @@ def cmd_run(args) -> int:
 
 def cmd_zero_shot(args) -> int:
     from irglow.config import load_config
+    from irglow.utils.distributed import join
     from irglow.zero_shot import NoCollectionError, run_zero_shot
 
+    join()
     config = load_config(args.config, args.set)
     zs = config.setdefault("zero_shot", {})
     if args.train:
@@ -687,11 +692,15 @@ def main(argv: list[str] | None = None) -> int:
     from irglow.data.trec import FormatError
     from irglow.index.jvm import JavaNotFoundError
 
+    from irglow.utils import distributed
+
+    # under torchrun an error names the rank that met it (torchrun's own summary names the rank that exited)
+    rank_note = f" (rank {os.environ.get('RANK')} of {os.environ.get('WORLD_SIZE')})" if distributed.launched() else ""
     try:
         return args.func(args)
     except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, NotADirectoryError, KeyError,
             ValueError) as e:
-        print(f"irglow {args.command}: error: {e}", file=sys.stderr)
+        print(f"irglow {args.command}{rank_note}: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         if e.errno != errno.ENOSPC:
@@ -699,7 +708,7 @@ def main(argv: list[str] | None = None) -> int:
         where = e.filename or "the output folder"
         message = e.strerror if e.strerror and "no space left" in e.strerror.lower() and e.strerror != \
             "No space left on device" else f"no space left on the device holding {where}"
-        print(f"irglow {args.command}: error: {message}; outputs are written atomically, so nothing half-written "
+        print(f"irglow {args.command}{rank_note}: error: {message}; outputs are written atomically, so nothing half-written "
               f"was left", file=sys.stderr)
         return 2
 

@@ -107,7 +107,7 @@ def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> Non
 
 
 _POSITIVE = re.compile(r"^(lr|head_lr|scorer_lr|epochs|batch_size|batch_queries|encode_batch|score_batch|candidates|"
-                       r"hash_buckets|embedding_dim|dim|hidden|filters|window|maxout_pieces|num_layers|depth|threads)$|"
+                       r"hash_buckets|embedding_dim|dim|hidden|filters|window|maxout_pieces|num_layers|depth|threads|grad_accum)$|"
                        r"temperature$|_tokens$|_words$|^max_|^rm3_fb_")
 _FRACTION = re.compile(r"^(b|rm3_original_weight|val_fraction|dropout|warmup_ratio|alpha_ramp|default_field_dropout)$")
 

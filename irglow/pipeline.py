@@ -52,28 +52,48 @@ class StageCache:
         self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
 
     def run_unit(self, stage, unit, ctx) -> dict[str, Run]:
-        return self.run(unit.name, unit_key(stage, unit, ctx), unit.inputs, unit.produce)
+        return self.run(unit.name, unit_key(stage, unit, ctx), unit.inputs, unit.produce, unit.collective)
 
-    def run(self, name: str, settings: Any, inputs: dict[str, Run], produce) -> dict[str, Run]:
+    def run(self, name: str, settings: Any, inputs: dict[str, Run], produce, collective: bool = False
+            ) -> dict[str, Run]:
+        """``produce``'s runs, or the recorded ones when nothing they depend on changed.  Under ``torchrun`` rank 0
+        decides and writes the record; a ``collective`` unit's ``produce`` runs on every rank (it splits its work
+        and rank 0 writes), any other on rank 0 alone while the others wait; then every rank reads the files."""
+        from irglow.utils import distributed
+
         key = value_digest({"stage": name, "settings": settings, "context": self.context,
                             "inputs": {t: self.digests.get(t) or file_digest(self.out / f"{t}.run")
                                        for t in sorted(inputs)}})
         record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
-        if record.is_file():
-            saved = json.loads(record.read_text())
-            files = {t: self.out / f"{t}.run" for t in saved["runs"]}
-            if saved["key"] == key and all(f.is_file() and file_digest(f) == saved["runs"][t] for t, f in files.items()):
-                log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
-                self.report[name] = "reused"
-                self.digests.update(saved["runs"])
-                return {t: Run.read(f) for t, f in files.items()}
-        produced = produce()  # a stage writes its runs as <out>/<tag>.run; what is on disk is read back
-        record.parent.mkdir(parents=True, exist_ok=True)
-        digests = {t: file_digest(self.out / f"{t}.run") for t in produced}
-        atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": digests}, indent=1))
-        self.digests.update(digests)
+        reused = distributed.on_main(lambda: self._recorded(record, key))
+        if reused is not None:
+            log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
+            self.report[name] = "reused"
+            self.digests.update(reused)
+            return {t: Run.read(self.out / f"{t}.run") for t in reused}
+        # a stage writes its runs as <out>/<tag>.run; what is on disk is read back
+        produced = list(produce() if collective else distributed.on_main(lambda: list(produce())))
+        distributed.barrier()  # rank 0's files are on disk
+
+        def write_record():
+            record.parent.mkdir(parents=True, exist_ok=True)
+            digests = {t: file_digest(self.out / f"{t}.run") for t in produced}
+            atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": digests}, indent=1))
+            return digests
+
+        self.digests.update(distributed.on_main(write_record))
         self.report[name] = "ran"
         return {t: Run.read(self.out / f"{t}.run") for t in produced}
+
+    def _recorded(self, record: Path, key: str) -> dict[str, str] | None:
+        """The record's ``{tag: digest}`` when its key matches and its files are as it recorded them."""
+        if not record.is_file():
+            return None
+        saved = json.loads(record.read_text())
+        files = {t: self.out / f"{t}.run" for t in saved["runs"]}
+        if saved["key"] == key and all(f.is_file() and file_digest(f) == saved["runs"][t] for t, f in files.items()):
+            return saved["runs"]
+        return None
 
 
 def unit_key(stage, unit, ctx) -> dict[str, Any]:
@@ -134,7 +154,10 @@ def training_side(plan: Plan, timings: dict[str, float], collection=None, index=
     if unknown and not lexical.tune_bm25f:  # configured weights: a misspelt field would be dropped, not weighted
         raise ValueError(f"lexical.field_weights names {unknown}, which {source.collection.name}'s index lacks; its "
                          f"fields: {list(source.index.fields)}")
-    return source, lexical.field_weights_for(source.index, source.queries, source.qrels, timings)
+    from irglow.utils.distributed import on_main
+
+    # tuned once, on rank 0, whatever the number of processes
+    return source, on_main(lambda: lexical.field_weights_for(source.index, source.queries, source.qrels, timings))
 
 
 def prepare(config: dict[str, Any] | Plan) -> Prepared:
@@ -148,6 +171,9 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
+    from irglow.utils.distributed import check_shared_folder
+
+    check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
     splits = list(c.test_splits)
     collection = load_collection(c.name)
     if c.max_docs or c.max_queries:
@@ -193,6 +219,9 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     for split in p.splits:
         comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,
                                             notes=notes)
+    from irglow.utils.distributed import barrier
+
+    barrier()  # under torchrun: no rank leaves before rank 0 has written the tables
     return PipelineResult(p.out, comparisons)
 
 
@@ -208,14 +237,20 @@ def training_collection(value, default_split: str):
 
 
 def index_and_stats(collection, plan: Plan, timings: dict[str, float]):
-    """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics."""
-    t = time.perf_counter()
-    index = build_index(collection, plan.index, root=plan.data_dir)
-    timings["index_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    stats = CollectionStats.load(index)
-    timings["stats_s"] = time.perf_counter() - t
-    return index, stats
+    """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics; under ``torchrun``
+    rank 0 builds both while the others wait, then they open what it built."""
+    from irglow.utils.distributed import main_first
+
+    def build():
+        t = time.perf_counter()
+        index = build_index(collection, plan.index, root=plan.data_dir)
+        timings["index_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        stats = CollectionStats.load(index)
+        timings["stats_s"] = time.perf_counter() - t
+        return index, stats
+
+    return main_first(build)
 
 
 def _diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list[str]:
@@ -360,6 +395,10 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
             for unit in fusion.ready(contexts[fusion], fused, final=stage is last):
                 ctx.runs.update(cache.run_unit(fusion, unit, contexts[fusion]))
             timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
+    from irglow.utils.distributed import is_main
+
+    if not is_main():  # under torchrun the tables, plots, page and manifest are rank 0's
+        return None
     # the judgments are read only now, once every run is written: no stage can have read them (zero-shot, a
     # fusion's weights come from the training collection)
     test_qrels = collection.qrels(test_split)

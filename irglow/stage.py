@@ -70,6 +70,9 @@ class Unit:
     writes: tuple[str, ...] = ()
     loads: dict[str, Path] | None = None  # trained models it loads from a path (None: the stage's reused_models)
     self_contained: bool = False  # its settings say all it depends on (a lexical run: its LexicalConfig)
+    # under torchrun: ``produce`` runs on every rank, splits its work (irglow.utils.distributed) and leaves the
+    # writing to rank 0; False: rank 0 runs it alone while the others wait
+    collective: bool = False
 
 
 class Stage:
@@ -87,6 +90,9 @@ class Stage:
     trains = False  # whether it trains models (the grid scores those on validation)
     binds_fields = False  # whether its settings depend on the training index's fields (bound again once it is built)
     validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
+    # whether its work runs on every rank under torchrun (it splits queries or corpus shards, trains data-parallel,
+    # leaves writing to rank 0: :attr:`Unit.collective`); False: rank 0 runs it while the others wait
+    collective = False
 
     def enabled(self, config: dict[str, Any]) -> bool:
         from irglow.config import flag
@@ -160,7 +166,7 @@ class Stage:
     def units(self, ctx: Context) -> list[Unit]:
         """Its work as cached pieces; by default one, depending on its whole settings object and every run before."""
         return [Unit(self.name, self.resolved(ctx.settings), dict(ctx.runs), lambda: self.run(ctx),
-                     tuple(self.tags(ctx.settings)))]
+                     tuple(self.tags(ctx.settings)), collective=self.collective)]
 
     def run(self, ctx: Context) -> dict[str, Any]:
         raise NotImplementedError

@@ -160,11 +160,16 @@ class LexicalStage(Stage):
 
     def units(self, ctx) -> list[Unit]:
         from irglow.lexical.searchers import LexicalSearcher
+        from irglow.runs.trec import gather_runs
+        from irglow.utils.distributed import split
+
+        def search(tag, cfg):  # under torchrun each rank its share of the queries, rank 0 writes the whole run
+            run = LexicalSearcher(ctx.index, cfg).search(split(ctx.test_queries), tag=tag)
+            return {tag: _written(gather_runs({tag: run}, ctx.test_queries)[tag], ctx.out / f"{tag}.run")}
 
         units = []
         for system in ctx.lexical.systems:
             tag, cfg = lexical_tag(system), ctx.lexical_config(system)
-            units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: {tag: _written(
-                LexicalSearcher(ctx.index, cfg).search(ctx.test_queries, tag=tag), ctx.out / f"{tag}.run")},
-                (tag,), self_contained=True))
+            units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,),
+                              self_contained=True, collective=True))
         return units

@@ -56,14 +56,19 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
 
     from irglow.utils.digest import local_paths_digest
 
+    from irglow.utils.distributed import current, is_main
+
     # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew
     files = local_paths_digest(inputs)
     inputs = {**inputs, "files": files} if files else inputs
+    if current().size > 1:  # N processes take N batches per optimizer step: another training than one process's
+        inputs = {**inputs, "processes": current().size}
     key = value_digest(inputs)[:16]
     keyed = folder / key
     keyed.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(keyed / "inputs.json", json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
-    atomic_write_text(folder / "current", key + "\n")
+    if is_main():  # under torchrun rank 0 writes
+        atomic_write_text(keyed / "inputs.json", json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
+        atomic_write_text(folder / "current", key + "\n")
     return keyed
 
 
@@ -104,8 +109,10 @@ def write_stage_notes(out: Path, stage: str, notes: dict[str, Any]) -> None:
     import json
 
     from irglow.utils.atomic import atomic_write_text
+    from irglow.utils.distributed import is_main
 
-    atomic_write_text(Path(out) / ".stages" / f"{stage}.notes.json", json.dumps(notes, indent=1, default=str))
+    if is_main():  # under torchrun rank 0 writes
+        atomic_write_text(Path(out) / ".stages" / f"{stage}.notes.json", json.dumps(notes, indent=1, default=str))
 
 
 def read_stage_notes(out: Path, stage: str) -> dict[str, Any]:

@@ -13,7 +13,13 @@ A model supplies a :class:`Task` — the batches of an epoch, the loss of a batc
 * a checkpoint per epoch (model, optimizer, scheduler, the task's sampler and every RNG), which a killed
   training resumes from to train exactly what the uninterrupted one trains, refused when it belongs to other
   data or settings (:func:`~irglow.models.checkpoints.resume_trainer`);
-* ``<out>/training.json``: the settings, the validation curve, the kept step, the held-out query ids.
+* ``<out>/training.json``: the settings, the validation curve, the kept step, the held-out query ids;
+* data parallelism under ``torchrun``: every process walks the same batches, draws what each batch needs
+  (:meth:`Task.draw`, so every random choice is the one a single process makes), computes the loss of its own share
+  and the gradients are summed over the processes before each optimizer step.  N processes with ``grad_accum`` g
+  therefore take the optimizer steps one process takes with ``grad_accum`` N·g (the same batches, the same draws)
+  — up to dropout, whose masks come from each process's own generator.  Rank 0 validates, keeps the model and
+  writes the checkpoint; its early-stopping count reaches every rank.
 
 Why one loop: three copies (210, 132 and 124 lines) had drifted apart — one validated after the last step and
 one did not, one dropped a rule the others kept — and a fix reached one model at a time.
@@ -73,8 +79,14 @@ class Task:
         """The batches of one epoch, in order (deterministic in ``epoch``, so a resumed epoch is the same)."""
         raise NotImplementedError
 
-    def loss(self, batch, autocast, warming: bool = False) -> torch.Tensor:
-        """The loss of one batch; ``autocast()`` is the loop's mixed-precision context, for the forward pass."""
+    def draw(self, batch, warming: bool = False) -> Any:
+        """What the loss of ``batch`` needs besides the model: every random choice (negatives, positives, noise),
+        made here in batch order on every process, so that N processes draw what one does.  By default the batch."""
+        return batch
+
+    def loss(self, drawn, autocast, warming: bool = False) -> torch.Tensor:
+        """The loss of one batch as :meth:`draw` made it; ``autocast()`` is the loop's mixed-precision context,
+        for the forward pass."""
         raise NotImplementedError
 
     def validate(self) -> tuple[float, dict[str, Any]]:
@@ -223,13 +235,16 @@ def _upgraded(state: dict) -> dict:
 
 class TrainingLoop:
     """Trains a :class:`Task` into ``out`` (``out/best``, ``out/checkpoint/trainer.pt``, ``out/training.json``).
-    ``rank``/``world``: under DDP every rank runs the loop on its share of the batches; rank 0 validates, keeps
-    the model and writes the checkpoint, and its early-stopping count goes to every rank (which must leave the
-    loop at the same step, or DDP hangs)."""
+    Under ``torchrun`` every rank runs the loop on its share of each optimizer step's batches (the module's
+    docstring); rank 0 validates, keeps the model and writes the checkpoint, and its early-stopping count goes to
+    every rank (which must leave the loop at the same step, or the gradient sum hangs)."""
 
-    def __init__(self, task: Task, settings: LoopSettings, out: str | Path, device, rank: int = 0, world: int = 1):
+    def __init__(self, task: Task, settings: LoopSettings, out: str | Path, device):
+        from irglow.utils.distributed import current
+
         self.task, self.settings, self.out, self.device = task, settings, Path(out), device
-        self.rank, self.world = rank, world
+        w = current()
+        self.rank, self.world = w.rank, w.size
         self.use_amp = settings.amp and device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
 
@@ -268,10 +283,17 @@ class TrainingLoop:
             self._epoch(warming=False)
         self._clock()
         if self.rank == 0:
-            task.finish()
+            from irglow.utils.distributed import solo
+
+            with solo():
+                task.finish()
             config = asdict(task.config) if is_dataclass(task.config) else task.config
             atomic_write_text(self.out / "training.json", json.dumps(
                 {"config": config, "state": self.state, **task.report()}, indent=2, default=_json_default))
+        if self.world > 1:  # the others load what rank 0 kept only once it is written
+            from irglow.utils.distributed import barrier
+
+            barrier()
         return self.state
 
     def _done_stepping(self) -> bool:
@@ -284,8 +306,8 @@ class TrainingLoop:
         self._t0 = now
 
     def _groups(self, batches: list) -> Iterator[tuple[list, bool]]:
-        """Whole accumulation groups only, each with whether it ends the epoch."""
-        k = self.settings.grad_accum
+        """Whole optimizer steps only (``grad_accum`` batches per process), each with whether it ends the epoch."""
+        k = self.settings.grad_accum * self.world
         n = len(batches) - len(batches) % k
         for i in range(0, n, k):
             yield batches[i:i + k], i + k >= n
@@ -295,19 +317,25 @@ class TrainingLoop:
         task.train_mode()
         batches = task.epoch_batches(state["epoch"], warming)
         label = f"{task.name} {'warm-up ' if warming else ''}epoch {state['epoch'] + 1}"
-        bar = tqdm(total=len(batches) - len(batches) % s.grad_accum, desc=label, unit="batch",
+        step_size = s.grad_accum * self.world
+        bar = tqdm(total=(len(batches) - len(batches) % step_size) // self.world, desc=label, unit="batch",
                    disable=self.rank != 0)
-        since: list[float] = []  # the losses since the last evaluation
+        since: list[float] = []  # this rank's losses since the last evaluation
         task.optimizer.zero_grad(set_to_none=True)
         for group, last in self._groups(batches):
-            for batch in group:
+            for i, batch in enumerate(group):
+                drawn = task.draw(batch, warming)  # every rank draws for every batch: one process's draws
+                if i % self.world != self.rank:
+                    continue
                 if not warming:
                     task.at_step(state["step"])
-                loss = task.loss(batch, self.autocast, warming)
-                self.scaler.scale(loss / s.grad_accum).backward()
+                loss = task.loss(drawn, self.autocast, warming)
+                self.scaler.scale(loss / step_size).backward()
                 since.append(float(loss.detach()))
                 bar.update(1)
                 bar.set_postfix(loss=f"{sum(since) / len(since):.4f}")
+            if self.world > 1:
+                sum_gradients(task.parameters())
             task.before_optimizer_step()
             clipped_step(task.optimizer, self.scaler, task.parameters())
             task.optimizer.zero_grad(set_to_none=True)
@@ -319,7 +347,7 @@ class TrainingLoop:
             if self._done_stepping():
                 break
             if s.eval_every and state["step"] % s.eval_every == 0 and not last:
-                self._evaluate(_mean(since))
+                self._evaluate(since)
                 since = []
                 if state["bad"] >= s.patience:
                     break
@@ -327,17 +355,27 @@ class TrainingLoop:
         state["epoch"] += 1
         if not warming and state["last_eval_step"] != state["step"]:
             task.at_step(state["step"])
-            self._evaluate(_mean(since))
+            self._evaluate(since)
         self._clock()
         if self.rank == 0:
             if task.sampler is not None:
                 keep_sampler(state, task.sampler)
             save_trainer_checkpoint(self.out / "checkpoint", state, **task.parts())
 
-    def _evaluate(self, loss: float | None) -> None:
+    def _evaluate(self, since: list[float] | None) -> None:
+        """Validate (rank 0) and count towards early stopping; ``since``: this rank's losses since the last
+        evaluation (``None``: the starting model's)."""
         task, state = self.task, self.state
+        if self.world > 1 and since is not None:  # the mean over every rank's batches, as one process logs it
+            from irglow.utils.distributed import all_gather
+
+            since = [x for part in all_gather(since) for x in part]
+        loss = None if since is None else _mean(since)
         if self.rank == 0:
-            score, extra = task.validate()
+            from irglow.utils.distributed import solo
+
+            with solo():  # rank 0 alone: nothing in validation waits for the others
+                score, extra = task.validate()
             task.train_mode()
             state["history"].append({"epoch": state["epoch"], "step": state["step"], "loss": loss,
                                      "val_ndcg@10": score, **extra})
@@ -359,6 +397,27 @@ class TrainingLoop:
             flag = torch.tensor([state["bad"]], dtype=torch.long)
             dist.broadcast(flag, 0)
             state["bad"] = int(flag)
+
+
+def sum_gradients(parameters: list) -> None:
+    """Every rank's gradients summed into each rank's (the losses are already scaled by the step's batch count):
+    one all-reduce over one flat buffer, a missing gradient counting as zero — the reduction
+    DistributedDataParallel makes, done here once per optimizer step for any task, whatever its forward calls."""
+    import torch.distributed as dist
+
+    params = [p for p in parameters if p.requires_grad]
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    if not params:
+        return
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat)
+    offset = 0
+    for p in params:
+        n = p.grad.numel()
+        p.grad.copy_(flat[offset:offset + n].view_as(p.grad))
+        offset += n
 
 
 def _mean(values: list[float]) -> float | None:

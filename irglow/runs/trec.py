@@ -16,7 +16,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from irglow.data.records import ScoredDoc
 from irglow.data.trec import FormatError, open_binary, split_fields, truncated_gzip, utf8_advice
@@ -89,7 +89,13 @@ class Run:
         return len(self.ranking)
 
     def write(self, path: str | Path) -> Path:
+        """The run as a TREC file, atomically.  Under ``torchrun`` only rank 0 writes (every rank holds the same
+        run; the others find the file once rank 0 is past the next barrier)."""
+        from irglow.utils.distributed import is_main
+
         path = Path(path)
+        if not is_main():
+            return path
         check_token(self.tag, "run tag")
         for qid, docs in self.ranking.items():  # check before anything is written
             check_token(qid, "query id")
@@ -151,3 +157,21 @@ class Run:
         if not ranking:
             log.warning("%s is an empty run: every judged query will score 0", path)
         return cls({q: [(d, v) for d, (v, _) in docs.items()] for q, docs in ranking.items()}, tag or Path(path).stem)
+
+
+def gather_runs(runs: dict[str, Run], queries: Sequence) -> dict[str, Run]:
+    """Under ``torchrun``: each rank's runs of its :func:`~irglow.utils.distributed.split` of ``queries`` →
+    every rank's whole runs, in query order (what one process produces); one process: ``runs`` as they are."""
+    from irglow.utils import distributed
+
+    if distributed.current().size == 1:
+        return runs
+    parts = distributed.all_gather({tag: (run.tag, dict(run.ranking.items())) for tag, run in runs.items()})
+    merged = {}
+    for tag in runs:
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        for part in parts:
+            rankings.update(part[tag][1])
+        merged[tag] = Run({q.query_id: rankings[q.query_id] for q in queries if q.query_id in rankings},
+                          parts[0][tag][0])
+    return merged

@@ -48,52 +48,45 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=cmd_explain)
 
 
-def _load(args, rank: int = 0, world: int = 1):
+def _load(args):
     """Collection, index and statistics; under ``torchrun`` rank 0 builds them while the others wait."""
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
     from irglow.index.stats import CollectionStats
+    from irglow.utils.distributed import main_first
 
     def load():
         coll = load_collection(args.data)
         index = build_index(coll, root=args.data_dir)
         return coll, index, CollectionStats.load(index)
 
-    if world == 1:
-        return load()
-    import torch.distributed as dist
-
-    if rank == 0:
-        loaded = load()
-    dist.barrier()
-    if rank != 0:
-        loaded = load()
-    return loaded
+    return main_first(load)
 
 
 def cmd_train(args) -> int:
     from pathlib import Path
 
     from irglow.config import apply_override, load_config, write_manifest
-    from irglow.models.glow.train import GlowTrainConfig, GlowTrainer, init_distributed
+    from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
+    from irglow.utils.distributed import join
 
     cfg = load_config(args.config).get("glow", {}) if Path(args.config).is_file() else {}
     for item in args.set:
         apply_override(cfg, item)
     cfg.pop("enabled", None)
     cfg.pop("variants", None)
-    rank, world = init_distributed()
-    coll, index, stats = _load(args, rank, world)
+    w = join()
+    coll, index, stats = _load(args)
     cfg.setdefault("model", {}).setdefault("fields", list(index.fields))
     config = GlowTrainConfig.from_dict(cfg)
     best = GlowTrainer(config, args.out).train(index, stats, docs_store(coll),
                                                coll.queries(args.split), coll.qrels(args.split),
                                                resume=not args.no_resume)
-    if rank == 0:  # one writer
+    if w.main:  # one writer
         from irglow.models.fields import resolve_auto_budgets
 
         write_manifest(args.out, {"glow": cfg, "data": args.data, "split": args.split}, seed=config.seed,
-                       world_size=world, token_budget=resolve_auto_budgets(cfg["model"], config.device)[1])
+                       world_size=w.size, token_budget=resolve_auto_budgets(cfg["model"], config.device)[1])
         print(best)
     return 0
 
@@ -116,10 +109,10 @@ def cmd_search(args) -> int:
     from irglow.config import write_manifest
     from irglow.models.glow.model import GlowEncoder
     from irglow.models.glow.runner import glow_run
-    from irglow.models.glow.train import init_distributed
+    from irglow.utils.distributed import join
 
-    rank, world = init_distributed()
-    coll, index, stats = _load(args, rank, world)
+    w = join()
+    coll, index, stats = _load(args)
     out = Path(args.output)
     model = GlowEncoder.load(args.model)
     model.config.read_all_fields = model.config.read_all_fields or args.read_all_fields
@@ -127,9 +120,9 @@ def cmd_search(args) -> int:
         budgets = parse_field_tokens(args.field_tokens)
         model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))
     run, info = glow_run(model, index, stats, docs_store(coll).sequence(), coll.queries(args.split),
-                         out.parent, out.stem, args.depth, faiss_kind=args.faiss, rank=rank, world=world,
+                         out.parent, out.stem, args.depth, faiss_kind=args.faiss,
                          shard_rows=args.shard_rows)
-    if run is None:  # a non-zero rank: its shard is encoded, rank 0 searches
+    if not w.main:  # its shard is encoded; rank 0 searched and writes
         return 0
     run.write(out)
     write_manifest(out.parent, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out),

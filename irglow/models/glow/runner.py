@@ -41,34 +41,37 @@ def glow_encoders(model: GlowEncoder, feat: Featurizer, device, precision: str =
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
              queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
              faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
-             rank: int = 0, world: int = 1, precision: str = "fp32", shard_rows: int | None = None
-             ) -> tuple[Run | None, dict]:
+             precision: str = "fp32", shard_rows: int | None = None) -> tuple[Run, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
     searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
 
-    Under ``torchrun`` (``world`` > 1) every process encodes its shard of the corpus, rank 0 merges the
-    shards and searches; the other ranks return ``None``.  ``precision``: fp32, or int8 on the CPU."""
+    Under ``torchrun`` every process encodes its shard of the corpus, rank 0 merges the shards and searches,
+    and every rank returns rank 0's runs.  ``precision``: fp32, or int8 on the CPU."""
     from irglow.models.int8 import check_precision
+    from irglow.utils.distributed import barrier, current, on_main
 
     device = device or pick_device()
     model.to(device).eval()
     feat = featurizer_for(model, index, stats)
     missing = [f for f in model.config.fields if f not in index.fields]
-    if missing and rank == 0:
+    w = current()
+    if missing and w.main:
         log.warning("%s: fields %s are not in this collection; they encode as empty segments", tag, missing)
     emb_dir = out_dir / f"{tag}.embeddings"
     doc_encoder, query_encoder = glow_encoders(model, feat, device, check_precision(precision, device))
     with torch.no_grad():
         # the model and the corpus: a shard, or an encoding killed halfway, is resumed only for the same ones
         key = model_digest(model, config=model.config, index=Path(index.path).name)
-        _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, rank, world, key)
-    if world > 1:
-        import torch.distributed as dist
+        _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key)
+    if w.size == 1:
+        return _search(emb_dir, query_encoder, queries, also, batch_size, depth, tag, shard_rows, faiss_kind, rate)
+    barrier()  # every shard is on disk
+    return on_main(lambda: (merge_shards(emb_dir, w.size), _search(emb_dir, query_encoder, queries, also, batch_size,
+                                                                   depth, tag, shard_rows, faiss_kind, rate))[1])
 
-        dist.barrier()  # every shard is on disk
-        if rank != 0:
-            return None, {"docs_per_s": rate, "also": {}}
-        merge_shards(emb_dir, world)
+
+def _search(emb_dir: Path, query_encoder, queries, also, batch_size: int, depth: int, tag: str,
+            shard_rows: int | None, faiss_kind: str, rate: float) -> tuple[Run, dict]:
     with torch.no_grad():
         qv = encode(queries, query_encoder, batch_size)
         more = {name: encode(qs, query_encoder, batch_size) for name, qs in (also or {}).items() if qs}

@@ -139,6 +139,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     name = "glow"
     settings_class = GlowSettings
     trains = True
+    collective = True  # under torchrun: data-parallel training, corpus encoding in shards (rank 0 searches)
 
     def tags(self, s: GlowSettings) -> list[str]:
         return [*s.untrained, *s.variants]
@@ -208,6 +209,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         from irglow.models.glow.runner import glow_run, validation_queries
         from irglow.models.source import write_stage_notes
         from irglow.runs.wanted import write_tuning_run
+        from irglow.utils.distributed import on_main
 
         s = ctx.settings
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
@@ -223,8 +225,9 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             else:
                 model = _untrained(name, s.train, source, list(index.fields), s.zero_shot_tokens)
             used, checks[name] = self._precision(s.precision, name, model, trained.get(name), ctx)
-            if name == "minilm":
-                run, info = _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out, name, depth)
+            if name == "minilm":  # the untrained checkpoint's run: rank 0's
+                run, info = on_main(lambda: _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out,
+                                                            name, depth))
             else:
                 run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.out, name, depth=depth, also=also,
                                      precision=used)
@@ -232,8 +235,8 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
             if ctx.zero_shot and tune_q and name in ctx.tuning_runs:
-                tune_run = self._held_out_run_elsewhere(model.in_precision(used) if name == "minilm" else model,
-                                                        name, used, ctx, tune_q)
+                tune_run = on_main(lambda: self._held_out_run_elsewhere(
+                    model.in_precision(used) if name == "minilm" else model, name, used, ctx, tune_q))
             if tune_run is not None and name in ctx.tuning_runs:  # for the pipeline's fusion
                 runs.update([write_tuning_run(ctx.out, name, tune_run)])
         write_stage_notes(ctx.out, "glow", {"models": {k: str(v) for k, v in trained.items()},

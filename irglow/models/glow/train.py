@@ -25,8 +25,8 @@ AdamW with linear warm-up and decay in the one training loop (:mod:`irglow.model
 accumulation, checkpoints and resumption, early stopping), validation nDCG@10 on queries carved out of the
 training split — the checkpoint itself is evaluated first and stays the answer if training never beats it — on
 what a retriever would see: the whole corpus up to ``val_max_docs``, else the union of the validation queries'
-BM25 top-``val_pool_depth`` lists (judged documents are *not* added: that inflates nDCG@10).  DDP when launched
-with ``torchrun`` (each rank takes its share of batches).
+BM25 top-``val_pool_depth`` lists (judged documents are *not* added: that inflates nDCG@10).  Data-parallel when
+launched with ``torchrun`` (the loop's gradient sum: each rank takes its share of every step's batches).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from irglow.models.low_rank import LowRankLinear, add_low_rank, merge_low_rank
 from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
+from irglow.utils.distributed import join
 
 log = logging.getLogger(__name__)
 
@@ -144,17 +145,6 @@ class GlowScorer(torch.nn.Module):
         return self.w * cos + self.b
 
 
-def init_distributed() -> tuple[int, int]:
-    """(rank, world size): joins the process group when launched by ``torchrun`` (NCCL on GPUs, else gloo)."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        import torch.distributed as dist
-
-        if not dist.is_initialized():
-            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
 def to_device(batch: dict, device) -> dict:
     return {k: v.to(device) for k, v in batch.items()}
 
@@ -185,9 +175,8 @@ def pad_cat(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], pad_id: int)
 
 
 def embed_pair(model, featurizer: Featurizer, queries, docs, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Queries and documents through the encoder in *one* forward call: DistributedDataParallel
-    synchronises gradients per forward/backward pair, and two forwards before one backward would
-    break it (Tevatron and sentence-transformers encode both sides of a Siamese model the same way)."""
+    """Queries and documents through the encoder in *one* forward call, padded to one length (Tevatron and
+    sentence-transformers encode both sides of a Siamese model the same way)."""
     q = featurizer.queries([x.text for x in queries])
     d = featurizer.documents(docs)
     vectors = model(**to_device(pad_cat(q, d, featurizer.tok.pad_token_id), device))
@@ -197,13 +186,10 @@ def embed_pair(model, featurizer: Featurizer, queries, docs, device) -> tuple[to
 class GlowTrainer:
     def __init__(self, config: GlowTrainConfig, out_dir: str | Path):
         self.config, self.out = config, Path(out_dir)
-        self.rank, self.world = init_distributed()
-        if self.world > 1 and torch.cuda.is_available():
-            local = int(os.environ.get("LOCAL_RANK", "0"))
-            torch.cuda.set_device(local)
-            self.device = torch.device("cuda", local)
-        else:
-            self.device = pick_device(config.device)
+        w = join()
+        self.rank, self.world = w.rank, w.size
+        self.device = torch.device("cuda", w.local_rank) if w.size > 1 and torch.cuda.is_available() \
+            else pick_device(config.device)
 
     def train(self, index: LuceneIndex, stats: CollectionStats, docs: dict[str, Document],
               queries: list[Query], qrels: list[Qrel], resume: bool = True, validation: tuple = ()) -> Path:
@@ -251,7 +237,7 @@ class GlowTrainer:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
         task = _GlowTask(self, model, scorer, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), ex, val,
                          batch_size, total_steps, teacher)
-        TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device, self.rank, self.world).run(
+        TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device).run(
             resume, inputs, {"batch_size": batch_size})
         return self.out / "best"
 
@@ -287,12 +273,6 @@ class _GlowTask(Task):
         self.measure = parse_measures(["nDCG@10"])
         # θ₀ for L2-SP: the checkpoint's own weights (a resumed run reloads them from the checkpoint it started from)
         self.start_weights = starting_weights(cfg.model) if cfg.l2sp > 0 else {}
-        self.train_model = model
-        if self.world > 1:
-            # the BERT pooler is loaded with the checkpoint but never used for the loss
-            self.train_model = torch.nn.parallel.DistributedDataParallel(
-                model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
-                find_unused_parameters=True)
 
     def parts(self) -> dict:
         return {"model": self.model, "scorer": self.scorer, "optimizer": self.optimizer, "scheduler": self.scheduler}
@@ -316,16 +296,21 @@ class _GlowTask(Task):
     def epoch_batches(self, epoch: int, warming: bool = False) -> list:
         order = list(range(len(self.ex.train_ids)))
         random.Random(self.config.seed + epoch).shuffle(order)
-        order = order[: len(order) - len(order) % self.world][self.rank::self.world]  # equal shards
         return [[self.ex.train_ids[i] for i in b] for b in epoch_batches(order, self.batch_size,
                                                                           self.config.grad_accum)]
 
-    def loss(self, qids, autocast, warming: bool = False) -> torch.Tensor:
-        cfg, rng, ex, judged = self.config, self.sampler, self.ex, self.ex.judged
-        pos = [ex.docs[rng.choice(ex.positives[q])[0]] for q in qids]
-        neg = [ex.docs[d] for q in qids for d in ex.negatives(q, cfg.hard_negatives, rng)]
+    def draw(self, qids, warming: bool = False):
+        """(the queries, a judged-relevant document of each, each query's hard negatives): ids only."""
+        cfg, rng, ex = self.config, self.sampler, self.ex
+        pos = [rng.choice(ex.positives[q])[0] for q in qids]
+        return qids, pos, [d for q in qids for d in ex.negatives(q, cfg.hard_negatives, rng)]
+
+    def loss(self, drawn, autocast, warming: bool = False) -> torch.Tensor:
+        cfg, ex, judged = self.config, self.ex, self.ex.judged
+        qids, pos, neg = drawn
+        pos, neg = [ex.docs[d] for d in pos], [ex.docs[d] for d in neg]
         with autocast():
-            qv, dv = embed_pair(self.train_model, self.val.featurizer, [ex.queries[q] for q in qids], pos + neg,
+            qv, dv = embed_pair(self.model, self.val.featurizer, [ex.queries[q] for q in qids], pos + neg,
                                 self.device)
             qv = torch.nn.functional.normalize(qv.float(), dim=-1)
             dv = torch.nn.functional.normalize(dv.float(), dim=-1)
@@ -341,6 +326,10 @@ class _GlowTask(Task):
                 # data-dependent start: centre the logits (b = −w · mean cosine of the first batch)
                 with torch.no_grad():
                     self.scorer.b.fill_(-float(self.scorer.w) * float(cos.mean()))
+                if self.world > 1:  # rank 0's first batch is one process's first batch: its start, everywhere
+                    import torch.distributed as dist
+
+                    dist.broadcast(self.scorer.b.data, 0)
                 self.state["bias_initialised"] = True
             loss = bce_loss(self.scorer(cos), cos, false_neg, cfg.hard_negatives, cfg.in_batch_negatives,
                             cfg.temperature)
@@ -354,14 +343,6 @@ class _GlowTask(Task):
                 td.float(), dim=-1).T
             loss = loss + cfg.distill * distillation_loss(cos, target, cfg.contrastive_temperature)
         return loss
-
-    def before_optimizer_step(self) -> None:
-        if self.world > 1 and self.config.loss == "bce":  # the scorer lives outside the DDP module
-            import torch.distributed as dist
-
-            for p in self.scorer.parameters():
-                dist.all_reduce(p.grad)
-                p.grad /= self.world
 
     def ranked(self, feat, vdocs, vqueries, desc: str):
         cfg, model = self.config, self.model

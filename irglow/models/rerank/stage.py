@@ -334,7 +334,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                         **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
             units.append(Unit(f"rerank:{name}", settings, {t: r for t, r in ctx.runs.items() if t in reads},
                               lambda name=name: self.run(ctx, name), (name, *(f"{a}+{name}" for a in also)),
-                              loads={owner: reused[owner]} if owner in reused else {}))
+                              loads={owner: reused[owner]} if owner in reused else {}, collective=True))
         return units
 
     def run(self, ctx, name: str) -> dict:
@@ -344,7 +344,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.models.checkpoints import read_training
         from irglow.models.rerank.rerank import load_reranker, rerank
         from irglow.runs.trec import Run
+        from irglow.runs.trec import gather_runs
         from irglow.runs.wanted import write_tuning_run
+        from irglow.utils.distributed import all_gather, on_main, rank_file, split
 
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
@@ -368,21 +370,27 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         t = time.perf_counter()
         # a killed re-ranking resumes with the batches it had not scored (the checkpoint is keyed by the model and
         # the pairs, and removed once the run is written)
-        produced = {name: rerank(model, first, test_q, docs, depth, tag=name, desc=name, precision=precision,
-                                 checkpoint=ctx.out / f".{name}.rerank-partial.jsonl")}
-        rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
+        # under torchrun each rank re-ranks its share of the queries (its own checkpoint); rank 0 writes the run
+        mine = split(test_q)
+        produced = gather_runs({name: rerank(model, first, mine, docs, depth, tag=name, desc=name, precision=precision,
+                                             checkpoint=ctx.out / rank_file(f".{name}.rerank-partial.jsonl"))},
+                               test_q)
+        rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) \
+            / max(1e-9, time.perf_counter() - t)
+        rate = sum(all_gather(rate))  # the job's pairs per second
         produced[name].write(ctx.out / f"{name}.run")
         for base_tag in also:
             base = ctx.runs.get(base_tag)
             if base is not None:
                 tag = f"{base_tag}+{name}"
-                produced[tag] = rerank(model, base, test_q, docs, depth, tag=tag, desc=tag, precision=precision,
-                                       checkpoint=ctx.out / f".{tag}.rerank-partial.jsonl")
+                produced.update(gather_runs({tag: rerank(
+                    model, base, mine, docs, depth, tag=tag, desc=tag, precision=precision,
+                    checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))}, test_q))
                 produced[tag].write(ctx.out / f"{tag}.run")
         if name in ctx.tuning_runs and tune_first is not None:  # held-out queries, for fusion (carried zero-shot)
             if tune_run is None:
-                tune_run = self._held_out_run(model, model_dir, tune_first, tune_q, source_docs, depth, name,
-                                              precision, ctx)
+                tune_run = on_main(lambda: self._held_out_run(model, model_dir, tune_first, tune_q, source_docs, depth,
+                                                              name, precision, ctx))
             produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
         self._note(ctx.out, name, model_dir, rate, depth, first.tag, check)
         return produced

@@ -33,6 +33,7 @@ from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import fit_batch, pick_device, seed_everything, training_inputs, validation_score
 from irglow.models.rerank.rerank import rerank
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
+from irglow.utils.distributed import current
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
 
@@ -57,6 +58,7 @@ class RerankTrainConfig:
     val_fraction: float = 0.1
     val_depth: int = 30
     eval_every: int = 0  # also validate every n steps (0: epoch ends only)
+    grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
     patience: int = 2
     score_batch: int = 64
     seed: int = 13
@@ -151,8 +153,10 @@ class RerankTrainer:
             index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))).search(
             [ex.queries[q] for q in ex.ids])
         ex.mine(bm25, cfg.negative_depth)
-        batch = fit_batch(cfg.batch_queries, len(ex.train_ids), f"{cfg.kind} training", "batch_queries")
-        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // batch) * cfg.epochs
+        world = current().size  # under torchrun each optimizer step takes one batch per process
+        batch = fit_batch(cfg.batch_queries, len(ex.train_ids), f"{cfg.kind} training", "batch_queries",
+                          world * cfg.grad_accum)
+        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch * world * cfg.grad_accum)) * cfg.epochs
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         inputs = training_inputs(cfg, queries, qrels, index)
         if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too
@@ -189,11 +193,16 @@ class _RerankTask(Task):
         random.Random(self.config.seed + epoch).shuffle(order)
         return [order[i:i + self.batch] for i in range(0, len(order) - self.batch + 1, self.batch)]
 
-    def loss(self, qids, autocast, warming: bool = False) -> torch.Tensor:
+    def draw(self, qids, warming: bool = False) -> list:
+        """Each query with a judged-relevant document (and its grade) and its sampled negatives: ids only."""
+        ex = self.ex
+        return [(q, *self.sampler.choice(ex.positives[q]), ex.negatives(q, self.config.negatives, self.sampler))
+                for q in qids]
+
+    def loss(self, drawn, autocast, warming: bool = False) -> torch.Tensor:
         texts, group, labels, ex = [], [], [], self.ex
-        for q in qids:
-            pos, rel = self.sampler.choice(ex.positives[q])
-            neg = ex.negatives(q, self.config.negatives, self.sampler)
+        qids = [q for q, *_ in drawn]
+        for q, pos, rel, neg in drawn:
             texts += [ex.queries[q].text] * (1 + len(neg))
             group += [ex.docs[pos]] + [ex.docs[d] for d in neg]
             labels.append([rel] + [0] * len(neg))

@@ -78,6 +78,7 @@ class TWBertStage(Stage):
     name = "twbert"
     settings_class = TWBertSettings
     trains = True
+    collective = True  # under torchrun: data-parallel training, the queries' weights and searches split
 
     def tags(self, s: TWBertSettings) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
@@ -133,28 +134,33 @@ class TWBertStage(Stage):
         from irglow.models.source import write_stage_notes
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
+        from irglow.runs.trec import gather_runs
         from irglow.runs.wanted import TRAINING, write_tuning_run
+        from irglow.utils.distributed import split
 
         expansion = ctx.settings.rm3
         source, index, queries, depth = ctx.source, ctx.index, ctx.test_queries, ctx.lexical.depth
         model_dir = self.train(ctx.settings, source, ctx.train_root)["twbert"]
         model = TWBert.load(model_dir)
-        weighted = weigh_queries(model, index, queries)
-        runs = {"bm25-ngram": twbert_search(None, index, queries, depth=depth, tag="bm25-ngram",
-                                            weighted=prior_queries(index, queries, model.config), config=model.config),
-                "twbert": twbert_search(model, index, queries, depth=depth, tag="twbert", weighted=weighted)}
+        mine = split(queries)  # under torchrun: this rank's share of the queries, gathered below
+        weighted = weigh_queries(model, index, mine)
+        runs = {"bm25-ngram": twbert_search(None, index, mine, depth=depth, tag="bm25-ngram",
+                                            weighted=prior_queries(index, mine, model.config), config=model.config),
+                "twbert": twbert_search(model, index, mine, depth=depth, tag="twbert", weighted=weighted)}
         if expansion:
-            runs["twbert-rm3"] = twbert_search(model, index, queries, depth=depth, tag="twbert-rm3", expansion="rm3",
+            runs["twbert-rm3"] = twbert_search(model, index, mine, depth=depth, tag="twbert-rm3", expansion="rm3",
                                                weighted=weighted)
+        runs = gather_runs(runs, queries)
         for tag, run in runs.items():
             run.write(ctx.out / f"{tag}.run")
 
         def on_training_index(tag: str, qs: list):
             """``tag``'s run of training queries on the training index (TW-BERT's weights, or the n-gram prior)."""
-            weighted = weigh_queries(model, source.index, qs) if tag == "twbert" else \
-                prior_queries(source.index, qs, model.config)
-            return twbert_search(model if tag == "twbert" else None, source.index, qs, depth=depth, tag=tag,
-                                 weighted=weighted, config=model.config)
+            mine = split(qs)
+            weighted = weigh_queries(model, source.index, mine) if tag == "twbert" else \
+                prior_queries(source.index, mine, model.config)
+            return gather_runs({tag: twbert_search(model if tag == "twbert" else None, source.index, mine, depth=depth,
+                                                   tag=tag, weighted=weighted, config=model.config)}, qs)[tag]
 
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.training_runs]:
             # every training query, for a re-ranker that re-ranks this run and learns from its mistakes

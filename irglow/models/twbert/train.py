@@ -94,6 +94,7 @@ class TrainConfig:
     seed: int = 13
     device: str = "auto"
     amp: bool = True
+    grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
     max_train_queries: int | None = None
     balance_sources: bool = False  # several training sources: as many queries of each per batch (epoch_order)
     scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
@@ -143,9 +144,11 @@ def amse(pred: torch.Tensor, target: torch.Tensor, d1: float, d2: float) -> torc
     return torch.where(e < d1, torch.zeros_like(e), torch.where(e < d2, quad, lin))
 
 
-def list_mle(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, generator=None) -> torch.Tensor:
-    """ListMLE (Xia et al. 2008) per query over valid docs, ties in the labels shuffled. pred/target/mask: [B, D]."""
-    noise = torch.rand(target.shape, generator=generator, device="cpu").to(target.device) * 1e-6
+def list_mle(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, noise: torch.Tensor | None = None
+             ) -> torch.Tensor:
+    """ListMLE (Xia et al. 2008) per query over valid docs, ties in the labels shuffled by ``noise`` ([B, D], below
+    any label difference; drawn here when not given). pred/target/mask: [B, D]."""
+    noise = (torch.rand(target.shape) * 1e-6 if noise is None else noise).to(target.device)
     key = torch.where(mask, target + noise, torch.full_like(target, -1e9))
     order = key.argsort(dim=-1, descending=True)
     p = pred.gather(-1, order)
@@ -199,7 +202,7 @@ def scaled_scores(weights, batch, k3, scale_by: str = "weighted"):
 
 
 def ranking_loss(model: TWBert, weights: torch.Tensor, prior: torch.Tensor, batch: dict, cfg: TrainConfig,
-                 max_rel: float, generator=None) -> torch.Tensor:
+                 max_rel: float, noise: torch.Tensor | None = None) -> torch.Tensor:
     s = scaled_scores(weights, batch, cfg.model.k3, cfg.scale_by)
     mask = batch["doc_mask"]
     gains = label_gains(batch["labels"], cfg.label_scale, max_rel)
@@ -211,7 +214,7 @@ def ranking_loss(model: TWBert, weights: torch.Tensor, prior: torch.Tensor, batc
         if "amse" in cfg.loss:
             loss = loss + (amse(pred, gains, cfg.amse_d1, cfg.amse_d2) * mask).sum() / mask.sum()
         if "listmle" in cfg.loss:
-            loss = loss + cfg.listmle_weight * list_mle(pred, gains, mask, generator)
+            loss = loss + cfg.listmle_weight * list_mle(pred, gains, mask, noise)
     if cfg.delta_l2 > 0:
         valid = batch["term_valid"] > 0
         delta = torch.log(weights.clamp(min=1e-6) / prior.clamp(min=1e-6))[valid]
@@ -417,7 +420,15 @@ class _TWBertTask(Task):
         return [[train[i] for i in order[start:start + cfg.batch_queries]]
                 for start in range(0, len(order), cfg.batch_queries)]
 
-    def loss(self, chunk, autocast, warming: bool = False) -> torch.Tensor:
+    def draw(self, chunk, warming: bool = False):
+        """The batch and ListMLE's tie-shuffling noise for it ([queries, candidates]), drawn in batch order."""
+        cfg = self.config
+        if warming or cfg.loss == "softmax" or "listmle" not in cfg.loss:
+            return chunk, None
+        return chunk, torch.rand((len(chunk), max(len(f.doc_ids) for f in chunk)), generator=self.generator) * 1e-6
+
+    def loss(self, drawn, autocast, warming: bool = False) -> torch.Tensor:
+        chunk, noise = drawn
         enc = {k: v.to(self.device) for k, v in self.model.encode([f.terms for f in chunk]).items()}
         with autocast():
             w = self.model(**enc)
@@ -427,8 +438,7 @@ class _TWBertTask(Task):
             return (((w - enc["prior"]) ** 2) * valid).sum() / valid.sum().clamp(min=1)
         batch = collate(chunk, self.device, retrieved_only=not self.config.add_unretrieved_relevant)
         m = batch["idf"].shape[1]
-        return ranking_loss(self.model, w[:, :m], enc["prior"][:, :m], batch, self.config, self.data.max_rel,
-                            self.generator)
+        return ranking_loss(self.model, w[:, :m], enc["prior"][:, :m], batch, self.config, self.data.max_rel, noise)
 
     def validate(self) -> tuple[float, dict]:
         return self.ndcg(self.data.val, self.data.val_qrels), {
