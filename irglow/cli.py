@@ -17,6 +17,7 @@ from irglow import settings as declared
 from irglow.settings import non_negative_int, positive_int
 from irglow.eval.defaults import DEFAULT_MEASURES
 from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.utils.distributed import collective
 
 
 def _add_data(p: argparse.ArgumentParser, split: bool = True) -> None:
@@ -398,12 +399,11 @@ def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
     return 0
 
 
+@collective
 def cmd_run(args) -> int:
     from irglow.config import load_config
     from irglow.pipeline import run_pipeline
-    from irglow.utils.distributed import join
 
-    join()  # under torchrun: one process group for the whole job (README: several GPUs and nodes)
     config = load_config(args.config, args.set)
     if args.grid:
         from irglow.grid import run_grid
@@ -416,12 +416,11 @@ def cmd_run(args) -> int:
     return 0
 
 
+@collective
 def cmd_zero_shot(args) -> int:
     from irglow.config import load_config
-    from irglow.utils.distributed import join
     from irglow.zero_shot import NoCollectionError, run_zero_shot
 
-    join()
     config = load_config(args.config, args.set)
     zs = config.setdefault("zero_shot", {})
     if args.train:
@@ -697,6 +696,10 @@ def main(argv: list[str] | None = None) -> int:
     # under torchrun an error names the rank that met it (torchrun's own summary names the rank that exited)
     rank_note = f" (rank {os.environ.get('RANK')} of {os.environ.get('WORLD_SIZE')})" if distributed.launched() else ""
     try:
+        if distributed.launched():
+            distributed.join()
+            if not getattr(args.func, "collective", False):  # its work does not split: rank 0's alone
+                return distributed.on_main(lambda: args.func(args))
         return args.func(args)
     except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, NotADirectoryError, KeyError,
             ValueError) as e:

@@ -211,8 +211,16 @@ def _hardware() -> dict[str, Any]:
 
 
 def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path:
-    """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs."""
+    """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs.  Under
+    ``torchrun`` rank 0 writes it, with the number of processes (``world_size``)."""
     from irglow.utils.atomic import atomic_write_text
+    from irglow.utils.distributed import current
+
+    w = current()
+    if not w.main:
+        return Path(out_dir) / "manifest.json"
+    if w.size > 1:
+        extra.setdefault("world_size", w.size)
 
     manifest = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -38,6 +38,7 @@ from irglow.eval.plots import grouped_bars
 from irglow.pipeline import Prepared, evaluate_split, index_and_stats, training_side
 from irglow.plan import CollectionSettings, bind_plan, for_index
 from irglow.utils.atomic import atomic_write_text
+from irglow.utils.distributed import barrier, check_shared_folder, is_main
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +171,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     specs, measure = list(zs.collections), zs.measure
     out = zs.output_dir
     out.mkdir(parents=True, exist_ok=True)
+    check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
 
     timings: dict[str, float] = {}
     t = time.perf_counter()
@@ -207,6 +209,9 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
                              f"is left out of the pooled effect" + (f" ({shared})." if shared else "."))
         timings[f"{column}_s"] = time.perf_counter() - t
 
+    if not is_main():  # under torchrun the cross-collection table is rank 0's
+        barrier()
+        return out
     if not results:
         raise NoCollectionError("no collection could be evaluated:\n" + "\n".join(notes))
     notes += shared_between({c: k for c, k in samples.items() if c not in in_domain})
@@ -240,4 +245,5 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     print(f"\n## Zero-shot ({measure}): trained on {train_coll.name}/{train_split}\n")
     print(table.to_markdown())
     print(f"tables, plot and manifest in {out}/")
+    barrier()
     return out

@@ -177,6 +177,13 @@ def main_first(make: Callable[[], T]) -> T:
     return value if current().main else make()
 
 
+def collective(command: Callable[..., T]) -> Callable[..., T]:
+    """Mark a CLI command that splits its own work under ``torchrun`` (every rank runs it); any other command runs
+    on rank 0 while the others wait (:func:`irglow.cli.main`)."""
+    command.collective = True  # type: ignore[attr-defined]
+    return command
+
+
 def split(items: Sequence[T]) -> list[T]:
     """This rank's contiguous share of ``items`` (sizes differ by at most one; all of them alone)."""
     w = current()
@@ -214,9 +221,11 @@ def check_shared_folder(out: Path) -> None:
     barrier()
     if w.main:
         probe.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # left when another job probes the same folder
+            probe.parent.rmdir()
     blind = [f"rank {r} on {host} ({path})" for r, (ok, host, path) in enumerate(views) if not ok]
     if blind:
-        raise SystemExit(f"the output folder {out} is not shared: {', '.join(blind)} cannot read what rank 0 writes "
+        raise SystemExit(f"the output folder {views[0][2]} is not shared: {', '.join(blind)} cannot read what rank 0 writes "
                          f"there; put it on a file system every node mounts at the same path")
 
 

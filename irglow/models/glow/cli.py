@@ -6,6 +6,7 @@ import argparse
 
 from irglow.lexical.defaults import DEPTH
 from irglow.settings import positive_int
+from irglow.utils.distributed import collective
 from irglow.data.docstore import docs_store
 from irglow.models.cli import add_train_parser
 
@@ -63,6 +64,7 @@ def _load(args):
     return main_first(load)
 
 
+@collective
 def cmd_train(args) -> int:
     from pathlib import Path
 
@@ -86,7 +88,7 @@ def cmd_train(args) -> int:
         from irglow.models.fields import resolve_auto_budgets
 
         write_manifest(args.out, {"glow": cfg, "data": args.data, "split": args.split}, seed=config.seed,
-                       world_size=w.size, token_budget=resolve_auto_budgets(cfg["model"], config.device)[1])
+                       token_budget=resolve_auto_budgets(cfg["model"], config.device)[1])
         print(best)
     return 0
 
@@ -103,6 +105,7 @@ def parse_field_tokens(items: list[str]) -> dict[str, int]:
     return field_values(items, tokens, "--field-tokens {item}: expected FIELD=N with N a positive number of tokens")
 
 
+@collective
 def cmd_search(args) -> int:
     from pathlib import Path
 

@@ -6,6 +6,7 @@ import argparse
 
 from irglow import settings as declared
 from irglow.settings import positive_int
+from irglow.utils.distributed import collective
 from irglow.data.docstore import docs_store
 from irglow.models.cli import add_duplicates_option, add_train_parser
 
@@ -50,20 +51,23 @@ def train_config(kind: str, config_path: str, overrides: list[str]):
     return RerankTrainConfig.from_dict({**cfg, "kind": kind}), cfg
 
 
+@collective
 def cmd_train(args) -> int:
     from irglow.config import write_manifest
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
     from irglow.models.rerank.train import RerankTrainer
+    from irglow.utils.distributed import is_main, main_first
 
     config, raw = train_config(args.kind, args.config, args.set)
     coll = load_collection(args.data)
-    index = build_index(coll, root=args.data_dir)
+    index = main_first(lambda: build_index(coll, root=args.data_dir))
     best = RerankTrainer(config, args.out).train(index, docs_store(coll),
                                                  coll.queries(args.split), coll.qrels(args.split),
                                                  resume=not args.no_resume)
     write_manifest(args.out, {args.kind: raw, "data": args.data, "split": args.split}, seed=config.seed)
-    print(best)
+    if is_main():
+        print(best)
     return 0
 
 

@@ -346,7 +346,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.runs.trec import Run
         from irglow.runs.trec import gather_runs
         from irglow.runs.wanted import write_tuning_run
-        from irglow.utils.distributed import all_gather, on_main, rank_file, split
+        from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
 
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
@@ -372,7 +372,13 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         # the pairs, and removed once the run is written)
         # under torchrun each rank re-ranks its share of the queries (its own checkpoint); rank 0 writes the run
         mine = split(test_q)
-        produced = gather_runs({name: rerank(model, first, mine, docs, depth, tag=name, desc=name, precision=precision,
+
+        def share(run):  # this rank's queries of a run (the others are left to their ranks)
+            if current().size == 1:
+                return run
+            return Run({q.query_id: run.ranking[q.query_id] for q in mine if q.query_id in run.ranking}, run.tag)
+
+        produced = gather_runs({name: rerank(model, share(first), mine, docs, depth, tag=name, desc=name, precision=precision,
                                              checkpoint=ctx.out / rank_file(f".{name}.rerank-partial.jsonl"))},
                                test_q)
         rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) \
@@ -384,7 +390,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             if base is not None:
                 tag = f"{base_tag}+{name}"
                 produced.update(gather_runs({tag: rerank(
-                    model, base, mine, docs, depth, tag=tag, desc=tag, precision=precision,
+                    model, share(base), mine, docs, depth, tag=tag, desc=tag, precision=precision,
                     checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))}, test_q))
                 produced[tag].write(ctx.out / f"{tag}.run")
         if name in ctx.tuning_runs and tune_first is not None:  # held-out queries, for fusion (carried zero-shot)

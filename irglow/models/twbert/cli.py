@@ -6,6 +6,7 @@ import argparse
 
 from irglow.lexical.defaults import DEPTH
 from irglow.settings import positive_int
+from irglow.utils.distributed import collective
 from irglow.models.cli import add_train_parser
 
 
@@ -41,22 +42,25 @@ def _index(args):
     return build_index(load_collection(args.data), root=args.data_dir)
 
 
+@collective
 def cmd_train(args) -> int:
     from irglow.config import apply_override, load_config, write_manifest
     from irglow.data.collection import load_collection
     from irglow.index.stats import CollectionStats
     from irglow.models.twbert.train import TrainConfig, Trainer
+    from irglow.utils.distributed import is_main, main_first
 
     cfg = load_config(args.config).get("twbert", {}) if args.config else {}
     for item in args.set:
         apply_override(cfg, item)
     config = TrainConfig.from_dict({k: v for k, v in cfg.items() if k != "enabled"})
     collection = load_collection(args.data)
-    index = _index(args)
-    best = Trainer(config, args.out).train(index, CollectionStats.load(index), collection.queries(args.split),
+    index, stats = main_first(lambda: (lambda index: (index, CollectionStats.load(index)))(_index(args)))
+    best = Trainer(config, args.out).train(index, stats, collection.queries(args.split),
                                            collection.qrels(args.split), resume=not args.no_resume)
     write_manifest(args.out, {"twbert": cfg, "data": args.data, "split": args.split}, seed=config.seed)
-    print(best)
+    if is_main():
+        print(best)
     return 0
 
 
