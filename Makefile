@@ -69,10 +69,14 @@ TAGS ?=
 regressions: venv
 	$(BIN)/irglow regressions $(if $(TAGS),--tags $(TAGS))
 
-# SIZE=full (default): the whole collection; SIZE=small: configs/msmarco-small.toml, about an hour on one GPU
+# SIZE=full (default): the whole collection; SIZE=small: configs/msmarco-small.toml, about an hour on one GPU.
+# GPUS=N: N processes on this machine under torchrun (one per GPU, NCCL; gloo without GPUs), identical results;
+# several machines: README, "Several GPUs and machines".
 SIZE ?= full
+GPUS ?= 1
 run-msmarco: venv
-	$(BIN)/irglow run --config configs/msmarco$(if $(filter small,$(SIZE)),-small).toml
+	$(if $(filter-out 1,$(GPUS)),$(BIN)/torchrun --standalone --nproc_per_node $(GPUS) -m irglow,$(BIN)/irglow) \
+	  run --config configs/msmarco$(if $(filter small,$(SIZE)),-small).toml
 
 # Train once, evaluate on every collection of the config (offline: seed them, set IR_DATASETS_HOME).
 # TRAIN=, TRAIN_SPLIT=, OUT= given on the command line override the config; COLLECTIONS=a,b,c too.
