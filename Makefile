@@ -178,8 +178,10 @@ bench-scale: venv
 # The real job's stages at MS MARCO document shape (bench/msmarco_scale.py): generated collections of SCALE_SIZES
 # documents, each corpus-touching stage in its own process, time and peak memory per stage, growth exponents
 SCALE_SIZES ?= 3000,10000,30000
+# PROCESSES=1,2: the splitting stages (encoding, re-ranking) also under torchrun with 2 processes, with the speed-up
+PROCESSES ?= 1
 bench-msmarco-scale: venv
-	$(BIN)/python bench/msmarco_scale.py --sizes $(SCALE_SIZES) --out $(if $(call given,OUT),$(OUT),out/msmarco-scale)
+	$(BIN)/python bench/msmarco_scale.py --sizes $(SCALE_SIZES) --processes $(PROCESSES) --out $(if $(call given,OUT),$(OUT),out/msmarco-scale)
 
 clean:
 	rm -rf $(VENV) data out

@@ -18,7 +18,11 @@ a vocabulary with a Zipf-like distribution, train and dev queries with judgments
     rerank           irglow rerank --depth 100         (monoBERT of the same tiny size over BM25's top 100)
 
 Printed: a table per stage and size, the growth exponent of each stage's time and peak memory over the sizes
-(log-log slope), and the ratio of the largest size's peak to the smallest's.  Training is left out: its cost grows
+(log-log slope), and the ratio of the largest size's peak to the smallest's.
+
+``--processes 1,2`` also runs the stages that split their work (``glow-encode``: corpus shards; ``rerank``: queries)
+under ``torchrun --nproc_per_node N`` (gloo on CPUs, NCCL on GPUs) and prints each one's speed-up over one process,
+with the launch overhead: ``irglow settings`` (no work) under torchrun against one plain process.  Training is left out: its cost grows
 with training queries and steps, not the corpus (capped steps would measure nothing of the corpus).
 """
 
@@ -103,7 +107,14 @@ def _status(pid: int) -> dict[str, int]:
     return out
 
 
-def measured(args: list[str]) -> tuple[float, float, float]:
+def launcher(nproc: int) -> list[str]:
+    if nproc == 1:
+        return [sys.executable, "-m", "irglow"]
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), "-m",
+            "irglow"]
+
+
+def measured(args: list[str], nproc: int = 1) -> tuple[float, float, float]:
     """(wall seconds, peak resident MB, peak anonymous MB) of one ``irglow`` command, in its own process.  The
     resident peak (``wait4``) counts the index files Lucene memory-maps as they are read (page cache, shared and
     reclaimable); the anonymous peak, sampled every 0.1 s, is what the process itself holds: Python, the JVM's
@@ -111,7 +122,7 @@ def measured(args: list[str]) -> tuple[float, float, float]:
     import threading
 
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "irglow", *args], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*launcher(nproc), *args], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env={**os.environ, "TQDM_DISABLE": "1"})
     peak_anon = [0]
     done = threading.Event()
@@ -138,10 +149,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,30000,100000")
     parser.add_argument("--out", default="out/msmarco-scale")
     parser.add_argument("--stages", default="index,statistics,lexical,lexical-mf,glow-encode,rerank")
+    parser.add_argument("--processes", default="1", help="process counts for the stages that split (e.g. 1,2)")
     args = parser.parse_args()
     out = Path(args.out).resolve()
     sizes = [int(s) for s in args.sizes.split(",")]
     stages = args.stages.split(",")
+    counts = [int(p) for p in args.processes.split(",")]
+    splitting = [s for s in ("glow-encode", "rerank") if s in stages]
+    speed: dict[tuple[str, int, int], float] = {}
     glow, mono = tiny_models(out)
     results: dict[str, dict[int, tuple[float, float]]] = {s: {} for s in stages}
     for n in sizes:
@@ -169,6 +184,11 @@ def main() -> None:
             results[stage][n] = measured(commands[stage])
             wall, rss, anon = results[stage][n]
             print(f"{n:>9,} {stage:<12} {wall:8.1f} s {rss:8.0f} MB resident {anon:8.0f} MB anonymous", flush=True)
+            speed[stage, n, 1] = wall
+            for p in (c for c in counts if c > 1 and stage in splitting):
+                command = commands[stage][:-1] + [str(runs / f"{stage}-{p}-processes.run")]
+                speed[stage, n, p] = measured(command, p)[0]
+                print(f"{n:>9,} {stage:<12} {speed[stage, n, p]:8.1f} s under torchrun, {p} processes", flush=True)
     print(f"\n| stage | {' | '.join(f'{n:,} docs: s / resident MB / anonymous MB' for n in sizes)} | time exponent | "
           f"anonymous exponent | anonymous largest / smallest | resident largest / smallest |")
     print("|---|" + "---|" * (len(sizes) + 4))
@@ -178,6 +198,18 @@ def main() -> None:
         cells = [f"{results[stage][n][0]:.1f} / {results[stage][n][1]:.0f} / {results[stage][n][2]:.0f}" for n in sizes]
         print(f"| {stage} | {' | '.join(cells)} | {math.log(last[0] / first[0]) / span:.2f} | "
               f"{math.log(last[2] / first[2]) / span:.2f} | {last[2] / first[2]:.2f}× | {last[1] / first[1]:.2f}× |")
+    if len(counts) > 1 and splitting:
+        launch = {p: measured(["settings"], p)[0] for p in counts}
+        heads = " | ".join(f"{p} process{'es' if p > 1 else ''} s" for p in counts)
+        print(f"\n| stage | documents | {heads} | "
+              f"{' | '.join(f'speed-up at {p}' for p in counts if p > 1)} |")
+        print("|---|---|" + "---|" * (2 * len(counts) - 1))
+        for stage in splitting:
+            for n in sizes:
+                print(f"| {stage} | {n:,} | {' | '.join(f'{speed[stage, n, p]:.1f}' for p in counts)} | "
+                      f"{' | '.join(f'{speed[stage, n, 1] / speed[stage, n, p]:.2f}×' for p in counts if p > 1)} |")
+        print(f"| launch (`irglow settings`, no work) | – | {' | '.join(f'{launch[p]:.1f}' for p in counts)} | "
+              f"{' | '.join(f'+{launch[p] - launch[1]:.1f} s' for p in counts if p > 1)} |")
     (out / "results.json").write_text(json.dumps({s: {str(n): v for n, v in r.items()} for s, r in results.items()}))
 
 

@@ -1,15 +1,18 @@
 """``make run-msmarco``'s data path, offline: a miniature collection written in the exact file layout
 ir_datasets expects for ``msmarco-document`` (TREC-format documents with url / title / body lines,
 gzipped query TSVs and qrels, plain DL qrels), then the whole configs/msmarco.toml pipeline on it
-— every stage, every test split — with tiny budgets."""
+— every stage, every test split — with tiny budgets; then the same job under ``torchrun`` with two processes
+(``make run-msmarco GPUS=2``), a rank killed mid-job, and the job resumed."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,17 +60,36 @@ def write_msmarco_document(home: Path) -> dict[str, int]:
     return {s: len(q) for s, q in splits.items()}
 
 
-@pytest.mark.slow
-def test_run_msmarco_pipeline_on_a_miniature_msmarco_document(tmp_path):
-    counts = write_msmarco_document(tmp_path / "irds")
-    out = tmp_path / "runs"
-    sets = [*TINY, f"output.dir={out}", f"data_dir={tmp_path / 'data'}"]
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    """The whole configs/msmarco.toml on the miniature collection, in one process, with the tiny dropout-free BERT
+    and two batches per optimizer step (what two processes take: ``test_torchrun``'s comparison)."""
+    from tests.integration.torchrun import tiny_bert
+
+    root = tmp_path_factory.mktemp("msmarco")
+    counts = write_msmarco_document(root / "irds")
+    bert = tiny_bert(root / "tiny-bert")
+    accum = [f"{t}.grad_accum=2" for t in ("twbert", "glow", "rerank.monobert", "rerank.nrmf")]
     cmd = [sys.executable, "-m", "irglow", "run", "--config", "configs/msmarco.toml"]
-    for s in sets:
+    for s in [*tiny_settings(bert, root / "runs", root / "data"), *accum]:
         cmd += ["--set", s]
-    env = {**os.environ, "IR_DATASETS_HOME": str(tmp_path / "irds"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "IR_DATASETS_HOME": str(root / "irds"), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return root, counts
+
+
+def tiny_settings(bert: str, out: Path, data: Path) -> list[str]:
+    """TINY budgets, the output and data folders, and every BERT the tiny one without dropout."""
+    return [*TINY, f"output.dir={out}", f"data_dir={data}", f"twbert.model.base_model={bert}",
+            f"glow.model.base_model={bert}", f"rerank.monobert.model.base_model={bert}",
+            "rerank.monobert.model.dropout=0.0", "rerank.nrmf.model.dropout=0.0"]
+
+
+@pytest.mark.slow
+def test_run_msmarco_pipeline_on_a_miniature_msmarco_document(one_process):
+    tmp_path, counts = one_process
+    out = tmp_path / "runs"
     expected = {"bm25", "bm25-rm3", "bm25-mf", "bm25f", "tfidf", "bm25-ngram", "twbert", "twbert-rm3",
                 "bert", "glow", "bm25f+bert", "bm25f+glow", "monobert", "nrmf", "bm25f+glow+monobert",
                 "bm25f+glow+nrmf"}
@@ -86,3 +108,75 @@ def test_run_msmarco_pipeline_on_a_miniature_msmarco_document(tmp_path):
     # trained once, shared by the three splits
     assert sorted(p.name for p in out.glob("*-train")) == ["bert-train", "glow-train", "monobert-train",
                                                             "nrmf-train", "twbert-train"]
+
+
+def _children(pid: int) -> dict[int, int]:
+    """{rank: pid} of the workers a torchrun process started (read from /proc)."""
+    ranks = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            env = dict(e.split("=", 1) for e in (proc / "environ").read_text().split("\0") if "=" in e)
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and "RANK" in env:
+            ranks[int(env["RANK"])] = int(proc.name)
+    return ranks
+
+
+def _same_runs(one: dict[str, str], two: dict[str, str]) -> None:
+    assert sorted(one) == sorted(two)
+    for name in one:
+        if one[name] == two[name]:
+            continue
+        assert "nrmf" in name or "monobert" in name, f"{name} differs"  # re-ranked: float precision
+        a, b = ([line.split() for line in text.splitlines()] for text in (one[name], two[name]))
+        assert [r[:4] + r[5:] for r in a] == [r[:4] + r[5:] for r in b], name  # the same ranking
+        assert all(abs(float(x[4]) - float(y[4])) < 1e-5 for x, y in zip(a, b)), name
+
+
+@pytest.mark.slow
+def test_pipeline_under_torchrun_equals_one_process_and_resumes_after_a_killed_rank(one_process, tmp_path):
+    """Two processes (gloo) give what one process gives (the fixture's, with twice the accumulation); a rank killed
+    mid-job stops the job at once with torchrun naming it; launched again, the job continues from what was
+    finished.  Lexical, TW-BERT and dense runs are byte-identical; re-ranked runs score batches of other
+    compositions, so their scores agree to 1e-5 and their rankings exactly; the tables are identical."""
+    from tests.integration.torchrun import environment, irglow, launcher, run_files
+
+    root, _ = one_process
+    env = {"IR_DATASETS_HOME": str(root / "irds")}
+    # rank 1 is killed once TW-BERT's runs are recorded (GLOW trains and encodes next)
+    two = ["run", "--config", "configs/msmarco.toml"]
+    for s in tiny_settings(str(root / "tiny-bert"), tmp_path / "two", tmp_path / "data2"):
+        two += ["--set", s]
+    job = subprocess.Popen(launcher(2) + two, cwd=ROOT, env=environment(**env), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    record = tmp_path / "two" / "dev" / ".stages" / "twbert.json"
+    deadline = time.time() + 600
+    while not record.is_file() and job.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    ranks = _children(job.pid)
+    assert record.is_file() and set(ranks) == {0, 1}, job.stderr.read()[-3000:] if job.poll() is not None else ""
+    os.kill(ranks[1], signal.SIGKILL)
+    killed = time.time()
+    _, err = job.communicate(timeout=300)
+    assert job.returncode != 0 and time.time() - killed < 120  # the job stops; nobody waits for rank 1
+    assert "rank      : 1" in err and "Signal 9 (SIGKILL)" in err, err[-3000:]
+
+    # launched again: what was finished is reused, the rest is done, and it all equals one process's
+    irglow(two, 2, ROOT, **env)
+    stages = json.loads((tmp_path / "two" / "dev" / "manifest.json").read_text())["stages"]
+    assert stages["lexical:bm25"] == stages["twbert"] == "reused" and stages["rerank:monobert"] == "ran"
+    _same_runs(run_files(root / "runs"), run_files(tmp_path / "two"))
+    for split in ("dev", "trec-dl-2019", "trec-dl-2020"):
+        assert (root / "runs" / split / "results.csv").read_text() == \
+            (tmp_path / "two" / split / "results.csv").read_text()
+    manifest = json.loads((tmp_path / "two" / "dev" / "manifest.json").read_text())
+    assert manifest["world_size"] == 2
+    # rank 0 alone wrote: no half-written file, no rank's scratch left behind
+    assert not [p for p in (tmp_path / "two").rglob("*") if ".tmp" in p.name or ".rank" in p.name]
+    for trainer in ("twbert", "bert", "glow", "monobert", "nrmf"):
+        trained = list((tmp_path / "two" / f"{trainer}-train").glob("*/training.json"))
+        assert len(trained) == 1 and json.loads(trained[0].read_text())["state"]["step"] >= 1, trainer

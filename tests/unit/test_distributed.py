@@ -122,6 +122,7 @@ def test_a_rank_that_cannot_see_the_output_folder_stops_every_rank_before_any_wo
 
 def _shared_ok(base: str):
     distributed.check_shared_folder(Path(base))
+    distributed.barrier()  # rank 0 has removed its probe
     return sorted(p.name for p in Path(base).rglob("*"))
 
 

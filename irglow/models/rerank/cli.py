@@ -71,14 +71,19 @@ def cmd_train(args) -> int:
     return 0
 
 
+@collective
 def cmd_rerank(args) -> int:
+    """Under ``torchrun`` each rank re-ranks a contiguous share of the run's queries (its own checkpoint); rank 0
+    writes the whole run."""
     from pathlib import Path
 
     from irglow.config import write_manifest
     from irglow.data.collection import load_collection
+    from irglow.data.records import Query
     from irglow.models.rerank.rerank import load_reranker, rerank
-    from irglow.runs.trec import Run, check_token
+    from irglow.runs.trec import Run, check_token, gather_runs
     from irglow.utils.atomic import check_not_input, check_writable
+    from irglow.utils.distributed import is_main, rank_file, split
 
     out = check_not_input(args.output, [args.run], data=args.data)
     if args.tag:
@@ -89,11 +94,16 @@ def cmd_rerank(args) -> int:
     coll = load_collection(args.data)
     queries = coll.queries(args.split)
     docs = docs_store(coll)  # by id: a query's top documents at a time
-    reranked = rerank(model, run, queries, docs, args.depth, args.batch_size, tag=args.tag or f"{run.tag}-{model.kind}",
-                      checkpoint=out.with_name(f".{out.name}.partial.jsonl"))  # a killed re-ranking resumes
+    order = [Query(q, "") for q in run.ranking]
+    mine = Run({q.query_id: run.ranking[q.query_id] for q in split(order)}, run.tag)
+    tag = args.tag or f"{run.tag}-{model.kind}"
+    reranked = gather_runs({tag: rerank(model, mine, queries, docs, args.depth, args.batch_size, tag=tag,
+                                        checkpoint=out.with_name(rank_file(f".{out.name}.partial.jsonl")))},
+                           order)[tag]  # a killed re-ranking resumes
     reranked.write(out)
     write_manifest(out.parent, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out))
-    print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {out}")
+    if is_main():
+        print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {out}")
     return 0
 
 
