@@ -391,12 +391,10 @@ class TrainingLoop:
                 else:
                     state["bad"] += 1
         state["last_eval_step"] = state["step"]
-        if self.world > 1:
-            import torch.distributed as dist
+        if self.world > 1:  # rank 0's count, on every rank (an object: NCCL takes no CPU tensor)
+            from irglow.utils.distributed import broadcast
 
-            flag = torch.tensor([state["bad"]], dtype=torch.long)
-            dist.broadcast(flag, 0)
-            state["bad"] = int(flag)
+            state["bad"] = broadcast(state["bad"])
 
 
 def sum_gradients(parameters: list) -> None:
