@@ -260,7 +260,6 @@ def pairs_heatmap_path(output: str | None) -> Path:
 
 
 def cmd_compare(args) -> int:
-    from irglow.eval.compare import compare
     from irglow.utils.atomic import check_not_input, check_writable
 
     inputs = [*args.runs, args.qrels]

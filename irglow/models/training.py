@@ -14,6 +14,9 @@ A model supplies a :class:`Task` — the batches of an epoch, the loss of a batc
   training resumes from to train exactly what the uninterrupted one trains, refused when it belongs to other
   data or settings (:func:`~irglow.models.checkpoints.resume_trainer`);
 * ``<out>/training.json``: the settings, the validation curve, the kept step, the held-out query ids;
+* with ``average_last`` N: ``<out>/average``, the mean of the weights at the last N evaluations (the best and what
+  followed it, or the run's last N), so the model kept does not rest on one noisy validation score (checkpoint
+  averaging; the snapshots live on disk, so a resumed training averages what an uninterrupted one does);
 * data parallelism under ``torchrun``: every process walks the same batches, draws what each batch needs
   (:meth:`Task.draw`, so every random choice is the one a single process makes), computes the loss of its own share
   and the gradients are summed over the processes before each optimizer step.  N processes with ``grad_accum`` g
@@ -57,6 +60,7 @@ class LoopSettings:
     max_steps: int | None = None
     grad_accum: int = 1
     amp: bool = True
+    average_last: int = 0  # >0: also write <out>/average, the mean of the weights at the last N evaluations
 
     @classmethod
     def of(cls, config: Any) -> "LoopSettings":
@@ -285,6 +289,8 @@ class TrainingLoop:
         if self.rank == 0:
             from irglow.utils.distributed import solo
 
+            if s.average_last:
+                self._write_average()
             with solo():
                 task.finish()
             config = asdict(task.config) if is_dataclass(task.config) else task.config
@@ -362,6 +368,34 @@ class TrainingLoop:
                 keep_sampler(state, task.sampler)
             save_trainer_checkpoint(self.out / "checkpoint", state, **task.parts())
 
+    @property
+    def _snapshots(self) -> Path:
+        return self.out / "checkpoint" / "averaged"
+
+    def _snapshot(self) -> None:
+        """The model as evaluated now, kept on disk among the last ``average_last`` evaluations."""
+        folder = self._snapshots
+        folder.mkdir(parents=True, exist_ok=True)
+        step = self.state["step"]
+        torch.save({k: v.detach().cpu() for k, v in self.task.model.state_dict().items()},
+                   folder / f"step-{step:09d}.pt.tmp")
+        (folder / f"step-{step:09d}.pt.tmp").replace(folder / f"step-{step:09d}.pt")
+        for old in sorted(folder.glob("step-*.pt"))[: -self.settings.average_last]:
+            old.unlink()
+
+    def _write_average(self) -> None:
+        """``<out>/average``: the task's model with the mean of the kept snapshots' weights (the model itself is
+        left as it was); the steps averaged go into the state."""
+        files = sorted(self._snapshots.glob("step-*.pt"))[-self.settings.average_last:]
+        if not files:
+            return
+        model = self.task.model
+        current = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(average_weights([torch.load(f, map_location="cpu") for f in files]))
+        self.task.save(self.out / "average")
+        model.load_state_dict(current)
+        self.state["averaged_steps"] = [int(f.name[5:14]) for f in files]
+
     def _evaluate(self, since: list[float] | None) -> None:
         """Validate (rank 0) and count towards early stopping; ``since``: this rank's losses since the last
         evaluation (``None``: the starting model's)."""
@@ -383,6 +417,8 @@ class TrainingLoop:
             log.info("%s step %d (epoch %d): loss %s, validation nDCG@10 %.4f%s", task.name, state["step"],
                      state["epoch"], "-" if loss is None else f"{loss:.4f}", score,
                      "".join(f", {k} {v:.4f}" for k, v in by_source.items()))
+            if task.keepable() and self.settings.average_last:
+                self._snapshot()
             if task.keepable():
                 # no validation queries (NaN): the latest model is kept, never the untrained start
                 if score > state["best"] + 1e-5 or math.isnan(score):
@@ -395,6 +431,14 @@ class TrainingLoop:
             from irglow.utils.distributed import broadcast
 
             state["bad"] = broadcast(state["bad"])
+
+
+def average_weights(snapshots: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of state dicts (floating tensors; any other entry, such as integer position ids, as
+    the last snapshot has it)."""
+    last = snapshots[-1]
+    return {k: (torch.stack([s[k].double() for s in snapshots]).mean(0).to(v.dtype) if v.is_floating_point() else v)
+            for k, v in last.items()}
 
 
 def sum_gradients(parameters: list) -> None:

@@ -5,7 +5,6 @@ fragment, no JavaScript error, and documents whose text is markup rendered as te
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -194,7 +193,6 @@ def test_browser_overview_queries_and_query_view(browser, demo_report):
 
 def test_browser_follows_a_pasted_fragment_and_keys(browser, demo_report):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
 
     tmp, coll = demo_report
     qids = sorted({q.query_id for q in coll.qrels("test")})

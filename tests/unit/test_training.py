@@ -132,3 +132,56 @@ def test_a_checkpoint_of_other_inputs_is_refused(tmp_path):
     with pytest.raises(ValueError, match="settings.lr: 0.1 → 0.2"):
         TrainingLoop(ToyTask(2), LoopSettings(epochs=2, patience=5), tmp_path, torch.device("cpu")).run(
             inputs={"settings": {"lr": 0.2}, "data": {}})
+
+
+class RecordingTask(ToyTask):
+    """A ToyTask that records its weights at every evaluation."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.at_evaluation: dict[int, torch.Tensor] = {}
+
+    def validate(self):
+        self.at_evaluation[self.state["step"]] = self.model.w.detach().clone()
+        return super().validate()
+
+
+def test_average_is_the_mean_of_the_last_evaluated_models(tmp_path):
+    """Scores 0.3 (start), 0.5, 0.4, 0.45 at patience 2: training stops at step 3; with ``average_last`` 3 the
+    average is the mean of the weights validated at steps 1, 2 and 3 — the best and the two after it."""
+    task = RecordingTask(1, scores=[0.3, 0.5, 0.4, 0.45])
+    state = run(task, tmp_path, epochs=10, patience=2, average_last=3)
+    by_hand = (task.at_evaluation[1] + task.at_evaluation[2] + task.at_evaluation[3]) / 3
+    average = torch.load(tmp_path / "average" / "toy.pt")["w"]
+    assert state["averaged_steps"] == [1, 2, 3] and torch.allclose(average, by_hand, atol=1e-7)
+    assert not torch.equal(average, task.at_evaluation[1])  # not the best model itself
+    assert torch.equal(torch.load(tmp_path / "best" / "toy.pt")["w"], task.at_evaluation[1])
+    assert len(list((tmp_path / "checkpoint" / "averaged").glob("step-*.pt"))) == 3  # no more kept than averaged
+
+
+def test_average_weights_by_hand():
+    a = {"w": torch.tensor([1.0, 2.0]), "ids": torch.tensor([0, 1])}
+    b = {"w": torch.tensor([3.0, 6.0]), "ids": torch.tensor([0, 1])}
+    avg = training.average_weights([a, b])
+    assert torch.equal(avg["w"], torch.tensor([2.0, 4.0])) and torch.equal(avg["ids"], b["ids"])
+
+
+def test_a_resumed_training_averages_what_the_uninterrupted_one_does(tmp_path, monkeypatch):
+    """The snapshots live on disk: killed after its first epoch and resumed, the average is the same."""
+    run(RecordingTask(2), tmp_path / "whole", epochs=3, average_last=2)
+    calls = {"n": 0}
+    real = TrainingLoop._epoch
+
+    def dying(self, warming):
+        real(self, warming)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(TrainingLoop, "_epoch", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run(RecordingTask(2), tmp_path / "killed", epochs=3, average_last=2)
+    monkeypatch.setattr(TrainingLoop, "_epoch", real)
+    run(RecordingTask(2), tmp_path / "killed", epochs=3, average_last=2)
+    whole, resumed = (torch.load(tmp_path / d / "average" / "toy.pt")["w"] for d in ("whole", "killed"))
+    assert torch.allclose(whole, resumed, atol=1e-7)

@@ -17,7 +17,6 @@ from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device, read_training
 from irglow.models.glow.model import Featurizer, GlowEncoder, featurizer_for  # noqa: F401 (re-exported)
 from irglow.models.glow.train import embed
-from irglow.models.glow.weights import WordWeighter
 from irglow.runs.trec import Run
 
 log = logging.getLogger(__name__)

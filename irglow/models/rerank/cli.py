@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from irglow import settings as declared
-from irglow.settings import positive_int
 from irglow.utils.distributed import collective
 from irglow.data.docstore import docs_store
 from irglow.models.cli import add_duplicates_option, add_train_parser
@@ -75,7 +74,6 @@ def cmd_train(args) -> int:
 def cmd_rerank(args) -> int:
     """Under ``torchrun`` each rank re-ranks a contiguous share of the run's queries (its own checkpoint); rank 0
     writes the whole run."""
-    from pathlib import Path
 
     from irglow.config import write_manifest
     from irglow.data.collection import load_collection

@@ -45,7 +45,7 @@ def check_reused_model_can_tune(config, model_dir: str | None) -> None:
     split = declared.value(config, "collection", "train_split")
     ours = {q.query_id for q in load_collection(train).queries(split)}
     if not held_out & ours:
-        why = (f"its training.json names no held-out query" if not held_out else
+        why = ("its training.json names no held-out query" if not held_out else
                f"none of its {len(held_out)} held-out queries is among {train}'s {split} "
                f"queries")
         raise ValueError(f"twbert.model_dir = {model_dir!r} reuses a trained model and fusion.runs tunes "

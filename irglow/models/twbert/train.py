@@ -95,6 +95,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True
     grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
+    average_last: int = 0  # 0: keep the best validation's model; N: the mean of the weights at the last N evaluations
     max_train_queries: int | None = None
     balance_sources: bool = False  # several training sources: as many queries of each per batch (epoch_order)
     scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
@@ -367,7 +368,7 @@ class Trainer:
         model = (model or TWBert.from_pretrained_bert(cfg.model)).to(self.device)
         task = _TWBertTask(model, self._optimizer(model), cfg, data, self.device)
         TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device).run(resume, inputs, task.baselines())
-        return self.out / "best"
+        return self.out / ("average" if cfg.average_last and (self.out / "average").is_dir() else "best")
 
 
 class _TWBertTask(Task):
