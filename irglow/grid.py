@@ -25,6 +25,7 @@ from typing import Any
 from irglow import settings
 from irglow.config import apply_override, flag
 from irglow.utils.atomic import atomic_write_text
+from irglow.utils.distributed import is_main
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,8 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
             point.setdefault("output", {})["dir"] = str(out / label)
             log.info("grid point %s: %s", label, overrides)
             rows.append((label, overrides, run_pipeline(point).comparison))
-        _sensitivity_table(out, rows, base)
+        if is_main():  # under torchrun the comparisons and the table are rank 0's
+            _sensitivity_table(out, rows, base)
         return out
 
     sections = trained_sections(points, base)
@@ -185,10 +187,11 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         raise RuntimeError("no grid point has a validation score (too few training queries to hold any out)")
     chosen = max(valid, key=lambda p: p["validation"])  # the first of equal scores: grid order
     table = _selection_table(scored, chosen)
-    atomic_write_text(out / "grid.md", table + "\n")
-    atomic_write_text(out / "grid.csv", "point,validation_ndcg@10,training_s,chosen\n" + "".join(
-        f"{p['point']},{p['validation']:.6f},{p['seconds']:.1f},{int(p is chosen)}\n" for p in scored))
-    plot_training_curves(curves, out / "grid-curves.png")
+    if is_main():  # every rank made the same choice; rank 0 writes it down
+        atomic_write_text(out / "grid.md", table + "\n")
+        atomic_write_text(out / "grid.csv", "point,validation_ndcg@10,training_s,chosen\n" + "".join(
+            f"{p['point']},{p['validation']:.6f},{p['seconds']:.1f},{int(p is chosen)}\n" for p in scored))
+        plot_training_curves(curves, out / "grid-curves.png")
     log.info("chosen on validation: %s", chosen["point"])
     final = _with(base, chosen["overrides"])
     final["grid"] = {"select_on": select_on, "chosen": chosen["point"], "points": scored}
