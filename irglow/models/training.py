@@ -121,9 +121,6 @@ class Task:
     def save(self, folder: Path) -> None:
         self.model.save(folder)
 
-    def before_optimizer_step(self) -> None:
-        """After the batches' backward passes, before the step (GLOW under DDP: averaging its scorer's gradients)."""
-
     def finish(self) -> None:
         """After the last epoch, before ``training.json`` is written (GLOW: mixing with its checkpoint)."""
 
@@ -342,7 +339,6 @@ class TrainingLoop:
                 bar.set_postfix(loss=f"{sum(since) / len(since):.4f}")
             if self.world > 1:
                 sum_gradients(task.parameters())
-            task.before_optimizer_step()
             clipped_step(task.optimizer, self.scaler, task.parameters())
             task.optimizer.zero_grad(set_to_none=True)
             if warming:
