@@ -46,6 +46,7 @@ from irglow.data.records import Document, Qrel, Query
 from irglow.models.checkpoints import (clipped_step, keep_sampler, restore_sampler, resume_trainer,
                                       save_trainer_checkpoint, split_validation)
 from irglow.utils.atomic import atomic_write_text
+from irglow.utils.distributed import all_gather, barrier, broadcast, current, solo
 
 log = logging.getLogger(__name__)
 
@@ -241,8 +242,6 @@ class TrainingLoop:
     every rank (which must leave the loop at the same step, or the gradient sum hangs)."""
 
     def __init__(self, task: Task, settings: LoopSettings, out: str | Path, device):
-        from irglow.utils.distributed import current
-
         self.task, self.settings, self.out, self.device = task, settings, Path(out), device
         w = current()
         self.rank, self.world = w.rank, w.size
@@ -284,8 +283,6 @@ class TrainingLoop:
             self._epoch(warming=False)
         self._clock()
         if self.rank == 0:
-            from irglow.utils.distributed import solo
-
             if s.average_last:
                 self._write_average()
             with solo():
@@ -293,10 +290,7 @@ class TrainingLoop:
             config = asdict(task.config) if is_dataclass(task.config) else task.config
             atomic_write_text(self.out / "training.json", json.dumps(
                 {"config": config, "state": self.state, **task.report()}, indent=2, default=_json_default))
-        if self.world > 1:  # the others load what rank 0 kept only once it is written
-            from irglow.utils.distributed import barrier
-
-            barrier()
+        barrier()  # under torchrun the others load what rank 0 kept only once it is written
         return self.state
 
     def _done_stepping(self) -> bool:
@@ -396,14 +390,10 @@ class TrainingLoop:
         """Validate (rank 0) and count towards early stopping; ``since``: this rank's losses since the last
         evaluation (``None``: the starting model's)."""
         task, state = self.task, self.state
-        if self.world > 1 and since is not None:  # the mean over every rank's batches, as one process logs it
-            from irglow.utils.distributed import all_gather
-
+        if since is not None:  # the mean over every rank's batches, as one process logs it
             since = [x for part in all_gather(since) for x in part]
         loss = None if since is None else _mean(since)
         if self.rank == 0:
-            from irglow.utils.distributed import solo
-
             with solo():  # rank 0 alone: nothing in validation waits for the others
                 score, extra = task.validate()
             task.train_mode()
@@ -423,10 +413,7 @@ class TrainingLoop:
                 else:
                     state["bad"] += 1
         state["last_eval_step"] = state["step"]
-        if self.world > 1:  # rank 0's count, on every rank (an object: NCCL takes no CPU tensor)
-            from irglow.utils.distributed import broadcast
-
-            state["bad"] = broadcast(state["bad"])
+        state["bad"] = broadcast(state["bad"])  # rank 0's count on every rank (an object: NCCL takes no CPU tensor)
 
 
 def average_weights(snapshots: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

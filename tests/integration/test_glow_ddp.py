@@ -5,35 +5,17 @@ embeddings and run that one process gives."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.integration.torchrun import irglow
+
 DATA = "demo:n_topics=20"
 SETTINGS = ["model.num_layers=2", "batch_size=3", "epochs=5", "lr=3e-4", "warmup_ratio=0.0", "alpha_ramp=0.0",
             "val_max_docs=0", "val_pool_depth=10", "patience=100", "hard_negative_depth=10",
             "model.field_max_tokens={'body': 24}", "model.default_field_tokens=8"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _irglow(args: list[str], nproc: int, cwd: Path) -> subprocess.CompletedProcess:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-                "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "-m", "irglow"] if nproc > 1 \
-        else [sys.executable, "-m", "irglow"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).parents[2])}
-    proc = subprocess.run(launcher + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return proc
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +30,7 @@ def trained(tmp_path_factory):
             "--config", str(Path(__file__).parents[2] / "configs/glow.toml")]
     for s in SETTINGS:
         args += ["--set", s]
-    _irglow(args, 2, root)
+    irglow(args, 2, root)
     return root, out
 
 
@@ -75,8 +57,8 @@ def test_sharded_corpus_encoding_equals_one_process(trained):
 
     root, out = trained
     common = ["glow", "search", DATA, "--model", str(out / "best"), "--data-dir", str(root / "data"), "--depth", "10"]
-    _irglow(common + ["-o", str(root / "one" / "glow.run")], 1, root)
-    _irglow(common + ["-o", str(root / "two" / "glow.run")], 2, root)
+    irglow(common + ["-o", str(root / "one" / "glow.run")], 1, root)
+    irglow(common + ["-o", str(root / "two" / "glow.run")], 2, root)
     one, two = (np.load(root / d / "glow.embeddings" / "embeddings.npy") for d in ("one", "two"))
     ids = [(root / d / "glow.embeddings" / "ids.txt").read_text().split() for d in ("one", "two")]
     assert ids[0] == ids[1] and one.shape == two.shape

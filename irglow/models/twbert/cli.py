@@ -55,7 +55,11 @@ def cmd_train(args) -> int:
         apply_override(cfg, item)
     config = TrainConfig.from_dict({k: v for k, v in cfg.items() if k != "enabled"})
     collection = load_collection(args.data)
-    index, stats = main_first(lambda: (lambda index: (index, CollectionStats.load(index)))(_index(args)))
+    def index_and_stats():  # under torchrun rank 0 builds them, the others open them
+        index = _index(args)
+        return index, CollectionStats.load(index)
+
+    index, stats = main_first(index_and_stats)
     best = Trainer(config, args.out).train(index, stats, collection.queries(args.split),
                                            collection.qrels(args.split), resume=not args.no_resume)
     write_manifest(args.out, {"twbert": cfg, "data": args.data, "split": args.split}, seed=config.seed)
