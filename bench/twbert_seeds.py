@@ -1,21 +1,17 @@
-"""TW-BERT over several seeds: how much the kept model depends on which queries are held out (issue 53).
+"""TW-BERT over several seeds: how much the kept model depends on the seed, for each training recipe (issue 53).
 
     python bench/twbert_seeds.py --train ../shared/data/scifact --test ../shared/data/scifact --test-split test \\
-        --zero-shot ../shared/data/nfcorpus@dev --seeds 13,14,15,16,17 --average-last 5 --out out/twbert-seeds
+        --zero-shot ../shared/data/nfcorpus@dev --seeds 13,14,15,16,17 \\
+        --variant "average=twbert.average_last=5" --variant "4-fold=twbert.folds=4" --out out/twbert-seeds
 
-For each seed, TW-BERT (``configs/regressions/twbert.toml``: configs/twbert.toml's recipe, ``twbert.seed`` = the seed,
-which also draws the held-out validation queries) trains once on TRAIN's train split with ``average_last`` N, which
-keeps both models a training can end with:
-
-* ``best``: the model of the best validation score (early stopping's choice, today's default);
-* ``average``: the mean of the weights at the last N evaluations (the best and what followed it).
-
-Both are evaluated on TEST (in domain) and on every ``--zero-shot`` collection (models trained elsewhere), each run
-beside BM25 and ``bm25-ngram`` (the same query with the fixed prior: uni-grams 1, bi-grams 0.2).  Printed per
-variant: each seed's nDCG@10 with its difference to ``bm25`` and ``bm25-ngram`` and the randomization test's
-p-values (paired, 10,000 sign flips), then the mean, the spread (max − min) and the number of seeds significantly
-above each (p < 0.05).  Nothing is tuned on TEST or the zero-shot collections: the checkpoint choice reads the
-training collection's held-out queries alone.
+For each variant (a name and pipeline overrides, ``;``-separated) and each seed, TW-BERT
+(``configs/regressions/twbert.toml``: configs/twbert.toml's recipe, ``twbert.seed`` = the seed, which also draws the
+held-out validation queries or the folds) trains once on TRAIN's train split; the model the training keeps is
+evaluated on TEST (in domain) and on every ``--zero-shot`` collection, each run beside BM25 and ``bm25-ngram`` (the
+same query with the fixed prior: uni-grams 1, bi-grams 0.2).  Printed per variant: each seed's nDCG@10 with its
+difference to ``bm25`` and ``bm25-ngram`` and the randomization test's p-values (paired, 10,000 sign flips), then
+the mean, the spread (max − min) and the number of seeds significantly above each (p < 0.05).  Nothing is tuned on
+TEST or the zero-shot collections: every choice reads the training collection's queries alone.
 """
 
 from __future__ import annotations
@@ -63,7 +59,8 @@ def main() -> None:
     parser.add_argument("--test-split", default="test")
     parser.add_argument("--zero-shot", action="append", default=[], metavar="COLLECTION@SPLIT")
     parser.add_argument("--seeds", default="13,14,15,16,17")
-    parser.add_argument("--average-last", type=int, default=5)
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=KEY=VALUE;KEY=VALUE",
+                        help="a training recipe: its name and overrides (default: configs/twbert.toml as it is)")
     parser.add_argument("--out", default="out/twbert-seeds")
     parser.add_argument("--set", action="append", default=[], help="more pipeline overrides, e.g. twbert.lr=3e-5")
     args = parser.parse_args()
@@ -73,28 +70,32 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     targets = [("in domain", args.test, args.test_split)] + [
         ("zero-shot", *(z.rsplit("@", 1) if "@" in z else (z, "test"))) for z in args.zero_shot]
+    variants = [(v.split("=", 1)[0], [x for x in v.split("=", 1)[1].split(";") if x]) for v in args.variant] or \
+        [("default", [])]
     results: dict[tuple[str, str, int], dict[str, np.ndarray]] = {}
-    for seed in seeds:
-        trained = out / f"seed{seed}"
-        common = [f"collection.train={args.train}", f"collection.train_split={args.train_split}",
-                  f"twbert.seed={seed}", f"twbert.average_last={args.average_last}", *args.set]
-        # trains once (both models kept) and evaluates the average on TEST
-        irglow_run(common + [f"collection.name={args.test}", f"collection.test_split={args.test_split}",
-                             f"output.dir={trained}"])
-        train_dir = next((trained / "twbert-train").glob("*/average")).parent
-        for variant in ("best", "average"):
+    for variant, sets in variants:
+        for seed in seeds:
+            trained = out / f"{variant}-seed{seed}"
+            common = [f"collection.train={args.train}", f"collection.train_split={args.train_split}",
+                      f"twbert.seed={seed}", *args.set, *sets]
+            # trains and evaluates the kept model on TEST, then on every zero-shot collection
+            irglow_run(common + [f"collection.name={args.test}", f"collection.test_split={args.test_split}",
+                                 f"output.dir={trained}"])
+            train_dir = next((trained / "twbert-train").glob("*/training.json")).parent
+            model = train_dir / ("average" if (train_dir / "average").is_dir() else "best")
             for kind, coll, split in targets:
-                folder = out / f"seed{seed}-{variant}-{Path(coll).name}-{split}"
-                irglow_run(common + [f"collection.name={coll}", f"collection.test_split={split}",
-                                     f"twbert.model_dir={train_dir / variant}", f"output.dir={folder}"])
+                folder = trained if kind == "in domain" else out / f"{variant}-seed{seed}-{Path(coll).name}-{split}"
+                if kind != "in domain":
+                    irglow_run(common + [f"collection.name={coll}", f"collection.test_split={split}",
+                                         f"twbert.model_dir={model}", f"output.dir={folder}"])
                 results[variant, coll, seed] = scores(folder, coll, split)
-                print(f"seed {seed} {variant:<7} {coll}/{split}: twbert {results[variant, coll, seed]['twbert'].mean():.4f}",
-                      flush=True)
+                print(f"seed {seed} {variant:<10} {coll}/{split}: twbert "
+                      f"{results[variant, coll, seed]['twbert'].mean():.4f}", flush=True)
     for kind, coll, split in targets:
         print(f"\n### {coll} / {split} ({kind}; trained on {args.train}/{args.train_split})\n")
         print("| variant | seed | twbert nDCG@10 | − bm25 (p) | − bm25-ngram (p) |")
         print("|:--|--:|--:|--:|--:|")
-        for variant in ("best", "average"):
+        for variant, _ in variants:
             means, above = [], {"bm25": 0, "bm25-ngram": 0}
             for seed in seeds:
                 s = results[variant, coll, seed]

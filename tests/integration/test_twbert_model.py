@@ -118,3 +118,32 @@ def test_a_resumed_twbert_training_is_the_uninterrupted_one(demo_index, tmp_path
         monkeypatch, train_module,
         lambda out: Trainer(cfg, out).train(demo_index, stats, demo.queries("train"), demo.qrels("train")),
         tmp_path, evaluations=3)
+
+
+def test_cross_validation_chooses_the_length_on_every_training_query(demo_index, tmp_path):
+    """folds = 3: the folds hold out disjoint shares of the training queries that together are all of them (and
+    only them: the judgments given are the training split's); the final training runs the chosen length plus
+    the averaging window on all the queries, holding none out."""
+    from irglow.models.checkpoints import read_training
+    from irglow.models.twbert.train import choose_length
+
+    demo = DemoCollection()
+    stats = CollectionStats.load(demo_index)
+    qrels = demo.qrels("train")
+    cfg = TrainConfig(model=TWBertConfig(max_query_tokens=32), candidates=10, max_train_queries=24,
+                      batch_queries=4, epochs=1, eval_every=2, folds=3, fold_steps=4, average_last=2, seed=3)
+    kept = Trainer(cfg, tmp_path).train(demo_index, stats, demo.queries("train"), qrels)
+    assert kept == tmp_path / "average"
+    final = read_training(kept)
+    cv = final["cross_validation"]
+    folds = [read_training(tmp_path / "folds" / f"fold-{i}" / "best") for i in (1, 2, 3)]
+    held = [set(f["val_query_ids"]) for f in folds]
+    assert all(held) and not (held[0] & held[1] or held[0] & held[2] or held[1] & held[2])
+    assert len(set.union(*held)) == final["train_queries"] and final["val_query_ids"] == []
+    assert set.union(*held) <= {r.query_id for r in qrels if r.relevance > 0}
+    assert [f["state"]["step"] for f in folds] == [4, 4, 4]
+    curves = [[(h["step"], h["val_ndcg@10"]) for h in f["state"]["history"]] for f in folds]
+    assert cv["fold_curves"] == [[list(p) for p in c] for c in curves]
+    assert cv["chosen_step"] == choose_length(curves)[0]
+    assert cv["trained_steps"] == final["state"]["step"] == cv["chosen_step"] + 2  # + (average_last − 1) · eval_every
+    assert final["state"]["averaged_steps"][-1] == cv["trained_steps"]

@@ -150,3 +150,15 @@ def test_unknown_config_key_names_the_key_and_choices():
         TrainConfig.from_dict({"model": {"k5": 1}})
     with pytest.raises(ValueError, match="loss must be one of"):
         TrainConfig(loss="hinge")
+
+
+def test_choose_length_by_hand():
+    """Mean over the folds at the steps all of them evaluated (25 is one fold's epoch end): 0 → 0.45, 10 → 0.6,
+    20 → 0.6, 30 → 0.7; the best is 30.  Equal means keep the earliest step."""
+    from irglow.models.twbert.train import choose_length
+
+    a = [(0, 0.5), (10, 0.6), (20, 0.7), (25, 0.9), (30, 0.6)]
+    b = [(0, 0.4), (10, 0.6), (20, 0.5), (30, 0.8)]
+    step, mean = choose_length([a, b])
+    assert step == 30 and mean == [(0, 0.45), (10, 0.6), (20, pytest.approx(0.6)), (30, pytest.approx(0.7))]
+    assert choose_length([a[:3], b[:3]])[0] == 10  # 10 and 20 both 0.6: the earlier

@@ -56,8 +56,8 @@ from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.models.checkpoints import (check_checkpoint, pick_device, seed_everything, split_validation,
-                                      training_inputs, validation_score)
+from irglow.models.checkpoints import (check_checkpoint, held_out, pick_device, seed_everything,
+                                      split_validation, training_inputs, validation_score)
 from irglow.models.training import GeneratorState, LoopSettings, Task, TrainingLoop
 from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
@@ -96,6 +96,9 @@ class TrainConfig:
     amp: bool = True
     grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
     average_last: int = 0  # 0: keep the best validation's model; N: the mean of the weights at the last N evaluations
+    folds: int = 0  # k >= 2: k-fold cross-validation over the training queries chooses how many steps to train,
+    #                 then one training on all of them runs that long (val_fraction and patience are then unused)
+    fold_steps: int = 100  # with folds: the steps each fold trains, the lengths the choice is made among
     max_train_queries: int | None = None
     balance_sources: bool = False  # several training sources: as many queries of each per batch (epoch_order)
     scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
@@ -109,6 +112,9 @@ class TrainConfig:
             raise ValueError(f"twbert label_scale must be one of {LABEL_SCALES}, got {self.label_scale!r}")
         if self.scale_by not in ("weighted", "uniform"):
             raise ValueError(f"twbert scale_by must be 'weighted' or 'uniform', got {self.scale_by!r}")
+        if self.folds == 1 or (self.folds and not self.eval_every):
+            raise ValueError(f"twbert folds = {self.folds}: cross-validation needs at least 2 folds and eval_every > 0 "
+                             "(the folds' validation curves are compared at the same steps)")
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
@@ -134,6 +140,17 @@ class TrainingData:
     val_qrels: list[Qrel]
     max_rel: float
     seconds: float = 0.0
+
+
+def choose_length(curves: list[list[tuple[int, float]]]) -> tuple[int, list[tuple[int, float]]]:
+    """Cross-validation's training length: the step whose validation score, averaged over the folds, is highest
+    among the steps every fold evaluated (the earliest of scores equal within 1e-5, as early stopping keeps the
+    first of equal scores), and that mean curve.  Each fold's curve is a list of (step, score)."""
+    common = set.intersection(*({step for step, _ in curve} for curve in curves))
+    by_fold = [dict(curve) for curve in curves]
+    mean = [(step, float(np.mean([c[step] for c in by_fold]))) for step in sorted(common)]
+    best = max(score for _, score in mean)
+    return next(step for step, score in mean if score >= best - 1e-5), mean
 
 
 # -- losses ------------------------------------------------------------------------------------------
@@ -318,20 +335,25 @@ class Trainer:
             groups.insert(0, {"params": enc, "lr": cfg.lr})
         return torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
 
+    def _judged_ids(self, queries: list[Query], qrels: list[Qrel]) -> list[str]:
+        """The training queries with a judged-relevant document, in the seed's shuffled order."""
+        judged = sorted({q.query_id for q in qrels if q.relevance > 0})
+        known = {q.query_id for q in queries}
+        ids = [q for q in judged if q in known]
+        random.Random(self.config.seed).shuffle(ids)
+        return ids[: self.config.max_train_queries] if self.config.max_train_queries else ids
+
     def prepare(self, index: LuceneIndex, stats: CollectionStats, queries: list[Query], qrels: list[Qrel],
-                model: TWBert | None = None) -> TrainingData:
-        """Split the judged training queries into train / validation and build their features."""
+                model: TWBert | None = None, val_ids: set[str] | None = None) -> TrainingData:
+        """Split the judged training queries into train / validation and build their features (``val_ids``:
+        the held-out queries, else :func:`~irglow.models.checkpoints.split_validation`'s)."""
         cfg = self.config
         model = model or TWBert.from_pretrained_bert(cfg.model)
-        rng = random.Random(cfg.seed)
-        judged_q = sorted({q.query_id for q in qrels if q.relevance > 0})
         qmap = {q.query_id: q for q in queries}
-        ids = [q for q in judged_q if q in qmap]
-        rng.shuffle(ids)
-        if cfg.max_train_queries:
-            ids = ids[: cfg.max_train_queries]
-        val_list, train_ids = split_validation(ids, cfg.val_fraction, "TW-BERT training", cfg.seed)
-        val_ids = set(val_list)
+        ids = self._judged_ids(queries, qrels)
+        if val_ids is None:
+            val_ids = set(split_validation(ids, cfg.val_fraction, "TW-BERT training", cfg.seed)[0])
+        train_ids = [q for q in ids if q not in val_ids]
         t0 = time.perf_counter()
         forward = ForwardIndex(index)
         train = prepare_features(index, stats, [qmap[q] for q in train_ids], qrels, cfg, model, True, forward)
@@ -354,21 +376,72 @@ class Trainer:
         inputs = training_inputs(self.config, queries, qrels, index)
         if resume:  # a checkpoint on other data or settings is refused before features are built
             check_checkpoint(self.out / "checkpoint" / "trainer.pt", inputs)
+        if self.config.folds:
+            # every query's features once, with no query held out; each fold then holds out its own share
+            data = self.prepare(index, stats, queries, qrels, model, val_ids=set())
+            return self.cross_validate(data, index, stats, queries, qrels, model, resume, inputs)
         data = self.prepare(index, stats, queries, qrels, model)
         return self.fit(data, model, resume=resume, inputs=inputs)
+
+    def cross_validate(self, data: TrainingData, index: LuceneIndex, stats: CollectionStats, queries: list[Query],
+                       qrels: list[Qrel], model: TWBert, resume: bool, inputs: dict) -> Path:
+        """k-fold cross-validation of the training length, then the training on every query.
+
+        The training queries fall into ``folds`` folds by :func:`~irglow.models.checkpoints.held_out` of (seed,
+        id) — with 10 folds the first is the validation split a plain training holds out.  Each fold trains
+        ``fold_steps`` steps on the other folds' queries, validated on its own every ``eval_every`` steps, into
+        ``<out>/folds/fold-i`` (resumable like any training).  :func:`choose_length` picks the step of the best
+        mean curve; the final training, on all the queries, runs that many steps — and ``(average_last − 1) ·
+        eval_every`` more with averaging, so that its average spans the chosen step and the evaluations after it,
+        as early stopping's does.  Every length is chosen on the folds' scores, one per training query, not on a
+        tenth of them."""
+        cfg, k = self.config, self.config.folds
+        fold_of = {f.terms.query_id: int(held_out(cfg.seed, f.terms.query_id) * k) for f in data.train}
+        forward = ForwardIndex(index)
+        qmap = {q.query_id: q for q in queries}
+        curves, sizes = [], []
+        for i in range(k):
+            held = sorted(q for q, fold in fold_of.items() if fold == i)
+            held_set = set(held)
+            val = prepare_features(index, stats, [qmap[q] for q in held], qrels, cfg, model, False, forward)
+            fold = TrainingData([f for f in data.train if f.terms.query_id not in held_set], val,
+                                [q for q in data.train_qrels if q.query_id not in held_set],
+                                [q for q in data.train_qrels if q.query_id in held_set], data.max_rel, data.seconds)
+            settings = LoopSettings(epochs=cfg.fold_steps, patience=1 << 30, eval_every=cfg.eval_every,
+                                    max_steps=cfg.fold_steps, grad_accum=cfg.grad_accum, amp=cfg.amp)
+            log.info("TW-BERT cross-validation: fold %d of %d (%d training, %d held-out queries)", i + 1, k,
+                     len(fold.train), len(fold.val))
+            state = self._loop(fold, settings, self.out / "folds" / f"fold-{i + 1}", resume, {**inputs, "fold": i + 1})
+            curves.append([(h["step"], h["val_ndcg@10"]) for h in state["history"]])
+            sizes.append(len(val))
+        steps, mean = choose_length(curves)
+        total = steps + (cfg.average_last - 1) * cfg.eval_every if cfg.average_last else steps
+        log.info("TW-BERT cross-validation: %d steps chosen (mean validation nDCG@10 %.4f over %d folds); training "
+                 "on all %d queries for %d steps", steps, dict(mean)[steps], k, len(data.train), total)
+        settings = LoopSettings(epochs=total, patience=1 << 30, eval_every=cfg.eval_every, max_steps=total or None,
+                                grad_accum=cfg.grad_accum, amp=cfg.amp, average_last=cfg.average_last)
+        report = {"cross_validation": {"folds": k, "held_out": sizes, "chosen_step": steps, "trained_steps": total,
+                                       "mean_curve": mean, "fold_curves": curves}}
+        self._loop(data, settings, self.out, resume, inputs, report)
+        return self.out / ("average" if cfg.average_last and (self.out / "average").is_dir() else "best")
 
     def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True,
             inputs: dict | None = None) -> Path:
         """Stage 1 (if any), then stage 2 with early stopping, in the one training loop
-        (:mod:`irglow.models.training`); returns the best model directory.  ``inputs``
+        (:mod:`irglow.models.training`); returns the kept model's directory.  ``inputs``
         (:func:`~irglow.models.checkpoints.training_inputs`): what the checkpoint records and a resumption
         must match."""
         cfg = self.config
-        seed_everything(cfg.seed)
-        model = (model or TWBert.from_pretrained_bert(cfg.model)).to(self.device)
-        task = _TWBertTask(model, self._optimizer(model), cfg, data, self.device)
-        TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device).run(resume, inputs, task.baselines())
+        self._loop(data, LoopSettings.of(cfg), self.out, resume, inputs, model=model)
         return self.out / ("average" if cfg.average_last and (self.out / "average").is_dir() else "best")
+
+    def _loop(self, data: TrainingData, settings: LoopSettings, out: Path, resume: bool, inputs: dict | None,
+              report: dict | None = None, model: TWBert | None = None) -> dict:
+        """One training from the pretrained model (each fold's and the final one start alike)."""
+        seed_everything(self.config.seed)
+        model = (model or TWBert.from_pretrained_bert(self.config.model)).to(self.device)
+        task = _TWBertTask(model, self._optimizer(model), self.config, data, self.device, report)
+        return TrainingLoop(task, settings, out, self.device).run(resume, inputs, task.baselines())
 
 
 class _TWBertTask(Task):
@@ -378,9 +451,10 @@ class _TWBertTask(Task):
 
     name = "TW-BERT"
 
-    def __init__(self, model: TWBert, optimizer, cfg: TrainConfig, data: TrainingData, device):
+    def __init__(self, model: TWBert, optimizer, cfg: TrainConfig, data: TrainingData, device,
+                 extra_report: dict | None = None):
         super().__init__(model, optimizer, config=cfg)
-        self.data, self.device = data, device
+        self.data, self.device, self.extra_report = data, device, extra_report or {}
         self.warm_up_epochs = cfg.stage1_epochs
         self.generator = torch.Generator().manual_seed(cfg.seed)  # ListMLE's tie shuffling
         order_rng = random.Random(cfg.seed)
@@ -450,4 +524,4 @@ class _TWBertTask(Task):
         return {"n_train": len(d.train), "n_val": len(d.val), "train_queries": len(d.train),
                 "val_queries": len(d.val), "feature_seconds": d.seconds,
                 # the held-out queries, as every trainer records them: what fusion may be tuned on
-                "val_query_ids": sorted({f.terms.query_id for f in d.val})}
+                "val_query_ids": sorted({f.terms.query_id for f in d.val}), **self.extra_report}
