@@ -177,26 +177,35 @@ def load_encoder(name: str, num_layers: int | None = None):
 
 
 def rng_state() -> dict:
-    """Every RNG's state as tensors and plain lists, so ``torch.load(weights_only=True)`` reads it back."""
+    """Every RNG's state as tensors and plain lists, so ``torch.load(weights_only=True)`` reads it back; the CUDA
+    generators' too where CUDA is in use (dropout on a GPU draws from them, not from torch's CPU generator)."""
     import numpy as np
     import torch
 
     version, internal, gauss = random.getstate()
     name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"torch": torch.get_rng_state(), "python": [version, list(internal), gauss],
-            "numpy": [name, torch.from_numpy(np.asarray(keys, dtype=np.int64)), int(pos), int(has_gauss),
-                      float(cached)]}
+    state = {"torch": torch.get_rng_state(), "python": [version, list(internal), gauss],
+             "numpy": [name, torch.from_numpy(np.asarray(keys, dtype=np.int64)), int(pos), int(has_gauss),
+                       float(cached)]}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
 
 
 def set_rng_state(state: dict) -> None:
+    """Restore :func:`rng_state`'s states (loaded with any ``map_location``: the generators take CPU tensors).  CUDA
+    states are restored where the same number of devices is visible, and ignored on a machine without CUDA."""
     import numpy as np
     import torch
 
-    torch.set_rng_state(state["torch"])
+    torch.set_rng_state(state["torch"].cpu())
+    cuda = state.get("cuda")
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all([s.cpu() for s in cuda])
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    np.random.set_state((name, keys.cpu().numpy().astype(np.uint32), pos, has_gauss, cached))
 
 
 def load_trainer_checkpoint(path: str | Path, map_location=None) -> dict:

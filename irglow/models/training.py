@@ -10,9 +10,9 @@ A model supplies a :class:`Task` — the batches of an epoch, the loss of a batc
   steps, at every epoch end and always after the last step — never twice at one step;
 * early stopping after ``patience`` evaluations without a gain, and the best evaluation's model kept in
   ``<out>/best`` (a task may say that a model is not to be kept yet: GLOW while its weighting ramps up);
-* a checkpoint per epoch (model, optimizer, scheduler, the task's sampler and every RNG), which a killed
-  training resumes from to train exactly what the uninterrupted one trains, refused when it belongs to other
-  data or settings (:func:`~irglow.models.checkpoints.resume_trainer`);
+* a checkpoint per epoch (model, optimizer, scheduler, the task's sampler, the loss scale and every RNG, CUDA's
+  included), which a killed training resumes from to train exactly what the uninterrupted one trains, refused
+  when it belongs to other data or settings (:func:`~irglow.models.checkpoints.resume_trainer`);
 * ``<out>/training.json``: the settings, the validation curve, the kept step, the held-out query ids;
 * with ``average_last`` N: ``<out>/average``, the mean of the weights at the last N evaluations (the best and what
   followed it, or the run's last N), so the model kept does not rest on one noisy validation score (checkpoint
@@ -269,6 +269,8 @@ class TrainingLoop:
             log.warning("resuming %s training from %s (epoch %d, step %d)", task.name, self.checkpoint,
                         self.state["epoch"], self.state["step"])
         task.state = self.state
+        if self.use_amp and self.state.get("scaler"):  # the loss scale the interrupted run had reached
+            self.scaler.load_state_dict(self.state["scaler"])
         if task.sampler is not None:
             restore_sampler(self.state, task.sampler)  # resumed: where the uninterrupted run's sampler was
         self._t0 = time.perf_counter()
@@ -356,6 +358,8 @@ class TrainingLoop:
         if self.rank == 0:
             if task.sampler is not None:
                 keep_sampler(state, task.sampler)
+            if self.use_amp:
+                state["scaler"] = self.scaler.state_dict()
             save_trainer_checkpoint(self.out / "checkpoint", state, **task.parts())
 
     @property
