@@ -204,3 +204,43 @@ def test_configured_field_weight_on_a_missing_field_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"names \['titel'\].*its fields: \['title'"):
         run_pipeline(config)
     assert not list((tmp_path / "out").glob("*.run"))
+
+
+def test_twbert_cross_validation_reads_no_judgment_of_the_evaluated_split(tmp_path, monkeypatch):
+    """Issue 53: the whole pipeline with ``twbert.folds = 2``.  TW-BERT is given the training split's judgments
+    alone; its folds and the choice of length happen before any judgment of the test split is read; and what
+    the folds held out are training queries."""
+    from irglow.data.collection import load_collection
+    from irglow.data.demo import DemoCollection
+    from irglow.models.checkpoints import read_training
+    from irglow.models.twbert import train as twbert_train
+    from irglow.pipeline import run_pipeline
+    from tests.integration.pipelines import small_pipeline
+
+    events: list[str] = []
+    qrels, train = DemoCollection.qrels, twbert_train.Trainer.train
+
+    def read(self, split="test"):
+        events.append(f"qrels:{split}")
+        return qrels(self, split)
+
+    def watched(self, index, stats, queries, judged, resume=True):
+        events.append("training")
+        given.update(r.query_id for r in judged)
+        kept = train(self, index, stats, queries, judged, resume)
+        events.append("trained")
+        return kept
+
+    given: set[str] = set()
+    monkeypatch.setattr(DemoCollection, "qrels", read)
+    monkeypatch.setattr(twbert_train.Trainer, "train", watched)
+    config = small_pipeline(tmp_path / "out", tmp_path / "data", systems=("bm25",), twbert={
+        "enabled": True, "rm3": False, "candidates": 10, "eval_every": 2, "folds": 2, "fold_steps": 2,
+        "model": {"max_query_tokens": 32}})
+    out = run_pipeline(config).out
+    assert events.count("training") == 1 and "qrels:test" in events
+    assert "qrels:test" not in events[: events.index("trained")]
+    keyed = current_train_dir(out / "twbert-train")
+    held = set().union(*(read_training(keyed / "folds" / f"fold-{i}" / "best")["val_query_ids"] for i in (1, 2)))
+    test_ids = {r.query_id for r in load_collection(config["collection"]["name"]).qrels("test")}
+    assert held and held <= given and test_ids and not given & test_ids
