@@ -20,7 +20,7 @@ from irglow.index.jvm import bulk_search_available
 from irglow.index.lucene_index import IndexConfig, build_index
 from irglow.index.stats import export_stats
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.defaults import BM25_B, BM25_K1, DEPTH
 from irglow.utils.atomic import atomic_write_text
 
 

@@ -37,7 +37,7 @@ from irglow.config import write_manifest  # noqa: E402
 from irglow.data.collection import load_collection  # noqa: E402
 from irglow.data.records import Query  # noqa: E402
 from irglow.index.lucene_index import IndexConfig, build_index  # noqa: E402
-from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH  # noqa: E402
+from irglow.defaults import BM25_B, BM25_K1, DEPTH  # noqa: E402
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher  # noqa: E402
 from irglow.models import int8  # noqa: E402
 from irglow.runs.trec import Run  # noqa: E402

@@ -16,7 +16,7 @@ from irglow.models.twbert.cli import add_twbert_command
 from irglow import settings as declared
 from irglow.settings import non_negative_int, positive_int
 from irglow.eval.defaults import DEFAULT_MEASURES
-from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.defaults import BM25_B, BM25_K1, DEPTH
 from irglow.utils.distributed import collective
 
 

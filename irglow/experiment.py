@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from irglow import settings as declared
+from irglow.defaults import SEED
 
 class Experiment:
     """One experiment: a collection, the systems to compare, the measures and the baseline (see the module)."""
@@ -30,7 +31,7 @@ class Experiment:
     def __init__(self, collection: str, systems: Sequence[str] = ("bm25",), measures: str | Sequence[str] | None = None,
                  baseline: str | None = None, *, train: str | Sequence[str] | None = None, train_split: str = "train",
                  test_split: str = "test", config: str | Path | dict | None = None,
-                 settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int = 13):
+                 settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int = SEED):
         from irglow.config import apply_override, load_config
 
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}

@@ -25,6 +25,7 @@ from irglow.plan import Plan, bind_plan, for_index
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, queries_digest, value_digest
+from irglow.defaults import SEED
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +181,7 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
         from irglow.data.collection import SampledCollection
 
         collection = SampledCollection(collection, splits if c.trains_elsewhere else [c.train_split, *splits],
-                                       c.max_docs, dict(c.max_queries or {}), seed=plan.seed or 13)
+                                       c.max_docs, dict(c.max_queries or {}), seed=SEED if plan.seed is None else plan.seed)
     timings: dict[str, float] = {}
     index, stats = index_and_stats(collection, plan, timings)
     source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)

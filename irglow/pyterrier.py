@@ -35,6 +35,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 from irglow.data.records import Document, Query
 from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.trec import Run
+from irglow.defaults import DEPTH
 
 __all__ = ["Lexical", "TWBert", "Glow", "CrossEncoder", "Fusion", "run_to_frame", "frame_to_run"]
 
@@ -108,7 +109,7 @@ class Lexical(pt.Transformer):
     """Lucene retrieval through irglow (``bm25``, ``bm25f``, ``tfidf``, ``bm25-rm3`` …, as ``irglow search``):
     a query frame in, a result frame of the top ``depth`` out."""
 
-    def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = 1000, **overrides: Any):
+    def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = DEPTH, **overrides: Any):
         from irglow.lexical.searchers import LexicalConfig
 
         self.index, self.system = _index(index), system
@@ -128,7 +129,7 @@ class TWBert(pt.Transformer):
     on a result frame (``bm25 >> TWBert(...)``) it re-scores those documents with the same weighted query — the
     score each would get in the ``twbert`` run, 0 where no weighted term matches."""
 
-    def __init__(self, model, index: LuceneIndex | str | Path, depth: int = 1000, threads: int = 2):
+    def __init__(self, model, index: LuceneIndex | str | Path, depth: int = DEPTH, threads: int = 2):
         from irglow.models.twbert.model import TWBert as Model
 
         self.model = model if isinstance(model, Model) else Model.load(model)
@@ -213,7 +214,7 @@ class Fusion(pt.Transformer):
     weighted sum of normalised scores (``wsum`` with ``weights``, equal if none)."""
 
     def __init__(self, *parts: pt.Transformer, method: str = "rrf", norm: str = "min-max",
-                 weights: Sequence[float] | None = None, depth: int = 1000):
+                 weights: Sequence[float] | None = None, depth: int = DEPTH):
         from irglow.runs.fusion import check_fusion
 
         if len(parts) < 2:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator, Protocol
 
 from irglow.data.records import Document, Qrel, Query
+from irglow.defaults import SEED
 
 
 class Collection(Protocol):
@@ -60,7 +61,7 @@ class SampledCollection:
     keeps all its judged documents and the sample is still a retrieval problem."""
 
     def __init__(self, base: Collection, splits: list[str], max_docs: int | None = None,
-                 max_queries: dict[str, int] | None = None, seed: int = 13):
+                 max_queries: dict[str, int] | None = None, seed: int = SEED):
         self.base, self.splits, self.max_docs, self.seed = base, list(dict.fromkeys(splits)), max_docs, seed
         self.max_queries = dict(max_queries or {})
         unknown = sorted(set(self.max_queries) - set(self.splits))

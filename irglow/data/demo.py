@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from irglow.data.records import Document, Qrel, Query, make_document
+from irglow.defaults import SEED
 
 _ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "gr", "kl", "st", "tr", "sk"]
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ou"]
@@ -43,7 +44,7 @@ DEMO_GENERATOR_VERSION = 1  # raise when the generator's output changes for the 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    seed: int = 13
+    seed: int = SEED
     n_topics: int = 200
     docs_per_topic: int = 12
     n_roundups: int = 500

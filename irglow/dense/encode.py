@@ -22,6 +22,7 @@ from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_dir
 from irglow.utils.batching import length_batches
 from irglow.utils.digest import model_digest  # noqa: F401 (re-exported: glow's runner keys shards on it)
+from irglow.defaults import DEPTH
 
 # a batch encoder: list of items → float tensor [B, H] (not yet normalised)
 BatchEncoder = Callable[[Sequence], torch.Tensor]
@@ -248,7 +249,7 @@ def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_se
 
 
 def sharded_search(vectors: np.ndarray, doc_ids: Sequence[str], queries: Sequence[Query], query_vectors: np.ndarray,
-                   depth: int = 1000, tag: str = "dense", shard_rows: int = 1_000_000, kind: str = "flat") -> Run:
+                   depth: int = DEPTH, tag: str = "dense", shard_rows: int = 1_000_000, kind: str = "flat") -> Run:
     """:func:`dense_search` where one index does not fit: an index of ``shard_rows`` vectors at a time (each built,
     searched with every query and freed before the next), the shards' top ``depth`` merged per query.  With flat
     shards the ranking is a flat index's (tested)."""
@@ -268,7 +269,7 @@ def sharded_search(vectors: np.ndarray, doc_ids: Sequence[str], queries: Sequenc
 
 
 def dense_search(index, doc_ids: Sequence[str], queries: Sequence[Query], query_vectors: np.ndarray,
-                 depth: int = 1000, tag: str = "dense") -> Run:
+                 depth: int = DEPTH, tag: str = "dense") -> Run:
     scores, rows = _top(index, query_vectors, min(depth, len(doc_ids)))
     return _run(doc_ids, queries, scores, rows, tag)
 

@@ -22,7 +22,6 @@ measure of a table (common random numbers), so a table is reproducible and costs
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -318,7 +317,3 @@ def dersimonian_laird(effects: Sequence[float], variances: Sequence[float], leve
     z = stats.norm.ppf(0.5 + level / 2)
     i2 = max(0.0, (q - (k - 1)) / q) if q > 0 else 0.0
     return Pooled(pooled, pooled - z * se, pooled + z * se, tau2, i2, q, k, excluded)
-
-
-def all_pairs(names: Sequence[str]) -> list[tuple[str, str]]:
-    return list(itertools.combinations(names, 2))

@@ -204,6 +204,3 @@ class CollectionStats:
     @cached_property
     def row_of_doc(self) -> dict[str, int]:
         return {d: i for i, d in enumerate(self.docs["doc_id"])}
-
-    def norm_length(self, doc_id: str, field: str = "contents") -> int:
-        return int(self.docs[f"norm_{field}"].iat[self.row_of_doc[doc_id]])

@@ -31,7 +31,7 @@ from irglow.lexical import queries as lq
 from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
-from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.defaults import BM25_B, BM25_K1, DEPTH
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from irglow.lexical.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.defaults import BM25_B, BM25_K1, DEPTH
 from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
 

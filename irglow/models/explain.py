@@ -61,7 +61,7 @@ def report_analysis(index, stats, queries: dict[str, str], clusters: int | None 
     queries' embeddings (``clusters``: how many; ``None`` about one per 25 queries; 0 none)."""
     from irglow.dense.clusters import query_clusters
     from irglow.eval.matching import TermMatcher
-    from irglow.lexical.defaults import BM25_B, BM25_K1
+    from irglow.defaults import BM25_B, BM25_K1
 
     out: dict[str, Any] = {}
     if index is not None and stats is not None:

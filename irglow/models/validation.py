@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping
 from irglow import settings
 from irglow.data.docstore import docs_store
 from irglow.data.records import Document, Qrel, Query
+from irglow.defaults import SEED
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def sources(also: tuple[str, ...], n: int, seed: int | None, index_and_stats: Ca
 
     if not also:
         return ()
-    seed = 13 if seed is None else seed
+    seed = SEED if seed is None else seed
     out = []
     for spec, split in parse_sources(list(also), "train"):
         collection = load_collection(spec)

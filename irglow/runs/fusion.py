@@ -30,6 +30,7 @@ from irglow.eval.measures import aggregate, parse_measures
 from irglow.runs.trec import Run, trec_order
 
 from irglow.settings import FUSION_METHODS as METHODS, FUSION_NORMS as NORMS  # declared once
+from irglow.defaults import DEPTH
 
 
 def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
@@ -45,7 +46,7 @@ def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
 
 
 def fuse(runs: Sequence[Run], method: str = "rrf", norm: str = "min-max", weights: Sequence[float] | None = None,
-         k: float = 60.0, depth: int = 1000, tag: str = "fused") -> Run:
+         k: float = 60.0, depth: int = DEPTH, tag: str = "fused") -> Run:
     """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents."""
     check_fusion(method, norm, k, depth)
     if not runs:
@@ -127,7 +128,7 @@ def check_tuning_overlap(runs: Sequence[Run], qrels: list[Qrel]) -> int:
 
 def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", norm: str = "min-max",
                  measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
-                 depth: int = 1000) -> tuple[tuple[float, ...], float, list[tuple[tuple[float, ...], float]]]:
+                 depth: int = DEPTH) -> tuple[tuple[float, ...], float, list[tuple[tuple[float, ...], float]]]:
     """(best weights, best score, every (weights, score)) over the convex grid; ties keep the first.
     Refused when no tuning query has a relevant judgment (every point would score 0 and the "tuned" weights
     would be the grid's last point); a warning when fewer than :data:`FEW_TUNING_QUERIES` have one."""
@@ -172,7 +173,7 @@ def scaled_ascent(n: int, score, factors=(0.0, 0.5, 2.0, 4.0), passes: int = 3):
 
 def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = "wsum",
                norm: str = "min-max", measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
-               depth: int = 1000, tag: str = "fused") -> tuple[Run, dict]:
+               depth: int = DEPTH, tag: str = "fused") -> tuple[Run, dict]:
     """Fuse ``test_runs`` with the convex weights that do best on ``tune_runs`` (the same systems, in the same
     order, on held-out *training* queries).  RRF is tuned too: its weights, with ``k`` fixed."""
     weights, score, _ = tune_weights(tune_runs, tune_qrels, method, norm, measure, step, k, depth)

@@ -7,12 +7,7 @@ Predictors (each on one query's ranked scores, best first):
   standard deviation of the top-k scores over the magnitude of a reference score (the corpus-as-a-document
   score in the paper; here, where the engine does not give it, the mean score of the whole retrieved list);
   high: the top stands apart, the run is committed.
-* :func:`wig` — weighted information gain (Zhou & Croft, SIGIR 2007): the mean of the top-k scores above the
-  reference, over √(query length).
-* :func:`drop_off` — how far the score falls over the top k, relative to the first: (s₁ − s_k) / |s₁|.
 * :func:`spread` — for dense runs (cosine similarities have no corpus score): s₁ minus the mean of s₂…s_k.
-* :func:`agreement` — for several runs of one query: each run's mean overlap (Jaccard) of its top k with the
-  other runs' top k.
 
 Scales differ between predictors and runs (BM25 scores against cosines), so :func:`percentile_weights` turns
 each run's predictor values into their percentile among that run's own values over the evaluated queries: a
@@ -23,6 +18,7 @@ are read: nothing of the evaluated collection's judgments.
 from __future__ import annotations
 
 import math
+from irglow.defaults import DEPTH
 from typing import Mapping, Sequence
 
 
@@ -46,23 +42,6 @@ def nqc(scores: Sequence[float], k: int = 100, reference: float | None = None) -
     return sd / abs(ref) if ref else 0.0
 
 
-def wig(scores: Sequence[float], k: int = 5, reference: float | None = None, query_length: int = 1) -> float:
-    """(1/k) Σ_{i≤k} (s_i − reference) / √|q| (reference: the mean of the whole list unless given)."""
-    top = _top(scores, k)
-    if not top:
-        return 0.0
-    ref = _mean([float(s) for s in scores]) if reference is None else reference
-    return _mean([s - ref for s in top]) / math.sqrt(max(1, query_length))
-
-
-def drop_off(scores: Sequence[float], k: int = 10) -> float:
-    """(s₁ − s_k) / |s₁| over the top k (the last score held where fewer)."""
-    top = _top(scores, k)
-    if len(top) < 2 or top[0] == 0:
-        return 0.0
-    return (top[0] - top[-1]) / abs(top[0])
-
-
 def spread(scores: Sequence[float], k: int = 10) -> float:
     """s₁ − mean(s₂ … s_k): how far a dense run's best match stands above the rest of its top."""
     top = _top(scores, k)
@@ -77,11 +56,6 @@ def _overlaps(tops: Sequence[Sequence[str]], k: int) -> list[list[float]]:
     sets = [set(t[:k]) for t in tops]
     return [[len(a & b) / len(a | b) if a | b else 0.0 for j, b in enumerate(sets) if j != i]
             for i, a in enumerate(sets)]
-
-
-def agreement(tops: Sequence[Sequence[str]], k: int = 10) -> list[float]:
-    """Each ranking's mean Jaccard overlap of its top k with every other ranking's top k (0 for a lone one)."""
-    return [_mean(others) for others in _overlaps(tops, k)]
 
 
 def percentile_weights(values: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
@@ -138,7 +112,7 @@ def qpp_weights(runs: Sequence, dense: Sequence[bool], scheme: str = "qpp", k: i
     return out
 
 
-def fuse_weighted(runs: Sequence, weights: Mapping[str, Sequence[float]], k: float = 60.0, depth: int = 1000,
+def fuse_weighted(runs: Sequence, weights: Mapping[str, Sequence[float]], k: float = 60.0, depth: int = DEPTH,
                   tag: str = "fused"):
     """Reciprocal-rank fusion with each query's own run weights: Σ_r w_r(q) / (k + rank_r(d)), ranks in
     trec_eval's order; a query without weights fuses with equal ones."""

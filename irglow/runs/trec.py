@@ -16,7 +16,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from irglow.data.records import ScoredDoc
 from irglow.data.trec import FormatError, open_binary, split_fields, truncated_gzip, utf8_advice
@@ -69,13 +69,6 @@ class Run:
             return
         for qid, docs in self.ranking.items():
             self.ranking[qid] = trec_order(docs)
-
-    @classmethod
-    def from_scored_docs(cls, docs: Iterable[ScoredDoc], tag: str = "irglow") -> "Run":
-        ranking: dict[str, list[tuple[str, float]]] = {}
-        for d in docs:
-            ranking.setdefault(d.query_id, []).append((d.doc_id, float(d.score)))
-        return cls(ranking, tag)
 
     def scored_docs(self) -> Iterator[ScoredDoc]:
         for qid, docs in self.ranking.items():

@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from irglow.runs.qpp import (agreement, drop_off, fuse_weighted, nqc, percentile_weights, qpp_weights, spread,
-                             wig)
+from irglow.runs.qpp import _overlaps, fuse_weighted, nqc, percentile_weights, qpp_weights, spread
 from irglow.runs.trec import Run
 
 SCORES = [5.0, 4.0, 3.0, 2.0, 1.0]
@@ -17,17 +16,14 @@ def test_predictors_by_hand():
     # NQC, top 3: mean 4, σ = √(2/3) = 0.816497; reference: the list's mean, 3
     assert nqc(SCORES, k=3) == pytest.approx(math.sqrt(2 / 3) / 3)
     assert nqc(SCORES, k=3, reference=-2.0) == pytest.approx(math.sqrt(2 / 3) / 2)
-    # WIG, top 2 over the list's mean 3: (2 + 1)/2 = 1.5, over √4
-    assert wig(SCORES, k=2, query_length=4) == pytest.approx(0.75)
-    assert drop_off(SCORES, k=3) == pytest.approx((5 - 3) / 5)
     assert spread(SCORES, k=3) == pytest.approx(5 - 3.5)
-    assert nqc([]) == wig([]) == drop_off([1.0]) == spread([1.0]) == 0.0
+    assert nqc([]) == spread([1.0]) == 0.0
     assert nqc([0.0, 0.0]) == 0.0  # a zero reference: no commitment to measure
 
 
-def test_agreement_and_percentiles_by_hand():
+def test_overlaps_and_percentiles_by_hand():
     # J(a, b) = 1/3, J(a, c) = J(b, c) = 0
-    assert agreement([["a", "b"], ["a", "c"], ["x", "y"]], k=2) == pytest.approx([1 / 6, 1 / 6, 0.0])
+    assert _overlaps([["a", "b"], ["a", "c"], ["x", "y"]], k=2) == [[1 / 3, 0.0], [1 / 3, 0.0], [0.0, 0.0]]
     assert percentile_weights({"r": {"q1": 0.1, "q2": 0.5, "q3": 0.5, "q4": 0.9}}) == {
         "r": {"q1": 0.25, "q2": 0.75, "q3": 0.75, "q4": 1.0}}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from irglow.lexical.defaults import DEPTH
+from irglow.defaults import DEPTH
 from irglow.settings import positive_int
 from irglow.utils.distributed import collective
 from irglow.data.docstore import docs_store

@@ -18,6 +18,7 @@ from irglow.models.checkpoints import pick_device, read_training
 from irglow.models.glow.model import Featurizer, GlowEncoder, featurizer_for  # noqa: F401 (re-exported)
 from irglow.models.glow.train import embed
 from irglow.runs.trec import Run
+from irglow.defaults import DEPTH
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def glow_encoders(model: GlowEncoder, feat: Featurizer, device, precision: str =
 
 
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
-             queries: list[Query], out_dir: Path, tag: str, depth: int = 1000, batch_size: int = 64,
+             queries: list[Query], out_dir: Path, tag: str, depth: int = DEPTH, batch_size: int = 64,
              faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
              precision: str = "fp32", shard_rows: int | None = None) -> tuple[Run, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets

@@ -55,6 +55,7 @@ from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
 from irglow.utils.distributed import join
+from irglow.defaults import SEED
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class GlowTrainConfig:
     val_max_docs: int = 20000  # above this, validation ranks the union of BM25 top-k lists
     val_pool_depth: int = 100
     patience: int = 2
-    seed: int = 13
+    seed: int = SEED
     device: str = "auto"
     amp: bool = True
     encode_batch: int = 64

@@ -36,6 +36,7 @@ from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, w
 from irglow.utils.distributed import current
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
+from irglow.defaults import SEED
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class RerankTrainConfig:
     grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
     patience: int = 2
     score_batch: int = 64
-    seed: int = 13
+    seed: int = SEED
     device: str = "auto"
     amp: bool = True
 

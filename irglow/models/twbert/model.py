@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from irglow.lexical.defaults import BM25_B, BM25_K1
+from irglow.defaults import BM25_B, BM25_K1
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.twbert.terms import QueryTerms
 

@@ -26,6 +26,7 @@ from irglow.models.twbert.model import TWBert, TWBertConfig, report_budget
 from irglow.models.twbert.scorer import term_boosts
 from irglow.models.twbert.terms import QueryTerms, extract_terms
 from irglow.runs.trec import Run
+from irglow.defaults import DEPTH
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def weigh_queries(model: TWBert, index: LuceneIndex, queries: Sequence[Query], b
     return out
 
 
-def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Query], depth: int = 1000,
+def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Query], depth: int = DEPTH,
                   tag: str = "twbert", expansion: str | None = None, fb_terms: int = 10, fb_docs: int = 10,
                   original_weight: float = 0.5,
                   weighted: list[tuple[QueryTerms, list[float]]] | None = None,

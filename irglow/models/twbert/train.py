@@ -63,6 +63,7 @@ from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
+from irglow.defaults import SEED
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class TrainConfig:
     listmle_weight: float = 1.0
     label_scale: str = "linear"  # rel / max_rel; "exp": (2^rel − 1) / (2^max − 1); "binary": rel > 0
     delta_l2: float = 0.0  # penalty on log(w / prior)² (keeps weights near the prior)
-    seed: int = 13
+    seed: int = SEED
     device: str = "auto"
     amp: bool = True
     grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
