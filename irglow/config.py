@@ -6,7 +6,6 @@ import ast
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
@@ -106,53 +105,15 @@ def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> Non
         raise ValueError(f"unknown {what} setting(s) {unknown}; known: {sorted(known)}")
 
 
-_POSITIVE = re.compile(r"^(lr|head_lr|scorer_lr|epochs|batch_size|batch_queries|encode_batch|score_batch|candidates|"
-                       r"hash_buckets|embedding_dim|dim|hidden|filters|window|maxout_pieces|num_layers|depth|threads|grad_accum)$|"
-                       r"temperature$|_tokens$|_words$|^max_|^rm3_fb_")
-_FRACTION = re.compile(r"^(b|rm3_original_weight|val_fraction|dropout|warmup_ratio|alpha_ramp|default_field_dropout)$")
-
-
 def check_values(obj: Any, section: str) -> Any:
-    """Check a settings dataclass's values against the types of its defaults, before any work.
+    """Check a settings dataclass's values against its fields' declarations (:func:`irglow.settings.setting`:
+    type, range or choices, whether unset is allowed), before any work.
 
     A config file is not restricted like the CLI: ``k1 = "0.9"``, ``epochs = 1.5`` or ``lr = nan`` would
-    otherwise surface as a traceback deep in torch or Java, or not at all.  Numbers must be finite and
-    not negative; sizes, rates, epochs and depths must be positive.  Nested dataclasses are checked too."""
-    import dataclasses
-    import math
+    otherwise surface as a traceback deep in torch or Java, or not at all."""
+    from irglow.settings import check_fields
 
-    for f in dataclasses.fields(obj):
-        value, key = getattr(obj, f.name), f"{section}.{f.name}"
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-        if dataclasses.is_dataclass(value):
-            check_values(value, key)
-            continue
-        if default is None or value is None:
-            continue
-        if isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise ValueError(f"{key} = {value!r} must be true or false")
-        elif isinstance(default, (int, float)):
-            wanted = "an integer" if isinstance(default, int) else "a number"
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                    (isinstance(default, int) and not isinstance(value, int)):
-                raise ValueError(f"{key} = {value!r} must be {wanted}, not {type(value).__name__}")
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{key} = {value!r} must be a finite number >= 0")
-            if value == 0 and _POSITIVE.search(f.name):
-                raise ValueError(f"{key} = {value!r} must be > 0")
-            if value > 1 and _FRACTION.search(f.name):
-                raise ValueError(f"{key} = {value!r} must be between 0 and 1")
-        elif isinstance(default, str):
-            if not isinstance(value, str):
-                raise ValueError(f"{key} = {value!r} must be a string")
-        elif isinstance(default, (list, tuple)):
-            if not isinstance(value, (list, tuple)):
-                raise ValueError(f"{key} = {value!r} must be a list")
-        elif isinstance(default, dict) and not isinstance(value, dict):
-            raise ValueError(f"{key} = {value!r} must be a table of settings")
-    return obj
+    return check_fields(obj, section)
 
 
 def _parse_value(text: str) -> Any:

@@ -4,18 +4,21 @@ A setting used to be read where it was used (``fs.get("method", "wsum")``), so a
 (``twbert.rm3 = "false"``: true to Python), a misspelt key (``fusion.mehtod``) or a negative depth passed
 unseen.  Here each is declared once; :func:`check` stops on any of them before work with one error naming the
 full key, the value and what is allowed, readers take defaults from :func:`value`, and ``irglow settings``
-and the README's reference are printed from the same list.  The training sections (``[twbert]``, ``[glow]``,
-``[rerank.<kind>]``) are declared by their dataclasses (:func:`irglow.config.check_values`); their stage-level
-keys are declared here.
+and the README's reference are printed from the same list.  The settings held in dataclasses (the trainers' and
+models' sections ``[twbert]``, ``[glow]``, ``[rerank.<kind>]``, ``[index]``, ``[lexical]``) declare each field
+through :func:`setting` — the same type, range, default and meaning — and :func:`declared_fields` turns them into
+the same :class:`Setting` objects, checked by the same code; their stage-level keys are declared here.
 
 Leaf module: it imports nothing of irglow, so every layer may read a declaration.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, Callable
 
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
@@ -86,10 +89,61 @@ class Setting:
         if kind == "names":
             return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
         if kind == "list":
-            return isinstance(value, list)
+            return isinstance(value, (list, tuple))
         if kind == "table":
             return isinstance(value, dict)
         return True
+
+
+def setting(default: Any = None, doc: str = "", *, factory: Callable[[], Any] | None = None,
+            low: float | None = None, high: float | None = None, above: float | None = None,
+            choices: tuple[Any, ...] = (), optional: bool = False) -> Any:
+    """A settings dataclass's field, declared as every other setting is: its default (``factory`` for a list or
+    a table), its meaning, its range or choices, whether it may be unset.  Its type is the field's annotation."""
+    meta = {"setting": {"doc": doc, "low": low, "high": high, "above": above, "choices": tuple(choices),
+                        "optional": optional}}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+_KINDS = {"bool": "bool", "int": "int", "float": "number", "str": "str", "list": "list", "tuple": "list",
+          "dict": "table"}
+
+
+@lru_cache(maxsize=None)
+def declared_fields(section: str, cls: type) -> dict[str, Setting]:
+    """A settings dataclass's fields as :class:`Setting` objects (nested settings classes are sections of their
+    own and left out).  A field not declared through :func:`setting` is an error: nothing goes unchecked."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+        parts = [p.strip() for p in annotation.split("|")]
+        base = next((p for p in parts if p != "None"), "None").split("[")[0]
+        if base not in _KINDS and f.default_factory is not dataclasses.MISSING and \
+                dataclasses.is_dataclass(f.default_factory()):
+            continue  # a nested section ([twbert.model], [glow.model])
+        if "setting" not in f.metadata:
+            raise TypeError(f"{cls.__name__}.{f.name} is not declared through irglow.settings.setting()")
+        meta = f.metadata["setting"]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        out[f.name] = Setting(section, f.name, _KINDS.get(base, "any"), default, meta["doc"], low=meta["low"],
+                              high=meta["high"], above=meta["above"], choices=meta["choices"],
+                              optional=meta["optional"] or "None" in parts)
+    return out
+
+
+def check_fields(obj: Any, section: str) -> Any:
+    """Every field of a settings dataclass against its declaration (nested settings classes as ``section.name``),
+    before any work; returns ``obj``."""
+    declared = declared_fields(section, type(obj))
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if f.name in declared:
+            declared[f.name].check(value)
+        elif dataclasses.is_dataclass(value):
+            check_fields(value, f"{section}.{f.name}")
+    return obj
 
 
 def _section(name: str, *settings: tuple) -> dict[str, Setting]:
@@ -266,18 +320,17 @@ def reference(sections: list[str] | None = None) -> str:
 
 
 def dataclass_reference(section: str, cls) -> str:
-    """A trainer's or model's settings class as a reference table (its fields are that section's
-    declarations: type and default from the field, ranges from :func:`irglow.config.check_values`)."""
-    import dataclasses
-
-    lines = [f"### [{section}]", "", "| key | type | default |", "|:--|:--|:--|"]
+    """A settings dataclass as the same reference table as :func:`reference` (its fields' declarations)."""
+    lines = [f"### [{section}]", "", "| key | type and range | default | meaning |", "|:--|:--|:--|:--|"]
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-        if dataclasses.is_dataclass(default):
-            default = f"[{section}.{f.name}]"
-        kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-        lines.append(f"| `{f.name}` | {kind.replace('|', 'or')} | `{default!r}` |")
+        declared = declared_fields(section, cls)
+        if f.name not in declared:
+            lines.append(f"| `{f.name}` | a table of settings | | [{section}.{f.name}] |")
+            continue
+        s = declared[f.name]
+        default = "unset" if s.default is None else repr(s.default)
+        lines.append(f"| `{s.name}` | {s.allowed()}{' (or unset)' if s.optional and s.default is not None else ''} "
+                     f"| `{default}` | {s.doc} |")
     return "\n".join(lines + [""])
 
 

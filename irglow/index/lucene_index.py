@@ -24,6 +24,7 @@ from irglow.utils.progress import tqdm
 from irglow.data.records import LUCENE_TERM_LIMIT
 from irglow.index.jvm import autoclass, java_output, start_jvm
 from irglow.utils.paths import data_dir  # noqa: F401 (re-exported: where caches live)
+from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,10 @@ INDEX_FORMAT = 2
 class IndexConfig:
     """How to analyze and what to store; part of the cache key."""
 
-    fields: tuple[str, ...] | None = None  # None: every field of the collection
-    stemmer: str = "porter"  # porter | krovetz | none
-    keep_stopwords: bool = False
-    threads: int = 2
+    fields: tuple[str, ...] | None = setting(None, "the fields indexed (unset: every field of the collection)")
+    stemmer: str = setting("porter", "porter | krovetz | none", choices=("porter", "krovetz", "none"))
+    keep_stopwords: bool = setting(False, "index stopwords too")
+    threads: int = setting(2, "indexing threads", low=1)
 
     def key(self) -> str:
         d = asdict(self)

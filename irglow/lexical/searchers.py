@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Mapping, Sequence
 
@@ -32,6 +32,7 @@ from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
 from irglow.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +44,18 @@ MAX_PYSERINI_CLAUSES = 1024
 class LexicalConfig:
     """Parameters of a lexical run (saved in every run's manifest)."""
 
-    system: str = "bm25"
-    k1: float = BM25_K1
-    b: float = BM25_B
-    depth: int = DEPTH
-    threads: int = 2
-    field_weights: dict[str, float] = field(default_factory=dict)  # bm25-mf / bm25f; empty: 1.0 per field
-    rm3: bool = False
-    rm3_fb_terms: int = 10
-    rm3_fb_docs: int = 10
-    rm3_original_weight: float = 0.5
-    batch_size: int = 2000
+    system: str = setting("bm25", "the lexical system (irglow.lexical.searchers.SYSTEMS)")
+    k1: float = setting(BM25_K1, "BM25's k1", low=0)
+    b: float = setting(BM25_B, "BM25's b", low=0, high=1)
+    depth: int = setting(DEPTH, "documents retrieved per query", low=1)
+    threads: int = setting(2, "search threads", low=1)
+    field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight} (empty: 1.0 per "
+                                              "field)")
+    rm3: bool = setting(False, "expand the query by RM3")
+    rm3_fb_terms: int = setting(10, "RM3's expansion terms", low=1)
+    rm3_fb_docs: int = setting(10, "RM3's feedback documents", low=1)
+    rm3_original_weight: float = setting(0.5, "RM3's weight of the original query", low=0, high=1)
+    batch_size: int = setting(2000, "queries per Lucene batch search", low=1)
 
     def check(self) -> "LexicalConfig":
         """Types and ranges before any search: Lucene would otherwise answer ``k1 = -1`` or ``b = 2`` with

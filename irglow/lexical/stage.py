@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from irglow.defaults import BM25_B, BM25_K1, DEPTH
 from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
+from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +39,15 @@ class LexicalSettings:
     """``[lexical]``: the systems, BM25's parameters (for every system that uses BM25 without its own), depth,
     threads, and the field weights (configured, or tuned per system with ``tune_bm25f``)."""
 
-    systems: list[str] = field(default_factory=lambda: list(DEFAULT_SYSTEMS))
-    k1: float = BM25_K1
-    b: float = BM25_B
-    depth: int = DEPTH
-    threads: int = 2
-    tune_bm25f: bool = False
-    field_weights: dict[str, float] = field(default_factory=dict)
+    systems: list[str] = setting(factory=lambda: list(DEFAULT_SYSTEMS), doc="the lexical runs written (bm25, bm25f, "
+                                 "bm25-mf, tfidf, …, and ± RM3)")
+    k1: float = setting(BM25_K1, "BM25's k1 (Anserini's MS MARCO default)", low=0)
+    b: float = setting(BM25_B, "BM25's b", low=0, high=1)
+    depth: int = setting(DEPTH, "documents retrieved per query", low=1)
+    threads: int = setting(2, "search threads", low=1)
+    tune_bm25f: bool = setting(False, "tune the BM25F field weights on the training queries")
+    field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight}, fixed (unset: "
+                                              "tuned or 1.0 each)")
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> "LexicalSettings":

@@ -17,9 +17,9 @@ def _config(tmp_path) -> dict:
 @pytest.mark.parametrize("section,key,value,message", [
     ("index", "stemmer", "porterx", "index.stemmer = 'porterx'; allowed: porter, krovetz, none"),
     ("lexical", "k1", "0.9", "lexical.k1 = '0.9' must be a number"),
-    ("lexical", "k1", -1, "lexical.k1 = -1 must be a finite number >= 0"),
-    ("lexical", "b", 2, "lexical.b = 2 must be between 0 and 1"),
-    ("lexical", "depth", 0, "lexical.depth = 0 must be > 0"),
+    ("lexical", "k1", -1, "lexical.k1 = -1 must be a number >= 0"),
+    ("lexical", "b", 2, "lexical.b = 2 must be a number >= 0 and <= 1"),
+    ("lexical", "depth", 0, "lexical.depth = 0 must be an integer >= 1"),
     ("lexical", "field_weights", {"title": float("nan")}, "field weight title = nan"),
     ("lexical", "field_weights", {"title": -1}, "field weight title = -1"),
     ("lexical", "field_weights", {"title": 0.5}, "CombinedFieldQuery"),

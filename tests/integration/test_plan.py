@@ -96,8 +96,8 @@ def test_the_rerank_file_binds_through_the_rerank_stage():
      "dpeth"),
     ({"rerank": {"enabled": True, "models": ["monobert"], "variants": {"unused": {"depth": 5}}}},
      r"\[rerank.variants.unused\] needs kind"),
-    ({"glow": {"enabled": True, "model": {"attention": "sideways"}}}, "attention = 'sideways'; allowed: key, row"),
-    ({"glow": {"enabled": True, "model": {"num_layers": 0}}}, "num_layers = 0: at least 1"),
+    ({"glow": {"enabled": True, "model": {"attention": "sideways"}}}, "glow.model.attention = 'sideways' must be one of 'key', 'row'"),
+    ({"glow": {"enabled": True, "model": {"num_layers": 0}}}, "glow.model.num_layers = 0 must be an integer >= 1"),
 ])
 def test_misspelt_keys_are_named_whatever_is_enabled(tmp_path, section, message):
     """Issue 50: a misspelt key in a disabled section, or in a [rerank.variants.*] no model uses, surfaced only on

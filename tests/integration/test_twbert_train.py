@@ -148,8 +148,12 @@ def test_unknown_config_key_names_the_key_and_choices():
         TrainConfig.from_dict({"lerning_rate": 1})
     with pytest.raises(ValueError, match=r"twbert.model"):
         TrainConfig.from_dict({"model": {"k5": 1}})
-    with pytest.raises(ValueError, match="loss must be one of"):
+    with pytest.raises(ValueError, match="twbert.loss = 'hinge' must be one of 'softmax', 'amse.listmle'"):
         TrainConfig(loss="hinge")
+    with pytest.raises(ValueError, match="twbert.model.head = 'tanh' must be one of 'residual', 'relu'"):
+        TrainConfig.from_dict({"model": {"head": "tanh"}})
+    with pytest.raises(ValueError, match="twbert.max_train_queries = 0 must be an integer >= 1"):
+        TrainConfig(max_train_queries=0)  # a None default is checked too when set
 
 
 def test_choose_length_by_hand():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -29,6 +29,7 @@ from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow import VARIANTS, attention  # noqa: F401 (VARIANTS re-exported)
 from irglow.models.glow.attention import MODES as ATTENTION_MODES
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
+from irglow.settings import check_fields, setting
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
@@ -39,40 +40,37 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class GlowConfig:
-    base_model: str = "default"
+    base_model: str = setting("default", "the BERT checkpoint: default (the packaged all-MiniLM-L6-v2) or any HF model "
+                              "path")
     # None: the checkpoint's whole depth.  The papers' 3 layers (configs/glow-paper.toml) suit a model
     # pre-trained for it on MS MARCO; cutting a small pretrained encoder in half to fine-tune on a few
     # thousand queries throws away what it knows (SciFact: 0.44 nDCG@10 at 3 layers, 0.64 at 6).
-    num_layers: int | None = None
-    variant: str = "glow"
-    attention: str = "key"  # key (Eq. 2) | row (Eq. 4, the authors' code)
-    fields: list[str] = field(default_factory=lambda: ["title", "body"])
-    url_fields: list[str] = field(default_factory=lambda: ["url"])
-    field_max_tokens: dict[str, int] = field(default_factory=dict)
-    default_field_tokens: int = 20
-    query_max_tokens: int = 32
+    num_layers: int | None = setting(None, "transformer layers kept (unset: the checkpoint's whole depth)", low=1)
+    variant: str = setting("glow", "glow: BM25-weighted attention; bert: plain attention", choices=VARIANTS)
+    attention: str = setting("key", "key (Eq. 2) | row (Eq. 4, the authors' code)", choices=ATTENTION_MODES)
+    fields: list[str] = setting(factory=lambda: ["title", "body"], doc="the document fields encoded, each in its own "
+                                "segment with a field embedding")
+    url_fields: list[str] = setting(factory=lambda: ["url"], doc="fields read as URLs (split into words)")
+    field_max_tokens: dict[str, int] = setting(factory=dict, doc="word pieces kept per field: {title = 32, text = 256}")
+    default_field_tokens: int = setting(20, "word pieces kept of a field not in field_max_tokens", low=1)
+    query_max_tokens: int = setting(32, "word pieces kept of a query", low=1)
     # "cls": last-layer [CLS] as in the papers; "mean": mean of last-layer tokens. The packaged MiniLM was
     # trained with mean pooling and its truncated [CLS] vectors are near-identical (cosine 0.9999 between any
     # two texts), from which a short training run learns nothing; "mean" is therefore the default here.
-    pooling: str = "mean"
-    weights: dict = field(default_factory=dict)  # WeightConfig fields
+    pooling: str = setting("mean", "mean: mean of the last layer's tokens; cls: its [CLS] vector, as in the papers",
+                           choices=("mean", "cls"))
+    weights: dict = setting(factory=dict, doc="the word weighting's settings (irglow.models.glow.weights.WeightConfig "
+                            "fields)")
     # token weights enter attention as w ** weight_alpha (1: the papers' form; 0: the plain checkpoint)
-    weight_alpha: float = 1.0
+    weight_alpha: float = setting(1.0, "weights enter attention as w ** weight_alpha (1: the papers' form; 0: the "
+                                  "plain checkpoint)", low=0)
     # a one-field model reads every field of the searched collection in its segment (:func:`read_fields`); the
     # GLOW stage sets it when the fields were not chosen and the training collection had one (NFCorpus)
-    read_all_fields: bool = False
+    read_all_fields: bool = setting(False, "a one-field model reads every field of the searched collection in its "
+                                    "segment")
 
     def __post_init__(self):
-        if self.pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', not {self.pooling!r}")
-        if self.variant not in VARIANTS:
-            raise ValueError(f"GLOW variant must be one of {VARIANTS}, not {self.variant!r}")
-        if self.attention not in ATTENTION_MODES:  # checked when the settings are bound, not at the first batch
-            raise ValueError(f"glow.model.attention = {self.attention!r}; allowed: {', '.join(ATTENTION_MODES)}")
-        if self.num_layers is not None and (isinstance(self.num_layers, bool) or not isinstance(self.num_layers, int)
-                                            or self.num_layers < 1):
-            raise ValueError(f"glow.model.num_layers = {self.num_layers!r}: at least 1 (unset: the checkpoint's "
-                             f"whole depth)")
+        check_fields(self, "glow.model")  # when the settings are bound, not at the first batch
 
     @property
     def weighted(self) -> bool:

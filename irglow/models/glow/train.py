@@ -56,6 +56,7 @@ from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, w
 from irglow.models.validation import selection_score
 from irglow.utils.distributed import join
 from irglow.defaults import SEED
+from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -63,60 +64,63 @@ log = logging.getLogger(__name__)
 @dataclass
 class GlowTrainConfig:
     model: GlowConfig = field(default_factory=GlowConfig)
-    loss: str = "contrastive"  # contrastive | bce
-    contrastive_temperature: float = 0.05  # τ: softmax over cos / τ (sentence-transformers' scale 20)
-    hard_negatives: int = 1  # BM25 hard negatives per query and step
-    alpha_ramp: float = 0.0  # fraction of the steps over which α goes 0 → model.weight_alpha (0: off)
-    batch_size: int = 16
-    grad_accum: int = 1
-    epochs: int = 2
-    max_steps: int | None = None
-    eval_every: int = 0  # validate every n optimiser steps as well as at epoch ends (0: epoch ends only)
-    lr: float = 8e-5
-    scorer_init_w: float = 20.0  # the authors use 1.0; see the module docstring
-    scorer_lr: float = 1e-2  # the two calibration scalars w, b (at 8e-5 they would not move in a short run)
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    hard_negative_depth: int = 30
-    in_batch_negatives: int = 4
-    temperature: float = 10.0
-    val_fraction: float = 0.1
-    val_max_docs: int = 20000  # above this, validation ranks the union of BM25 top-k lists
-    val_pool_depth: int = 100
-    patience: int = 2
-    seed: int = SEED
-    device: str = "auto"
-    amp: bool = True
-    encode_batch: int = 64
+    loss: str = setting("contrastive", "contrastive: softmax over the batch's documents; bce: the papers' pointwise "
+                        "loss", choices=("contrastive", "bce"))
+    contrastive_temperature: float = setting(0.05, "τ: softmax over cos / τ (sentence-transformers' scale 20)", above=0)
+    hard_negatives: int = setting(1, "BM25 hard negatives per query and step", low=0)
+    alpha_ramp: float = setting(0.0, "share of the steps over which α goes 0 → model.weight_alpha (0: off)",
+                                low=0, high=1)
+    batch_size: int = setting(16, "queries per batch", low=1)
+    grad_accum: int = setting(1, "batches per optimizer step (per process under torchrun)", low=1)
+    epochs: int = setting(2, "training epochs", low=1)
+    max_steps: int | None = setting(None, "stop after N optimizer steps (unset: the epochs decide)", low=1)
+    eval_every: int = setting(0, "validate every N optimizer steps as well as at epoch ends (0: epoch ends only)",
+                              low=0)
+    lr: float = setting(8e-5, "the encoder's learning rate", above=0)
+    scorer_init_w: float = setting(20.0, "the calibration scale w's start (the authors use 1.0; see the module "
+                                   "docstring)", low=0)
+    scorer_lr: float = setting(1e-2, "the calibration scalars w, b's learning rate (at 8e-5 they would not move in a "
+                               "short run)", above=0)
+    warmup_ratio: float = setting(0.1, "share of the steps over which the learning rate warms up", low=0, high=1)
+    weight_decay: float = setting(0.01, "AdamW's weight decay", low=0)
+    hard_negative_depth: int = setting(30, "BM25 depth the hard negatives are drawn from", low=1)
+    in_batch_negatives: int = setting(4, "bce: other queries' documents sampled as negatives", low=0)
+    temperature: float = setting(10.0, "bce: in-batch documents sampled in proportion to exp(temperature · cos)", low=0)
+    val_fraction: float = setting(0.1, "share of the training queries held out for early stopping", low=0, high=1)
+    val_max_docs: int = setting(20000, "validation ranks the whole corpus up to this many documents, else the union "
+                                "of the BM25 top-k lists (0: always the union)", low=0)
+    val_pool_depth: int = setting(100, "the BM25 depth of that union", low=1)
+    patience: int = setting(2, "evaluations without a gain before training stops", low=0)
+    seed: int = setting(SEED, "the seed of the validation split, the batches and every draw", low=0)
+    device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
+    amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
+    encode_batch: int = setting(64, "documents per batch when the corpus is encoded", low=1)
     # L2-SP (Li et al., ICML 2018): λ·Σ‖θ − θ₀‖² pulls the encoder toward the checkpoint it started from, so a
     # few hundred training queries do not spend what the checkpoint knew about other collections (0: off)
-    l2sp: float = 0.0
+    l2sp: float = setting(0.0, "L2-SP's λ (0: off)", low=0)
     # WiSE-FT (irglow.models.mixing): after training, θ₀ + m·(θ − θ₀) for each m here is validated like an
     # epoch's model, on every validation source, and kept when it beats them all ([]: off)
-    mix_checkpoint: list = field(default_factory=list)
+    mix_checkpoint: list = setting(factory=list, doc="WiSE-FT mixing factors m tried after training ([]: off)")
     # Two more ways to keep what the checkpoint knew (BENCHMARKS.md "Fine-tuning that keeps what the checkpoint
     # knew"): freeze_layers keeps the word and position embeddings and the lowest N transformer layers at the
     # checkpoint's weights (the field embeddings and the layers above train; 0: off) ...
-    freeze_layers: int = 0
+    freeze_layers: int = setting(0, "the lowest N transformer layers and the embeddings kept at the checkpoint's "
+                                 "weights (0: off)", low=0)
     # ... and distill adds λ · KL(checkpoint ‖ model) of each query's softmax over the batch's documents (cos / τ):
     # the untouched checkpoint's own query–document similarities as a second target (0: off)
-    distill: float = 0.0
+    distill: float = setting(0.0, "λ of KL(checkpoint ‖ model) over each query's batch softmax (0: off)", low=0)
     # ... or a low-rank update (LoRA, irglow.models.low_rank): every projection of the encoder moves only by a
     # rank-N matrix, trained at low_rank_lr and scaled by low_rank_scale (LoRA's α / r); the embeddings keep the
     # checkpoint's weights, the field embeddings train at lr; the saved model is merged (0: off)
-    low_rank: int = 0
-    low_rank_scale: float = 2.0
-    low_rank_lr: float = 5e-4
+    low_rank: int = setting(0, "LoRA's rank N for every projection of the encoder (0: off)", low=0)
+    low_rank_scale: float = setting(2.0, "LoRA's scale α / r", low=0)
+    low_rank_lr: float = setting(5e-4, "the low-rank matrices' learning rate", above=0)
 
     def __post_init__(self):
         check_values(self, "glow")  # types and ranges first: the checks below compare values
         if self.low_rank and (self.freeze_layers or self.l2sp or self.mix_checkpoint):
             raise ValueError("glow.low_rank replaces the encoder's own updates: it does not combine with "
                              "freeze_layers, l2sp or mix_checkpoint (set those to 0 / [])")
-        if self.loss not in ("contrastive", "bce"):
-            raise ValueError(f"GLOW loss must be 'contrastive' or 'bce', not {self.loss!r}")
-        if not 0.0 <= self.alpha_ramp <= 1.0:
-            raise ValueError(f"alpha_ramp is a fraction of the training steps (0..1), not {self.alpha_ramp}")
         self.mix_checkpoint = check_mixes(self.mix_checkpoint)
 
     @classmethod

@@ -10,7 +10,7 @@ so a long body cannot push the title out.  A model is a directory: HF BERT weigh
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -21,6 +21,7 @@ from irglow.config import check_settings, check_values
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow.weights import split_words
+from irglow.settings import setting
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
@@ -28,13 +29,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class MonoBERTConfig:
-    base_model: str = "default"
-    fields: list[str] = field(default_factory=lambda: ["title", "text"])
-    url_fields: list[str] = field(default_factory=lambda: ["url"])
-    field_max_tokens: dict[str, int] = field(default_factory=dict)
-    default_field_tokens: int = 128
-    query_max_tokens: int = 32
-    dropout: float = 0.1
+    base_model: str = setting("default", "the BERT checkpoint: default (the packaged all-MiniLM-L6-v2) or any HF model "
+                              "path")
+    fields: list[str] = setting(factory=lambda: ["title", "text"], doc="the document fields read, in this order")
+    url_fields: list[str] = setting(factory=lambda: ["url"], doc="fields read as URLs (split into words)")
+    field_max_tokens: dict[str, int] = setting(factory=dict, doc="word pieces kept per field: {title = 32, text = 256}")
+    default_field_tokens: int = setting(128, "word pieces kept of a field not in field_max_tokens", low=1)
+    query_max_tokens: int = setting(32, "word pieces kept of a query", low=1)
+    dropout: float = setting(0.1, "dropout of the classification head", low=0, high=1)
 
     @classmethod
     def from_dict(cls, d: dict) -> "MonoBERTConfig":

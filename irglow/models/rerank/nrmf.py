@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -37,6 +37,7 @@ from torch import nn
 from irglow.config import check_settings, check_values
 from irglow.models.checkpoints import check_model_dir
 from irglow.models.glow.weights import split_words
+from irglow.settings import setting
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
@@ -44,24 +45,27 @@ if TYPE_CHECKING:
 
 @dataclass
 class NRMFConfig:
-    fields: list[str] = field(default_factory=lambda: ["title", "text"])
-    url_fields: list[str] = field(default_factory=lambda: ["url"])
-    field_max_words: dict[str, int] = field(default_factory=dict)
-    default_field_words: int = 100
-    max_instances: int = 5  # instances kept per field (a multi-instance field such as anchors)
-    query_max_words: int = 20
-    hash_buckets: int = 50_000
-    max_trigrams: int = 16  # per word (a 14-letter word); longer words keep their first ones
-    embedding_dim: int = 256
-    filters: int = 256
-    window: int = 3
-    dim: int = 256
-    hidden: int = 256
-    dropout: float = 0.2
-    field_dropout: dict[str, float] = field(default_factory=dict)
-    default_field_dropout: float = 0.0
-    query_per_field: bool = True
-    mask_instances: bool = True
+    fields: list[str] = setting(factory=lambda: ["title", "text"], doc="the document fields read, each with its own "
+                                "encoder")
+    url_fields: list[str] = setting(factory=lambda: ["url"], doc="fields read as URLs (split into words)")
+    field_max_words: dict[str, int] = setting(factory=dict, doc="words kept per field: {title = 20, text = 200}")
+    default_field_words: int = setting(100, "words kept of a field not in field_max_words", low=1)
+    max_instances: int = setting(5, "instances kept per field (a multi-instance field such as anchors)", low=1)
+    query_max_words: int = setting(20, "words kept of a query", low=1)
+    hash_buckets: int = setting(50_000, "buckets of the letter-trigram hashing", low=1)
+    max_trigrams: int = setting(16, "letter trigrams per word (a 14-letter word); longer words keep their first ones",
+                                low=1)
+    embedding_dim: int = setting(256, "trigram embedding size", low=1)
+    filters: int = setting(256, "convolution filters", low=1)
+    window: int = setting(3, "convolution window, in words", low=1)
+    dim: int = setting(256, "field and query representation size", low=1)
+    hidden: int = setting(256, "the scoring network's hidden size", low=1)
+    dropout: float = setting(0.2, "dropout", low=0, high=1)
+    field_dropout: dict[str, float] = setting(factory=dict, doc="per-field dropout of whole fields in training: {title "
+                                              "= 0.1}")
+    default_field_dropout: float = setting(0.0, "whole-field dropout of a field not in field_dropout", low=0, high=1)
+    query_per_field: bool = setting(True, "a query representation per field (the paper's), not one shared")
+    mask_instances: bool = setting(True, "mask empty instances out of the aggregation")
 
     @classmethod
     def from_dict(cls, d: dict) -> "NRMFConfig":

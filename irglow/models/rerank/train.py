@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -37,6 +37,7 @@ from irglow.utils.distributed import current
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
 from irglow.defaults import SEED
+from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -45,34 +46,32 @@ KINDS = ("monobert", "nrmf")
 
 @dataclass
 class RerankTrainConfig:
-    kind: str = "monobert"
-    model: dict = field(default_factory=dict)  # MonoBERTConfig / NRMFConfig settings
-    loss: str | None = None  # softmax | pairwise; None: monoBERT softmax, NRM-F pairwise
-    negatives: int = 3
-    negative_depth: int = 50
-    batch_queries: int = 8
-    epochs: int = 1
-    max_steps: int | None = None
-    lr: float | None = None  # None: 1e-4 for monoBERT (see configs/rerank.toml), 1e-3 for NRM-F
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    val_fraction: float = 0.1
-    val_depth: int = 30
-    eval_every: int = 0  # also validate every n steps (0: epoch ends only)
-    grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
-    patience: int = 2
-    score_batch: int = 64
-    seed: int = SEED
-    device: str = "auto"
-    amp: bool = True
+    kind: str = setting("monobert", "monobert (cross-encoder) or nrmf (multi-field neural ranking)", choices=KINDS)
+    model: dict = setting(factory=dict, doc="the model's settings ([rerank.<kind>.model])")
+    loss: str | None = setting(None, "softmax or pairwise (unset: softmax for monoBERT, pairwise for NRM-F)",
+                               choices=("softmax", "pairwise"), optional=True)
+    negatives: int = setting(3, "negatives per query and step", low=1)
+    negative_depth: int = setting(50, "the first stage's depth negatives are drawn from", low=1)
+    batch_queries: int = setting(8, "queries per batch", low=1)
+    epochs: int = setting(1, "training epochs", low=1)
+    max_steps: int | None = setting(None, "stop after N optimizer steps (unset: the epochs decide)", low=1)
+    lr: float | None = setting(None, "learning rate (unset: 1e-4 for monoBERT, see configs/rerank.toml; 1e-3 for "
+                               "NRM-F)", above=0)
+    warmup_ratio: float = setting(0.1, "share of the steps over which the learning rate warms up", low=0, high=1)
+    weight_decay: float = setting(0.01, "AdamW's weight decay", low=0)
+    val_fraction: float = setting(0.1, "share of the training queries held out for early stopping", low=0, high=1)
+    val_depth: int = setting(30, "documents of the first stage re-ranked per held-out query in validation", low=1)
+    eval_every: int = setting(0, "also validate every N steps (0: epoch ends only)", low=0)
+    grad_accum: int = setting(1, "batches per optimizer step (per process under torchrun)", low=1)
+    patience: int = setting(2, "evaluations without a gain before training stops", low=0)
+    score_batch: int = setting(64, "query–document pairs scored per batch", low=1)
+    seed: int = setting(SEED, "the seed of the validation split, the batches and every draw", low=0)
+    device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
+    amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
 
     def __post_init__(self):
         check_values(self, "rerank")  # types and ranges first: the checks below compare values
-        if self.kind not in KINDS:
-            raise ValueError(f"re-ranker kind must be one of {KINDS}, not {self.kind!r}")
         self.loss = self.loss or ("softmax" if self.kind == "monobert" else "pairwise")
-        if self.loss not in ("softmax", "pairwise"):
-            raise ValueError(f"re-ranker loss must be 'softmax' or 'pairwise', not {self.loss!r}")
         self.lr = self.lr if self.lr is not None else (1e-4 if self.kind == "monobert" else 1e-3)
 
     @classmethod

@@ -30,27 +30,33 @@ from torch import nn
 from irglow.defaults import BM25_B, BM25_K1
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.twbert.terms import QueryTerms
+from irglow.settings import check_fields, setting
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class TWBertConfig:
-    base_model: str = "default"
-    max_query_tokens: int = 64
-    bigrams: bool = True
-    k1: float = BM25_K1  # the pipeline passes [lexical]'s k1 and b unless [twbert.model] sets its own
-    b: float = BM25_B
-    k3: float | None = None  # Terrier-style query-term saturation; None = Lucene's linear boost
-    maxout_pieces: int = 3
-    head: str = "residual"  # or "relu" (the paper's)
-    unigram_prior: float = 1.0  # the fixed prior (= bm25-ngram): uni-grams 1 (BM25) …
-    bigram_prior: float = 0.2  # … and bi-gram phrases 0.2 (chosen on SciFact's validation split)
-    max_log_delta: float = 4.0  # residual head: |log(w / prior)| is bounded (tanh) to keep Lucene boosts sane
+    base_model: str = setting("default", "the BERT checkpoint: default (the packaged all-MiniLM-L6-v2) or any HF model "
+                              "path")
+    max_query_tokens: int = setting(64, "word pieces of the query kept (a longer query is truncated, with a notice)",
+                                    low=1)
+    bigrams: bool = setting(True, "weigh bi-gram phrases beside uni-grams")
+    k1: float = setting(BM25_K1, "BM25's k1 (the pipeline passes [lexical]'s k1 and b unless [twbert.model] sets its "
+                        "own)", low=0)
+    b: float = setting(BM25_B, "BM25's b", low=0, high=1)
+    k3: float | None = setting(None, "Terrier-style query-term saturation (unset: Lucene's linear boost)", low=0)
+    maxout_pieces: int = setting(3, "pieces of the paper's maxout score head", low=1)
+    head: str = setting("residual", "residual: w = prior · exp(δ), starting at the fixed prior; relu: the paper's",
+                        choices=("residual", "relu"))
+    unigram_prior: float = setting(1.0, "the fixed prior's uni-gram weight (bm25-ngram: 1, BM25 itself)", low=0)
+    bigram_prior: float = setting(0.2, "the fixed prior's bi-gram phrase weight (chosen on SciFact's validation split)",
+                                  low=0)
+    max_log_delta: float = setting(4.0, "the residual head's bound on |log(w / prior)| (tanh), keeping Lucene's boosts "
+                                   "sane", above=0)
 
     def __post_init__(self):
-        if self.head not in ("residual", "relu"):
-            raise ValueError(f"twbert model.head must be 'residual' or 'relu', got {self.head!r}")
+        check_fields(self, "twbert.model")
 
     def priors(self, terms: QueryTerms) -> list[float]:
         return [self.bigram_prior if bi else self.unigram_prior for bi in terms.is_bigram()]

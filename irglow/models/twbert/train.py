@@ -64,6 +64,7 @@ from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_fe
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
 from irglow.defaults import SEED
+from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -74,45 +75,54 @@ LABEL_SCALES = ("linear", "exp", "binary")
 @dataclass
 class TrainConfig:
     model: TWBertConfig = field(default_factory=TWBertConfig)
-    candidates: int = 50
-    add_unretrieved_relevant: bool = False
-    val_fraction: float = 0.1
-    batch_queries: int = 16
-    stage1_epochs: int = 0  # the residual head starts at the prior; the paper's ReLU head needs 1
-    epochs: int = 8
-    patience: int = 4  # counted in evaluations (every eval_every steps and at epoch ends)
-    lr: float = 3e-5  # BERT (configs/twbert.toml explains the choice)
-    head_lr: float = 1e-3  # term head + maxout
-    weight_decay: float = 0.01
-    freeze_encoder: bool = False
-    loss: str = "softmax"
-    temperature: float = 0.1
-    amse_d1: float = 0.2
-    amse_d2: float = 1.0
-    listmle_weight: float = 1.0
-    label_scale: str = "linear"  # rel / max_rel; "exp": (2^rel − 1) / (2^max − 1); "binary": rel > 0
-    delta_l2: float = 0.0  # penalty on log(w / prior)² (keeps weights near the prior)
-    seed: int = SEED
-    device: str = "auto"
-    amp: bool = True
-    grad_accum: int = 1  # batches per optimizer step (per process under torchrun)
-    average_last: int = 0  # 0: keep the best validation's model; N: the mean of the weights at the last N evaluations
-    folds: int = 0  # k >= 2: k-fold cross-validation over the training queries chooses how many steps to train,
+    candidates: int = setting(50, "BM25 top-k from Lucene per training query", low=1)
+    add_unretrieved_relevant: bool = setting(False, "judged-relevant documents Lucene did not retrieve join the "
+                                             "candidates (only under the AMSE/ListMLE losses' study)")
+    val_fraction: float = setting(0.1, "share of the training queries held out for early stopping "
+                                  "(irglow.models.checkpoints.split_validation)", low=0, high=1)
+    batch_queries: int = setting(16, "queries per batch", low=1)
+    stage1_epochs: int = setting(0, "epochs that first pull the weights onto the fixed prior (the residual head starts "
+                                 "there; the paper's ReLU head needs 1)", low=0)
+    epochs: int = setting(8, "epochs of stage 2 (end to end through the differentiable BM25)", low=1)
+    patience: int = setting(4, "evaluations without a gain before training stops (every eval_every steps and at epoch "
+                            "ends)", low=0)
+    lr: float = setting(3e-5, "BERT's learning rate (configs/twbert.toml explains the choice)", above=0)
+    head_lr: float = setting(1e-3, "the term head's and maxout's learning rate", above=0)
+    weight_decay: float = setting(0.01, "AdamW's weight decay", low=0)
+    freeze_encoder: bool = setting(False, "train the term head alone")
+    loss: str = setting("softmax", "softmax: listwise softmax cross-entropy; amse+listmle: the paper's; amse, listmle: "
+                        "each alone", choices=LOSSES)
+    temperature: float = setting(0.1, "the softmax loss's temperature", above=0)
+    amse_d1: float = setting(0.2, "AMSE's dead zone: errors below it cost nothing", low=0)
+    amse_d2: float = setting(1.0, "AMSE's turn from quadratic to linear", low=0)
+    listmle_weight: float = setting(1.0, "ListMLE's weight beside AMSE", low=0)
+    label_scale: str = setting("linear", "graded labels to gains: linear rel / max_rel; exp (2^rel − 1) / (2^max − 1); "
+                               "binary rel > 0", choices=LABEL_SCALES)
+    delta_l2: float = setting(0.0, "penalty on log(w / prior)², keeping the weights near the fixed prior (0: off)",
+                              low=0)
+    seed: int = setting(SEED, "the seed of the validation split (or folds), the batch order and every draw", low=0)
+    device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
+    amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
+    grad_accum: int = setting(1, "batches per optimizer step (per process under torchrun)", low=1)
+    average_last: int = setting(0, "0: keep the best validation's model; N: the mean of the weights at the last N "
+                                "evaluations", low=0)
+    folds: int = setting(0, "k >= 2: k-fold cross-validation over the training queries chooses how many steps to "
+                         "train, then one training on all of them runs that long (val_fraction and patience unused); "
+                         "0: hold out val_fraction and stop early", low=0)
     #                 then one training on all of them runs that long (val_fraction and patience are then unused)
-    fold_steps: int = 100  # with folds: the steps each fold trains, the lengths the choice is made among
-    max_train_queries: int | None = None
-    balance_sources: bool = False  # several training sources: as many queries of each per batch (epoch_order)
-    scale_by: str = "weighted"  # or "uniform" (see scaled_scores)
-    eval_every: int = 0  # also validate every N stage-2 steps (0: once per epoch)
-    train_eval_queries: int = 200  # training queries whose nDCG@10 is tracked beside validation
+    fold_steps: int = setting(100, "with folds: the steps each fold trains, the lengths the choice is made among",
+                              low=1)
+    max_train_queries: int | None = setting(None, "use only the first N judged training queries of the seeded shuffle "
+                                            "(unset: all)", low=1)
+    balance_sources: bool = setting(False, "several training sources: as many queries of each per batch "
+                                    "(irglow.data.union.epoch_order)")
+    scale_by: str = setting("weighted", "scores over the query's largest candidate score under the current weights "
+                            "(weighted) or under BM25 (uniform)", choices=("weighted", "uniform"))
+    eval_every: int = setting(0, "also validate every N stage-2 steps (0: at epoch ends only)", low=0)
+    train_eval_queries: int = setting(200, "training queries whose nDCG@10 is tracked beside validation", low=0)
 
     def __post_init__(self):
-        if self.loss not in LOSSES:
-            raise ValueError(f"twbert loss must be one of {LOSSES}, got {self.loss!r}")
-        if self.label_scale not in LABEL_SCALES:
-            raise ValueError(f"twbert label_scale must be one of {LABEL_SCALES}, got {self.label_scale!r}")
-        if self.scale_by not in ("weighted", "uniform"):
-            raise ValueError(f"twbert scale_by must be 'weighted' or 'uniform', got {self.scale_by!r}")
+        check_values(self, "twbert")  # every field against its declaration; then what relates two of them
         if self.folds == 1 or (self.folds and not self.eval_every):
             raise ValueError(f"twbert folds = {self.folds}: cross-validation needs at least 2 folds and eval_every > 0 "
                              "(the folds' validation curves are compared at the same steps)")
