@@ -444,7 +444,8 @@ def cmd_settings(args) -> int:
     classes = _settings_classes()
     unknown = [s for s in args.sections if s not in DECLARED and s not in classes]
     if unknown:
-        print(f"irglow settings: no section {unknown}; sections: {', '.join([*DECLARED, *classes])}", file=sys.stderr)
+        print(f"irglow settings: no section {unknown}; sections: "
+              f"{', '.join(dict.fromkeys([*DECLARED, *classes]))}", file=sys.stderr)
         return 2
     print(settings_reference(args.sections or None))
     return 0
@@ -452,17 +453,15 @@ def cmd_settings(args) -> int:
 
 def settings_reference(sections: list[str] | None = None) -> str:
     """``irglow settings``' text; the README's settings reference is this, verbatim (a test keeps it so)."""
-    from irglow.settings import DECLARED, dataclass_reference, reference
+    from irglow.settings import reference
 
-    classes = _settings_classes()
-    wanted = sections or [*DECLARED, *classes]
-    parts = [reference([s for s in wanted if s in DECLARED])]
-    parts += [dataclass_reference(s, classes[s]) for s in wanted if s in classes]
-    return "\n".join(p.rstrip("\n") + "\n" for p in parts if p.strip())
+    return reference(sections, _settings_classes()).rstrip("\n") + "\n"
 
 
 def _settings_classes() -> dict:
-    """The sections declared by settings classes (the trainers' and models'), for ``irglow settings``."""
+    """The sections declared by settings dataclasses, by section (``rerank.<kind>``: monoBERT's and NRM-F's
+    training, one class)."""
+    from irglow.index.lucene_index import IndexConfig
     from irglow.lexical.stage import LexicalSettings
     from irglow.models.glow.model import GlowConfig
     from irglow.models.glow.train import GlowTrainConfig
@@ -472,10 +471,9 @@ def _settings_classes() -> dict:
     from irglow.models.twbert.model import TWBertConfig
     from irglow.models.twbert.train import TrainConfig
 
-    return {"lexical": LexicalSettings, "twbert (training)": TrainConfig, "twbert.model": TWBertConfig,
-            "glow (training)": GlowTrainConfig, "glow.model": GlowConfig,
-            "rerank.monobert / rerank.nrmf (training)": RerankTrainConfig, "rerank.monobert.model": MonoBERTConfig,
-            "rerank.nrmf.model": NRMFConfig}
+    return {"index": IndexConfig, "lexical": LexicalSettings, "twbert": TrainConfig, "twbert.model": TWBertConfig,
+            "glow": GlowTrainConfig, "glow.model": GlowConfig, "rerank.<kind>": RerankTrainConfig,
+            "rerank.monobert.model": MonoBERTConfig, "rerank.nrmf.model": NRMFConfig}
 
 
 def cmd_cache(args) -> int:

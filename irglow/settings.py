@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
+from irglow.defaults import CORRECTIONS, MEASURES, PERMUTATIONS, SIGNIFICANCE_TESTS
+
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
 FUSION_NORMS = ("min-max", "z-score", "none")
@@ -38,6 +40,7 @@ class Setting:
     low: float | None = None  # inclusive bound
     high: float | None = None  # inclusive bound
     above: float | None = None  # exclusive lower bound
+    below: float | None = None  # exclusive upper bound
     choices: tuple[Any, ...] = ()
     optional: bool = False  # may be unset (None)
 
@@ -51,6 +54,7 @@ class Setting:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         words = {"bool": "true or false", "int": "an integer", "number": "a number", "str": "a string",
                  "names": "a list of names (or one comma-separated string)", "list": "a list",
+                 "numbers": "a list of numbers",
                  "table": "a table of settings", "counts": "a table of split = integer",
                  "any": "see the description"}[self.kind]
         bounds = []
@@ -60,13 +64,20 @@ class Setting:
             bounds.append(f">= {self.low:g}")
         if self.high is not None:
             bounds.append(f"<= {self.high:g}")
+        if self.below is not None:
+            bounds.append(f"< {self.below:g}")
         return words + (" " + " and ".join(bounds) if bounds else "")
 
-    def check(self, value: Any) -> None:
+    def check(self, value: Any, key: str | None = None) -> None:
+        """Stop on a value this setting does not accept, naming it as ``key`` (default: ``section.name``)."""
         if value is None and self.optional:
             return
         if not self._fits(value):
-            raise ValueError(f"{self.key} = {value!r} must be {self.allowed()}")
+            raise ValueError(f"{key or self.key} = {value!r} must be {self.allowed()}")
+
+    def _in_range(self, value: float) -> bool:
+        return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+                and (self.above is None or value > self.above) and (self.below is None or value < self.below))
 
     def _fits(self, value: Any) -> bool:
         if self.choices:
@@ -82,8 +93,11 @@ class Setting:
                 return False
             if not math.isfinite(value):
                 return False
-            return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
-                    and (self.above is None or value > self.above))
+            return self._in_range(value)
+        if kind == "numbers":
+            return isinstance(value, (list, tuple)) and all(
+                not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and self._in_range(v)
+                for v in value)
         if kind == "str":
             return isinstance(value, str)
         if kind == "names":
@@ -162,6 +176,22 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("max_docs", "int", None, "index only the first N documents", {"low": 1, "optional": True}),
         ("max_queries", "counts", None, "a seeded sample of N judged queries per split: {train = 5000, dev = 500}",
          {"low": 1, "optional": True})),
+    "eval": _section(
+        "eval",
+        ("measures", "names", list(MEASURES), "the tables' measures: any ir_measures name, and NCG@k"),
+        ("baseline", "str", "bm25", "the run every other is compared with"),
+        ("runs", "names", None, "the runs in the tables (unset: every run)", {"optional": True}),
+        ("test", "str", SIGNIFICANCE_TESTS[0], "the paired significance test", {"choices": SIGNIFICANCE_TESTS}),
+        ("correction", "str", "holm", "the multiple-comparison correction", {"choices": CORRECTIONS}),
+        ("permutations", "int", PERMUTATIONS, "the randomization test's sign flips (bootstrap: resamples)",
+         {"low": 1}),
+        ("seed", "int", 0, "the significance tests' seed"),
+        ("ci", "bool", False, "95% confidence intervals of each difference"),
+        ("judged_only", "bool", False, "also the condensed lists: unjudged documents removed (trec_eval -J)"),
+        ("risk_alphas", "numbers", [1.0, 5.0], "URisk's α values (risk-sensitive differences)", {"low": 0}),
+        ("pairs", "str", None, "all: every pair of runs tested (Tukey's HSD), not only against the baseline",
+         {"choices": ("all", ""), "optional": True}),
+        ("alpha", "number", 0.05, "the significance level", {"above": 0, "below": 1})),
     "output": _section(
         "output", ("dir", "str", "runs/demo",
                    "where runs, tables, plots and the manifest are written (`irglow zero-shot`: runs/zero-shot)"),
@@ -303,35 +333,30 @@ def _did_you_mean(name: str, known) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def reference(sections: list[str] | None = None) -> str:
-    """The settings reference as markdown: ``irglow settings`` prints it and the README embeds it."""
+def reference(sections: list[str] | None = None, classes: dict[str, type] | None = None) -> str:
+    """The settings reference as markdown: ``irglow settings`` prints it and the README embeds it.  ``classes``:
+    the settings dataclasses by section (a section both declares here and in a class — ``[twbert]`` — is one
+    table: its stage keys, then its trainer's fields)."""
+    classes = classes or {}
     lines = []
-    for section, settings in DECLARED.items():
+    for section in [*DECLARED, *(c for c in classes if c not in DECLARED)]:
         if sections is not None and section not in sections:
             continue
+        rows = list(DECLARED.get(section, {}).values())
+        cls = classes.get(section)
+        nested = []
+        if cls is not None:
+            declared = declared_fields(section, cls)
+            rows += list(declared.values())
+            nested = [f.name for f in dataclasses.fields(cls) if f.name not in declared]
         lines += [f"### [{section}]", "", "| key | type and range | default | meaning |", "|:--|:--|:--|:--|"]
-        for s in settings.values():
+        for s in rows:
             default = "unset" if s.default is None else repr(s.default)
-            lines.append(f"| `{s.name}` | {s.allowed()} | `{default}` | {s.doc} |")
-        if section not in CLOSED:
-            lines.append(f"| … | | | the training settings of `{section}` (its trainer's dataclass) |")
+            unset = " (or unset)" if s.optional and s.default is not None else ""
+            lines.append(f"| `{s.name}` | {s.allowed()}{unset} | `{default}` | {s.doc.replace('|', '/')} |")
+        lines += [f"| `{n}` | a table of settings | | [{section}.{n}] |" for n in nested]
         lines.append("")
     return "\n".join(lines)
-
-
-def dataclass_reference(section: str, cls) -> str:
-    """A settings dataclass as the same reference table as :func:`reference` (its fields' declarations)."""
-    lines = [f"### [{section}]", "", "| key | type and range | default | meaning |", "|:--|:--|:--|:--|"]
-    for f in dataclasses.fields(cls):
-        declared = declared_fields(section, cls)
-        if f.name not in declared:
-            lines.append(f"| `{f.name}` | a table of settings | | [{section}.{f.name}] |")
-            continue
-        s = declared[f.name]
-        default = "unset" if s.default is None else repr(s.default)
-        lines.append(f"| `{s.name}` | {s.allowed()}{' (or unset)' if s.optional and s.default is not None else ''} "
-                     f"| `{default}` | {s.doc} |")
-    return "\n".join(lines + [""])
 
 
 def field_values(items, convert, error: str) -> dict:

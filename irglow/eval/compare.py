@@ -421,27 +421,18 @@ def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-# what each comparison setting accepts: the one check behind `compare` and a pipeline's [eval] section
-COMPARISON_SETTINGS = {
-    "test": (lambda v: v in sig.TESTS, ", ".join(sig.TESTS)),
-    "correction": (lambda v: v in sig.CORRECTIONS, ", ".join(sig.CORRECTIONS)),
-    "permutations": (lambda v: _whole(v) and v >= 1, "an integer >= 1"),
-    "seed": (_whole, "an integer"),
-    "ci": (lambda v: isinstance(v, bool), "true or false"),
-    "judged_only": (lambda v: isinstance(v, bool), "true or false"),
-    "risk_alphas": (lambda v: isinstance(v, (list, tuple)) and all(
-        isinstance(a, (int, float)) and not isinstance(a, bool) and a >= 0 for a in v), "a list of numbers >= 0"),
-    "pairs": (lambda v: v in ("all", None, ""), "'all' or unset"),
-    "alpha": (lambda v: isinstance(v, float) and 0 < v < 1, "a number between 0 and 1"),
-}
+# the comparison settings: ``compare``'s arguments and a pipeline's [eval] keys, declared once in irglow.settings
+COMPARISON_SETTINGS = ("test", "correction", "permutations", "seed", "ci", "judged_only", "risk_alphas", "pairs",
+                       "alpha")
 
 
-def check_comparison_settings(prefix: str = "", **settings) -> None:
-    """Stop on a comparison setting of the wrong type or value, naming it (``prefix``: e.g. ``eval.``)."""
-    for key, value in settings.items():
-        ok, allowed = COMPARISON_SETTINGS[key]
-        if not ok(value):
-            raise ValueError(f"{prefix}{key} = {value!r}; allowed: {allowed}")
+def check_comparison_settings(prefix: str = "", **values) -> None:
+    """Stop on a comparison setting of the wrong type or value, naming it (``prefix``: e.g. ``eval.``), by its
+    ``[eval]`` declaration."""
+    from irglow.settings import DECLARED
+
+    for key, value in values.items():
+        DECLARED["eval"][key].check(value, prefix + key)
 
 
 def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str,

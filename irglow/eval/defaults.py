@@ -1,4 +1,7 @@
 """What a table shows when no measures are named — ``irglow compare``/``eval``, the pipeline and the Experiment
-API alike (a light module: the CLI reads it without importing ir_measures)."""
+API alike (a light module: the CLI reads it without importing ir_measures); written once in
+:mod:`irglow.defaults`."""
 
-DEFAULT_MEASURES = ["nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10"]
+from irglow.defaults import MEASURES
+
+DEFAULT_MEASURES = list(MEASURES)

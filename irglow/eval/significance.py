@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from irglow.defaults import CORRECTIONS, PERMUTATIONS, SIGNIFICANCE_TESTS  # noqa: F401 (CORRECTIONS re-exported)
 
-TESTS = ("randomization", "t", "bootstrap", "wilcoxon")
-CORRECTIONS = ("holm", "bonferroni", "bh", "none")
-DEFAULT_TEST = "randomization"
-DEFAULT_PERMUTATIONS = 10_000
+TESTS = SIGNIFICANCE_TESTS
+DEFAULT_TEST = TESTS[0]
+DEFAULT_PERMUTATIONS = PERMUTATIONS
 CHUNK = 1000  # draws per block: memory stays at CHUNK × queries whatever the budget
 
 

@@ -37,7 +37,7 @@ class IndexConfig:
     """How to analyze and what to store; part of the cache key."""
 
     fields: tuple[str, ...] | None = setting(None, "the fields indexed (unset: every field of the collection)")
-    stemmer: str = setting("porter", "porter | krovetz | none", choices=("porter", "krovetz", "none"))
+    stemmer: str = setting("porter", "the analyzer's stemmer", choices=("porter", "krovetz", "none"))
     keep_stopwords: bool = setting(False, "index stopwords too")
     threads: int = setting(2, "indexing threads", low=1)
 

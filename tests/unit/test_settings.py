@@ -175,3 +175,45 @@ def test_the_readme_reference_is_the_generated_one():
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- settings:start -->\n", 1)[1].split("<!-- settings:end -->", 1)[0]
     assert block == settings_reference(), "README's settings reference is stale: paste `irglow settings` into it"
+
+
+def test_every_declared_field_range_and_choice_is_enforced():
+    """Issue 54: the settings dataclasses' ranges are stated in their declarations (no longer inferred from the
+    field's name): walked over every declared field, the value just outside its range or choices is refused,
+    naming the field."""
+    import re
+
+    build, classes = _dataclass_sections()
+    base = {"monobert.model": {"fields": ["text"]}, "nrmf.model": {"fields": ["text"]}}
+    checked = 0
+    for section, cls in classes.items():
+        for s in settings.declared_fields(section, cls).values():
+            bad = _out_of_range(s)
+            if bad is None:
+                continue
+            with pytest.raises(ValueError, match=rf"{s.name} = {re.escape(repr(bad))} must be"):
+                build[section]({**base.get(section, {}), s.name: bad})
+            checked += 1
+    assert checked > 100
+
+
+def test_the_reference_lists_every_section_and_every_field(capsys):
+    """``irglow settings`` answers for every section — [eval] and [index] too — with each field's range and
+    meaning; a settings class field not declared through ``setting()`` is refused."""
+    from irglow.cli import _settings_classes, main
+
+    classes = _settings_classes()
+    for section in [*settings.DECLARED, *classes]:
+        assert main(["settings", section]) == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"### [{section}]")
+        for s in [*settings.DECLARED.get(section, {}).values(),
+                  *(settings.declared_fields(section, classes[section]).values() if section in classes else [])]:
+            assert f"| `{s.name}` | {s.allowed()}" in text and s.doc.replace("|", "/") in text
+
+    @dataclasses.dataclass
+    class Undeclared:
+        depth: int = 5
+
+    with pytest.raises(TypeError, match="Undeclared.depth is not declared"):
+        settings.declared_fields("x", Undeclared)
