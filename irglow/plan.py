@@ -145,9 +145,6 @@ class Plan:
     tuning_runs: frozenset[str]
     training_runs: frozenset[str]
 
-    def settings_of(self, stage) -> Any:
-        return next(s for st, s in self.stages if st is stage)
-
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
         return dataclasses.replace(self, collection=CollectionSettings(

@@ -1,7 +1,11 @@
-"""Small input files the tests write: a BEIR folder and a TREC run, each in one place."""
+"""Small input files the tests write: a BEIR folder and a TREC run, each in one place; and the results page's
+per-query detail decoded as the browser decodes it."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from pathlib import Path
 
 
@@ -21,3 +25,14 @@ def write_trec(path: Path, rows) -> str:
     """A run file of ``(query, document, score)`` rows, ranked in the order given, tag ``t``."""
     path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} t\n" for i, (q, d, s) in enumerate(rows)))
     return str(path)
+
+
+def decode_details(data: dict) -> tuple[dict, dict]:
+    """The per-query detail and the documents' fields the page's chunks hold, decoded (what the browser does)."""
+    queries: dict = {}
+    docs: dict = {}
+    for chunk in data["chunks"]:
+        part = json.loads(gzip.decompress(base64.b64decode(chunk)))
+        queries.update(part["queries"])
+        docs.update(part["docs"])
+    return queries, docs

@@ -240,17 +240,6 @@ def _explanations(cmp: Comparison) -> list[str]:
     return out
 
 
-def decode_details(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, list[list[str]]]]:
-    """The per-query detail and the documents' fields the page's chunks hold, decoded (what the browser does)."""
-    queries: dict[str, Any] = {}
-    docs: dict[str, list[list[str]]] = {}
-    for chunk in data["chunks"]:
-        part = json.loads(gzip.decompress(base64.b64decode(chunk)))
-        queries.update(part["queries"])
-        docs.update(part["docs"])
-    return queries, docs
-
-
 def json_score(score: float) -> float | str:
     """A run's score as JSON the page can parse: ±inf (legal in a run file, not in JSON) as the text
     ``"Infinity"``/``"-Infinity"``, which the page's ``Number()`` reads back."""

@@ -128,17 +128,6 @@ def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     return float(d.mean() - half), float(d.mean() + half)
 
 
-def paired_tests(x: np.ndarray, ys: Sequence[np.ndarray] | np.ndarray, test: str = DEFAULT_TEST,
-                 permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0, level: float = 0.95) -> list[TestResult]:
-    """Each of ``ys`` (per-query values, same query order) against ``x``: p, Δ = mean(y) − mean(x),
-    its CI (the bootstrap's percentile CI, or the t-interval for the t-test) and wins/ties/losses."""
-    x = np.asarray(x, dtype=np.float64)
-    ys = [np.asarray(y, dtype=np.float64) for y in ys]
-    if not ys:
-        return []
-    return test_differences(np.stack([y - x for y in ys], axis=1), test, permutations, seed, level)
-
-
 def test_differences(diffs: np.ndarray, test: str = DEFAULT_TEST, permutations: int = DEFAULT_PERMUTATIONS,
                      seed: int = 0, level: float = 0.95) -> list[TestResult]:
     """One result per column of ``diffs`` (queries × comparisons, system − baseline).  Every column of a

@@ -99,12 +99,5 @@ class PackedRanking(MutableMapping):
         """The queries whose lists were assigned (or already made from the packed hits), not left packed."""
         return list(self._lists)
 
-    def hit_count(self, qid: str) -> int:
-        """How many hits a query holds, without making its list."""
-        if qid in self._lists:
-            return len(self._lists[qid])
-        segment, i = self._where[qid]
-        return int(segment.offsets[i + 1] - segment.offsets[i])
-
     def __repr__(self) -> str:
         return f"PackedRanking({len(self)} queries)"

@@ -110,10 +110,6 @@ def _entries(fs: dict[str, Any]):
     return as_names(entries) if isinstance(entries, str) else entries
 
 
-def fused_tags(config: dict[str, Any]) -> list[str]:
-    return [h.tag for h in hybrids(config)]
-
-
 def wants_tuning(config: dict[str, Any], tag: str) -> bool:
     """Whether a stage should also write ``tag``'s run of its held-out training queries (a fusion uses it)."""
     return any(tag in parts or parts == [ALL] for parts in components(config))

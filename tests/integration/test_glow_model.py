@@ -4,9 +4,23 @@ import torch
 from irglow.data.records import make_document
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import load_encoder
-from irglow.models.glow.attention import WeightedSelfAttention, explicit_weighted_attention
+from irglow.models.glow.attention import WeightedSelfAttention
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
+
+
+def explicit_weighted_attention(q, k, v, weights, mode: str, pad_mask=None, scale: float | None = None):
+    """The papers' formula written out, the reference the fused module is tested against:
+    softmax(w ⊙ QKᵀ/√d + mask) V."""
+    scale = scale if scale is not None else q.shape[-1] ** -0.5
+    logits = (q @ k.transpose(-1, -2)) * scale  # [B, H, T, T]
+    if mode == "key":
+        logits = logits * weights[:, None, None, :]
+    elif mode == "row":
+        logits = logits * weights[:, None, :, None]
+    if pad_mask is not None:  # [B, T] True = real token
+        logits = logits.masked_fill(~pad_mask[:, None, None, :], float("-inf"))
+    return torch.softmax(logits, -1) @ v
 
 
 def n_params(m):

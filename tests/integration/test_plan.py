@@ -23,7 +23,7 @@ def test_the_plan_is_frozen_and_holds_each_stages_settings_object(tmp_path):
     assert plan.tags == ("bm25", "bm25f", "ql", "bm25+ql")
     kinds = {stage.name: type(bound) for stage, bound in plan.stages}
     assert kinds == {"lexical": LexicalSettings, "ql": QLSettings, "fusion": FusionSettings}
-    assert plan.settings_of(next(s for s, _ in plan.stages if s.name == "ql")).mu == 500.0
+    assert next(bound for s, bound in plan.stages if s.name == "ql").mu == 500.0
     assert plan.tuning_runs == {"bm25", "ql"} and plan.training_runs == frozenset()
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.seed = 1

@@ -14,7 +14,8 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel, make_document
-from irglow.eval.report import decode_details, read_page, snippet
+from irglow.eval.report import read_page, snippet
+from tests.files import decode_details
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS = '<script>alert(1)</script><img src=x onerror="document.title=\'owned\'">'

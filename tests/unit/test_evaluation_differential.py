@@ -24,7 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from irglow.cli import _comparison, _read_runs, build_parser, report_from_files
 from irglow.data.trec import FormatError, read_qrels
 from irglow.eval.compare import compare
-from irglow.eval.report import decode_details, json_score
+from irglow.eval.report import json_score
+from tests.files import decode_details
 from irglow.runs.columns import _fast, read_ranked
 from irglow.runs.fusion import fuse
 from irglow.runs.trec import Run

@@ -10,7 +10,7 @@ import pytest
 from irglow.cli import main
 from irglow.data.records import Qrel, Query
 from irglow.hybrid import FusionSettings, check, fuse_entry
-from irglow.runs.wanted import TUNING, components, fused_tags, wants_tuning
+from irglow.runs.wanted import TUNING, components, hybrids, wants_tuning
 from irglow.runs.trec import Run
 from tests.files import write_trec
 
@@ -27,7 +27,7 @@ def _check(config, produced) -> None:
 def test_components_read_lists_and_plus_joined_strings():
     config = _config([["twbert", "glow"], "bm25+glow+monobert"])
     assert components(config) == [["twbert", "glow"], ["bm25", "glow", "monobert"]]
-    assert fused_tags(config) == ["twbert+glow", "bm25+glow+monobert"]
+    assert [h.tag for h in hybrids(config)] == ["twbert+glow", "bm25+glow+monobert"]
     assert wants_tuning(config, "glow") and not wants_tuning(config, "bert")
     assert components({"fusion": {"enabled": False, "runs": [["a", "b"]]}}) == []
     # make bench-… FUSE=twbert+glow,twbert+glow+monobert passes one string

@@ -39,7 +39,6 @@ def test_queries_become_pairs_when_read_and_keep_the_given_order():
     ranking.add(["q2", "q1"], _packed([[(1, 0.5)], [(3, 2.0), (0, 2.0)]]))
     assert list(ranking) == ["q2", "q1"] and len(ranking) == 2 and "q1" in ranking and "q9" not in ranking
     assert ranking.assigned() == []  # nothing converted yet
-    assert ranking.hit_count("q1") == 2
     assert ranking["q1"] == [("d", 2.0), ("a", 2.0)] and ranking.assigned() == ["q1"]
     with pytest.raises(KeyError):
         ranking["q9"]

@@ -63,19 +63,6 @@ class WeightedSelfAttention(nn.Module):
         return out.transpose(1, 2).reshape(*hidden_states.shape[:-1], -1).contiguous(), None
 
 
-def explicit_weighted_attention(q, k, v, weights, mode: str, pad_mask=None, scale: float | None = None):
-    """The papers' formula written out (for tests): softmax(w ⊙ QKᵀ/√d + mask) V."""
-    scale = scale if scale is not None else q.shape[-1] ** -0.5
-    logits = (q @ k.transpose(-1, -2)) * scale  # [B, H, T, T]
-    if mode == "key":
-        logits = logits * weights[:, None, None, :]
-    elif mode == "row":
-        logits = logits * weights[:, None, :, None]
-    if pad_mask is not None:  # [B, T] True = real token
-        logits = logits.masked_fill(~pad_mask[:, None, None, :], float("-inf"))
-    return torch.softmax(logits, -1) @ v
-
-
 def install(encoder: nn.Module, mode: str) -> list[WeightedSelfAttention]:
     """Replace every layer's self-attention of an HF BertModel; returns the new modules."""
     layers = []
