@@ -10,7 +10,8 @@ pt = pytest.importorskip("pyterrier", reason="the PyTerrier extra is not install
 
 import pandas as pd  # noqa: E402
 
-from irglow.cli import _comparison, build_parser  # noqa: E402
+from irglow.cli import build_parser  # noqa: E402
+from irglow.commands.evaluate import _comparison  # noqa: E402
 from irglow.data.trec import read_qrels  # noqa: E402
 from irglow.runs.trec import Run  # noqa: E402
 

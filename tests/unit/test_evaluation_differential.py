@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from irglow.cli import _comparison, _read_runs, build_parser, report_from_files
+from irglow.cli import build_parser
+from irglow.commands.evaluate import _comparison, _read_runs, report_from_files
 from irglow.data.trec import FormatError, read_qrels
 from irglow.eval.compare import compare
 from irglow.eval.report import json_score

@@ -25,7 +25,8 @@ import ir_measures
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from irglow.cli import _read_runs, build_parser
+from irglow.cli import build_parser
+from irglow.commands.evaluate import _read_runs
 from irglow.data.trec import read_qrels
 from irglow.eval.compare import compare
 from irglow.eval.measures import parse_measure, parse_measures, split_measures

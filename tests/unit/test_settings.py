@@ -170,7 +170,7 @@ def test_the_reference_lists_every_declared_setting():
 def test_the_readme_reference_is_the_generated_one():
     from pathlib import Path
 
-    from irglow.cli import settings_reference
+    from irglow.commands.reference import settings_reference
 
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- settings:start -->\n", 1)[1].split("<!-- settings:end -->", 1)[0]
@@ -200,7 +200,8 @@ def test_every_declared_field_range_and_choice_is_enforced():
 def test_the_reference_lists_every_section_and_every_field(capsys):
     """``irglow settings`` answers for every section — [eval] and [index] too — with each field's range and
     meaning; a settings class field not declared through ``setting()`` is refused."""
-    from irglow.cli import _settings_classes, main
+    from irglow.cli import main
+    from irglow.commands.reference import _settings_classes
 
     classes = _settings_classes()
     for section in [*settings.DECLARED, *classes]:

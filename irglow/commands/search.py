@@ -1,0 +1,79 @@
+"""``irglow search``: a lexical run (BM25, BM25-MF, BM25F, TF-IDF, ± RM3) through Pyserini."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from irglow.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.settings import positive_int
+from irglow.commands.common import add_data_options, add_index_options, open_index
+
+
+def _weights(items) -> dict[str, float]:
+    from irglow.settings import field_values
+
+    return field_values(items, float, "--field-weight {item} must look like FIELD=NUMBER")
+
+
+def cmd_search(args) -> int:
+    from irglow.data.collection import load_collection
+    from irglow.data.records import Query
+    from irglow.data.trec import read_topics
+    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+
+    if args.query is not None and not args.query.strip():
+        raise SystemExit("--query is empty: give the words to search for")
+    if args.tag is not None:
+        from irglow.runs.trec import check_token
+
+        try:
+            check_token(args.tag, "--tag")
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+    # an ad-hoc --query prints its ranking, and writes it too when -o names a file
+    output = Path(args.output) if args.output else (None if args.query else Path(f"runs/{args.tag or args.system}.run"))
+    if output is not None:
+        from irglow.utils.atomic import check_not_input, check_writable
+
+        check_writable(check_not_input(output, [args.topics], data=args.data))
+    index = open_index(args)
+    if args.query:
+        queries = [Query("q", args.query)]
+    elif args.topics:
+        queries = read_topics(args.topics)
+    else:
+        queries = load_collection(args.data).queries(args.split)
+    cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=args.threads,
+                        field_weights=_weights(args.field_weight), rm3=args.rm3)
+    run = LexicalSearcher(index, cfg).search(queries, tag=args.tag or args.system + ("-rm3" if args.rm3 else ""))
+    if args.query:
+        for rank, (doc_id, score) in enumerate(run.ranking["q"][:args.show], 1):
+            print(f"{rank:>3} {doc_id:<20} {score:.4f}")
+        if output is None:
+            return 0
+    output = Path(args.output or f"runs/{run.tag}.run")
+    run.write(output)
+    from irglow.config import write_manifest
+
+    write_manifest(output.parent, {"search": vars(args)}, run=str(output))
+    print(f"{len(run)} queries → {output}")
+    return 0
+
+
+def register(sub) -> None:
+    """Add this module's commands to ``irglow``'s sub-commands."""
+    p = sub.add_parser("search", help="lexical run: bm25, bm25-mf, bm25f, tfidf (+ --rm3)")
+    add_data_options(p)
+    add_index_options(p)
+    p.add_argument("--system", default="bm25", choices=["bm25", "bm25-mf", "bm25f", "tfidf"])
+    p.add_argument("--k1", type=float, default=BM25_K1)
+    p.add_argument("--b", type=float, default=BM25_B)
+    p.add_argument("--depth", type=positive_int, default=DEPTH)
+    p.add_argument("--field-weight", action="append", metavar="FIELD=W", help="bm25-mf/bm25f field weight")
+    p.add_argument("--rm3", action="store_true")
+    p.add_argument("--topics", help="TREC/TSV/BEIR topics file instead of the collection's queries")
+    p.add_argument("--query", help="search one query and print the top hits")
+    p.add_argument("--show", type=positive_int, default=10)
+    p.add_argument("--tag", default=None)
+    p.add_argument("-o", "--output", help="run file (default runs/<tag>.run)")
+    p.set_defaults(func=cmd_search)
