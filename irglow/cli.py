@@ -20,7 +20,8 @@ COMMANDS = (collection.register_index, search.register, evaluate.register, colle
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="irglow", description=__doc__)
+    parser = argparse.ArgumentParser(prog="irglow", description="irglow: lexical baselines, neural rankers on top of "
+                                     "them and honest comparison tables, one command at a time")
     parser.add_argument("-v", "--verbose", action="store_true")
     sub = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
