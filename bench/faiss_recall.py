@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from irglow.defaults import SEED
 from irglow.dense.encode import faiss_index, load_embeddings
 
 
-def clustered(n: int, dim: int, clusters: int, seed: int = 13) -> np.ndarray:
+def clustered(n: int, dim: int, clusters: int, seed: int = SEED) -> np.ndarray:
     """Unit vectors around ``clusters`` random centres (a corpus's topics), in blocks (no float64 copy)."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((clusters, dim)).astype(np.float32)

@@ -38,10 +38,12 @@ import sys
 import time
 from pathlib import Path
 
+from irglow.defaults import SEED
+
 BODY_MEAN_WORDS, BODY_SIGMA = 1150, 0.9
 
 
-def generate(folder: Path, n: int, queries: int = 200, seed: int = 13) -> Path:
+def generate(folder: Path, n: int, queries: int = 200, seed: int = SEED) -> Path:
     """An MS MARCO-document-shaped BEIR folder of ``n`` documents (written once; reused when present)."""
     if (folder / "corpus.jsonl").is_file():
         return folder

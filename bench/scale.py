@@ -35,8 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
+from irglow.defaults import DEPTH, SEED
 
-def demo_spec(n_docs: int, seed: int = 13) -> str:
+
+def demo_spec(n_docs: int, seed: int = SEED) -> str:
     """A demo collection of about ``n_docs`` documents: 85 % topic documents (12 per topic), 5 %
     round-ups, 10 % background; the name pool grows so topics keep distinct names."""
     roundups, background = n_docs // 20, n_docs // 10
@@ -86,7 +88,7 @@ def measure_one(n_docs: int, out: Path, data: str | None, neural: bool, n_querie
     queries = random.Random(13).sample(queries, min(n_queries, len(queries)))
     res["queries"] = len(queries)
     for system in ("bm25", "bm25-mf", "bm25f", "tfidf"):
-        searcher = LexicalSearcher(index, LexicalConfig(system, depth=1000, threads=threads))
+        searcher = LexicalSearcher(index, LexicalConfig(system, depth=DEPTH, threads=threads))
         searcher.search(queries[:5])  # warm the JIT
         t = time.perf_counter()
         searcher.search(queries)
@@ -252,7 +254,7 @@ def main() -> None:
         print(report(results, out), flush=True)
     from irglow.config import write_manifest
 
-    write_manifest(out, vars(args), seed=13)
+    write_manifest(out, vars(args), seed=SEED)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,8 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
     """Run the grid (see the module docstring); returns the output folder."""
     from irglow.eval.plots import plot_training_curves
     from irglow.models.checkpoints import read_training, training_summary
-    from irglow.pipeline import prepare, run_pipeline
+    from irglow.pipeline import run_pipeline
+    from irglow.preparation import prepare
     from irglow.plan import check_config
     from irglow.stages import stage
 

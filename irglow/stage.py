@@ -61,7 +61,7 @@ class Unit:
     """One cached piece of a stage's work: its record name, the settings it depends on (plain values: the stage's
     settings object, or the part of it this piece uses), the runs it reads, the call that writes its run files
     (``<out>/<tag>.run``) and returns ``{tag: run}``, and the runs it writes.  The pipeline builds its cache key
-    from these (:func:`irglow.pipeline.unit_key`); a stage never writes one."""
+    from these (:func:`irglow.stage_cache.unit_key`); a stage never writes one."""
 
     name: str
     settings: Any

@@ -35,7 +35,8 @@ from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
-from irglow.pipeline import Prepared, evaluate_split, index_and_stats, training_side
+from irglow.pipeline import evaluate_split
+from irglow.preparation import Prepared, index_and_stats, training_side
 from irglow.plan import CollectionSettings, bind_plan, for_index
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import barrier, check_shared_folder, is_main

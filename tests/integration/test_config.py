@@ -28,6 +28,7 @@ def _config(tmp_path) -> dict:
 ])
 def test_settings_are_checked_before_any_work(tmp_path, monkeypatch, section, key, value, message):
     import irglow.pipeline as pipeline
+    import irglow.preparation as preparation
 
     monkeypatch.chdir(tmp_path)
     config = copy.deepcopy(_config(tmp_path))
@@ -39,7 +40,7 @@ def test_settings_are_checked_before_any_work(tmp_path, monkeypatch, section, ke
     def no_work(*args, **kwargs):
         raise AssertionError("work started before the settings were checked")
 
-    monkeypatch.setattr(pipeline, "load_collection", no_work)
+    monkeypatch.setattr(preparation, "load_collection", no_work)
     with pytest.raises(ValueError) as e:
         pipeline.run_pipeline(config)
     assert message in str(e.value)

@@ -98,9 +98,9 @@ def test_union_sample_and_exported_stores():
 @pytest.mark.slow
 def test_the_pipeline_never_holds_the_corpus(tmp_path, monkeypatch, counted):
     """Every stage enabled (TW-BERT, GLOW, monoBERT and NRM-F, a fusion): at most BOUND documents alive."""
-    import irglow.pipeline as pipeline
+    import irglow.preparation as preparation
 
-    monkeypatch.setattr(pipeline, "load_collection", lambda spec: counted)
+    monkeypatch.setattr(preparation, "load_collection", lambda spec: counted)
     config = small_pipeline(
         tmp_path / "out", tmp_path / "data",
         twbert={"enabled": True, "rm3": False, "epochs": 1, "candidates": 10, "eval_every": 0},
@@ -110,7 +110,9 @@ def test_the_pipeline_never_holds_the_corpus(tmp_path, monkeypatch, counted):
                 "monobert": {"max_steps": 2, "val_depth": 5},
                 "nrmf": {"epochs": 1, "val_depth": 5, "negatives": 2, "batch_queries": 4}},
         fusion={"enabled": True, "runs": [["twbert", "glow"]]})
-    pipeline.run_pipeline(config)
+    from irglow.pipeline import run_pipeline
+
+    run_pipeline(config)
     assert {p.name for p in (tmp_path / "out").glob("*.run")} >= {"twbert.run", "glow.run", "monobert.run",
                                                                   "nrmf.run", "twbert+glow.run"}
     assert ALIVE[1] <= BOUND, f"{ALIVE[1]} documents of the collection were alive at once"

@@ -87,7 +87,7 @@ def test_a_system_with_its_own_bm25_parameters_is_named_in_the_caption(tmp_path)
     from types import SimpleNamespace
 
     from irglow.lexical.stage import LexicalSettings
-    from irglow.pipeline import settings_note
+    from irglow.outputs import settings_note
     from irglow.plan import bind_plan
 
     config = {"lexical": {"systems": ["bm25"]}, "twbert": {"enabled": True, "rm3": False, "model": {"k1": 1.5}}}
@@ -99,16 +99,19 @@ def test_a_system_with_its_own_bm25_parameters_is_named_in_the_caption(tmp_path)
 
 
 def test_bm25_defaults_are_defined_once():
-    """31.2: the default 0.9 was written out in 11 places."""
+    """31.2: the default 0.9 was written out in 11 places; issue 54: the depth 1000 and the seed 13 too."""
     found = []
     for path in [*ROOT.glob("irglow/**/*.py"), *ROOT.glob("bench/*.py")]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
             # k1=0.9, k1: float = 0.9, "k1", 0.9, default=0.9 … and the same for b = 0.4
             if re.search(r"(\bk1\b|\bb\b)\"?\s*[,:=]\s*(float\s*=\s*)?0\.[94]\b|default=0\.[94]\b", line):
                 found.append(f"{path.relative_to(ROOT)}:{n}")
+            if re.search(r"\bdepth\b[^=\n]*=\s*1000\b|\bseed\b[^=\n]*=\s*13\b|\bor 13\b", line):
+                found.append(f"{path.relative_to(ROOT)}:{n}")
     assert found == []
-    defaults = (ROOT / "irglow" / "lexical" / "defaults.py").read_text()
+    defaults = (ROOT / "irglow" / "defaults.py").read_text()
     assert "BM25_K1 = 0.9" in defaults and "BM25_B = 0.4" in defaults
+    assert "DEPTH = 1000" in defaults and "SEED = 13" in defaults
 
 
 @pytest.mark.parametrize("section, value, moved", [("glow", {"enabled": True, "fuse_with": ["bm25f"]}, "glow.fuse_with"),

@@ -35,7 +35,8 @@ def test_nothing_after_the_binding_reads_the_configuration(tmp_path, monkeypatch
     stages' binding, the declared-settings reader and the lexical section's parser."""
     import irglow.settings
     from irglow.lexical.stage import LexicalSettings
-    from irglow.pipeline import evaluate_split, prepare
+    from irglow.pipeline import evaluate_split
+    from irglow.preparation import prepare
     from irglow.stage import Stage
 
     monkeypatch.setenv("IRGLOW_DATA", str(tmp_path / "data"))

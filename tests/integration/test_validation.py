@@ -73,7 +73,7 @@ def test_a_wrong_validation_setting_is_named(tmp_path, section, message):
 
 
 def test_a_source_split_that_does_not_exist_is_named(tmp_path, monkeypatch):
-    from irglow.pipeline import prepare
+    from irglow.preparation import prepare
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(KeyError, match=r"has splits \['train', 'test'\], not 'nosuchsplit'"):

@@ -59,7 +59,7 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     # the evaluated collection's judgments are unreadable while any stage works: the carried fusion weights
     # (and every run) come from the training collection alone; the evaluation reads them afterwards
     from irglow.data.demo import DemoCollection
-    from irglow.pipeline import StageCache
+    from irglow.stage_cache import StageCache
 
     in_stage, blocked_reads, evaluated_reads = [False], [], []
     real_qrels, real_unit = DemoCollection.qrels, StageCache.run_unit

@@ -1,0 +1,118 @@
+"""What a pipeline writes beside its runs for a person to read: the stages' report, the settings note, the
+results page and the diagnostic plots."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from irglow.plan import Plan
+from irglow.runs.trec import Run
+from irglow.preparation import Prepared
+
+log = logging.getLogger(__name__)
+
+
+def diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list[str]:
+    """``per-query.png`` (each system's per-query difference to the baseline, first measure) and
+    ``training-curves.png`` (loss and validation per step of every model the stages trained)."""
+    from irglow.eval.plots import plot_per_query, plot_training_curves
+    from irglow.models.source import trained_models
+
+    made = [plot_per_query(cmp, str(cmp.means.columns[0]), out / "per-query.png")]
+    curves = {}
+    if stages:
+        for name, folder in trained_models(train_dir).items():
+            f = folder / "training.json"
+            if f.is_file():
+                curves[name] = json.loads(f.read_text()).get("state", {}).get("history", [])
+    made.append(plot_training_curves(curves, out / "training-curves.png"))
+    return [p.name for p in made if p is not None]
+
+
+def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str:
+    """Markdown lines on what the model stages did: each model's training and validation queries, optimizer
+    steps, validation (start → kept, at which step) and training time, fusion weights and throughput, from the
+    notes each stage leaves (fusion: one note per hybrid of this run, ``hybrids``; notes of hybrids a former
+    configuration made stay on disk and are not shown)."""
+    from irglow.models.checkpoints import training_summary
+    from irglow.models.source import read_stage_notes
+
+    def num(x, fmt="{:.4f}"):
+        return "–" if x is None or x != x else fmt.format(x)
+
+    def mixed(t) -> str:  # kept a mix with the starting checkpoint (irglow.models.mixing)
+        return f", mixed with the checkpoint at m {t['mix']:.2f}" if t.get("mix") is not None else ""
+
+    rows, lines = [], []
+    notes_of = [(s, read_stage_notes(out, s)) for s in sections if s != "fusion"]
+    notes_of += [("fusion", read_stage_notes(out, f"fusion-{tag}")) for tag in hybrids]
+    for section, notes in notes_of:
+        for name, model_dir in notes.get("models", {}).items():
+            t = training_summary(model_dir)
+            rows.append(f"| {name} | {num(t['train_queries'], '{}')} | {num(t['val_queries'], '{}')} | "
+                        f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(t['validation'])} | "
+                        f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
+        for tag, f in notes.get("fusion", {}).items():
+            tuned = (f" (tuned on {f['tuning_queries']} {f.get('tuning_set', 'held-out training')} queries, nDCG@10 "
+                     f"{f['tuning_nDCG@10']:.4f}" + (f"; carried from {f['carried_from']}, nothing of this "
+                                                    f"collection's judgments read" if f.get("carried_from") else "")
+                     + ")" if f.get("tuning_queries") else
+                     f" ({f['why']})" if f.get("why") else "")
+            named = zip(f["parts"], f["weights"]) if len(f.get("parts", [])) == len(f["weights"]) else \
+                ((None, w) for w in f["weights"])  # notes written before the parts were named
+            weights = ", ".join(f"{n} {w:.2f}" if n else f"{w:.2f}" for n, w in named)
+            lines.append(f"- {tag}: {f['method']} fusion, weights {weights}{tuned}")
+        for key, unit in (("pairs_per_s", "query-document pairs/s"), ("encode_docs_per_s", "documents encoded/s")):
+            if notes.get(key):
+                lines.append(f"- {section} throughput ({unit}): " + ", ".join(
+                    f"{n} {r:.1f}" for n, r in notes[key].items() if r == r))
+    if rows:
+        rows = ["| model | training queries | validation queries | optimizer steps | validation nDCG@10 at step 0 | "
+                "kept | at step | training s |", "|:--|--:|--:|--:|--:|--:|--:|--:|", *rows]
+    return "\n".join(rows + ([""] if rows and lines else []) + lines)
+
+
+def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
+    """What the caption owes the reader about parameters: each multi-field system's field weights (tuned for it
+    on the training queries, or as configured), and any system scoring BM25 with other k1/b than [lexical]."""
+    lx = p.lexical
+    parts = []
+    for system, weights in p.field_weights.items():
+        how = "tuned for it on the training queries" if lx.tune_bm25f else "as configured"
+        parts.append(f"`{system}` {weights or '1.0 per field'} ({how})")
+    text = f"Field weights: {'; '.join(parts)}.\n" if parts else ""
+    for stage, bound in plan.stages:
+        values = stage.bm25_parameters(bound)
+        if values is not None:
+            if (values["k1"], values["b"]) != (lx.k1, lx.b):
+                runs = [t for t in stage.tags(bound) if t in tags]
+                text += (f"{', '.join(f'`{t}`' for t in runs)} score BM25 with k1 {values['k1']:g}, b {values['b']:g} "
+                         f"([{stage.name}.model]), not [lexical]'s k1 {lx.k1:g}, b {lx.b:g}.\n")
+    return text
+
+
+def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str,
+                       clusters: int | None = None, notes: list[str] | None = None) -> Path:
+    """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
+    learned term weights for its runs and the word weights GLOW's attention used, where those stages ran, the
+    index's analysis for highlighting, and ``clusters`` topic clusters of the queries ([output] clusters)."""
+    from irglow.eval.report import report_data, write_report
+    from irglow.models.explain import glow_weights, report_analysis, twbert_weights
+    from irglow.models.source import read_stage_notes
+
+    weights = {}
+    model = read_stage_notes(out, "twbert").get("models", {}).get("twbert")
+    if model and "twbert" in runs and Path(model).is_dir():
+        w = twbert_weights(model, ctx.index, ctx.test_queries)
+        weights = {t: w for t in ("twbert", "twbert-rm3") if t in runs}
+    for variant, folder in read_stage_notes(out, "glow").get("models", {}).items():
+        if variant in runs and variant != "bert" and Path(folder).is_dir():
+            weights[variant] = glow_weights(folder, ctx.index, ctx.stats, ctx.test_queries)
+    texts = {q.query_id: q.text for q in ctx.test_queries}
+    judged = {q.query_id for q in qrels}
+    extras = report_analysis(ctx.index, ctx.stats, {q: t for q, t in texts.items() if q in judged}, clusters=clusters,
+                             k1=ctx.lexical.k1, b=ctx.lexical.b)
+    data = report_data(cmp, runs, qrels, texts, ctx.collection, term_weights=weights, title=f"irglow: {title}",
+                       notes=notes, **extras)
+    return write_report(out / "report.html", data)

@@ -1,0 +1,120 @@
+"""What every test split and every grid point of a pipeline share, done once: the plan bound, the collection
+loaded and indexed, where the models train, each multi-field system's field weights."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+from typing import Any
+from irglow.data.collection import load_collection
+from irglow.index.lucene_index import build_index
+from irglow.index.stats import CollectionStats
+from irglow.lexical.stage import LexicalSettings
+from irglow.plan import Plan, bind_plan, for_index
+from irglow.defaults import SEED
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """What every test split and every grid point shares: the collection, its index and statistics, where the
+    models train (the source and the folder), the lexical settings and field weights, and the time each took.
+    Stages get these as arguments (:class:`~irglow.stage.Context`); nothing is written back into the config."""
+
+    collection: Any
+    index: Any
+    stats: Any
+    source: Any  # a TrainSource: this collection's train split, another collection (zero-shot) or a union
+    lexical: LexicalSettings
+    field_weights: dict[str, dict[str, float]]
+    timings: dict[str, float]
+    splits: list[str]
+    out: Path
+    train_root: Path
+    plan: Plan | None = None  # the plan it was prepared for (bound again with the training index's fields)
+
+
+def training_side(plan: Plan, timings: dict[str, float], collection=None, index=None, stats=None):
+    """Where models train and the field weights tuned there: ``collection.train`` (another collection, or several
+    as one union) when it names one, else ``collection``'s own train split.  Shared by the pipeline and
+    zero-shot: (TrainSource, {system: field weights})."""
+    from irglow.models.source import TrainSource
+    from irglow.models.validation import sources
+
+    c, lexical = plan.collection, plan.lexical
+    validation = sources(plan.validation.also, plan.validation.queries, plan.seed,
+                         lambda coll: index_and_stats(coll, plan, timings))
+    if collection is not None and not c.trains_elsewhere:
+        source = TrainSource(collection, index, stats, c.train_split, validation)
+    else:
+        train_coll, split = training_collection(c.train or c.name, c.train_split)
+        train_index, train_stats = index_and_stats(train_coll, plan, timings)
+        source = TrainSource(train_coll, train_index, train_stats, split, validation)
+    unknown = sorted(set(lexical.field_weights) - set(source.index.fields))
+    if unknown and not lexical.tune_bm25f:  # configured weights: a misspelt field would be dropped, not weighted
+        raise ValueError(f"lexical.field_weights names {unknown}, which {source.collection.name}'s index lacks; its "
+                         f"fields: {list(source.index.fields)}")
+    from irglow.utils.distributed import on_main
+
+    # tuned once, on rank 0, whatever the number of processes
+    return source, on_main(lambda: lexical.field_weights_for(source.index, source.queries, source.qrels, timings))
+
+
+def prepare(config: dict[str, Any] | Plan) -> Prepared:
+    """Bind the configuration (every setting checked before any work), load and index the collection (and the
+    training collection), tune each multi-field system's weights; the models' training root is ``out``, shared
+    by every split."""
+    plan = config if isinstance(config, Plan) else bind_plan(config)
+    c, out = plan.collection, plan.output_dir
+    from irglow.utils.atomic import check_not_input
+
+    for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
+        check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
+    out.mkdir(parents=True, exist_ok=True)
+    from irglow.utils.distributed import check_shared_folder
+
+    check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
+    splits = list(c.test_splits)
+    collection = load_collection(c.name)
+    if c.max_docs or c.max_queries:
+        from irglow.data.collection import SampledCollection
+
+        collection = SampledCollection(collection, splits if c.trains_elsewhere else [c.train_split, *splits],
+                                       c.max_docs, dict(c.max_queries or {}), seed=SEED if plan.seed is None else plan.seed)
+    timings: dict[str, float] = {}
+    index, stats = index_and_stats(collection, plan, timings)
+    source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
+    weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
+    plan = for_index(plan, list(source.index.fields))
+    return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)
+
+
+def training_collection(value, default_split: str):
+    """``collection.train`` as (collection, split): one source (``"a"``, ``"a@split"``), or several
+    (``["a@train", "b@train"]``, ``"a@train,b@train"``) as one :class:`~irglow.data.union.UnionCollection`."""
+    from irglow.data.union import SPLIT, UnionCollection, parse_sources
+
+    sources = parse_sources(list(value) if isinstance(value, tuple) else value, default_split)
+    if len(sources) == 1:
+        return load_collection(sources[0][0]), sources[0][1]
+    return UnionCollection([(load_collection(spec), split) for spec, split in sources]), SPLIT
+
+
+def index_and_stats(collection, plan: Plan, timings: dict[str, float]):
+    """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics; under ``torchrun``
+    rank 0 builds both while the others wait, then they open what it built."""
+    from irglow.utils.distributed import main_first
+
+    def build():
+        t = time.perf_counter()
+        index = build_index(collection, plan.index, root=plan.data_dir)
+        timings["index_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        stats = CollectionStats.load(index)
+        timings["stats_s"] = time.perf_counter() - t
+        return index, stats
+
+    return main_first(build)

@@ -1,0 +1,102 @@
+"""The pipeline's stage cache: a stage whose settings, collection, index and input runs are unchanged is not
+run again; its runs are read back (what ``make run`` relies on to resume a killed job)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+from irglow.runs.trec import Run
+from irglow.utils.atomic import atomic_write_text
+from irglow.utils.digest import file_digest, value_digest
+
+log = logging.getLogger(__name__)
+
+
+def _irglow_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("irglow")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# raise when what a stage writes changes for the same inputs (2: lossless run scores; 3: stage notes, runs of the
+# held-out training queries for [fusion]; 4: stages as objects, one fusion stage, per-system field weights)
+STAGE_FORMAT = 4
+
+
+class StageCache:
+    """Skip a stage whose inputs are unchanged: its settings, the collection and index, and the exact
+    run files it was given.  A record ``<out>/.stages/<name>.json`` is written only after the stage's
+    run files are; a killed run therefore continues at the first stage without a valid record, and
+    a changed setting re-runs that stage and everything that consumed its runs."""
+
+    def __init__(self, out: Path, context: dict[str, Any]):
+        self.out, self.context, self.report = out, context, {}
+        self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
+
+    def run_unit(self, stage, unit, ctx) -> dict[str, Run]:
+        return self.run(unit.name, unit_key(stage, unit, ctx), unit.inputs, unit.produce, unit.collective)
+
+    def run(self, name: str, settings: Any, inputs: dict[str, Run], produce, collective: bool = False
+            ) -> dict[str, Run]:
+        """``produce``'s runs, or the recorded ones when nothing they depend on changed.  Under ``torchrun`` rank 0
+        decides and writes the record; a ``collective`` unit's ``produce`` runs on every rank (it splits its work
+        and rank 0 writes), any other on rank 0 alone while the others wait; then every rank reads the files."""
+        from irglow.utils import distributed
+
+        key = value_digest({"stage": name, "settings": settings, "context": self.context,
+                            "inputs": {t: self.digests.get(t) or file_digest(self.out / f"{t}.run")
+                                       for t in sorted(inputs)}})
+        record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
+        reused = distributed.on_main(lambda: self._recorded(record, key))
+        if reused is not None:
+            log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
+            self.report[name] = "reused"
+            self.digests.update(reused)
+            return {t: Run.read(self.out / f"{t}.run") for t in reused}
+        # a stage writes its runs as <out>/<tag>.run; what is on disk is read back
+        produced = list(produce() if collective else distributed.on_main(lambda: list(produce())))
+        distributed.barrier()  # rank 0's files are on disk
+
+        def write_record():
+            record.parent.mkdir(parents=True, exist_ok=True)
+            digests = {t: file_digest(self.out / f"{t}.run") for t in produced}
+            atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": digests}, indent=1))
+            return digests
+
+        self.digests.update(distributed.on_main(write_record))
+        self.report[name] = "ran"
+        return {t: Run.read(self.out / f"{t}.run") for t in produced}
+
+    def _recorded(self, record: Path, key: str) -> dict[str, str] | None:
+        """The record's ``{tag: digest}`` when its key matches and its files are as it recorded them."""
+        if not record.is_file():
+            return None
+        saved = json.loads(record.read_text())
+        files = {t: self.out / f"{t}.run" for t in saved["runs"]}
+        if saved["key"] == key and all(f.is_file() and file_digest(f) == saved["runs"][t] for t, f in files.items()):
+            return saved["runs"]
+        return None
+
+
+def unit_key(stage, unit, ctx) -> dict[str, Any]:
+    """What a unit's outputs depend on besides the runs it reads (:class:`StageCache` adds their digests, the
+    index's and the test queries'): its settings; unless they say everything (a lexical run), also the lexical
+    settings and field weights, the seed, the training data, the content of every model and file it loads from a
+    path, which extra runs later stages want of it, and what else chose its checkpoints."""
+    from irglow.utils.digest import local_paths_digest, tree_digest
+
+    if unit.self_contained:
+        return {"settings": unit.settings}
+    models = unit.loads if unit.loads is not None else stage.reused_models(ctx.settings,
+                                                                           list(ctx.source.index.fields))
+    loads = {f"model:{n}": tree_digest(p) for n, p in models.items()}
+    loads.update(local_paths_digest(unit.settings, skip=("model_dir",)))
+    return {"settings": unit.settings, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
+            "seed": ctx.seed, "trained_on": ctx.source.digest, "loads": loads,
+            "held_out_runs": [t for t in unit.writes if t in ctx.tuning_runs],
+            "training_runs": [t for t in unit.writes if t in ctx.training_runs], **stage.chosen_on_key(ctx)}
