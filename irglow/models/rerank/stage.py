@@ -333,11 +333,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                         "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
                         **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
             units.append(Unit(f"rerank:{name}", settings, {t: r for t, r in ctx.runs.items() if t in reads},
-                              lambda name=name: self.run(ctx, name), (name, *(f"{a}+{name}" for a in also)),
+                              lambda name=name: self.rerank_with(ctx, name), (name, *(f"{a}+{name}" for a in also)),
                               loads={owner: reused[owner]} if owner in reused else {}, collective=True))
         return units
 
-    def run(self, ctx, name: str) -> dict:
+    def rerank_with(self, ctx, name: str) -> dict:
+        """One model's unit: its first stage (and every ``rerank_also`` run) re-ranked by the model ``name``."""
         import time
 
         from irglow.lexical.searchers import LexicalSearcher
