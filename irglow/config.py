@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from irglow.settings import check_settings  # noqa: F401 (the one unknown-key check, re-exported)
+
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: tuple[Path, ...] = ()
                 ) -> dict[str, Any]:
@@ -96,13 +98,6 @@ def stage_settings(settings: dict[str, Any], section: str) -> dict[str, Any]:
     settings.pop("enabled", None)
     base = settings.pop("config", None)
     return merged(load_config(base).get(section, {}), settings) if base else settings
-
-
-def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:
-    """Stop on a misspelt setting, naming it and what ``what`` allows (``ignore``: keys taken elsewhere)."""
-    unknown = sorted(set(settings) - set(known) - set(ignore))
-    if unknown:
-        raise ValueError(f"unknown {what} setting(s) {unknown}; known: {sorted(known)}")
 
 
 def check_values(obj: Any, section: str) -> Any:

@@ -317,20 +317,22 @@ def check_table(section: str, node: Any) -> None:
         if f"{section}.{name}" in MOVED:
             raise ValueError(f"{section}.{name} {MOVED[f'{section}.{name}']}")
     if section in CLOSED:
-        unknown = sorted(set(node) - set(settings))
-        if unknown:
-            raise ValueError(f"unknown [{section}] setting(s) {unknown}{_did_you_mean(unknown[0], settings)}; "
-                             f"known: {', '.join(settings)}")
+        check_settings(node, settings, f"[{section}]")
     for name, setting in settings.items():
         if name in node:
             setting.check(node[name])
 
 
-def _did_you_mean(name: str, known) -> str:
+def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:
+    """Stop on a misspelt setting, naming it, its likely meaning and what ``what`` allows (``ignore``: keys taken
+    elsewhere) — the one unknown-key check of every section, table or settings class."""
     import difflib
 
-    close = difflib.get_close_matches(name, list(known), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    unknown = sorted(set(settings) - set(known) - set(ignore))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], [str(k) for k in known], n=1)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown {what} setting(s) {unknown}{meant}; known: {', '.join(map(str, known))}")
 
 
 def reference(sections: list[str] | None = None, classes: dict[str, type] | None = None) -> str:

@@ -26,7 +26,6 @@ MULTI_FIELD = ("bm25f", "bm25-mf")
 # the weights each multi-field system's tuning tries per field: CombinedFieldQuery needs weights >= 1; the sum of
 # per-field scores takes any positive weight (only their ratios matter)
 TUNING_GRID = {"bm25f": (1.0, 2.0, 4.0), "bm25-mf": (0.25, 0.5, 1.0, 2.0, 4.0)}
-KEYS = ("systems", "k1", "b", "depth", "threads", "tune_bm25f", "field_weights")
 
 
 def lexical_tag(system: str) -> str:
@@ -57,7 +56,7 @@ class LexicalSettings:
         lx = config.get("lexical", {})
         if not isinstance(lx, dict):
             raise ValueError(f"[lexical] must be a table of settings, not {lx!r}")
-        check_settings(lx, KEYS, "[lexical]")
+        check_settings(lx, cls.__dataclass_fields__, "[lexical]")
         settings = cls(**lx)
         if not isinstance(settings.systems, list) or not settings.systems:
             raise ValueError(f"lexical.systems = {settings.systems!r} must be a non-empty list, e.g. ['bm25', 'bm25f']")

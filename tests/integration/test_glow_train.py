@@ -94,7 +94,7 @@ def test_batches_schedule_and_negatives():
     assert set(pick_negatives([], {"a", "b"}, ["a", "b", "c"], 4, rng)) == {"c"}
     with pytest.raises(ValueError, match="every document is judged"):
         pick_negatives([], {"a"}, ["a"], 1, rng)
-    with pytest.raises(ValueError, match="unknown GLOW training setting.*'lr_bert'"):
+    with pytest.raises(ValueError, match=r"unknown \[glow\] setting.*'lr_bert'"):
         GlowTrainConfig.from_dict({"lr_bert": 1.0})
 
 

@@ -91,7 +91,7 @@ def test_the_rerank_file_binds_through_the_rerank_stage():
 
 
 @pytest.mark.parametrize("section, message", [
-    ({"glow": {"enabled": False, "epochz": 3}}, r"\[glow\] \(disabled\): unknown GLOW training setting\(s\) \['epochz'\]"),
+    ({"glow": {"enabled": False, "epochz": 3}}, r"\[glow\] \(disabled\): unknown \[glow\] setting\(s\) \['epochz'\] \(did you mean 'epochs'\?\)"),
     ({"twbert": {"enabled": False, "model": {"max_qeury_tokens": 3}}}, r"\[twbert\] \(disabled\).*max_qeury_tokens"),
     ({"rerank": {"enabled": True, "models": ["monobert"], "variants": {"unused": {"kind": "nrmf", "dpeth": 5}}}},
      "dpeth"),

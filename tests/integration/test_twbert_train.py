@@ -144,7 +144,7 @@ def test_trainer_checkpoint_refuses_pickled_code(tmp_path):
 
 
 def test_unknown_config_key_names_the_key_and_choices():
-    with pytest.raises(ValueError, match=r"unknown \[twbert\] key\(s\) \['lerning_rate'\].*allowed"):
+    with pytest.raises(ValueError, match=r"unknown \[twbert\] setting\(s\) \['lerning_rate'\] \(did you mean 'learning_rate'\?\)|unknown \[twbert\] setting\(s\) \['lerning_rate'\].*known"):
         TrainConfig.from_dict({"lerning_rate": 1})
     with pytest.raises(ValueError, match=r"twbert.model"):
         TrainConfig.from_dict({"model": {"k5": 1}})

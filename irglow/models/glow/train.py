@@ -133,7 +133,7 @@ class GlowTrainConfig:
         model = resolve_auto_budgets(d.pop("model", {}), d.get("device", "auto"))[0]
         check_settings(model, GlowConfig.__dataclass_fields__, "[glow.model]")
         model = GlowConfig(**model)
-        check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "GLOW training", ignore={"enabled", "variants"})
+        check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "[glow]", ignore={"enabled", "variants"})
         return cls(model=model, **{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 

@@ -40,7 +40,7 @@ class MonoBERTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "MonoBERTConfig":
-        check_settings(d, cls.__dataclass_fields__, "monoBERT model")
+        check_settings(d, cls.__dataclass_fields__, "[rerank.monobert.model]")
         return check_values(cls(**d), "monobert.model")
 
 

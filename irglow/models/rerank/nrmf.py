@@ -69,7 +69,7 @@ class NRMFConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "NRMFConfig":
-        check_settings(d, cls.__dataclass_fields__, "NRM-F model")
+        check_settings(d, cls.__dataclass_fields__, "[rerank.nrmf.model]")
         return check_values(cls(**d), "nrmf.model")
 
 

@@ -78,7 +78,7 @@ class RerankTrainConfig:
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
         import copy
 
-        check_settings(d, cls.__dataclass_fields__, "re-ranker training", ignore={"enabled"})
+        check_settings(d, cls.__dataclass_fields__, f"[rerank.{d.get('kind', '<kind>')}]", ignore={"enabled"})
         # a config of its own: nothing a training changes reaches the bound settings
         return cls(**{k: copy.deepcopy(v) for k, v in d.items() if k in cls.__dataclass_fields__})
 

@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from irglow.utils.progress import tqdm
 
-from irglow.config import check_values
+from irglow.config import check_settings, check_values
 from irglow.data.records import Qrel, Query
 from irglow.data.union import epoch_order
 from irglow.eval.measures import parse_measures
@@ -133,11 +133,8 @@ class TrainConfig:
 
         d = copy.deepcopy(d)  # a config of its own: nothing a training changes reaches the bound settings
         model = dict(d.pop("model", {}))
-        for name, known, section in ((d, cls.__dataclass_fields__, "twbert"),
-                                     (model, TWBertConfig.__dataclass_fields__, "twbert.model")):
-            unknown = sorted(set(name) - set(known) - {"model"})
-            if unknown:
-                raise ValueError(f"unknown [{section}] key(s) {unknown}; allowed: {sorted(set(known) - {'model'})}")
+        check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "[twbert]")
+        check_settings(model, TWBertConfig.__dataclass_fields__, "[twbert.model]")
         return check_values(cls(model=TWBertConfig(**model), **d), "twbert")
 
 
