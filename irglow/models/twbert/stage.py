@@ -4,8 +4,9 @@ table's caption then names them); torch is imported only when the stage works.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from irglow import settings as declared
 from irglow.config import stage_settings
@@ -59,7 +60,7 @@ class TWBertSettings:
     model's k1 and b ``[lexical]``'s unless it sets its own), whether it adds the RM3 run, a trained model to
     reuse, and the experiment's seed."""
 
-    train: dict
+    train: Any  # irglow.models.twbert.train.TrainConfig, bound once here
     rm3: bool
     model_dir: str | None
     seed: int | None
@@ -69,9 +70,9 @@ class TWBertSettings:
         from irglow.models.twbert.train import TrainConfig
 
         tcfg, rm3, model_dir = settings(config)
-        TrainConfig.from_dict(tcfg)
+        train = TrainConfig.from_dict(tcfg)
         check_reused_model_can_tune(config, model_dir)
-        return cls(tcfg, rm3, model_dir, config.get("seed"))
+        return cls(train, rm3, model_dir, config.get("seed"))
 
 
 class TWBertStage(Stage):
@@ -98,15 +99,11 @@ class TWBertStage(Stage):
         return ["twbert", "twbert-rm3", "bm25-ngram"]
 
     def resolved(self, s: TWBertSettings):
-        from dataclasses import asdict
-
-        from irglow.models.twbert.train import TrainConfig
-
-        return {"train": asdict(TrainConfig.from_dict(s.train)), "rm3": s.rm3, "model_dir": s.model_dir}
+        return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}
 
     def bm25_parameters(self, s: TWBertSettings) -> dict[str, float]:
         """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
-        return {"k1": s.train["model"]["k1"], "b": s.train["model"]["b"]}
+        return {"k1": s.train.model.k1, "b": s.train.model.b}
 
     def reused_models(self, s: TWBertSettings, fields=None) -> dict[str, Path]:
         return {"twbert": Path(s.model_dir)} if s.model_dir else {}
@@ -114,14 +111,14 @@ class TWBertStage(Stage):
     def train(self, s: TWBertSettings, source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``."""
         from irglow.models.source import keyed_train_dir
-        from irglow.models.twbert.train import TrainConfig, Trainer
+        from irglow.models.twbert.train import Trainer
 
         if s.model_dir:
             return {"twbert": Path(s.model_dir)}
         train_dir = keyed_train_dir(Path(train_root) / "twbert-train",
-                                    {"settings": s.train, "seed": s.seed, "source": source.digest})
-        return {"twbert": Trainer(TrainConfig.from_dict(s.train), train_dir).train(source.index, source.stats,
-                                                                                   source.queries(), source.qrels())}
+                                    {"settings": asdict(s.train), "seed": s.seed, "source": source.digest})
+        return {"twbert": Trainer(s.train, train_dir).train(source.index, source.stats, source.queries(),
+                                                            source.qrels())}
 
     def run(self, ctx) -> dict:
         from irglow.models.twbert.model import budget_summary
