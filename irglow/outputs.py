@@ -41,7 +41,9 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
     def num(x, fmt="{:.4f}"):
         return "–" if x is None or x != x else fmt.format(x)
 
-    def mixed(t) -> str:  # kept a mix with the starting checkpoint (irglow.models.mixing)
+    def mixed(t) -> str:  # kept a mix with the starting checkpoint (irglow.models.mixing), or a length chosen by CV
+        if t.get("folds"):
+            return f" ({t['folds']}-fold cross-validation; then trained on every query)"
         return f", mixed with the checkpoint at m {t['mix']:.2f}" if t.get("mix") is not None else ""
 
     rows, lines = [], []

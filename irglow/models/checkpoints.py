@@ -48,16 +48,24 @@ def read_training(model_dir: str | Path) -> dict:
 def training_summary(model_dir: str | Path) -> dict:
     """One trained model in numbers, whatever trained it: validation nDCG@10 of the starting checkpoint
     (step 0, when it was evaluated) and of the kept model, the step it was kept at, training seconds and
-    the number of training / validation queries."""
+    the number of training / validation queries.  A length chosen by k-fold cross-validation (TW-BERT's
+    ``folds``) reports the folds' mean held-out curve: its start, its value at the chosen step, and every training
+    query as held out once."""
     info = read_training(model_dir)
     state = info.get("state", {})
     history = state.get("history", [])
     start = history[0].get("val_ndcg@10") if history and history[0].get("step") == 0 else None
     at = state.get("best_step", state.get("best_at"))
-    return {"validation": state.get("best"), "start": start,
-            "step": at.get("step") if isinstance(at, dict) else at, "seconds": state.get("train_seconds"),
-            "steps": state.get("step"), "train_queries": info.get("train_queries"), "val_queries": info.get("val_queries"),
-            "mix": state.get("best_mix")}
+    summary = {"validation": state.get("best"), "start": start,
+               "step": at.get("step") if isinstance(at, dict) else at, "seconds": state.get("train_seconds"),
+               "steps": state.get("step"), "train_queries": info.get("train_queries"),
+               "val_queries": info.get("val_queries"), "mix": state.get("best_mix"), "folds": None}
+    cv = info.get("cross_validation")
+    if cv:
+        curve = {step: score for step, score in cv["mean_curve"]}
+        summary.update(validation=curve[cv["chosen_step"]], start=curve.get(0), step=cv["chosen_step"],
+                       val_queries=sum(cv["held_out"]), folds=cv["folds"])
+    return summary
 
 
 MIN_QUERIES_FOR_VALIDATION = 11

@@ -124,7 +124,7 @@ def test_cross_validation_chooses_the_length_on_every_training_query(demo_index,
     """folds = 3: the folds hold out disjoint shares of the training queries that together are all of them (and
     only them: the judgments given are the training split's); the final training runs the chosen length plus
     the averaging window on all the queries, holding none out."""
-    from irglow.models.checkpoints import read_training
+    from irglow.models.checkpoints import read_training, training_summary
     from irglow.models.twbert.train import choose_length
 
     demo = DemoCollection()
@@ -147,3 +147,6 @@ def test_cross_validation_chooses_the_length_on_every_training_query(demo_index,
     assert cv["chosen_step"] == choose_length(curves)[0]
     assert cv["trained_steps"] == final["state"]["step"] == cv["chosen_step"] + 2  # + (average_last − 1) · eval_every
     assert final["state"]["averaged_steps"][-1] == cv["trained_steps"]
+    summary = training_summary(kept)  # the pipeline's training table: the folds' mean curve, every query held out
+    assert (summary["folds"], summary["step"], summary["val_queries"]) == (3, cv["chosen_step"], len(set.union(*held)))
+    assert summary["validation"] == dict((s, v) for s, v in cv["mean_curve"])[cv["chosen_step"]]
