@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -234,9 +235,13 @@ def test_twbert_cross_validation_reads_no_judgment_of_the_evaluated_split(tmp_pa
     given: set[str] = set()
     monkeypatch.setattr(DemoCollection, "qrels", read)
     monkeypatch.setattr(twbert_train.Trainer, "train", watched)
+    from irglow.models.twbert.model import TWBert
+
+    loaded, load = [], TWBert.load
+    monkeypatch.setattr(TWBert, "load", classmethod(lambda cls, path: loaded.append(Path(path)) or load(path)))
     config = small_pipeline(tmp_path / "out", tmp_path / "data", systems=("bm25",), twbert={
         "enabled": True, "rm3": False, "candidates": 10, "eval_every": 2, "folds": 2, "fold_steps": 2,
-        "model": {"max_query_tokens": 32}})
+        "model": {"max_query_tokens": 32}}, fusion={"enabled": True, "runs": ["bm25+twbert"]})
     out = run_pipeline(config).out
     assert events.count("training") == 1 and "qrels:test" in events
     assert "qrels:test" not in events[: events.index("trained")]
@@ -244,3 +249,27 @@ def test_twbert_cross_validation_reads_no_judgment_of_the_evaluated_split(tmp_pa
     held = set().union(*(read_training(keyed / "folds" / f"fold-{i}" / "best")["val_query_ids"] for i in (1, 2)))
     test_ids = {r.query_id for r in load_collection(config["collection"]["name"]).qrels("test")}
     assert held and held <= given and test_ids and not given & test_ids
+    # the fusion is tuned out of fold: each training query's twbert run is its fold model's, not the final model's
+    from irglow.runs.trec import Run
+
+    from irglow.models.twbert.search import twbert_search, weigh_queries
+    from irglow.preparation import prepare
+
+    assert [p.parent.name for p in loaded if p.parent.name.startswith("fold-")] == ["fold-1", "fold-2"]
+
+    tuning = Run.read(out / "tuning" / "twbert.run")
+    assert set(tuning.ranking) == held
+    index = prepare(config).source.index
+    for i in (1, 2):
+        fold_dir = keyed / "folds" / f"fold-{i}" / "best"
+        queries = [q for q in load_collection(config["collection"]["name"]).queries("train")
+                   if q.query_id in set(read_training(fold_dir)["val_query_ids"])]
+        fold_model = TWBert.load(fold_dir)
+        expected = twbert_search(fold_model, index, queries, depth=50, tag="twbert",
+                                 weighted=weigh_queries(fold_model, index, queries))
+        assert all([d for d, _ in tuning.ranking[q.query_id]] == [d for d, _ in expected.ranking[q.query_id]]
+                   for q in queries)
+    from irglow.models.source import read_stage_notes
+
+    fused = read_stage_notes(out, "fusion-bm25+twbert")["fusion"]["bm25+twbert"]
+    assert fused["method"] == "wsum" and fused["tuning_queries"] > 0  # tuned, not the RRF of a model with no held-out run

@@ -151,22 +151,40 @@ class TWBertStage(Stage):
         for tag, run in runs.items():
             run.write(ctx.out / f"{tag}.run")
 
-        def on_training_index(tag: str, qs: list):
-            """``tag``'s run of training queries on the training index (TW-BERT's weights, or the n-gram prior)."""
-            mine = split(qs)
-            weighted = weigh_queries(model, source.index, mine) if tag == "twbert" else \
+        def on_training_index(tag: str, qs: list, by=None):
+            """``tag``'s run of training queries on the training index (TW-BERT's weights — ``by``'s, else the
+            stage's model — or the n-gram prior)."""
+            mine, weigher = split(qs), by or model
+            weighted = weigh_queries(weigher, source.index, mine) if tag == "twbert" else \
                 prior_queries(source.index, mine, model.config)
-            return gather_runs({tag: twbert_search(model if tag == "twbert" else None, source.index, mine, depth=depth,
-                                                   tag=tag, weighted=weighted, config=model.config)}, qs)[tag]
+            return gather_runs({tag: twbert_search(weigher if tag == "twbert" else None, source.index, mine,
+                                                   depth=depth, tag=tag, weighted=weighted, config=model.config)},
+                               qs)[tag]
+
+        def out_of_fold(folds: list[dict]):
+            """A cross-validated model's tuning run: each training query scored by the fold's model that held it
+            out (so a fusion is tuned on runs of queries their model never trained on)."""
+            from irglow.runs.trec import Run
+
+            ranking = {}
+            for f in folds:
+                held = set(f["held_out"])
+                part = on_training_index("twbert", [q for q in source.queries() if q.query_id in held],
+                                         TWBert.load(Path(model_dir).parent / f["model"]))
+                ranking.update(part.ranking)
+            return Run(ranking, "twbert")
 
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.training_runs]:
             # every training query, for a re-ranker that re-ranks this run and learns from its mistakes
             runs.update([write_tuning_run(ctx.out, tag, on_training_index(tag, source.queries()), TRAINING)])
         # the held-out training queries, for the pipeline's fusion (zero-shot too: the weights tuned there are
         # carried over)
-        ids = set(read_training(model_dir).get("val_query_ids", []))
+        info = read_training(model_dir)
+        ids = set(info.get("val_query_ids", []))
+        folds = info.get("cross_validation", {}).get("fold_models")
         tune_q = [q for q in source.queries() if q.query_id in ids]
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs and tune_q]:
-            runs.update([write_tuning_run(ctx.out, tag, on_training_index(tag, tune_q))])
+            run = out_of_fold(folds) if tag == "twbert" and folds else on_training_index(tag, tune_q)
+            runs.update([write_tuning_run(ctx.out, tag, run)])
         write_stage_notes(ctx.out, "twbert", {"models": {"twbert": str(model_dir)}})
         return runs

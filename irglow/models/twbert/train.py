@@ -399,7 +399,8 @@ class Trainer:
         id) — with 10 folds the first is the validation split a plain training holds out.  Each fold trains
         ``fold_steps`` steps on the other folds' queries, validated on its own every ``eval_every`` steps, into
         ``<out>/folds/fold-i`` (resumable like any training).  :func:`choose_length` picks the step of the best
-        mean curve; the final training, on all the queries, runs that many steps — and ``(average_last − 1) ·
+        mean curve (each fold's own best model is kept: it scores the queries it held out when a fusion is tuned,
+        out of fold, so a fusion's weights are tuned on runs of queries their model never trained on); the final training, on all the queries, runs that many steps — and ``(average_last − 1) ·
         eval_every`` more with averaging, so that its average spans the chosen step and the evaluations after it,
         as early stopping's does.  Every length is chosen on the folds' scores, one per training query, not on a
         tenth of them."""
@@ -407,7 +408,7 @@ class Trainer:
         fold_of = {f.terms.query_id: int(held_out(cfg.seed, f.terms.query_id) * k) for f in data.train}
         forward = ForwardIndex(index)
         qmap = {q.query_id: q for q in queries}
-        curves, sizes = [], []
+        curves, sizes, fold_models = [], [], []
         for i in range(k):
             held = sorted(q for q, fold in fold_of.items() if fold == i)
             held_set = set(held)
@@ -422,6 +423,8 @@ class Trainer:
             state = self._loop(fold, settings, self.out / "folds" / f"fold-{i + 1}", resume, {**inputs, "fold": i + 1})
             curves.append([(h["step"], h["val_ndcg@10"]) for h in state["history"]])
             sizes.append(len(val))
+            # the fold's model (best on its own held-out queries) scores those queries for a fusion's tuning
+            fold_models.append({"model": f"folds/fold-{i + 1}/best", "held_out": held})
         steps, mean = choose_length(curves)
         total = steps + (cfg.average_last - 1) * cfg.eval_every if cfg.average_last else steps
         log.info("TW-BERT cross-validation: %d steps chosen (mean validation nDCG@10 %.4f over %d folds); training "
@@ -429,7 +432,9 @@ class Trainer:
         settings = LoopSettings(epochs=total, patience=1 << 30, eval_every=cfg.eval_every, max_steps=total or None,
                                 grad_accum=cfg.grad_accum, amp=cfg.amp, average_last=cfg.average_last)
         report = {"cross_validation": {"folds": k, "held_out": sizes, "chosen_step": steps, "trained_steps": total,
-                                       "mean_curve": mean, "fold_curves": curves}}
+                                       "mean_curve": mean, "fold_curves": curves, "fold_models": fold_models},
+                  # every training query was held out by one fold: its model's run of them tunes a fusion
+                  "val_query_ids": sorted(q for f in fold_models for q in f["held_out"])}
         self._loop(data, settings, self.out, resume, inputs, report)
         return self.out / ("average" if cfg.average_last and (self.out / "average").is_dir() else "best")
 
