@@ -111,12 +111,12 @@ def test_training_summary_reads_every_trainer(tmp_path):
         "history": [{"step": 0, "val_ndcg@10": 0.6}, {"step": 40, "val_ndcg@10": 0.7}]}}))
     assert training_summary(tmp_path / "best") == {"validation": 0.7, "start": 0.6, "step": 40, "seconds": 12.5,
                                                    "steps": 55, "train_queries": None, "val_queries": None,
-                                                   "mix": None}
+                                                   "mix": None, "folds": None}
     (tmp_path / "training.json").write_text(json.dumps({"state": {"best": 0.5, "best_step": 9, "history": [
         {"step": 9, "val_ndcg@10": 0.5}]}, "train_queries": 10, "val_queries": 2}))
     assert training_summary(tmp_path / "best") == {"validation": 0.5, "start": None, "step": 9, "seconds": None,
                                                    "steps": None, "train_queries": 10, "val_queries": 2,
-                                                   "mix": None}
+                                                   "mix": None, "folds": None}
 
 
 def test_each_reranker_has_its_first_stage():
