@@ -405,8 +405,9 @@ class Trainer:
         ``fold_steps`` steps on the other folds' queries, validated on its own every ``eval_every`` steps, into
         ``<out>/folds/fold-i`` (resumable like any training).  :func:`choose_length` picks the step of the best
         mean curve (each fold's own best model is kept: it scores the queries it held out when a fusion is tuned,
-        out of fold, so a fusion's weights are tuned on runs of queries their model never trained on); the final training, on all the queries, runs that many steps — and ``(average_last − 1) ·
-        eval_every`` more with averaging, so that its average spans the chosen step and the evaluations after it,
+        out of fold, so a fusion's weights are tuned on runs of queries their model never trained on); the final
+        training, on all the queries, runs that many steps — and ``(average_last − 1) · eval_every`` more with
+        averaging, so that its average spans the chosen step and the evaluations after it,
         as early stopping's does.  Every length is chosen on the folds' scores, one per training query, not on a
         tenth of them."""
         cfg, k = self.config, self.config.folds
@@ -441,7 +442,7 @@ class Trainer:
                   # every training query was held out by one fold: its model's run of them tunes a fusion
                   "val_query_ids": sorted(q for f in fold_models for q in f["held_out"])}
         self._loop(data, settings, self.out, resume, inputs, report)
-        return self.out / ("average" if cfg.average_last and (self.out / "average").is_dir() else "best")
+        return self._kept()
 
     def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True,
             inputs: dict | None = None) -> Path:
@@ -449,9 +450,12 @@ class Trainer:
         (:mod:`irglow.models.training`); returns the kept model's directory.  ``inputs``
         (:func:`~irglow.models.checkpoints.training_inputs`): what the checkpoint records and a resumption
         must match."""
-        cfg = self.config
-        self._loop(data, LoopSettings.of(cfg), self.out, resume, inputs, model=model)
-        return self.out / ("average" if cfg.average_last and (self.out / "average").is_dir() else "best")
+        self._loop(data, LoopSettings.of(self.config), self.out, resume, inputs, model=model)
+        return self._kept()
+
+    def _kept(self) -> Path:
+        """The model a finished training keeps: the average of its last evaluations when it averages, else the best."""
+        return self.out / ("average" if self.config.average_last and (self.out / "average").is_dir() else "best")
 
     def _loop(self, data: TrainingData, settings: LoopSettings, out: Path, resume: bool, inputs: dict | None,
               report: dict | None = None, model: TWBert | None = None) -> dict:
