@@ -137,8 +137,7 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
     from irglow.models.checkpoints import read_training, training_summary
     from irglow.pipeline import run_pipeline
     from irglow.preparation import prepare
-    from irglow.plan import check_config
-    from irglow.stages import stage
+    from irglow.plan import bind_plan
 
     presets = config.get("presets", {})
     points, labels = grid_points(grid, presets), point_labels(grid, presets)
@@ -147,30 +146,32 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
     if select_on is not None and select_on not in SELECT_ON:
         raise ValueError(f"--select-on {select_on!r}: known: {', '.join(SELECT_ON)}")
     base = _with(config, [])
-    for overrides in points:  # every point's settings checked before any work
-        check_config(_with(config, overrides))
     out = Path(settings.value(base, "output", "dir"))
+    plans = []  # each point bound once, before any work
+    for label, overrides in zip(labels, points):
+        point = _with(config, overrides)
+        if select_on is None:  # each point in its own folder
+            point.setdefault("output", {})["dir"] = str(out / label)
+        plans.append(bind_plan(point))
     if select_on is None:
         rows = []
-        for label, overrides in zip(labels, points):
-            point = _with(config, overrides)
-            point.setdefault("output", {})["dir"] = str(out / label)
+        for label, overrides, plan in zip(labels, points, plans):
             log.info("grid point %s: %s", label, overrides)
-            rows.append((label, overrides, run_pipeline(point).comparison))
+            rows.append((label, overrides, run_pipeline(plan).comparison))
         if is_main():  # under torchrun the comparisons and the table are rank 0's
             _sensitivity_table(out, rows, base)
         return out
 
     sections = trained_sections(points, base)
-    prepared = prepare(base)  # what every point shares: index, statistics, field weights, the training folder
+    # what every point shares (index, statistics, field weights, the training folder): only model settings differ
+    prepared = prepare(plans[0])
+    fields = list(prepared.source.index.fields)
     scored, curves = [], {}
-    for label, overrides in zip(labels, points):
-        point = _with(base, overrides)
+    for label, overrides, plan in zip(labels, points, plans):
         models = {}
-        for section in sections:
-            trainer = stage(section)
-            models.update(trainer.train(trainer.bind(point, list(prepared.source.index.fields)), prepared.source,
-                                        prepared.train_root))
+        for trainer, bound in plan.with_fields(fields).stages:
+            if trainer.name in sections:
+                models.update(trainer.train(bound, prepared.source, prepared.train_root))
         for name, model_dir in models.items():
             curves[f"{label}: {name}" if len(models) > 1 else label] = read_training(model_dir).get(
                 "state", {}).get("history", [])
@@ -194,8 +195,8 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
             f"{p['point']},{p['validation']:.6f},{p['seconds']:.1f},{int(p is chosen)}\n" for p in scored))
         plot_training_curves(curves, out / "grid-curves.png")
     log.info("chosen on validation: %s", chosen["point"])
-    final = _with(base, chosen["overrides"])
-    final["grid"] = {"select_on": select_on, "chosen": chosen["point"], "points": scored}
+    final = plans[scored.index(chosen)].recording("grid", {"select_on": select_on, "chosen": chosen["point"],
+                                                           "points": scored})
     return run_pipeline(final, prepared, notes=table).out
 
 

@@ -45,14 +45,13 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     """Index once, tune once, train once; then every test split (``test_split`` may be a list, e.g.
     MS MARCO dev, TREC DL 2019 and 2020) gets its runs, table, plot and manifest — in ``out`` for one
     split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared.
-    ``prepared``: what :func:`prepare` already did (a grid search: ``config`` is then one point's, bound here
-    with the prepared training index's fields); ``notes``: markdown for the reports."""
+    ``prepared``: what :func:`prepare` already did (a grid search: ``config`` is then one point's plan, given the
+    prepared training index's fields); ``notes``: markdown for the reports."""
     p = prepared or prepare(config)
     if prepared is None:
         plan = p.plan
     else:
-        raw = dict(config.config) if isinstance(config, Plan) else config
-        plan = bind_plan(raw, list(p.source.index.fields))
+        plan = (config if isinstance(config, Plan) else bind_plan(config)).with_fields(list(p.source.index.fields))
     comparisons = {}
     for split in p.splits:
         comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,

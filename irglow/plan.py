@@ -8,8 +8,8 @@ and each stage gets its own settings object (:meth:`irglow.stage.Stage.bind`).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -127,9 +127,10 @@ class Plan:
     """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
     settings object, in the order they run; the runs they produce; and the extra runs later stages want of
     earlier ones (the held-out training queries' runs a fusion tunes on, the training queries' runs a re-ranker
-    learns from).  ``config`` is a copy of the configuration as loaded, kept for the manifest only."""
+    learns from).  ``recorded`` is the configuration as loaded, as JSON text: the manifest's record, read by no
+    stage."""
 
-    config: Mapping[str, Any]
+    recorded: str
     seed: int | None
     data_dir: str | None
     collection: CollectionSettings
@@ -150,19 +151,49 @@ class Plan:
         return dataclasses.replace(self, collection=CollectionSettings(
             name, None, train_split or self.collection.train_split, (test_split,)))
 
-    def manifest_config(self, test_split: str) -> dict[str, Any]:
-        """The configuration as the manifest of one evaluated split records it."""
-        config = dict(self.config)
+    def manifest_config(self, test_split: str | None = None) -> dict[str, Any]:
+        """The configuration as the manifest records it (of one evaluated split: its collection and split)."""
+        config = json.loads(self.recorded)
+        if test_split is None:
+            return config
         return {**config, "collection": {**config.get("collection", {}), "name": self.collection.name,
                                          "test_split": test_split}}
 
+    def recording(self, key: str, value: Any) -> "Plan":
+        """The same plan, its manifest also recording ``key`` (the grid's points and choice)."""
+        return dataclasses.replace(self, recorded=json.dumps({**json.loads(self.recorded), key: value}, default=str))
 
-def for_index(plan: Plan, fields: list[str]) -> Plan:
-    """The plan bound again with the training index's ``fields`` once it is built — only where a stage's settings
-    depend on them (:attr:`~irglow.stage.Stage.binds_fields`, the re-rankers' per-field variants)."""
-    if any(stage.binds_fields for stage, _ in plan.stages):
-        return bind_plan(dict(plan.config), fields)
-    return plan
+    def with_fields(self, fields) -> "Plan":
+        """The same plan for a training index with these ``fields``, once it is built: each settings object that
+        depends on them (the re-rankers' ``{field}`` variants) gives its own typed copy (``with_fields``), and the
+        runs are planned again — the configuration is not read again."""
+        bound = [(s, b.with_fields(fields) if hasattr(b, "with_fields") else b) for s, b in self.stages]
+        if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
+            return self
+        return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
+
+
+def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
+    """The runs of the bound stages, each checked against what the stages before produce, and the extra runs the
+    later ones want of the earlier (a fusion's tuning runs, a re-ranker's training runs)."""
+    from irglow.hybrid import FusionSettings
+    from irglow.runs.wanted import ALL
+
+    tags: list[str] = []
+    for s, settings_object in bound:  # in the order they run
+        s.check_inputs(settings_object, tags)
+        tags += s.planned_tags(settings_object, tags)
+    if baseline not in tags:
+        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
+                         f"{', '.join(tags)}")
+    missing = [t for t in [*(wanted or ()), baseline] if t not in tags]
+    if wanted is not None and missing:
+        raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
+                         f"{', '.join(tags)}")
+    hybrids = [h for _, b in bound if isinstance(b, FusionSettings) for h in b.hybrids]
+    tuned = frozenset(t for t in tags if any(t in h.runs or h.runs == (ALL,) for h in hybrids))
+    return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
+            "training_runs": frozenset().union(*(s.training_runs_read(b) for s, b in bound))}
 
 
 def check_config(config: dict[str, Any]) -> list[str]:
@@ -187,11 +218,11 @@ def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
 
 def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
-    named), every enabled stage's settings bound once (``fields``: the training index's, once it is built), the
-    runs checked against what the stages before produce."""
+    named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
+    Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
+    :meth:`Plan.with_fields`)."""
     from irglow.config import as_names, check_settings
     from irglow.models.validation import check as check_validation
-    from irglow.runs.wanted import wants_tuning
     from irglow.stages import STAGES
 
     check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
@@ -209,31 +240,20 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     ev = config.get("eval", {})
     measures = ev.get("measures", DEFAULT_MEASURES)
     parse_measures(measures)
-    tags: list[str] = []
     bound = []
-    for s in STAGES:  # in the order they run: each checks what it needs against what the ones before produce
+    for s in STAGES:  # in the order they run
         if not s.enabled(config) and isinstance(config.get(s.name), dict) and len(config[s.name]) > 1:
             try:  # a disabled section is checked all the same: a misspelt key would surface the day it is enabled
-                s.bind({**config, s.name: {**config[s.name], "enabled": True}}, fields)
+                s.bind({**config, s.name: {**config[s.name], "enabled": True}})
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"[{s.name}] (disabled): {e}") from None
         if s.enabled(config):
-            settings_object = s.bind(config, fields)
-            s.check_inputs(settings_object, tags)
-            tags += s.planned_tags(settings_object, tags)
-            bound.append((s, settings_object))
+            bound.append((s, s.bind(config)))
     baseline = ev.get("baseline", "bm25")
-    if baseline not in tags:
-        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
-                         f"{', '.join(tags)}")
     wanted = ev.get("runs")
-    if wanted is not None:
-        if not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted):
-            raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags")
-        missing = [t for t in [*wanted, baseline] if t not in tags]
-        if missing:
-            raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
-                             f"{', '.join(tags)}")
+    if wanted is not None and (not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted)):
+        raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags")
+    planned = _planned(bound, baseline, None if wanted is None else tuple(wanted))
     lexical = next(b for s, b in bound if s.name == "lexical")
     zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
     if zero_shot is not None:  # the cross-collection table's measure is always computed, first
@@ -241,7 +261,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
         names = split_measures(given) if isinstance(given, str) else list(given or [])
         measures = names if zero_shot.measure in names else [zero_shot.measure, *names]
         parse_measures(measures)
-    return Plan(config=copy.deepcopy(config), seed=config.get("seed"), data_dir=config.get("data_dir"),
+    plan = Plan(recorded=json.dumps(config, default=str), seed=config.get("seed"), data_dir=config.get("data_dir"),
                 collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
                 eval=EvalSettings(measures if isinstance(measures, str) else tuple(measures), baseline,
                                   None if wanted is None else tuple(wanted), comparison_settings(ev)),
@@ -249,6 +269,5 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
                 report_clusters=settings.value(config, "output", "clusters"),
                 validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
                                               settings.value(config, "validation", "queries")),
-                zero_shot=zero_shot,
-                stages=tuple(bound), tags=tuple(tags), tuning_runs=frozenset(t for t in tags if wants_tuning(config, t)),
-                training_runs=frozenset().union(*(s.training_runs_read(b) for s, b in bound)))
+                zero_shot=zero_shot, **planned)
+    return plan if fields is None else plan.with_fields(fields)

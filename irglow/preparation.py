@@ -12,7 +12,7 @@ from irglow.data.collection import load_collection
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.stage import LexicalSettings
-from irglow.plan import Plan, bind_plan, for_index
+from irglow.plan import Plan, bind_plan
 from irglow.defaults import SEED
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ class Prepared:
     splits: list[str]
     out: Path
     train_root: Path
-    plan: Plan | None = None  # the plan it was prepared for (bound again with the training index's fields)
+    plan: Plan | None = None  # the plan it was prepared for (with the training index's fields)
 
 
 def training_side(plan: Plan, timings: dict[str, float], collection=None, index=None, stats=None):
@@ -88,7 +88,7 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     index, stats = index_and_stats(collection, plan, timings)
     source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
-    plan = for_index(plan, list(source.index.fields))
+    plan = plan.with_fields(list(source.index.fields))
     return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)
 
 

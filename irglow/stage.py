@@ -88,7 +88,6 @@ class Stage:
     # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work
     settings_class: type | None = None
     trains = False  # whether it trains models (the grid scores those on validation)
-    binds_fields = False  # whether its settings depend on the training index's fields (bound again once it is built)
     validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
     # whether its work runs on every rank under torchrun (it splits queries or corpus shards, trains data-parallel,
     # leaves writing to rank 0: :attr:`Unit.collective`); False: rank 0 runs it while the others wait
@@ -99,9 +98,10 @@ class Stage:
 
         return flag(config, self.name)
 
-    def bind(self, config: dict[str, Any], fields: list[str] | None = None) -> Any:
-        """Its settings object; a wrong setting stops here, naming the key.  ``fields``: the training index's, once
-        it is built, for a stage whose settings depend on them (the re-rankers' per-field variants)."""
+    def bind(self, config: dict[str, Any]) -> Any:
+        """Its settings object; a wrong setting stops here, naming the key.  Settings that depend on the training
+        index's fields give a typed copy for them once it is built (a ``with_fields(fields)`` method:
+        :meth:`irglow.plan.Plan.with_fields`)."""
         return self.settings_class.from_config(config)
 
     def switch_on(self, config: dict[str, Any], run: str) -> bool:

@@ -37,7 +37,7 @@ from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
 from irglow.pipeline import evaluate_split
 from irglow.preparation import Prepared, index_and_stats, training_side
-from irglow.plan import CollectionSettings, bind_plan, for_index
+from irglow.plan import CollectionSettings, bind_plan
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import barrier, check_shared_folder, is_main
 
@@ -181,7 +181,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
                                                                          plan.collection.test_splits))
     source, weights = training_side(train_plan, timings)
     train_coll, train_split = source.collection, source.split
-    plan, lexical = for_index(plan, list(source.index.fields)), plan.lexical
+    plan, lexical = plan.with_fields(list(source.index.fields)), plan.lexical
     timings["train_collection_s"] = time.perf_counter() - t
 
     # by content, not by name: the training collection (each part of a union) and every validation source
@@ -240,7 +240,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
             {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
                  "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())
-    write_manifest(out, dict(plan.config), seed=plan.seed, trained_on=[train_coll.name, train_split],
+    write_manifest(out, plan.manifest_config(), seed=plan.seed, trained_on=[train_coll.name, train_split],
                    collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
                    field_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})
     print(f"\n## Zero-shot ({measure}): trained on {train_coll.name}/{train_split}\n")

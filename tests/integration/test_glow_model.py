@@ -125,12 +125,16 @@ def test_a_one_field_model_reads_every_field_of_the_searched_collection(demo_ind
     assert toks == ["[CLS]", *expected, "[SEP]"] and batch["token_type_ids"][0].unique().tolist() == [0]
     assert torch.isfinite(batch["token_weights"][0]).all() and float(batch["token_weights"][0][1]) != 1.0
     # the stage turns it on only for fields it took from a one-field training collection
-    from irglow.models.glow.stage import _model_config
+    from irglow.models.glow.stage import model_config
+    from irglow.models.glow.train import GlowTrainConfig
 
-    one, two = (SimpleNamespace(index=SimpleNamespace(fields=f)) for f in (("text",), ("title", "text")))
-    assert _model_config({}, one, "glow") == {"variant": "glow", "fields": ["text"], "read_all_fields": True}
-    assert _model_config({}, two, "glow") == {"variant": "glow", "fields": ["title", "text"]}
-    assert _model_config({"model": {"fields": ["text"]}}, one, "glow") == {"variant": "glow", "fields": ["text"]}
+    train, chosen = GlowTrainConfig(model=GlowConfig(fields=["text"])), frozenset({"fields"})
+    picked = [(c.variant, c.fields, c.read_all_fields) for c in (
+        model_config(GlowTrainConfig(), frozenset(), ("text",), "glow"),
+        model_config(GlowTrainConfig(), frozenset(), ("title", "text"), "bert"),
+        model_config(train, chosen, ("text",), "glow"), model_config(train, chosen, ("title", "text"), "glow"))]
+    assert picked == [("glow", ["text"], True), ("bert", ["title", "text"], False), ("glow", ["text"], False),
+                      ("glow", ["text"], False)]
 
 
 def test_query_weights_unknown_words_and_stopwords(weighter):

@@ -58,33 +58,40 @@ def test_selection_needs_a_trained_stage():
 
 
 def test_rerank_variants_start_from_their_kind_and_expand_per_field():
-    from irglow.models.rerank.stage import settings
+    from irglow.models.rerank.stage import RerankSettings
+    from irglow.models.rerank.train import RerankTrainConfig
 
     config = {"rerank": {"models": "nrmf,nrmf-{field},nrmf-shared", "depth": 20,
                          "nrmf": {"epochs": 3, "model": {"dim": 64, "fields": ["title", "text"]}},
                          "variants": {"nrmf-{field}": {"kind": "nrmf", "model": {"fields": ["{field}"]}},
                                       "nrmf-shared": {"kind": "nrmf", "model": {"query_per_field": False}}}}}
-    models, depth, _, trainers = settings(config, ["title", "text"])
-    assert models == ["nrmf", "nrmf-title", "nrmf-text", "nrmf-shared"] and depth == 20
-    assert trainers["nrmf-text"] == {"epochs": 3, "model": {"dim": 64, "fields": ["text"]}, "kind": "nrmf"}
-    assert trainers["nrmf-shared"]["model"] == {"dim": 64, "fields": ["title", "text"], "query_per_field": False}
-    assert settings(config, ["text"])[0] == ["nrmf", "nrmf-shared"]  # one field: no per-field ablation
+    bound = RerankSettings.from_config(config)
+    assert bound.models == ("nrmf", "nrmf-shared")  # the fields not known yet: no per-field models
+    s = bound.with_fields(["title", "text"])  # typed, the configuration not read again
+    assert s.models == ("nrmf", "nrmf-title", "nrmf-text", "nrmf-shared") and s.depth == 20
+    assert s.trainers["nrmf-text"] == RerankTrainConfig(kind="nrmf", epochs=3, model={"dim": 64, "fields": ["text"]})
+    assert s.trainers["nrmf-shared"].model == {"dim": 64, "fields": ["title", "text"], "query_per_field": False}
+    assert s == RerankSettings.from_config(config, ["title", "text"])
+    assert bound.with_fields(["text"]).models == ("nrmf", "nrmf-shared")  # one field: no per-field ablation
     config["rerank"]["models"] = ["nrmf-typo"]
     with pytest.raises(ValueError, match="'nrmf-typo' is neither a kind"):
-        settings(config, ["title"])
+        RerankSettings.from_config(config, ["title"])
     config["rerank"]["models"], config["rerank"]["variants"]["x"] = ["x"], {"model": {}}
     with pytest.raises(ValueError, match=r"\[rerank.variants.x\] needs kind"):
-        settings(config, ["title"])
+        RerankSettings.from_config(config, ["title"])
 
 
 def test_bert_does_not_key_on_weighting_settings():
+    from irglow.models.glow.model import GlowConfig
     from irglow.models.glow.stage import training_inputs
+    from irglow.models.glow.train import GlowTrainConfig
 
-    gcfg = {"lr": 2e-5, "alpha_ramp": 0.5}
-    a = {"attention": "key", "weight_alpha": 0.25, "fields": ["title"]}
-    b = {"attention": "row", "weight_alpha": 1.0, "fields": ["title"]}
-    assert training_inputs(gcfg, a, "bert", {}) == training_inputs({"lr": 2e-5}, b, "bert", {})
-    assert training_inputs(gcfg, a, "glow", {}) != training_inputs(gcfg, b, "glow", {})
+    ramped, plain = GlowTrainConfig(lr=2e-5, alpha_ramp=0.5), GlowTrainConfig(lr=2e-5)
+    a = GlowConfig(attention="key", weight_alpha=0.25, fields=["title"])
+    b = GlowConfig(attention="row", weight_alpha=1.0, fields=["title"])
+    assert training_inputs(ramped, a, "bert", {}) == training_inputs(plain, b, "bert", {})
+    assert training_inputs(ramped, a, "glow", {}) != training_inputs(ramped, b, "glow", {})
+    assert training_inputs(plain, a, "bert", {}) != training_inputs(GlowTrainConfig(lr=3e-5), a, "bert", {})
 
 
 def test_training_folders_are_keyed_on_inputs_and_kept_side_by_side(tmp_path):
@@ -122,14 +129,16 @@ def test_training_summary_reads_every_trainer(tmp_path):
 def test_each_reranker_has_its_first_stage():
     """Issue 33.2: a variant's own first_stage, else [rerank] first_stage, else bm25; a per-field variant inherits
     its template's; the training settings never carry it."""
-    from irglow.models.rerank.stage import first_stages, settings
+    from dataclasses import fields
+
+    from irglow.models.rerank.stage import RerankSettings
 
     config = {"rerank": {"models": "monobert,monobert-tw,nrmf-{field}", "first_stage": "bm25f",
                          "variants": {"monobert-tw": {"kind": "monobert", "first_stage": "twbert"},
                                       "nrmf-{field}": {"kind": "nrmf", "model": {"fields": ["{field}"]},
                                                        "first_stage": "bm25-ngram"}}}}
-    assert first_stages(config, ["title", "text"]) == {"monobert": "bm25f", "monobert-tw": "twbert",
-                                                       "nrmf-title": "bm25-ngram", "nrmf-text": "bm25-ngram"}
-    assert all("first_stage" not in t for t in settings(config, ["title", "text"])[3].values())
+    assert RerankSettings.from_config(config, ["title", "text"]).first_stages == {
+        "monobert": "bm25f", "monobert-tw": "twbert", "nrmf-title": "bm25-ngram", "nrmf-text": "bm25-ngram"}
+    assert "first_stage" not in {f.name for f in fields(RerankSettings.from_config(config).trainers["monobert"])}
     del config["rerank"]["first_stage"]
-    assert first_stages(config, ["text"]) == {"monobert": "bm25", "monobert-tw": "twbert"}
+    assert RerankSettings.from_config(config, ["text"]).first_stages == {"monobert": "bm25", "monobert-tw": "twbert"}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from irglow import settings as declared
 from irglow.config import as_names, stage_settings
@@ -49,40 +50,48 @@ def settings(config) -> tuple[dict, list[str], dict]:
     return gcfg, variants, options
 
 
-def _model_config(gcfg: dict, source, variant: str) -> dict:
-    """The model's settings; unless chosen, its fields are the training collection's, and a model trained where
-    the text is the only field reads every field of a collection it searches (``read_all_fields``)."""
-    model = {**gcfg.get("model", {}), "variant": variant}
-    if "fields" not in model:
-        model["fields"] = list(source.index.fields)
-        if len(model["fields"]) == 1:
-            model.setdefault("read_all_fields", True)
-    return model
+def model_config(train, chosen: frozenset[str], fields, variant: str):
+    """The :class:`~irglow.models.glow.model.GlowConfig` a variant trains with: ``[glow.model]`` as bound, with the
+    training collection's ``fields`` unless the configuration chose them (``chosen``: the keys it set), and a
+    model whose fields were taken from a one-field collection reads every field of the one it searches
+    (``read_all_fields``).  A copy: training sets the weights' query-length normaliser on it."""
+    import copy
+    from dataclasses import replace
+
+    changes: dict = {"variant": variant}
+    if "fields" not in chosen:
+        changes["fields"] = list(fields)
+        if len(fields) == 1 and "read_all_fields" not in chosen:
+            changes["read_all_fields"] = True
+    return replace(copy.deepcopy(train.model), **changes)
 
 
-def training_inputs(gcfg: dict, model: dict, variant: str, source_digest: dict, chosen_on: dict | None = None) -> dict:
-    """What a variant's model depends on: for the unweighted ``bert`` the weighting settings are left out,
-    so a grid over them (α, attention side, weight constants) trains ``bert`` once, not once per point."""
+def training_inputs(train, model, variant: str, source_digest: dict, chosen_on: dict | None = None) -> dict:
+    """What a variant's model depends on (``train``: the bound GlowTrainConfig, ``model``: its GlowConfig): for
+    the unweighted ``bert`` the weighting settings are left out, so a grid over them (α, attention side, weight
+    constants) trains ``bert`` once, not once per point."""
+    from dataclasses import asdict
+
+    settings = {k: v for k, v in asdict(train).items() if k != "model"}
+    model = asdict(model)
     if variant == "bert":
         model = {k: v for k, v in model.items() if k not in WEIGHT_ONLY_MODEL}
-        gcfg = {k: v for k, v in gcfg.items() if k not in WEIGHT_ONLY_TRAINING}
-    inputs = {"settings": {k: v for k, v in gcfg.items() if k != "model"}, "model": model, "variant": variant,
-              "source": source_digest}
+        settings = {k: v for k, v in settings.items() if k not in WEIGHT_ONLY_TRAINING}
+    inputs = {"settings": settings, "model": model, "variant": variant, "source": source_digest}
     return {**inputs, **(chosen_on or {})}  # chosen_on: validation.for_stage_keyed's key fragment
 
 
-def _untrained(name: str, gcfg: dict, source, fields: list[str], tokens: int):
+def _untrained(name: str, s: "GlowSettings", source, fields: list[str], tokens: int):
     """The starting checkpoint without a training step, as ``name`` reads documents."""
-    from irglow.models.glow.model import GlowConfig, GlowEncoder
+    from irglow.models.glow.model import GlowEncoder
     from irglow.models.glow.runner import featurizer_for
 
     if name == "minilm":
         from irglow.dense.encode import MeanPoolEncoder
 
-        return MeanPoolEncoder(gcfg.get("model", {}).get("base_model", "default"), max_tokens=tokens, fields=fields)
+        return MeanPoolEncoder(s.train.model.base_model, max_tokens=tokens, fields=fields)
     variant = "bert" if name == "minilm-fields" else "glow"
-    config = GlowConfig(**{**_model_config(gcfg, source, variant), "variant": variant})
-    model = GlowEncoder.from_pretrained_bert(config)
+    model = GlowEncoder.from_pretrained_bert(s.model_config(source, variant))
     if variant == "glow":  # the weights' query-length normaliser, as training sets it
         model.config.weights["avg_query_len"] = featurizer_for(model, source.index, source.stats).weighter \
             .set_avg_query_len([q.text for q in source.queries()])
@@ -103,18 +112,24 @@ def _checkpoint_run(encoder, docs, test_q, tune_q, out: Path, tag: str, depth: i
 
 @dataclass(frozen=True)
 class GlowSettings:
-    """``[glow]`` bound: the training settings (a :class:`~irglow.models.glow.train.GlowTrainConfig` table, its
-    ``"auto"`` token budgets chosen for this device), the variants trained, the untrained runs and their token
-    budget, a folder of trained models to reuse, and whether checkpoints are also chosen on ``[validation] also``."""
+    """``[glow]`` bound: the training settings (a :class:`~irglow.models.glow.train.GlowTrainConfig`, its ``"auto"``
+    token budgets chosen for this device) and the ``[glow.model]`` keys the configuration set (the others, fields
+    above all, follow the training collection), the variants trained, the untrained runs and their token budget,
+    a folder of trained models to reuse, and whether checkpoints are also chosen on ``[validation] also``."""
 
-    train: dict
+    train: Any  # irglow.models.glow.train.GlowTrainConfig, bound once here
+    model_chosen: frozenset[str]
     variants: tuple[str, ...]
     untrained: tuple[str, ...]
     zero_shot_tokens: int
     model_dir: str | None
-    token_budget: int | None
+    token_budget: dict | None
     validate_elsewhere: bool
     precision: str = "fp32"
+
+    def model_config(self, source, variant: str):
+        """The model ``variant`` trains on ``source`` (:func:`model_config`)."""
+        return model_config(self.train, self.model_chosen, tuple(source.index.fields), variant)
 
     @classmethod
     def from_config(cls, config) -> "GlowSettings":
@@ -129,10 +144,9 @@ class GlowSettings:
         for u in options["untrained"]:
             if u not in UNTRAINED:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
-        GlowTrainConfig.from_dict(gcfg)
-        return cls(gcfg, tuple(variants), tuple(options["untrained"]), options["zero_shot_tokens"],
-                   options["model_dir"], options["token_budget"], uses_other_sources(config, "glow"),
-                   options["precision"])
+        return cls(GlowTrainConfig.from_dict(gcfg), frozenset(gcfg.get("model", {})), tuple(variants),
+                   tuple(options["untrained"]), options["zero_shot_tokens"], options["model_dir"],
+                   options["token_budget"], uses_other_sources(config, "glow"), options["precision"])
 
 
 class GlowStage(ChoosesOnOtherSources, Stage):
@@ -171,9 +185,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         chosen here (256 on a GPU, 96 on CPU: runs made on one device are not taken for the other's)."""
         from dataclasses import asdict
 
-        from irglow.models.glow.train import GlowTrainConfig
-
-        return {"train": asdict(GlowTrainConfig.from_dict(s.train)), "variants": list(s.variants),
+        return {"train": asdict(s.train), "variants": list(s.variants),
                 "untrained": list(s.untrained), "zero_shot_tokens": s.zero_shot_tokens, "model_dir": s.model_dir,
                 "token_budget": s.token_budget, **({"precision": s.precision} if s.precision != "fp32" else {})}
 
@@ -185,22 +197,24 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
     def train(self, s: GlowSettings, source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained, or reuse from ``model_dir``) every variant: ``{variant: model directory}``."""
-        from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
+        import copy
+        from dataclasses import replace
+
+        from irglow.models.glow.train import GlowTrainer
         from irglow.models.source import keyed_train_dir
         from irglow.models.validation import chosen_on
 
         if s.model_dir:
             return self.reused_models(s)
-        gcfg = s.train
         also, chosen = chosen_on(source, s.validate_elsewhere)
         docs = None
         trained = {}
         for variant in s.variants:
-            model = _model_config(gcfg, source, variant)
+            model = s.model_config(source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
-                                        training_inputs(gcfg, model, variant, source.digest, chosen))
+                                        training_inputs(s.train, model, variant, source.digest, chosen))
             docs = docs if docs is not None else docs_store(source.collection)
-            trained[variant] = GlowTrainer(GlowTrainConfig.from_dict({**gcfg, "model": model}), train_dir).train(
+            trained[variant] = GlowTrainer(replace(copy.deepcopy(s.train), model=model), train_dir).train(
                 source.index, source.stats, docs, source.queries(), source.qrels(), validation=also)
         return trained
 
@@ -223,7 +237,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             if name in trained:
                 model = GlowEncoder.load(trained[name])
             else:
-                model = _untrained(name, s.train, source, list(index.fields), s.zero_shot_tokens)
+                model = _untrained(name, s, source, list(index.fields), s.zero_shot_tokens)
             used, checks[name] = self._precision(s.precision, name, model, trained.get(name), ctx)
             if name == "minilm":  # the untrained checkpoint's run: rank 0's
                 run, info = on_main(lambda: _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out,

@@ -27,8 +27,9 @@ on the queries the model's training held out).  Torch is imported inside the sta
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
@@ -43,55 +44,54 @@ KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without import
 TRAINING_RUNS_FROM = ("twbert", "bm25-ngram")
 
 
-def settings(config, fields: list[str] | None = None) -> tuple[list[str], int, list[str], dict[str, dict]]:
-    """The ``[rerank]`` section as (models, re-ranking depth, other runs to re-rank, each model's training
-    settings); a misspelt key is named.  A variant named with ``{field}`` (``nrmf-{field}``: one field only)
-    stands for one model per field of the training collection when it has more than one (``fields``; before
-    the index is known, from ``index.fields`` if configured, else left out)."""
-    rcfg = dict(config.get("rerank", {}))
-    declared.check_table("rerank", rcfg)  # misspelt keys, a negative or string depth: named before any work
-    rcfg.pop("enabled", None)
-    variants = dict(rcfg.get("variants", {}))
-    fields = fields if fields is not None else config.get("index", {}).get("fields")
-    models = []
-    for name in as_names(declared.value(config, "rerank", "models")):
-        if "{field}" not in name:
-            models.append(name)
-            continue
-        if name not in variants:
-            raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
-        for f in fields if fields and len(fields) > 1 else []:
-            models.append(name.replace("{field}", f))
-            variants[models[-1]] = _per_field(variants[name], f)
-    trainers = {}
-    for name in models:
-        if name in KINDS:
-            trainers[name] = {**stage_settings(rcfg.get(name, {}), name), "kind": name}
-            continue
-        if name not in variants:
-            raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(KINDS)}) nor a variant "
-                             f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
-        trainers[name] = _variant_trainer(name, variants[name], rcfg)
-    # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
-    from irglow.models.rerank.train import RerankTrainConfig
-
-    for name, table in variants.items():
-        if name not in trainers and name not in as_names(declared.value(config, "rerank", "models")):
-            trainer = _variant_trainer(name, table, rcfg)
-            RerankTrainConfig.from_dict(trainer).model_config(f"rerank.variants.{name}.model")
-    return (models, declared.value(config, "rerank", "depth"), as_names(declared.value(config, "rerank", "rerank_also")),
-            trainers)
-
-
 def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
     """A ``[rerank.variants.<name>]`` table as its model's training settings: its kind's, changed by the table."""
     change = dict(table)
     kind = change.pop("kind", None)
-    change.pop("first_stage", None)  # the run it re-ranks (first_stages), not a training setting
-    change.pop("model_of", None)  # whose trained model it uses (models_of), not a training setting
+    change.pop("first_stage", None)  # the run it re-ranks, not a training setting
+    change.pop("model_of", None)  # whose trained model it uses, not a training setting
     if kind not in KINDS:
         raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
     return {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
+
+
+def _bound_trainer(name: str, trainer: dict, where: str):
+    """A model's training settings as a :class:`~irglow.models.rerank.train.RerankTrainConfig`, its model's table
+    checked (a misspelt key is named before any work, not when the model is built after the first stage ran)."""
+    from irglow.models.rerank.train import RerankTrainConfig
+
+    bound = RerankTrainConfig.from_dict(trainer)
+    bound.model_config(where)
+    return bound
+
+
+def _fill(value, field: str):
+    """A ``{field}`` variant's value for one field: every ``"{field}"`` string (in lists, tables and the training
+    settings' fields too) replaced."""
+    from dataclasses import fields as dataclass_fields, is_dataclass, replace
+
+    if isinstance(value, str):
+        return value.replace("{field}", field)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fill(v, field) for v in value)
+    if isinstance(value, dict):
+        return {k: _fill(v, field) for k, v in value.items()}
+    if is_dataclass(value):
+        return replace(value, **{f.name: _fill(getattr(value, f.name), field) for f in dataclass_fields(value)
+                                 if f.init})
+    return value
+
+
+@dataclass(frozen=True)
+class Reranker:
+    """One configured re-ranker, bound: its training settings, the run it re-ranks, and the model whose trained
+    weights it uses (``None``: its own; ``model_of = "<another model>"``: it trains nothing and re-ranks its own
+    first stage with that model — the same monoBERT over BM25 and over TW-BERT, what the first stage alone
+    changes)."""
+
+    train: Any  # irglow.models.rerank.train.RerankTrainConfig
+    first_stage: str
+    model_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,49 +112,6 @@ class Reranked:
         return self.name or (self.model if over == default else f"{self.model}-{over}")
 
 
-def first_stages(config, fields: list[str] | None = None, models: list[str] | None = None) -> dict[str, str]:
-    """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``, else
-    ``bm25`` (``models``: the section's models when :func:`settings` has already listed them)."""
-    default = declared.value(config, "rerank", "first_stage")
-    return {name: v.get("first_stage", default) for name, v in _variant_tables(config, fields, models).items()}
-
-
-def models_of(config, fields: list[str] | None = None, models: list[str] | None = None) -> dict[str, str]:
-    """``{model: the model whose trained weights it uses}`` — itself, unless a variant says ``model_of = "<another
-    model>"``: then it trains nothing and re-ranks its own first stage with that model (the same monoBERT over
-    BM25 and over TW-BERT: what the first stage alone changes)."""
-    return {name: v.get("model_of", name) for name, v in _variant_tables(config, fields, models).items()}
-
-
-def _variant_tables(config, fields, models: list[str] | None = None) -> dict[str, dict]:
-    """Each configured model's variant table as written (a kind, or a per-field variant's template: ``{}``)."""
-    variants = config.get("rerank", {}).get("variants", {})
-    out = {}
-    for name in models if models is not None else settings(config, fields)[0]:
-        template = next((v for k, v in variants.items() if "{field}" in k and _matches(k, name)), None)
-        out[name] = variants.get(name) or template or {}
-    return out
-
-
-def _matches(pattern: str, name: str) -> bool:
-    head, _, tail = pattern.partition("{field}")
-    return name.startswith(head) and name.endswith(tail) and len(name) > len(head) + len(tail)
-
-
-def _per_field(template: dict, field: str) -> dict:
-    """A ``{field}`` variant's settings for one field: every ``"{field}"`` string (in lists too) replaced."""
-    def fill(value):
-        if isinstance(value, str):
-            return value.replace("{field}", field)
-        if isinstance(value, list):
-            return [fill(v) for v in value]
-        if isinstance(value, dict):
-            return {k: fill(v) for k, v in value.items()}
-        return value
-
-    return fill(template)
-
-
 def _top(run, depth: int):
     """The re-ranked block only: the kept-below tail's placeholder scores would stretch min-max."""
     from irglow.runs.trec import Run
@@ -164,54 +121,117 @@ def _top(run, depth: int):
 
 @dataclass(frozen=True)
 class RerankSettings:
-    """``[rerank]`` bound: the models (per-field variants expanded for the training index's ``fields`` once it is
-    known), each model's training settings, the run it re-ranks and the model whose weights it uses, the
-    re-ranking depth, other runs it re-ranks, a folder of trained models to reuse, whether checkpoints are also
-    chosen on ``[validation] also``, and the lexical runs (what a first stage may be besides TW-BERT's)."""
+    """``[rerank]`` bound once: the models as listed (a ``{field}`` variant stands for one model per field of the
+    training index, expanded by :meth:`with_fields` once its fields are known — before that, from ``index.fields``
+    where configured, else left out), each bound :class:`Reranker`, the re-ranking depth, other runs it re-ranks,
+    a folder of trained models to reuse, whether checkpoints are also chosen on ``[validation] also``, and the
+    lexical runs (what a first stage may be besides TW-BERT's)."""
 
-    models: tuple[str, ...]
+    listed: tuple[str, ...]
+    rerankers: dict  # {listed name: Reranker}; a {field} name's training settings still hold "{field}"
     depth: int
     rerank_also: tuple[str, ...]
-    trainers: dict
-    first_stages: dict
-    models_of: dict
     model_dir: str | None
     validate_elsewhere: bool
     lexical: tuple[str, ...]
     precision: str = "fp32"
+    fields: tuple[str, ...] | None = None  # the training index's, once known
 
-    @classmethod
-    def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
-        from irglow.lexical.stage import LexicalSettings
-        from irglow.models.rerank.train import RerankTrainConfig
-        from irglow.models.validation import uses_other_sources
+    @property
+    def expanded(self) -> dict:
+        """``{model: Reranker}`` in the order listed, each ``{field}`` variant as one model per field (none where the
+        training index has one field, or its fields are not known yet)."""
+        out = {}
+        for name, reranker in self.rerankers.items():
+            if "{field}" not in name:
+                out[name] = reranker
+                continue
+            for f in self.fields if self.fields and len(self.fields) > 1 else ():
+                out[name.replace("{field}", f)] = Reranker(_fill(reranker.train, f), reranker.first_stage,
+                                                           reranker.model_of)
+        return out
 
-        models, depth, also, trainers = settings(config, fields)
-        for name, trainer in trainers.items():
-            RerankTrainConfig.from_dict(trainer).model_config(f"rerank.{name}.model")
-        owners = models_of(config, fields, models)
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(self.expanded)
+
+    @property
+    def trainers(self) -> dict:
+        """``{model: RerankTrainConfig}``."""
+        return {name: r.train for name, r in self.expanded.items()}
+
+    @property
+    def first_stages(self) -> dict[str, str]:
+        """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``."""
+        return {name: r.first_stage for name, r in self.expanded.items()}
+
+    @property
+    def models_of(self) -> dict[str, str]:
+        """``{model: the model whose trained weights it uses}`` (itself unless ``model_of`` names another)."""
+        return {name: r.model_of or name for name, r in self.expanded.items()}
+
+    def with_fields(self, fields) -> "RerankSettings":
+        """The same settings for a training index with these ``fields`` (the ``{field}`` variants expanded), checked."""
+        bound = replace(self, fields=tuple(fields))
+        bound.check()
+        return bound
+
+    def check(self) -> None:
+        owners = self.models_of
         for name, owner in owners.items():
             if owner != name and (owner not in owners or owners[owner] != owner):
                 raise ValueError(f"[rerank.variants.{name}] model_of = {owner!r} must name a re-ranker of "
-                                 f"rerank.models that trains its own model ({', '.join(m for m in models if owners[m] == m)})")
-            if owner != name and trainers[owner]["kind"] != trainers[name]["kind"]:
-                raise ValueError(f"[rerank.variants.{name}] is a {trainers[name]['kind']} but model_of = {owner!r} "
-                                 f"is a {trainers[owner]['kind']}")
-        return cls(tuple(models), depth, tuple(also), trainers, first_stages(config, fields, models), owners,
-                   config.get("rerank", {}).get("model_dir"), uses_other_sources(config, "rerank"),
-                   tuple(LexicalSettings.from_config(config).tags()), declared.value(config, "rerank", "precision"))
+                                 f"rerank.models that trains its own model "
+                                 f"({', '.join(m for m in owners if owners[m] == m)})")
+            if owner != name and self.trainers[owner].kind != self.trainers[name].kind:
+                raise ValueError(f"[rerank.variants.{name}] is a {self.trainers[name].kind} but model_of = {owner!r} "
+                                 f"is a {self.trainers[owner].kind}")
+        for name, trainer in self.trainers.items():
+            if name not in self.rerankers:  # one field's model of a {field} variant: its filled-in table checked
+                trainer.model_config(f"rerank.{name}.model")
+
+    @classmethod
+    def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
+        """``fields``: the training index's where known; else ``index.fields`` where configured."""
+        from irglow.lexical.stage import LexicalSettings
+        from irglow.models.validation import uses_other_sources
+
+        rcfg = dict(config.get("rerank", {}))
+        declared.check_table("rerank", rcfg)  # misspelt keys, a negative or string depth: named before any work
+        rcfg.pop("enabled", None)
+        variants = dict(rcfg.get("variants", {}))
+        first = declared.value(config, "rerank", "first_stage")
+        listed = as_names(declared.value(config, "rerank", "models"))
+        rerankers = {}
+        for name in listed:
+            table = variants.get(name, {})
+            if name in KINDS:
+                trainer = {**stage_settings(rcfg.get(name, {}), name), "kind": name}
+            elif name in variants:
+                trainer = _variant_trainer(name, table, rcfg)
+            elif "{field}" in name:
+                raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
+            else:
+                raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(KINDS)}) nor a variant "
+                                 f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
+            rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
+                                       table.get("first_stage", first), table.get("model_of"))
+        # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
+        for name, table in variants.items():
+            if name not in rerankers:
+                _bound_trainer(name, _variant_trainer(name, table, rcfg), f"rerank.variants.{name}.model")
+        fields = fields if fields is not None else config.get("index", {}).get("fields")
+        bound = cls(tuple(listed), rerankers, declared.value(config, "rerank", "depth"),
+                    tuple(as_names(declared.value(config, "rerank", "rerank_also"))), rcfg.get("model_dir"),
+                    uses_other_sources(config, "rerank"), tuple(LexicalSettings.from_config(config).tags()),
+                    declared.value(config, "rerank", "precision"))
+        return bound.with_fields(fields) if fields else (bound.check() or bound)
 
 
 class RerankStage(ChoosesOnOtherSources, Stage):
     name = "rerank"
     settings_class = RerankSettings
     trains = True
-    binds_fields = True
-
-    def bind(self, config, fields: list[str] | None = None) -> RerankSettings:
-        """``fields``: the training index's, once it is built (a ``{field}`` variant is one model per field)."""
-        return RerankSettings.from_config(config, fields)
-
     def tags(self, s: RerankSettings) -> list[str]:
         return [*s.models, *(f"{a}+{m}" for a in s.rerank_also for m in s.models)]
 
@@ -234,7 +254,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return True
 
     def needs(self, config, run) -> list[str]:
-        return [first_stages(config)[run.tag if isinstance(run, Reranked) else run]]
+        return [RerankSettings.from_config(config).first_stages[run.tag if isinstance(run, Reranked) else run]]
 
     def run_names(self) -> list[str]:
         return list(KINDS)
@@ -259,9 +279,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def resolved(self, s: RerankSettings):
         from dataclasses import asdict
 
-        from irglow.models.rerank.train import RerankTrainConfig
-
-        return {"models": {n: asdict(RerankTrainConfig.from_dict(t)) for n, t in s.trainers.items()},
+        return {"models": {n: asdict(t) for n, t in s.trainers.items()},
                 "depth": s.depth, "first_stages": s.first_stages, "rerank_also": list(s.rerank_also),
                 "model_dir": s.model_dir}
 
@@ -277,7 +295,10 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named): ``{name: model
         directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's);
         ``docs``: the training collection's documents when the caller has read them already."""
-        from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
+        import copy
+        from dataclasses import asdict
+
+        from irglow.models.rerank.train import RerankTrainer
         from irglow.models.source import keyed_train_dir
         from irglow.utils.digest import records_digest
 
@@ -296,8 +317,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
         trained = {}
         for name in models:
-            train_dir = keyed_train_dir(Path(train_root) / f"{name}-train", {"settings": trainers[name], **inputs})
-            trained[name] = RerankTrainer(RerankTrainConfig.from_dict(trainers[name]), train_dir).train(
+            train_dir = keyed_train_dir(Path(train_root) / f"{name}-train", {"settings": asdict(trainers[name]),
+                                                                              **inputs})
+            trained[name] = RerankTrainer(copy.deepcopy(trainers[name]), train_dir).train(
                 source.index, docs, source.queries(), source.qrels(), first_stage=first_stage,
                 validation=also)
         return trained
@@ -318,6 +340,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def units(self, ctx) -> list:
         """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
         runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other model."""
+        from dataclasses import asdict
+
         from irglow.runs.wanted import TRAINING
         from irglow.stage import Unit
 
@@ -329,7 +353,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         for name in s.models:
             owner = owners[name]
             reads = {firsts[name], TRAINING + firsts[name], firsts[owner], TRAINING + firsts[owner], *also}
-            settings = {"model": trainers[owner], "model_of": owner, "depth": depth, "first_stage": firsts[name],
+            settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
                         "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
                         **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
             units.append(Unit(f"rerank:{name}", settings, {t: r for t, r in ctx.runs.items() if t in reads},
