@@ -7,21 +7,25 @@ import logging as _logging
 _logging.getLogger("faiss.loader").setLevel(_logging.WARNING)
 
 
+RANKERS = ("Ranker", "Lexical", "TWBert", "Dense", "Model", "MonoBERT", "NRMF", "Fusion", "Rerank", "StageRun")
+
+
 def __getattr__(name: str):
-    """``from irglow import Experiment`` without importing the pipeline on ``import irglow`` (the CLI stays fast)."""
+    """``from irglow import Experiment, Lexical, Fusion, Rerank …`` without importing the pipeline on ``import
+    irglow`` (the CLI stays fast)."""
     if name == "Experiment":
         from irglow.experiment import Experiment
 
         return Experiment
-    if name == "Hybrid":
-        from irglow.runs.wanted import Hybrid
+    if name in RANKERS:
+        from irglow import rankers
 
-        return Hybrid
-    if name == "Reranked":
-        from irglow.models.rerank.stage import Reranked
+        return getattr(rankers, name)
+    if name == "QL":
+        from irglow.lexical.ql import QL
 
-        return Reranked
+        return QL
     raise AttributeError(f"module 'irglow' has no attribute {name!r}")
 
 
-__all__ = ["Experiment", "Hybrid", "Reranked"]
+__all__ = ["Experiment", "QL", *RANKERS]

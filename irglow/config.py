@@ -54,6 +54,91 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: 
     return config
 
 
+class SealedConfig(dict):
+    """A configuration that refuses to be read once :meth:`seal` ed.  ``irglow run`` (and the grid, zero-shot and
+    ``Experiment.run``) bind it into a :class:`~irglow.plan.Plan`, then seal it: a module that read a setting from
+    the dictionary instead of its bound settings object, or kept one of its tables, would stop with this error, not
+    run on a default.  Nested tables (in lists too) share the seal; a deep copy taken while binding is a plain
+    snapshot (what a settings object may hold)."""
+
+    def __init__(self, data: Any = (), _state: dict | None = None):
+        self._state = _state if _state is not None else {"sealed": False}
+        super().__init__({k: self._wrap(v) for k, v in dict(data).items()})
+
+    def _wrap(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return value if isinstance(value, SealedConfig) else SealedConfig(value, self._state)
+        if isinstance(value, list):
+            return [self._wrap(v) for v in value]
+        return value
+
+    def seal(self) -> None:
+        self._state["sealed"] = True
+
+    def _read(self) -> None:
+        if self._state["sealed"]:
+            raise RuntimeError("the configuration was read after it was bound: a stage or tool takes its settings "
+                               "from the plan (irglow.plan), never from the dictionary")
+
+    def __getitem__(self, key):
+        self._read()
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._read()
+        return super().get(key, default)
+
+    def __contains__(self, key) -> bool:
+        self._read()
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self._read()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._read()
+        return super().__len__()
+
+    def keys(self):
+        self._read()
+        return super().keys()
+
+    def items(self):
+        self._read()
+        return super().items()
+
+    def values(self):
+        self._read()
+        return super().values()
+
+    def setdefault(self, key, default=None):
+        self._read()
+        return super().setdefault(key, self._wrap(default))
+
+    def __setitem__(self, key, value) -> None:
+        self._read()
+        super().__setitem__(key, self._wrap(value))
+
+    def pop(self, key, *default):
+        self._read()
+        return super().pop(key, *default)
+
+    def copy(self) -> dict:
+        self._read()
+        return dict(super().items())
+
+    def __deepcopy__(self, memo) -> dict:
+        import copy
+
+        self._read()
+        return {k: copy.deepcopy(v, memo) for k, v in super().items()}
+
+    def __reduce__(self):  # pickled (torchrun, multiprocessing): a plain dict of what it holds
+        self._read()
+        return dict, (dict(super().items()),)
+
+
 def _relative_to(value: str, folder: Path) -> str:
     beside = folder / value
     return str(beside) if beside.exists() or not Path(value).exists() else value

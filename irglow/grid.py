@@ -153,16 +153,18 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         if select_on is None:  # each point in its own folder
             point.setdefault("output", {})["dir"] = str(out / label)
         plans.append(bind_plan(point))
+    sections = trained_sections(points, base) if select_on is not None else []
+    if hasattr(config, "seal"):  # every point bound: nothing below reads the configuration (irglow.config.SealedConfig)
+        config.seal()
     if select_on is None:
         rows = []
         for label, overrides, plan in zip(labels, points, plans):
             log.info("grid point %s: %s", label, overrides)
             rows.append((label, overrides, run_pipeline(plan).comparison))
         if is_main():  # under torchrun the comparisons and the table are rank 0's
-            _sensitivity_table(out, rows, base)
+            _sensitivity_table(out, rows)
         return out
 
-    sections = trained_sections(points, base)
     # what every point shares (index, statistics, field weights, the training folder): only model settings differ
     prepared = prepare(plans[0])
     fields = list(prepared.source.index.fields)
@@ -221,7 +223,7 @@ def _selection_table(scored: list[dict], chosen: dict) -> str:
     return "\n".join(lines)
 
 
-def _sensitivity_table(out: Path, rows: list[tuple[str, list[str], Any]], config: dict[str, Any]) -> None:
+def _sensitivity_table(out: Path, rows: list[tuple[str, list[str], Any]]) -> None:
     """One row per point, one column per run: the first measure's mean on the test split."""
     import pandas as pd
 

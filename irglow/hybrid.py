@@ -34,7 +34,7 @@ from irglow import settings
 from irglow.config import flag
 from irglow.runs.fusion import convex_grid, fuse, fuse_tuned
 from irglow.runs.trec import Run
-from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, hybrids
+from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, fusion_tag, hybrids, split_fusion
 from irglow.stage import Stage, Unit
 
 log = logging.getLogger(__name__)
@@ -88,11 +88,11 @@ def check(s: FusionSettings, produced: list[str]) -> None:
         missing = [p for p in parts if p not in produced]
         if missing and s.optional:
             log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
-                        "+".join(parts), missing)
+                        fusion_tag(parts), missing)
         elif missing:
             raise ValueError(f"fusion.runs: {'+'.join(parts)} needs runs this configuration does not produce: "
                              f"{missing}; its runs: {', '.join(produced)}")
-        if "+".join(parts) in produced:
+        if fusion_tag(parts) in produced:
             raise ValueError(f"fusion.runs: {'+'.join(parts)} is already a run of another stage; rename or drop one")
 
 
@@ -105,7 +105,7 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     method, norm, measure, step = fs.method, fs.norm, fs.measure, fs.step
     if hybrid is not None:
         method, norm = hybrid.method or method, hybrid.norm or norm
-    depth, runs, tag = ctx.lexical.depth, ctx.runs, "+".join(parts)
+    depth, runs, tag = ctx.lexical.depth, ctx.runs, fusion_tag(parts)
     lexical = set(ctx.lexical.tags())
 
     def top(run: Run, name: str) -> Run:
@@ -167,22 +167,12 @@ class FusionStage(Stage):
         return {"runs": [h.entry() for h in s.hybrids], "method": s.method, "norm": s.norm, "step": s.step,
                 "measure": s.measure, "optional": s.optional, "zero_shot": s.zero_shot}
 
-    def switch_on(self, config, run) -> bool:
-        if not isinstance(run, Hybrid) and not (isinstance(run, str) and "+" in run):
-            return False
-        hybrid = Hybrid.of(run, "Experiment")
-        fusion = config.setdefault("fusion", {})
-        fusion["enabled"] = True
-        entries = list(_entries(fusion))
-        if hybrid.tag not in [Hybrid.of(e).tag for e in entries]:
-            fusion["runs"] = entries + [hybrid.entry()]
-        return True
+    def ranker(self, name, config, parse):
+        """``a+b`` (``+``: fusion, and nothing else): the fusion of the rankers its parts name."""
+        from irglow.rankers import Fusion
 
-    def needs(self, config, run) -> list[str]:
-        return list(Hybrid.of(run).runs)
-
-    def run_names(self) -> list[str]:
-        return ["a hybrid a+b of any of these"]
+        parts = split_fusion(name)
+        return Fusion([parse(p) for p in parts]) if len(parts) > 1 else None
 
     def planned_tags(self, s: FusionSettings, produced: list[str]) -> list[str]:
         """The hybrids; with ``optional``, only those whose runs the other stages produce."""

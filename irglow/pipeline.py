@@ -84,21 +84,42 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
     fused: set[str] = set()
-    last = [s for s in stages if s is not fusion][-1]
     # each stage's work gets the shared context with its own settings object (the runs dict is shared)
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
+    waiting: list[tuple[Any, Any]] = []  # units whose ``needs`` do not exist yet (a re-ranking of a later fusion)
+
+    def run(stage, unit) -> None:
+        t = time.perf_counter()
+        ctx.runs.update(cache.run_unit(stage, unit, contexts[stage]))
+        timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + time.perf_counter() - t
+
+    def fuse(final: bool = False) -> None:  # every hybrid whose runs exist now
+        if fusion is not None:
+            for unit in fusion.ready(contexts[fusion], fused, final=final):
+                run(fusion, unit)
+
+    def release() -> None:  # the units held back whose runs exist now, and the hybrids they complete, until none
+        while ready := [(s, u) for s, u in waiting if all(t in ctx.runs for t in u.needs)]:
+            for item in ready:
+                waiting.remove(item)
+                run(*item)
+            fuse()
+
     for stage in stages:
         if stage is fusion:
             continue
-        t = time.perf_counter()
         for unit in stage.units(contexts[stage]):
-            ctx.runs.update(cache.run_unit(stage, unit, contexts[stage]))
-        timings[f"{stage.name}_s"] = time.perf_counter() - t
-        if fusion is not None:
-            t = time.perf_counter()
-            for unit in fusion.ready(contexts[fusion], fused, final=stage is last):
-                ctx.runs.update(cache.run_unit(fusion, unit, contexts[fusion]))
-            timings["fusion_s"] = timings.get("fusion_s", 0.0) + time.perf_counter() - t
+            if all(t in ctx.runs for t in unit.needs):
+                run(stage, unit)
+            else:
+                waiting.append((stage, unit))
+        fuse()
+        release()
+    fuse(final=True)
+    release()
+    if waiting:  # the plan checks every run's parts exist; what is left waits on itself
+        raise RuntimeError("runs that wait on each other (a re-ranking of a fusion that contains it?): "
+                           + "; ".join(f"{u.name} needs {[t for t in u.needs if t not in ctx.runs]}" for _, u in waiting))
     from irglow.utils.distributed import is_main
 
     if not is_main():  # under torchrun the tables, plots, page and manifest are rank 0's

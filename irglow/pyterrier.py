@@ -37,7 +37,8 @@ from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
 
-__all__ = ["Lexical", "TWBert", "Glow", "CrossEncoder", "Fusion", "run_to_frame", "frame_to_run"]
+__all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "Fusion", "transformer", "run_to_frame",
+           "frame_to_run"]
 
 
 # -- frames ↔ runs -------------------------------------------------------------------------------------------
@@ -109,11 +110,14 @@ class Lexical(pt.Transformer):
     """Lucene retrieval through irglow (``bm25``, ``bm25f``, ``tfidf``, ``bm25-rm3`` …, as ``irglow search``):
     a query frame in, a result frame of the top ``depth`` out."""
 
-    def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = DEPTH, **overrides: Any):
+    def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = DEPTH, config=None,
+                 **overrides: Any):
         from irglow.lexical.searchers import LexicalConfig
 
-        self.index, self.system = _index(index), system
-        self.config = LexicalConfig(system=system, depth=depth, **overrides).check()
+        self.index = _index(index)
+        self.config = config if config is not None else LexicalConfig(system=system, depth=depth, **overrides)
+        self.config.check()
+        self.system = self.config.system + ("-rm3" if self.config.rm3 else "")
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         from irglow.lexical.searchers import LexicalSearcher
@@ -230,3 +234,112 @@ class Fusion(pt.Transformer):
         runs = [frame_to_run(part.transform(topics), f"part{i}") for i, part in enumerate(self.parts)]
         fused = fuse(runs, method=self.method, norm=self.norm, weights=self.weights, depth=self.depth, tag="fusion")
         return run_to_frame(fused, topics)
+
+
+class QL(pt.Transformer):
+    """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run."""
+
+    def __init__(self, index: LuceneIndex | str | Path, mu: float = 1000.0, depth: int = DEPTH, threads: int = 2):
+        self.index, self.mu, self.depth, self.threads = _index(index), mu, depth, threads
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        from irglow.lexical.ql import ql_search
+
+        return run_to_frame(ql_search(self.index, _queries(topics), self.mu, self.depth, self.threads), topics)
+
+
+class Dense(pt.Transformer):
+    """A trained GLOW/BERT encoder's faiss retrieval over a corpus encoding an irglow run kept
+    (``<run folder>/<variant>.embeddings``): a query frame in, the run the pipeline wrote out."""
+
+    def __init__(self, model, index: LuceneIndex | str | Path, embeddings: str | Path, depth: int = DEPTH,
+                 batch_size: int = 64, device=None):
+        from irglow.index.stats import CollectionStats
+        from irglow.models.glow.model import GlowEncoder, featurizer_for
+
+        self.model = model if isinstance(model, GlowEncoder) else GlowEncoder.load(model)
+        self.index = _index(index)
+        self.featurizer = featurizer_for(self.model, self.index, CollectionStats.load(self.index))
+        self.embeddings, self.depth, self.batch_size, self.device = Path(embeddings), depth, batch_size, device
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        import torch
+
+        from irglow.dense.encode import dense_search, encode, faiss_index, load_embeddings
+        from irglow.models.checkpoints import pick_device
+        from irglow.models.glow.runner import glow_encoders
+
+        device = self.device or pick_device()
+        self.model.to(device).eval()
+        _, query_encoder = glow_encoders(self.model, self.featurizer, device, "fp32")
+        queries = _queries(topics)
+        with torch.no_grad():
+            qv = encode(queries, query_encoder, self.batch_size)
+        vectors, ids = load_embeddings(self.embeddings)
+        return run_to_frame(dense_search(faiss_index(vectors, "flat"), ids, queries, qv, self.depth, "dense"), topics)
+
+
+# -- the rankers an irglow experiment ran, as PyTerrier pipelines -------------------------------------------
+def transformer(ranker, run_dir: str | Path) -> pt.Transformer:
+    """``ranker`` — the object an :class:`~irglow.experiment.Experiment` ran (:mod:`irglow.rankers`) or the name of
+    its run — as a PyTerrier pipeline over what that run built, trained and tuned (``run_dir``: its output folder;
+    the index, BM25's settings and field weights, QL's μ, the trained models, the re-ranking depth and each
+    fusion's method and weights, read from its manifest and stage notes).  Its frames rank as the run files the
+    pipeline wrote (a re-ranking: its re-ranked block)."""
+    from irglow.experiment import ranker as as_ranker
+
+    built = _Built(Path(run_dir))
+    return built.build(as_ranker(ranker, built.config))
+
+
+class _Built:
+    """One pipeline run's folder, read once: what :func:`transformer` builds from."""
+
+    def __init__(self, out: Path):
+        import json
+
+        from irglow.lexical.stage import LexicalSettings
+
+        manifest = json.loads((out / "manifest.json").read_text())
+        self.out, self.config, self.settings = out, manifest["config"], manifest["settings"]
+        self.index = LuceneIndex.open(manifest["index"])
+        self.lexical = LexicalSettings(**self.settings["lexical"])
+        self.field_weights = manifest.get("field_weights", {})
+        self._docs = None
+
+    def notes(self, stage: str) -> dict:
+        from irglow.models.source import read_stage_notes
+
+        return read_stage_notes(self.out, stage)
+
+    @property
+    def docs(self):
+        if self._docs is None:
+            from irglow.data.collection import load_collection
+
+            self._docs = _Documents(load_collection(self.config["collection"]["name"]))
+        return self._docs.get()
+
+    def build(self, r) -> pt.Transformer:
+        from irglow import rankers
+
+        depth = self.lexical.depth
+        if isinstance(r, rankers.Lexical):
+            return Lexical(self.index, config=self.lexical.config(r.tag, self.field_weights))
+        if isinstance(r, rankers.StageRun) and r.stage == "ql":
+            return QL(self.index, self.settings["ql"]["mu"], depth, self.lexical.threads)
+        if isinstance(r, rankers.TWBert) and r.run == "twbert":
+            return TWBert(self.notes("twbert")["models"]["twbert"], self.index, depth, self.lexical.threads)
+        if isinstance(r, rankers.Dense) and r.variant in self.notes("glow").get("models", {}):
+            return Dense(self.notes("glow")["models"][r.variant], self.index, self.out / f"{r.tag}.embeddings", depth)
+        if isinstance(r, rankers.Rerank):
+            notes = self.notes("rerank")
+            return (self.build(r.first) % notes["depth"]) >> CrossEncoder(notes["models"][r.tag], self.docs)
+        if isinstance(r, rankers.Fusion):
+            info = self.notes(f"fusion-{r.tag}").get("fusion", {}).get(r.tag)
+            if info is None:
+                raise ValueError(f"{r.tag}: the run in {self.out} made no such fusion (its weights are tuned there)")
+            return Fusion(*(self.build(p) for p in r.rankers), method=info["method"],
+                          norm=info.get("norm") or "min-max", weights=info["weights"], depth=depth)
+        raise ValueError(f"{r.tag}: irglow.pyterrier builds lexical runs, ql, twbert, trained dense encoders, "
+                         f"re-rankings and fusions of them; take this one's run file ({self.out / (r.tag + '.run')})")

@@ -182,9 +182,8 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         config.setdefault("eval", {})
         config["eval"].update({"measures": measures, "permutations": 100, "pairs": None})
         if not e.get("config"):
-            systems = [s.replace("-rm3", "+rm3") for s in e["expect"]]
             config["lexical"] = {**config.get("lexical", {}),
-                                 "systems": [s for s in systems if s.split("+")[0] in LEXICAL_SYSTEMS]}
+                                 "systems": [s for s in e["expect"] if s.removesuffix("-rm3") in LEXICAL_SYSTEMS]}
             config["eval"]["baseline"] = config["lexical"]["systems"][0]
         if data_dir:
             config["data_dir"] = data_dir

@@ -65,7 +65,7 @@ class Unit:
 
     name: str
     settings: Any
-    inputs: dict[str, Any]
+    inputs: dict[str, Any] | Callable[[], dict[str, Any]]  # or the call that gives them once ``needs`` exist
     produce: Callable[[], dict]
     writes: tuple[str, ...] = ()
     loads: dict[str, Path] | None = None  # trained models it loads from a path (None: the stage's reused_models)
@@ -73,6 +73,9 @@ class Unit:
     # under torchrun: ``produce`` runs on every rank, splits its work (irglow.utils.distributed) and leaves the
     # writing to rank 0; False: rank 0 runs it alone while the others wait
     collective: bool = False
+    # runs that must exist before it runs (a re-ranking of a fusion, of another re-ranking): the pipeline holds it
+    # back until they do, so rankers nest to any depth
+    needs: tuple[str, ...] = ()
 
 
 class Stage:
@@ -104,22 +107,13 @@ class Stage:
         :meth:`irglow.plan.Plan.with_fields`)."""
         return self.settings_class.from_config(config)
 
-    def switch_on(self, config: dict[str, Any], run: str) -> bool:
-        """Turn itself on in ``config`` so that it writes ``run`` — a run tag, or an object of the plan such as a
-        :class:`~irglow.runs.wanted.Hybrid` (``Experiment(systems=[…])`` asks every stage in turn); ``False`` when
-        it writes no such run.  By default: ``enabled = true`` in its section for a name of :meth:`run_names`."""
-        if isinstance(run, str) and run in self.run_names():
-            config.setdefault(self.name, {})["enabled"] = True
-            return True
-        return False
+    def ranker(self, name: str, config: dict[str, Any], parse: Callable[[str], Any]):
+        """The :class:`~irglow.rankers.Ranker` a run's name stands for where this stage writes it, else ``None``
+        (``Experiment(systems=["ql"])`` and the tags of a file ask every stage; ``parse`` reads a name inside this
+        one).  By default: a run of its default settings, made by switching it on."""
+        from irglow.rankers import StageRun
 
-    def needs(self, config: dict[str, Any], run: str) -> list[str]:
-        """The runs ``run`` is made from (a re-ranker's first stage, a hybrid's parts), switched on with it."""
-        return []
-
-    def run_names(self) -> list[str]:
-        """The runs it can write (an experiment may name them); by default those of its default settings."""
-        return self.tags(self.bind({}))
+        return StageRun(self.name, name) if name in self.tags(self.bind({self.name: {"enabled": True}})) else None
 
     def tags(self, settings) -> list[str]:
         """The runs it writes, known from its settings alone."""

@@ -39,7 +39,8 @@ class StageCache:
         self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
 
     def run_unit(self, stage, unit, ctx) -> dict[str, Run]:
-        return self.run(unit.name, unit_key(stage, unit, ctx), unit.inputs, unit.produce, unit.collective)
+        inputs = unit.inputs() if callable(unit.inputs) else unit.inputs
+        return self.run(unit.name, unit_key(stage, unit, ctx), inputs, unit.produce, unit.collective)
 
     def run(self, name: str, settings: Any, inputs: dict[str, Run], produce, collective: bool = False
             ) -> dict[str, Run]:

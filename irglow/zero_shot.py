@@ -166,6 +166,8 @@ class Seen:
 
 def run_zero_shot(config: dict[str, Any]) -> Path:
     plan = bind_plan({**config, "zero_shot": config.get("zero_shot") or {}})  # every setting, before any work
+    if hasattr(config, "seal"):  # bound: nothing below reads the configuration (irglow.config.SealedConfig)
+        config.seal()
     zs = plan.zero_shot
     if not zs.train:
         raise ValueError("[zero_shot] train is missing: the collection the models are trained on")

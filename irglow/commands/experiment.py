@@ -11,10 +11,12 @@ from irglow.utils.distributed import collective
 
 @collective
 def cmd_run(args) -> int:
-    from irglow.config import load_config
+    from irglow.config import SealedConfig, load_config
     from irglow.pipeline import run_pipeline
+    from irglow.plan import bind_plan
 
-    config = load_config(args.config, args.set)
+    # bound once into the plan, then sealed: a setting read from the dictionary after binding is an error
+    config = SealedConfig(load_config(args.config, args.set))
     if args.grid:
         from irglow.grid import run_grid
 
@@ -22,16 +24,18 @@ def cmd_run(args) -> int:
     elif args.select_on:
         raise SystemExit("--select-on needs --grid KEY=V1,V2 (the settings to choose between)")
     else:
-        run_pipeline(config)
+        plan = bind_plan(config)
+        config.seal()
+        run_pipeline(plan)
     return 0
 
 
 @collective
 def cmd_zero_shot(args) -> int:
-    from irglow.config import load_config
+    from irglow.config import SealedConfig, load_config
     from irglow.zero_shot import NoCollectionError, run_zero_shot
 
-    config = load_config(args.config, args.set)
+    config = SealedConfig(load_config(args.config, args.set))
     zs = config.setdefault("zero_shot", {})
     if args.train:
         zs["train"] = args.train

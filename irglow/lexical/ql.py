@@ -13,7 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from irglow import settings
+from irglow.rankers import StageRun
 from irglow.stage import Stage
+
+
+def QL(mu: float | None = None) -> StageRun:  # noqa: N802 (a constructor, as PyTerrier's)
+    """The ``ql`` run as a ranker (``Experiment(systems=[QL(mu=500)])``, ``QL() + Lexical("bm25")``)."""
+    return StageRun("ql", "ql", {} if mu is None else {"mu": mu})
 
 
 @dataclass(frozen=True)
@@ -36,14 +42,34 @@ class QueryLikelihoodStage(Stage):
         return ["ql"]
 
     def run(self, ctx) -> dict:
-        from irglow.lexical import queries as lq
-        from irglow.lexical.searchers import LexicalSearcher, index_searcher, search_queries
-        from irglow.runs.trec import Run
+        from irglow.runs.wanted import TRAINING, TUNING, write_tuning_run
 
-        similarity = lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(ctx.settings.mu))
-        searcher = index_searcher(ctx.index, similarity)
-        items = [(q.query_id, lq.bag_of_words(terms) if terms else None)
-                 for q, terms in LexicalSearcher(ctx.index).analyzed(ctx.test_queries)]
-        run = Run(search_queries(ctx.index, searcher, items, ctx.lexical.depth, ctx.lexical.threads, "ql"), "ql")
+        run = self.search(ctx, ctx.index, ctx.test_queries)
         run.write(ctx.out / "ql.run")
-        return {"ql": run}
+        runs = {"ql": run}
+        # it learns nothing from the training queries, so it can search any of them on the training index: a
+        # re-ranker over it learns from its run of them, a fusion tunes its weight on the judged ones
+        if "ql" in ctx.training_runs:
+            runs.update([write_tuning_run(ctx.out, "ql", self.search(ctx, ctx.source.index, ctx.source.queries()),
+                                          TRAINING)])
+        if "ql" in ctx.tuning_runs:
+            judged = {r.query_id for r in ctx.source.qrels()}
+            queries = [q for q in ctx.source.queries() if q.query_id in judged]
+            runs.update([write_tuning_run(ctx.out, "ql", self.search(ctx, ctx.source.index, queries), TUNING)])
+        return runs
+
+    @staticmethod
+    def search(ctx, index, queries):
+        return ql_search(index, queries, ctx.settings.mu, ctx.lexical.depth, ctx.lexical.threads)
+
+
+def ql_search(index, queries, mu: float, depth: int, threads: int = 2):
+    """The ``ql`` run of ``queries`` on ``index`` (the stage's, and irglow.pyterrier's ``QL``)."""
+    from irglow.lexical import queries as lq
+    from irglow.lexical.searchers import LexicalSearcher, index_searcher, search_queries
+    from irglow.runs.trec import Run
+
+    searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(mu)))
+    items = [(q.query_id, lq.bag_of_words(terms) if terms else None)
+             for q, terms in LexicalSearcher(index).analyzed(queries)]
+    return Run(search_queries(index, searcher, items, depth, threads, "ql"), "ql")

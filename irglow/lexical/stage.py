@@ -8,6 +8,8 @@ from 1.0 per field, so each keeps its untuned default unless the training querie
 
 from __future__ import annotations
 
+import copy
+
 import itertools
 import logging
 from dataclasses import asdict, dataclass
@@ -28,18 +30,13 @@ MULTI_FIELD = ("bm25f", "bm25-mf")
 TUNING_GRID = {"bm25f": (1.0, 2.0, 4.0), "bm25-mf": (0.25, 0.5, 1.0, 2.0, 4.0)}
 
 
-def lexical_tag(system: str) -> str:
-    """A lexical system's run tag (and file stem): ``bm25+rm3`` → ``bm25-rm3``."""
-    return system.replace("+", "-")
-
-
 @dataclass
 class LexicalSettings:
     """``[lexical]``: the systems, BM25's parameters (for every system that uses BM25 without its own), depth,
     threads, and the field weights (configured, or tuned per system with ``tune_bm25f``)."""
 
     systems: list[str] = setting(factory=lambda: list(DEFAULT_SYSTEMS), doc="the lexical runs written (bm25, bm25f, "
-                                 "bm25-mf, tfidf, …, and ± RM3)")
+                                 "bm25-mf, tfidf, each also with RM3: bm25-rm3 …)")
     k1: float = setting(BM25_K1, "BM25's k1 (Anserini's MS MARCO default)", low=0)
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
@@ -57,30 +54,32 @@ class LexicalSettings:
         if not isinstance(lx, dict):
             raise ValueError(f"[lexical] must be a table of settings, not {lx!r}")
         check_settings(lx, cls.__dataclass_fields__, "[lexical]")
-        settings = cls(**lx)
+        settings = cls(**copy.deepcopy(dict(lx)))  # its own values: nothing of the configuration is kept
         if not isinstance(settings.systems, list) or not settings.systems:
             raise ValueError(f"lexical.systems = {settings.systems!r} must be a non-empty list, e.g. ['bm25', 'bm25f']")
         check_values(settings, "lexical")
         for system in settings.systems:
-            name, plus, variant = str(system).partition("+")
-            if name not in LEXICAL_SYSTEMS or (plus and variant != "rm3"):
+            if "+" in str(system):  # one meaning for "+": the runs of a fusion
+                raise ValueError(f"lexical.systems: {system!r}: '+' joins the runs of a fusion; a system with RM3 "
+                                 f"is written {str(system).replace('+', '-')!r}")
+            if str(system).removesuffix("-rm3") not in LEXICAL_SYSTEMS:
                 raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: "
-                                 f"{', '.join(LEXICAL_SYSTEMS)}, each optionally with '+rm3'")
+                                 f"{', '.join(LEXICAL_SYSTEMS)}, each also with RM3 ('bm25-rm3')")
             settings.config(system, {}).check()
         return settings
 
     def tags(self) -> list[str]:
-        return [lexical_tag(s) for s in self.systems]
+        return list(self.systems)
 
     def config(self, system: str, weights: dict[str, dict[str, float]]):
-        """The :class:`~irglow.lexical.searchers.LexicalConfig` of ``system`` (``bm25+rm3`` …); ``weights``: the
+        """The :class:`~irglow.lexical.searchers.LexicalConfig` of ``system`` (``bm25-rm3`` …); ``weights``: the
         field weights of each multi-field system (tuned or configured)."""
         from irglow.lexical.searchers import LexicalConfig
 
-        name, _, variant = system.replace("-rm3", "+rm3").partition("+")
+        name = system.removesuffix("-rm3")
         return LexicalConfig(system=name, k1=self.k1, b=self.b, depth=self.depth, threads=self.threads,
                              field_weights=dict(weights.get(name, self.field_weights)) if name in MULTI_FIELD else {},
-                             rm3=variant == "rm3")
+                             rm3=system.endswith("-rm3"))
 
     def key(self) -> dict[str, Any]:
         """What a model stage's outputs depend on here (its BM25 parameters and depth)."""
@@ -93,7 +92,7 @@ class LexicalSettings:
         split is asked for one only when weights are tuned."""
         import time
 
-        multi = [s for s in MULTI_FIELD if s in {t.split("+")[0] for t in self.systems}]
+        multi = [s for s in MULTI_FIELD if s in {t.removesuffix("-rm3") for t in self.systems}]
         if not self.tune_bm25f:
             return {s: dict(self.field_weights) for s in multi}
         t = time.perf_counter()
@@ -144,18 +143,10 @@ class LexicalStage(Stage):
     def enabled(self, config) -> bool:
         return True
 
-    def switch_on(self, config, run) -> bool:
-        base = run[:-4] if isinstance(run, str) and run.endswith("-rm3") else run
-        if not isinstance(run, str) or base not in LEXICAL_SYSTEMS:
-            return False
-        systems = config.setdefault("lexical", {}).setdefault("systems", [])
-        spec = base + ("+rm3" if run.endswith("-rm3") else "")
-        if spec not in systems:
-            systems.append(spec)
-        return True
+    def ranker(self, name, config, parse):
+        from irglow.rankers import Lexical
 
-    def run_names(self) -> list[str]:
-        return [f"{s} (and {s}+rm3)" for s in LEXICAL_SYSTEMS]
+        return Lexical(name) if name.removesuffix("-rm3") in LEXICAL_SYSTEMS else None
 
     def tags(self, settings: LexicalSettings) -> list[str]:
         return settings.tags()
@@ -171,7 +162,7 @@ class LexicalStage(Stage):
 
         units = []
         for system in ctx.lexical.systems:
-            tag, cfg = lexical_tag(system), ctx.lexical_config(system)
+            tag, cfg = system, ctx.lexical_config(system)
             units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,),
                               self_contained=True, collective=True))
         return units

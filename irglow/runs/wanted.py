@@ -17,6 +17,37 @@ TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-ou
 ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
 
 
+def split_fusion(tag: str) -> list[str]:
+    """A fusion's tag as its parts: ``"a+b"`` → ``["a", "b"]``.  ``+`` means fusion and nothing else; inside
+    parentheses it belongs to a part (``"bm25+monobert(bm25f+glow)"``: BM25 fused with monoBERT re-ranking the
+    hybrid ``bm25f+glow``; ``"a+(b+c)"``: a fused with the hybrid b+c)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(tag):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            raise ValueError(f"run {tag!r}: a ')' without its '('")
+        if ch == "+" and depth == 0:
+            parts.append(tag[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError(f"run {tag!r}: a '(' without its ')'")
+    parts.append(tag[start:])
+    if any(not p for p in parts):
+        raise ValueError(f"run {tag!r}: an empty part between '+'")
+    return [p[1:-1] if p.startswith("(") and p.endswith(")") and len(split_fusion(p[1:-1])) > 1 else p
+            for p in parts]
+
+
+def fusion_tag(parts) -> str:
+    """The tag of the fusion of ``parts``: joined by ``+``, a part that is itself a fusion in parentheses."""
+    return "+".join(f"({p})" if len(split_fusion(p)) > 1 else p for p in parts)
+
+
+def reranked_tag(model: str, first: str) -> str:
+    """The run of ``model`` re-ranking ``first``: ``monobert(bm25f+glow)``."""
+    return f"{model}({first})"
+
+
 @dataclass(frozen=True)
 class Hybrid:
     """One hybrid of an experiment, as an object: the runs it fuses and, where it differs from ``[fusion]``'s, its
@@ -30,14 +61,14 @@ class Hybrid:
     weights: tuple[float, ...] | None = None
 
     def __init__(self, runs, method: str | None = None, norm: str | None = None, weights=None):
-        object.__setattr__(self, "runs", tuple(runs.split("+") if isinstance(runs, str) else (str(r) for r in runs)))
+        object.__setattr__(self, "runs", tuple(split_fusion(runs) if isinstance(runs, str) else (str(r) for r in runs)))
         object.__setattr__(self, "method", method)
         object.__setattr__(self, "norm", norm)
         object.__setattr__(self, "weights", None if weights is None else tuple(weights))
 
     @property
     def tag(self) -> str:
-        return "+".join(self.runs)
+        return fusion_tag(self.runs)
 
     def options(self) -> dict[str, Any]:
         """The settings it sets itself (what its cache key adds to ``[fusion]``'s)."""

@@ -69,10 +69,10 @@ def test_lexical_k1_reaches_every_system_that_claims_it():
     from irglow.lexical.stage import LexicalSettings
     from irglow.models.twbert.stage import TWBertStage, settings
 
-    config = {"lexical": {"systems": ["bm25", "bm25+rm3", "bm25-mf", "bm25f", "tfidf"], "k1": 1.2, "b": 0.7},
+    config = {"lexical": {"systems": ["bm25", "bm25-rm3", "bm25-mf", "bm25f", "tfidf"], "k1": 1.2, "b": 0.7},
               "twbert": {"enabled": True}}
     lexical = LexicalSettings.from_config(config)
-    for system in ("bm25", "bm25+rm3", "bm25-mf", "bm25f"):
+    for system in ("bm25", "bm25-rm3", "bm25-mf", "bm25f"):
         cfg = lexical.config(system, {})
         assert (cfg.k1, cfg.b) == (1.2, 0.7)
     stage = TWBertStage()
@@ -250,18 +250,17 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
             **config["rerank"]["variants"], "nrmf-tw": {"kind": "nrmf", "model_of": "nrmf"}}}})
 
 
-@pytest.mark.parametrize("first, message", [("glow", "is not a run of the stages before the re-rankers"),
-                                            ("bm25f", "is not a run of the stages before the re-rankers")])
-def test_a_first_stage_that_cannot_be_reranked_is_named(tmp_path, first, message):
+def test_a_first_stage_the_plan_does_not_make_is_named_any_other_is_taken(tmp_path):
     from irglow.plan import check_config
 
     config = small_pipeline(tmp_path / "o", tmp_path / "d", systems=("bm25",),
-                            rerank={"enabled": True, "models": ["nrmf"], "first_stage": first})
-    if first == "glow":  # produced, but its stage writes no run of the training queries
-        config["glow"] = {"enabled": True, "variants": ["glow"]}
-        message = "re-rank a lexical run"
-    with pytest.raises(ValueError, match=message):
+                            rerank={"enabled": True, "models": ["nrmf"], "first_stage": "bm25f"})
+    with pytest.raises(ValueError, match=r"rerank.first_stage = 'bm25f' is not a run of this configuration; its runs: "
+                                         r"bm25$"):
         check_config(config)
+    config["glow"] = {"enabled": True, "variants": ["glow"]}  # a dense run, whose stage writes no training run
+    config["rerank"]["first_stage"] = "glow"
+    assert check_config(config) == ["bm25", "glow", "nrmf"]
 
 
 def test_the_all_runs_fusion_fuses_every_tunable_run_at_the_end(tmp_path, monkeypatch):
@@ -286,15 +285,16 @@ def test_the_all_runs_fusion_fuses_every_tunable_run_at_the_end(tmp_path, monkey
 
 
 def test_a_hybrid_object_fuses_with_its_own_method_or_fixed_weights(tmp_path, monkeypatch):
-    """Hybrid objects through the pipeline: fixed weights are used as given (nothing tuned: equal to fusing the two
-    runs by hand), a hybrid's own method overrides [fusion]'s (wsum by default)."""
-    from irglow import Experiment, Hybrid
+    """Fusion objects through the pipeline: fixed weights are used as given (nothing tuned: equal to fusing the two
+    runs by hand), a fusion's own method overrides [fusion]'s (wsum by default)."""
+    from irglow import Experiment, Fusion, Lexical
     from irglow.runs.fusion import fuse
     from irglow.runs.trec import Run
 
     monkeypatch.setenv("IRGLOW_DATA", str(tmp_path / "data"))
-    exp = Experiment(SMALL_DEMO, systems=["bm25", Hybrid(["bm25", "bm25f"], weights=[0.25, 0.75]),
-                                          Hybrid(["bm25", "tfidf"], method="rrf")], out=tmp_path / "exp",
+    bm25 = Lexical("bm25")
+    exp = Experiment(SMALL_DEMO, systems=[bm25, Fusion([bm25, Lexical("bm25f")], weights=[0.25, 0.75]),
+                                          Fusion([bm25, Lexical("tfidf")], method="rrf")], out=tmp_path / "exp",
                      settings={"lexical.depth": 50})
     cmp = exp.run()
     assert list(cmp.means.index) == ["bm25", "bm25+bm25f", "bm25+tfidf"]

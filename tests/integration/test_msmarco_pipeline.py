@@ -91,8 +91,8 @@ def test_run_msmarco_pipeline_on_a_miniature_msmarco_document(one_process):
     tmp_path, counts = one_process
     out = tmp_path / "runs"
     expected = {"bm25", "bm25-rm3", "bm25-mf", "bm25f", "tfidf", "bm25-ngram", "twbert", "twbert-rm3",
-                "bert", "glow", "bm25f+bert", "bm25f+glow", "monobert", "nrmf", "bm25f+glow+monobert",
-                "bm25f+glow+nrmf"}
+                "bert", "glow", "bm25f+bert", "bm25f+glow", "monobert", "nrmf", "monobert(bm25f+glow)",
+                "nrmf(bm25f+glow)"}
     for split in ("dev", "trec-dl-2019", "trec-dl-2020"):
         folder = out / split
         assert {p.stem for p in folder.glob("*.run")} == expected, split

@@ -57,10 +57,34 @@ def test_shipped_configs_pass(path):
     ("lexcal.depth=10", r"unknown top-level setting\(s\) \['lexcal'\] \(did you mean 'lexical'\?\); known: .*lexical"),
     ("lexical.k2=1.2", r"unknown \[lexical\] setting\(s\) \['k2'\].*; known: .*k1"),
     ("lexical.systems=['bm25', 'bm26']", r"'bm26' is not a lexical system; known: bm25, bm25-mf, bm25f, tfidf"),
-    ("lexical.systems=['bm25+rm4']", r"'bm25\+rm4' is not a lexical system"),
+    ("lexical.systems=['bm25-rm4']", r"'bm25-rm4' is not a lexical system"),
+    ("lexical.systems=['bm25+rm3']", r"'\+' joins the runs of a fusion; a system with RM3 is written 'bm25-rm3'"),
     ("collection.test_splt='dev'", r"\['test_splt'\]"),
     ("eval='nDCG@10'", r"\[eval\] must be a table"),
 ])
 def test_bad_config_names_the_key(override, message):
     with pytest.raises(ValueError, match=message):
         check_config(load_config("configs/demo.toml", [override]))
+
+
+def test_a_sealed_configuration_refuses_every_read_nested_and_copied_alike():
+    """Issue 54: ``irglow run`` binds the configuration, then seals it; a module reading a setting from the
+    dictionary afterwards stops with an error instead of running on a default."""
+    import copy
+    import json
+
+    from irglow.config import SealedConfig
+
+    config = SealedConfig({"glow": {"model": {"fields": ["title"]}}, "fusion": {"runs": [{"runs": ["a", "b"]}]}})
+    kept = config["glow"]["model"]  # a table a stage might have kept instead of its settings object
+    entry, snapshot = config["fusion"]["runs"][0], copy.deepcopy(config)
+    assert json.loads(json.dumps(config)) == {"glow": {"model": {"fields": ["title"]}},
+                                              "fusion": {"runs": [{"runs": ["a", "b"]}]}}
+    config.seal()
+    reads = [lambda: config["glow"], lambda: config.get("glow", {}), lambda: "glow" in config, lambda: list(config),
+             lambda: {**config}, lambda: kept["fields"], lambda: kept.get("fields"), lambda: entry["runs"],
+             lambda: json.dumps(config), lambda: config.setdefault("x", {}), lambda: config.copy()["glow"]["model"]]
+    for read in reads:
+        with pytest.raises(RuntimeError, match="read after it was bound"):
+            read()
+    assert snapshot["glow"]["model"] == {"fields": ["title"]}  # a deep copy taken while binding: a plain snapshot

@@ -1,5 +1,5 @@
-"""Experiment's configuration, built from run names by the stages themselves (irglow.experiment): each stage
-switches itself on for the runs it writes, and the runs a run is made from come with it."""
+"""Experiment's configuration, built from rankers (irglow.rankers) or the names of their runs, which the stages
+read themselves (irglow.experiment): each ranker switches on what makes it, its parts first."""
 
 import pytest
 
@@ -9,14 +9,18 @@ from irglow.stage import Stage
 
 
 def test_each_name_switches_on_its_stage_and_what_it_is_made_of():
-    cfg = Experiment("demo", systems=["bm25+rm3", "twbert+glow+monobert", "minilm", "ql"]).config
-    assert cfg["lexical"] == {"systems": ["bm25+rm3", "bm25"]}  # monobert re-ranks bm25 by default
+    cfg = Experiment("demo", systems=["bm25-rm3", "twbert+glow+monobert", "minilm", "ql"]).config
+    assert cfg["lexical"] == {"systems": ["bm25-rm3", "bm25"]}  # monobert re-ranks bm25 by default
     assert cfg["twbert"] == {"enabled": True, "rm3": False}
     assert cfg["glow"] == {"enabled": True, "variants": ["glow"], "untrained": ["minilm"]}
     assert cfg["rerank"] == {"enabled": True, "models": ["monobert"]}
     assert cfg["fusion"] == {"enabled": True, "runs": ["twbert+glow+monobert"]}
     assert cfg["ql"] == {"enabled": True}
     assert cfg["eval"]["baseline"] == "bm25-rm3"
+    with pytest.raises(ValueError, match=r"'rm3' is not a run irglow can make"):  # '+' is fusion, only
+        Experiment("demo", systems=["bm25+rm3"])
+    with pytest.raises(ValueError, match=r"'\+' joins the runs of a fusion; a system with RM3 is written 'bm25-rm3'"):
+        Experiment("demo", systems=["bm25"], config={"lexical": {"systems": ["bm25+rm3"]}}).check()
 
 
 def test_a_reranker_brings_the_first_stage_it_is_configured_with():
@@ -25,42 +29,59 @@ def test_a_reranker_brings_the_first_stage_it_is_configured_with():
 
 
 def test_a_new_stage_needs_no_edit_to_experiment(monkeypatch):
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class EchoSettings:
+        enabled: bool
+
+        @classmethod
+        def from_config(cls, config):
+            return cls(config.get("echo", {}).get("enabled", False))
+
     class Echo(Stage):
-        name = "echo"
+        name, settings_class = "echo", EchoSettings
 
-        def switch_on(self, config, run):
-            if run == "echo":
-                config.setdefault("echo", {})["enabled"] = True
-            return run == "echo"
-
-        def run_names(self):
+        def tags(self, settings):
             return ["echo"]
 
     monkeypatch.setattr(stages, "STAGES", [*stages.STAGES, Echo()])
-    assert Experiment("demo", systems=["bm25", "echo"]).config["echo"] == {"enabled": True}
-    with pytest.raises(ValueError, match=r"'bm26' is not a run irglow can make; systems are bm25 .*, echo"):
+    exp = Experiment("demo", systems=["bm25", "echo", "bm25+echo"])
+    assert exp.config["echo"] == {"enabled": True} and exp.config["fusion"]["runs"] == ["bm25+echo"]
+    with pytest.raises(ValueError, match=r"'bm26' is not a run irglow can make: .*ql, .*echo"):
         Experiment("demo", systems=["bm26"])
 
 
-def test_hybrids_and_reranked_runs_as_objects(tmp_path):
-    """A fusion with its own method or fixed weights and a re-ranker over a given first stage, constructed, saved
-    as a configuration and loaded back."""
-    from irglow import Hybrid, Reranked
+def test_rankers_compose_and_nest_and_read_back_from_their_tags(tmp_path):
+    """Issue 54: one kind of object for every run; Fusion and Rerank take rankers and nest; ``+`` is fusion and
+    ``>>`` re-ranking, nothing else; a ranker's tag read back is the same ranker's configuration."""
+    from irglow import Dense, Fusion, Lexical, MonoBERT, NRMF, QL, Rerank, TWBert
+    from irglow.experiment import ranker
 
-    exp = Experiment("demo", systems=["bm25", Hybrid(["bm25", "glow"], method="rrf"),
-                                      Hybrid("bm25f+twbert", weights=[0.3, 0.7]),
-                                      Reranked("monobert", first_stage="twbert")])
+    hybrid = Lexical("bm25f") + Dense("glow")
+    nested = Rerank(Lexical("bm25") + Rerank(hybrid, NRMF(epochs=1)), MonoBERT())
+    assert hybrid == Fusion([Lexical("bm25f"), Dense("glow")]) and (hybrid >> MonoBERT()).tag == "monobert(bm25f+glow)"
+    assert nested.tag == "monobert(bm25+nrmf(bm25f+glow))"
+    assert (Lexical("bm25") + Fusion([QL(), TWBert()], method="rrf")).tag == "bm25+(ql+twbert)"
+    assert (Lexical("bm25") + QL() + TWBert()).tag == "bm25+ql+twbert"  # a plain fusion is extended, not nested
+    exp = Experiment("demo", systems=[Lexical("bm25"), nested, Fusion([Lexical("bm25"), TWBert()], weights=[0.3, 0.7]),
+                                      Rerank(TWBert(), MonoBERT())])
     cfg = exp.config
-    assert exp.systems == ["bm25", "bm25+glow", "bm25f+twbert", "monobert-twbert"]
-    assert cfg["fusion"]["runs"] == [{"runs": ["bm25", "glow"], "method": "rrf"},
-                                     {"runs": ["bm25f", "twbert"], "weights": [0.3, 0.7]}]
-    assert cfg["rerank"] == {"enabled": True, "variants": {"monobert-twbert": {"kind": "monobert",
-                                                                                "first_stage": "twbert"}},
-                             "models": ["monobert-twbert"]}
-    assert cfg["lexical"]["systems"] == ["bm25", "bm25f"] and cfg["twbert"]["enabled"]
+    assert exp.systems == ["bm25", "monobert(bm25+nrmf(bm25f+glow))", "bm25+twbert", "monobert(twbert)"]
+    assert cfg["rerank"]["models"] == ["nrmf(bm25f+glow)", "monobert(bm25+nrmf(bm25f+glow))", "monobert(twbert)"]
+    assert cfg["rerank"]["variants"] == {
+        "nrmf(bm25f+glow)": {"kind": "nrmf", "first_stage": "bm25f+glow", "epochs": 1},
+        "monobert(bm25+nrmf(bm25f+glow))": {"kind": "monobert", "first_stage": "bm25+nrmf(bm25f+glow)"},
+        "monobert(twbert)": {"kind": "monobert", "first_stage": "twbert"}}
+    assert cfg["fusion"]["runs"] == ["bm25f+glow", "bm25+nrmf(bm25f+glow)",
+                                     {"runs": ["bm25", "twbert"], "weights": [0.3, 0.7]}]
+    assert exp.check()[-3:] == ["bm25f+glow", "bm25+nrmf(bm25f+glow)", "bm25+twbert"]  # the plan binds it
+    # the names read back as the same rankers (what a file's tags and the CLI's systems are)
+    assert Experiment("demo", systems=["bm25", "monobert(bm25+nrmf(bm25f+glow))", "monobert(twbert)"]).config[
+        "fusion"]["runs"] == ["bm25f+glow", "bm25+nrmf(bm25f+glow)"]
+    assert ranker("bm25+monobert(twbert)") == Lexical("bm25") + Rerank(TWBert(), MonoBERT())
     loaded = Experiment.load(exp.save(tmp_path / "exp.yaml"))
-    assert loaded.config["fusion"] == cfg["fusion"] and loaded.config["rerank"] == cfg["rerank"]
-    assert Reranked("nrmf").tag == "nrmf" and Reranked("nrmf", name="n").tag == "n"
+    assert loaded.config == cfg and loaded.systems == exp.systems
 
 
 @pytest.mark.parametrize("entry, message", [
@@ -90,4 +111,7 @@ def test_a_stage_with_a_settings_class_is_checked_and_keyed_by_it():
         ql.bind({"ql": {"enabled": True, "muu": 1.0}})
     assert ql.bind({"ql": {"enabled": True}}) == QLSettings(enabled=True, mu=1000.0)
     assert ql.resolved(ql.bind({"ql": {"enabled": True, "mu": 500}})) == {"enabled": True, "mu": 500}
-    assert ql.run_names() == ["ql"]
+    from irglow.experiment import ranker
+    from irglow.lexical.ql import QL
+
+    assert ranker("ql") == QL() == QL(mu=None) and QL(mu=500).settings == {"mu": 500}

@@ -158,23 +158,11 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def tags(self, s: GlowSettings) -> list[str]:
         return [*s.untrained, *s.variants]
 
-    def switch_on(self, config, run: str) -> bool:
+    def ranker(self, name, config, parse):
         from irglow.models.glow import VARIANTS
+        from irglow.rankers import Dense
 
-        if not isinstance(run, str) or run not in (*VARIANTS, *UNTRAINED):
-            return False
-        section = config.setdefault("glow", {})
-        section["enabled"] = True
-        key = "variants" if run in VARIANTS else "untrained"
-        names = list(section.get(key, []))
-        if run not in names:
-            section[key] = names + [run]
-        return True
-
-    def run_names(self) -> list[str]:
-        from irglow.models.glow import VARIANTS
-
-        return [*VARIANTS, *UNTRAINED]
+        return Dense(name) if name in (*VARIANTS, *UNTRAINED) else None
 
     def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:
         """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""

@@ -35,13 +35,12 @@ from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
 from irglow.data.docstore import docs_store
 from irglow.models.validation import ChoosesOnOtherSources
+from irglow.runs.wanted import reranked_tag
 from irglow.stage import Stage
 
 log = logging.getLogger(__name__)
 
 KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
-# stages that write their runs of the training queries for a re-ranker (Stage.training_runs_read)
-TRAINING_RUNS_FROM = ("twbert", "bm25-ngram")
 
 
 def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
@@ -92,24 +91,6 @@ class Reranker:
     train: Any  # irglow.models.rerank.train.RerankTrainConfig
     first_stage: str
     model_of: str | None = None
-
-
-@dataclass(frozen=True)
-class Reranked:
-    """A re-ranked run of an experiment, as an object: ``model`` (a kind: monobert or nrmf) re-ranking
-    ``first_stage``'s run (default ``[rerank] first_stage``'s, BM25), under the tag ``name`` (default: the kind over
-    BM25, ``<kind>-<first stage>`` over another run).  ``Experiment(systems=["bm25", "twbert",
-    Reranked("monobert", first_stage="twbert")])`` writes it as the variant table ``[rerank.variants.<name>]``."""
-
-    model: str
-    first_stage: str | None = None
-    name: str | None = None
-
-    @property
-    def tag(self) -> str:
-        default = declared.value({}, "rerank", "first_stage")
-        over = self.first_stage or default
-        return self.name or (self.model if over == default else f"{self.model}-{over}")
 
 
 def _top(run, depth: int):
@@ -233,48 +214,35 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     settings_class = RerankSettings
     trains = True
     def tags(self, s: RerankSettings) -> list[str]:
-        return [*s.models, *(f"{a}+{m}" for a in s.rerank_also for m in s.models)]
+        return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
-    def switch_on(self, config, run) -> bool:
-        configured = as_names(config.get("rerank", {}).get("models", []))  # variants already defined (Experiment.load)
-        if not isinstance(run, Reranked) and run not in KINDS and run not in configured:
-            return False
-        section = config.setdefault("rerank", {})
-        section["enabled"] = True
-        tag = run.tag if isinstance(run, Reranked) else run
-        if isinstance(run, Reranked):
-            if run.model not in KINDS:
-                raise ValueError(f"Reranked({run.model!r}): the model is one of {', '.join(KINDS)}")
-            if tag != run.model or run.first_stage:
-                variant = {"kind": run.model, **({"first_stage": run.first_stage} if run.first_stage else {})}
-                section["variants"] = {**section.get("variants", {}), tag: variant}
-        models = list(section.get("models", []))
-        if tag not in models:
-            section["models"] = models + [tag]
-        return True
+    def ranker(self, name, config, parse):
+        """A kind (``monobert``: over ``[rerank] first_stage``), ``kind(first)`` (the kind re-ranking the run ``first``
+        names), or a re-ranker the configuration already defines (a variant)."""
+        from irglow.rankers import Listed, Model, Rerank
 
-    def needs(self, config, run) -> list[str]:
-        return [RerankSettings.from_config(config).first_stages[run.tag if isinstance(run, Reranked) else run]]
-
-    def run_names(self) -> list[str]:
-        return list(KINDS)
+        section = config.get("rerank", {})
+        head, paren, inner = name.partition("(")
+        if paren and head in KINDS and inner.endswith(")"):
+            ranker = Rerank(parse(inner[:-1]), Model(head))
+            return ranker if ranker.tag == name else Rerank(ranker.first, ranker.model, name=name)
+        if name in as_names(section.get("models", [])) or name in section.get("variants", {}):
+            return Listed("rerank", name, key="models")
+        if name in KINDS:
+            first = section.get("first_stage", declared.value({}, "rerank", "first_stage"))
+            return Rerank(parse(first), Model(name), name=name)
+        return None
 
     def training_runs_read(self, s: RerankSettings) -> set[str]:
         return set(s.first_stages.values())
 
     def check_inputs(self, s: RerankSettings, produced: list[str]) -> None:
-        lexical = s.lexical
+        """Any run of the plan can be a first stage (a fusion, another re-ranking: the pipeline runs a re-ranking
+        once its first stage exists); it must be one."""
         for name, first in s.first_stages.items():
-            if first == "bm25":
-                continue
-            where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in KINDS else "")
-            if first in produced and first not in lexical and first not in TRAINING_RUNS_FROM:
-                raise ValueError(f"{where}: the re-rankers re-rank a lexical run ({', '.join(lexical)}) or one of "
-                                 f"{', '.join(TRAINING_RUNS_FROM)}, whose stage also writes its run of the training "
-                                 f"queries (the negatives they learn from)")
-            if first not in produced:
-                raise ValueError(f"{where} is not a run of the stages before the re-rankers; their runs: "
-                                 f"{', '.join(produced)}")
+            if first != "bm25" and first not in produced:
+                where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in KINDS else "")
+                raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(produced)}")
 
     def resolved(self, s: RerankSettings):
         from dataclasses import asdict
@@ -325,7 +293,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return trained
 
     def first_stage(self, ctx, tag: str = "bm25"):
-        """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own)."""
+        """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
+        whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking) gives ``None``: the
+        model then learns from BM25's, as the notes say."""
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.runs.wanted import TRAINING
 
@@ -335,7 +305,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         if tag in ctx.lexical.tags():
             cfg = ctx.lexical_config(tag)
             return ctx.runs[tag], LexicalSearcher(ctx.source.index, cfg).search(ctx.source.queries(), tag=tag)
-        return ctx.runs[tag], ctx.runs[TRAINING + tag]
+        return ctx.runs[tag], ctx.runs.get(TRAINING + tag)
 
     def units(self, ctx) -> list:
         """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
@@ -356,9 +326,11 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
                         "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
                         **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
-            units.append(Unit(f"rerank:{name}", settings, {t: r for t, r in ctx.runs.items() if t in reads},
-                              lambda name=name: self.rerank_with(ctx, name), (name, *(f"{a}+{name}" for a in also)),
-                              loads={owner: reused[owner]} if owner in reused else {}, collective=True))
+            units.append(Unit(f"rerank:{name}", settings,
+                              lambda reads=reads: {t: r for t, r in ctx.runs.items() if t in reads},
+                              lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
+                              loads={owner: reused[owner]} if owner in reused else {}, collective=True,
+                              needs=tuple(t for t in dict.fromkeys([firsts[name], firsts[owner], *also]) if t != "bm25")))
         return units
 
     def rerank_with(self, ctx, name: str) -> dict:
@@ -377,6 +349,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         depth, also, firsts, owner = s.depth, s.rerank_also, s.first_stages, s.models_of[name]
         first, first_training = self.first_stage(ctx, firsts[name])
+        # a first stage whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking): the
+        # model learns from BM25's, and no held-out run is written (it would re-rank BM25, not this first stage)
+        own = first_training is not None or firsts[name] == "bm25"
+        if not own:
+            log.info("%s: %s has no run of the training queries: the model learns from BM25's; a fusion with %s is "
+                     "reciprocal-rank", name, firsts[name], name)
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
         model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
                                docs=None if ctx.zero_shot else docs)[owner]  # in domain: the same documents
@@ -413,12 +391,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         for base_tag in also:
             base = ctx.runs.get(base_tag)
             if base is not None:
-                tag = f"{base_tag}+{name}"
+                tag = reranked_tag(name, base_tag)
                 produced.update(gather_runs({tag: rerank(
                     model, share(base), mine, docs, depth, tag=tag, desc=tag, precision=precision,
                     checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))}, test_q))
                 produced[tag].write(ctx.out / f"{tag}.run")
-        if name in ctx.tuning_runs and tune_first is not None:  # held-out queries, for fusion (carried zero-shot)
+        if name in ctx.tuning_runs and tune_first is not None and own:  # held-out queries, for fusion (zero-shot: carried)
             if tune_run is None:
                 tune_run = on_main(lambda: self._held_out_run(model, model_dir, tune_first, tune_q, source_docs, depth,
                                                               name, precision, ctx))

@@ -84,19 +84,10 @@ class TWBertStage(Stage):
     def tags(self, s: TWBertSettings) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
 
-    def switch_on(self, config, run: str) -> bool:
-        if not isinstance(run, str) or run not in self.run_names():
-            return False
-        section = config.setdefault("twbert", {})
-        section["enabled"] = True
-        if run == "twbert-rm3":
-            section["rm3"] = True
-        else:
-            section.setdefault("rm3", False)
-        return True
+    def ranker(self, name, config, parse):
+        from irglow.rankers import TWBert
 
-    def run_names(self) -> list[str]:
-        return ["twbert", "twbert-rm3", "bm25-ngram"]
+        return TWBert(name) if name in ("twbert", "twbert-rm3", "bm25-ngram") else None
 
     def resolved(self, s: TWBertSettings):
         return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}

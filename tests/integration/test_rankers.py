@@ -1,0 +1,79 @@
+"""Issue 54: rankers are objects that compose and nest.  One Experiment over every kind — lexical, QL, TW-BERT, a
+dense encoder, re-rankings (over QL, over a fusion holding another re-ranking) and fusions — runs through the
+pipeline (a re-ranking of a fusion waits for it), and ``irglow.pyterrier.transformer`` builds PyTerrier
+pipelines from the same objects that rank as the run files the pipeline wrote."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from irglow.runs.trec import Run
+from tests.integration.pipelines import SMALL_DEMO
+from tests.integration.torchrun import tiny_bert
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    from irglow import NRMF, QL, Dense, Experiment, Lexical, MonoBERT, Rerank, TWBert
+
+    tmp = tmp_path_factory.mktemp("rankers")
+    bert = tiny_bert(tmp / "bert")
+    tiny = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}
+    nrmf = NRMF(**tiny, model={"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000})
+    over_ql = Rerank(QL(), nrmf)
+    mix = Lexical("bm25") + over_ql + Dense("glow")
+    rankers = [Lexical("bm25"), QL(), TWBert(), Dense("glow"), over_ql, TWBert() + QL(), mix,
+               Rerank(mix, MonoBERT(max_steps=2, val_depth=5))]
+    exp = Experiment(SMALL_DEMO, systems=rankers, out=tmp / "out", settings={
+        "data_dir": str(tmp / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0,
+        "twbert.epochs": 1, "twbert.candidates": 10, "twbert.batch_queries": 4, "twbert.model.base_model": bert,
+        "glow.max_steps": 2, "glow.batch_size": 4, "glow.model.base_model": bert,
+        "rerank.monobert.model.base_model": bert, "rerank.monobert.model.default_field_tokens": 16})
+    return exp, exp.run(), tmp / "out"
+
+
+def test_every_kind_nested_runs_through_the_pipeline(experiment):
+    from irglow.models.checkpoints import read_training
+    from irglow.models.source import read_stage_notes
+
+    exp, cmp, out = experiment
+    assert exp.systems == ["bm25", "ql", "twbert", "glow", "nrmf(ql)", "twbert+ql", "bm25+nrmf(ql)+glow",
+                           "monobert(bm25+nrmf(ql)+glow)"]
+    assert list(cmp.means.index) == exp.systems
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    order = list(stages)  # the re-ranking of the fusion ran once the fusion existed, after the re-ranking it holds
+    assert order.index("rerank:nrmf(ql)") < order.index("fusion:bm25+nrmf(ql)+glow") \
+        < order.index("rerank:monobert(bm25+nrmf(ql)+glow)")
+    rerank = read_stage_notes(out, "rerank")
+    assert read_training(rerank["models"]["nrmf(ql)"])["first_stage"] == "ql"  # QL's run of the training queries
+    assert read_training(rerank["models"]["monobert(bm25+nrmf(ql)+glow)"])["first_stage"] == "bm25"  # a fusion's: none
+    # QL is tuned like any ranker (its run of the judged training queries), not left to reciprocal rank
+    for tag in ("twbert+ql", "bm25+nrmf(ql)+glow"):
+        info = read_stage_notes(out, f"fusion-{tag}")["fusion"][tag]
+        assert info["method"] == "wsum" and info["tuning_queries"] > 0, info
+
+
+def test_pyterrier_pipelines_built_from_the_same_rankers_rank_as_the_runs(experiment):
+    pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
+    import pandas as pd
+
+    from irglow.data.collection import load_collection
+    from irglow.pyterrier import frame_to_run, transformer
+
+    exp, _, out = experiment
+    topics = pd.DataFrame([(q.query_id, q.text) for q in load_collection(SMALL_DEMO).queries("test")],
+                          columns=["qid", "query"])
+    for ranker in exp.rankers:
+        built = frame_to_run(transformer(ranker, out).transform(topics))
+        written = Run.read(out / f"{ranker.tag}.run")
+        depth = 10 if ranker.tag.startswith(("nrmf(", "monobert(")) else 30  # a re-ranking: its re-ranked block
+        assert set(built.ranking) == set(written.ranking), ranker.tag
+        for qid, ranked in written.ranking.items():
+            ours = built.ranking[qid][:depth]
+            assert [d for d, _ in ours] == [d for d, _ in ranked[:depth]], (ranker.tag, qid)
+            assert [s for _, s in ours] == pytest.approx([s for _, s in ranked[:depth]], rel=1e-5, abs=1e-6)
+    assert transformer("twbert+ql", out).transform(topics).equals(transformer(exp.rankers[5], out).transform(topics))
+    with pytest.raises(ValueError, match="bm25\\+ql: the run in .* made no such fusion"):
+        transformer("bm25+ql", out)
