@@ -159,8 +159,11 @@ class FusionStage(Stage):
     name = "fusion"
     settings_class = FusionSettings
 
-    def tags(self, s: FusionSettings) -> list[str]:
-        return s.tags
+    def tags(self, s: FusionSettings, produced=None) -> list[str]:
+        """The hybrids; with ``optional``, only those whose runs the other stages produce."""
+        if not s.optional or produced is None:
+            return s.tags
+        return [h.tag for h in s.hybrids if list(h.runs) == [ALL] or all(x in produced for x in h.runs)]
 
     def resolved(self, s: FusionSettings) -> dict[str, Any]:
         """The hybrids as written in a configuration (a tag, or a table where one sets its own method or weights)."""
@@ -173,12 +176,6 @@ class FusionStage(Stage):
 
         parts = split_fusion(name)
         return Fusion([parse(p) for p in parts]) if len(parts) > 1 else None
-
-    def planned_tags(self, s: FusionSettings, produced: list[str]) -> list[str]:
-        """The hybrids; with ``optional``, only those whose runs the other stages produce."""
-        if not s.optional:
-            return s.tags
-        return [h.tag for h in s.hybrids if list(h.runs) == [ALL] or all(x in produced for x in h.runs)]
 
     def check_inputs(self, s: FusionSettings, produced: list[str]) -> None:
         check(s, produced)

@@ -182,7 +182,7 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
     tags: list[str] = []
     own: list[list[str]] = []
     for s, settings_object in bound:  # in the order they run
-        own.append(s.planned_tags(settings_object, tags))
+        own.append(s.tags(settings_object, tags))
         tags += own[-1]
     for (s, settings_object), mine in zip(bound, own):  # what each reads: any run of the plan but its own
         s.check_inputs(settings_object, [t for t in tags if t not in mine])
@@ -196,7 +196,7 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
     hybrids = [h for _, b in bound if isinstance(b, FusionSettings) for h in b.hybrids]
     tuned = frozenset(t for t in tags if any(t in h.runs or h.runs == (ALL,) for h in hybrids))
     return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
-            "training_runs": frozenset().union(*(s.training_runs_read(b) for s, b in bound))}
+            "training_runs": frozenset().union(*(getattr(b, "training_runs_read", ()) for _, b in bound))}
 
 
 def check_config(config: dict[str, Any]) -> list[str]:
@@ -224,7 +224,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
     Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
     :meth:`Plan.with_fields`)."""
-    from irglow.config import as_names, check_settings
+    from irglow.config import as_names, check_settings, flag
     from irglow.models.validation import check as check_validation
     from irglow.stages import STAGES
 
@@ -245,12 +245,13 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     parse_measures(measures)
     bound = []
     for s in STAGES:  # in the order they run
-        if not s.enabled(config) and isinstance(config.get(s.name), dict) and len(config[s.name]) > 1:
+        enabled = s.always_enabled or flag(config, s.name)
+        if not enabled and isinstance(config.get(s.name), dict) and len(config[s.name]) > 1:
             try:  # a disabled section is checked all the same: a misspelt key would surface the day it is enabled
                 s.bind({**config, s.name: {**config[s.name], "enabled": True}})
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"[{s.name}] (disabled): {e}") from None
-        if s.enabled(config):
+        if enabled:
             bound.append((s, s.bind(config)))
     baseline = ev.get("baseline", "bm25")
     wanted = ev.get("runs")

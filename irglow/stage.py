@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, is_dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 
 @dataclass
@@ -85,7 +85,14 @@ class Stage:
 
     :meth:`bind` is the one place a stage reads the configuration: it turns its section (and what it needs of
     the others) into its settings object, stopping on a wrong setting before any work.  Every other method is
-    given that object (``settings``) or a :class:`Context` holding it."""
+    given that object (``settings``) or a :class:`Context` holding it.
+
+    What only some stages have is said by their settings object, where it applies (read with ``getattr``):
+    ``with_fields(fields)`` (settings that depend on the training index's fields), ``bm25_parameters`` (the k1
+    and b its runs score with, where it scores BM25 with values of its own: the caption names them),
+    ``starting_checkpoints`` (``{fine-tuned run: the untouched checkpoint's run}``: the zero-shot table says where
+    fine-tuning fell below it) and ``training_runs_read`` (the runs it learns from: their stages also write
+    their run of every training query, :attr:`Context.training_runs`)."""
 
     name = ""
     # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work
@@ -95,11 +102,7 @@ class Stage:
     # whether its work runs on every rank under torchrun (it splits queries or corpus shards, trains data-parallel,
     # leaves writing to rank 0: :attr:`Unit.collective`); False: rank 0 runs it while the others wait
     collective = False
-
-    def enabled(self, config: dict[str, Any]) -> bool:
-        from irglow.config import flag
-
-        return flag(config, self.name)
+    always_enabled = False  # runs without ``enabled = true`` in its section (the lexical runs)
 
     def bind(self, config: dict[str, Any]) -> Any:
         """Its settings object; a wrong setting stops here, naming the key.  Settings that depend on the training
@@ -115,39 +118,21 @@ class Stage:
 
         return StageRun(self.name, name) if name in self.tags(self.bind({self.name: {"enabled": True}})) else None
 
-    def tags(self, settings) -> list[str]:
-        """The runs it writes, known from its settings alone."""
+    def tags(self, settings, produced: Sequence[str] = ()) -> list[str]:
+        """The runs it writes, known from its settings (``produced``: the runs of the stages before it, for a
+        stage that writes only what it can make of them — an optional fusion)."""
         raise NotImplementedError
 
     def check_inputs(self, settings, produced: list[str]) -> None:
         """Stop before any work if it needs a run that the stages before it do not produce."""
 
-    def planned_tags(self, settings, produced: list[str]) -> list[str]:
-        """The runs it will write, given what the stages before it produce (most stages: :meth:`tags`)."""
-        return self.tags(settings)
-
     def resolved(self, settings) -> Any:
         """Its settings as plain values (the manifest and the cache key)."""
         return asdict(settings) if is_dataclass(settings) else settings
 
-    def bm25_parameters(self, settings) -> dict[str, float] | None:
-        """The k1 and b its runs score with, where it scores BM25 with settings of its own (``None``: it uses
-        ``[lexical]``'s, or no BM25); the table's caption names a stage whose values differ."""
-        return None
-
-    def starting_checkpoints(self, settings) -> dict[str, str]:
-        """``{fine-tuned run: the run of the untouched checkpoint it started from}`` where the stage writes both
-        (the zero-shot table says where fine-tuning fell below its checkpoint)."""
-        return {}
-
     def reused_models(self, settings, fields=None) -> dict[str, Path]:
         """Trained models it loads from a path instead of training (the cache keys on their content)."""
         return {}
-
-    def training_runs_read(self, settings) -> set[str]:
-        """The runs this stage learns from (re-ranks and trains on): the stages writing them also write their
-        run of every training query (:attr:`Context.training_runs`)."""
-        return set()
 
     def train(self, settings, source, train_root: Path) -> dict[str, Path]:
         """Train (or find trained) its models: ``{name: model directory}``."""

@@ -38,7 +38,7 @@ class QueryLikelihoodStage(Stage):
     name = "ql"  # its [ql] section; `Experiment(systems=["ql"])` switches it on
     settings_class = QLSettings  # bound and checked before any work; the run gets it as ctx.settings
 
-    def tags(self, config) -> list[str]:
+    def tags(self, settings, produced=()) -> list[str]:
         return ["ql"]
 
     def run(self, ctx) -> dict:

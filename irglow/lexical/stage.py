@@ -140,15 +140,14 @@ class LexicalStage(Stage):
     name = "lexical"
     settings_class = LexicalSettings
 
-    def enabled(self, config) -> bool:
-        return True
+    always_enabled = True
 
     def ranker(self, name, config, parse):
         from irglow.rankers import Lexical
 
         return Lexical(name) if name.removesuffix("-rm3") in LEXICAL_SYSTEMS else None
 
-    def tags(self, settings: LexicalSettings) -> list[str]:
+    def tags(self, settings: LexicalSettings, produced=()) -> list[str]:
         return settings.tags()
 
     def units(self, ctx) -> list[Unit]:

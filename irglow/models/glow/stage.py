@@ -127,6 +127,11 @@ class GlowSettings:
     validate_elsewhere: bool
     precision: str = "fp32"
 
+    @property
+    def starting_checkpoints(self) -> dict[str, str]:
+        """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
+        return {v: "minilm" for v in self.variants} if "minilm" in self.untrained else {}
+
     def model_config(self, source, variant: str):
         """The model ``variant`` trains on ``source`` (:func:`model_config`)."""
         return model_config(self.train, self.model_chosen, tuple(source.index.fields), variant)
@@ -155,7 +160,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     trains = True
     collective = True  # under torchrun: data-parallel training, corpus encoding in shards (rank 0 searches)
 
-    def tags(self, s: GlowSettings) -> list[str]:
+    def tags(self, s: GlowSettings, produced=()) -> list[str]:
         return [*s.untrained, *s.variants]
 
     def ranker(self, name, config, parse):
@@ -163,10 +168,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         from irglow.rankers import Dense
 
         return Dense(name) if name in (*VARIANTS, *UNTRAINED) else None
-
-    def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:
-        """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
-        return {v: "minilm" for v in s.variants} if "minilm" in s.untrained else {}
 
     def resolved(self, s: GlowSettings):
         """For the manifest and the key: the training settings in full, with the ``"auto"`` token budgets as

@@ -151,6 +151,11 @@ class RerankSettings:
         """``{model: the model whose trained weights it uses}`` (itself unless ``model_of`` names another)."""
         return {name: r.model_of or name for name, r in self.expanded.items()}
 
+    @property
+    def training_runs_read(self) -> set[str]:
+        """The first stages: each model learns from its first stage's run of the training queries."""
+        return set(self.first_stages.values())
+
     def with_fields(self, fields) -> "RerankSettings":
         """The same settings for a training index with these ``fields`` (the ``{field}`` variants expanded), checked."""
         bound = replace(self, fields=tuple(fields))
@@ -213,7 +218,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     name = "rerank"
     settings_class = RerankSettings
     trains = True
-    def tags(self, s: RerankSettings) -> list[str]:
+    def tags(self, s: RerankSettings, produced=()) -> list[str]:
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
     def ranker(self, name, config, parse):
@@ -232,9 +237,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             first = section.get("first_stage", declared.value({}, "rerank", "first_stage"))
             return Rerank(parse(first), Model(name), name=name)
         return None
-
-    def training_runs_read(self, s: RerankSettings) -> set[str]:
-        return set(s.first_stages.values())
 
     def check_inputs(self, s: RerankSettings, produced: list[str]) -> None:
         """Any run of the plan can be a first stage (a fusion, another re-ranking: the pipeline runs a re-ranking

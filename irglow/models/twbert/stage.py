@@ -65,6 +65,11 @@ class TWBertSettings:
     model_dir: str | None
     seed: int | None
 
+    @property
+    def bm25_parameters(self) -> dict[str, float]:
+        """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
+        return {"k1": self.train.model.k1, "b": self.train.model.b}
+
     @classmethod
     def from_config(cls, config) -> "TWBertSettings":
         from irglow.models.twbert.train import TrainConfig
@@ -81,7 +86,7 @@ class TWBertStage(Stage):
     trains = True
     collective = True  # under torchrun: data-parallel training, the queries' weights and searches split
 
-    def tags(self, s: TWBertSettings) -> list[str]:
+    def tags(self, s: TWBertSettings, produced=()) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
 
     def ranker(self, name, config, parse):
@@ -91,10 +96,6 @@ class TWBertStage(Stage):
 
     def resolved(self, s: TWBertSettings):
         return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}
-
-    def bm25_parameters(self, s: TWBertSettings) -> dict[str, float]:
-        """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
-        return {"k1": s.train.model.k1, "b": s.train.model.b}
 
     def reused_models(self, s: TWBertSettings, fields=None) -> dict[str, Path]:
         return {"twbert": Path(s.model_dir)} if s.model_dir else {}
