@@ -1,6 +1,8 @@
 """Every pipeline stage, in one list: the pipeline, the grid, zero-shot, the Experiment API and the model CLIs
-read it.  A new ranker is one module with a :class:`~irglow.stage.Stage` subclass and one line here.  The
-stage modules import nothing from this one (no import circle) and load torch only inside their methods."""
+read it.  irglow's own are listed here; a new ranker is one module with a :class:`~irglow.stage.Stage` subclass,
+registered by its package's entry point (group ``irglow.stages``, ``name = "module:StageClass"``) and found here —
+nothing of irglow is edited (``examples/linear_rerank.py``, a learned re-ranker).  The stage modules import
+nothing from this one (no import circle) and load torch only inside their methods."""
 
 from __future__ import annotations
 
@@ -12,8 +14,33 @@ from irglow.models.twbert.stage import TWBertStage
 from irglow.hybrid import FusionStage
 from irglow.stage import Stage
 
-# the order a pipeline runs them in; a [fusion] entry runs as soon as the runs it fuses exist
-STAGES: list[Stage] = [LexicalStage(), QueryLikelihoodStage(), TWBertStage(), GlowStage(), RerankStage(),
+ENTRY_POINTS = "irglow.stages"
+
+
+def plugins(built_in: list[Stage]) -> list[Stage]:
+    """The stages other packages register under the entry point group ``irglow.stages``; a name irglow's stages
+    (or another plugin) already use is an error naming both."""
+    from importlib.metadata import entry_points
+
+    found: list[Stage] = []
+    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
+        loaded = point.load()
+        stage = loaded() if isinstance(loaded, type) else loaded
+        if not isinstance(stage, Stage) or not stage.name:
+            raise TypeError(f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS}) is not an irglow Stage "
+                            f"with a name")
+        taken = [s for s in [*built_in, *found] if s.name == stage.name]
+        if taken:
+            raise ValueError(f"entry point {point.name} = {point.value!r}: the stage name {stage.name!r} is taken by "
+                             f"{type(taken[0]).__module__}.{type(taken[0]).__name__}")
+        found.append(stage)
+    return found
+
+
+# the order a pipeline runs them in (registered stages after the built-in first stages, before the re-rankers and
+# the fusion); a [fusion] entry runs as soon as the runs it fuses exist, a re-ranking once its first stage does
+FIRST_STAGES: list[Stage] = [LexicalStage(), QueryLikelihoodStage(), TWBertStage(), GlowStage()]
+STAGES: list[Stage] = [*FIRST_STAGES, *plugins(FIRST_STAGES + [RerankStage(), FusionStage()]), RerankStage(),
                        FusionStage()]
 
 

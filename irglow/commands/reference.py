@@ -27,7 +27,9 @@ def settings_reference(sections: list[str] | None = None) -> str:
 
 def _settings_classes() -> dict:
     """The sections declared by settings dataclasses, by section (``rerank.<kind>``: monoBERT's and NRM-F's
-    training, one class)."""
+    training, one class), a registered stage's (:mod:`irglow.stages`) among them."""
+    from dataclasses import is_dataclass
+
     from irglow.index.lucene_index import IndexConfig
     from irglow.lexical.stage import LexicalSettings
     from irglow.models.glow.model import GlowConfig
@@ -38,9 +40,20 @@ def _settings_classes() -> dict:
     from irglow.models.twbert.model import TWBertConfig
     from irglow.models.twbert.train import TrainConfig
 
-    return {"index": IndexConfig, "lexical": LexicalSettings, "twbert": TrainConfig, "twbert.model": TWBertConfig,
-            "glow": GlowTrainConfig, "glow.model": GlowConfig, "rerank.<kind>": RerankTrainConfig,
-            "rerank.monobert.model": MonoBERTConfig, "rerank.nrmf.model": NRMFConfig}
+    from irglow.settings import DECLARED, declared_fields
+    from irglow.stages import STAGES
+
+    classes = {"index": IndexConfig, "lexical": LexicalSettings, "twbert": TrainConfig, "twbert.model": TWBertConfig,
+               "glow": GlowTrainConfig, "glow.model": GlowConfig, "rerank.<kind>": RerankTrainConfig,
+               "rerank.monobert.model": MonoBERTConfig, "rerank.nrmf.model": NRMFConfig}
+    for stage in STAGES:  # a plugin's section, where its settings class declares every field (irglow.settings.setting)
+        if stage.name not in classes and stage.name not in DECLARED and is_dataclass(stage.settings_class):
+            try:
+                declared_fields(stage.name, stage.settings_class)
+            except TypeError:
+                continue
+            classes[stage.name] = stage.settings_class
+    return classes
 
 
 def cmd_cache(args) -> int:
