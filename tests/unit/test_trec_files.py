@@ -2,6 +2,8 @@ import gzip
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from irglow.cli import main
 from irglow.data.records import Qrel
@@ -210,3 +212,15 @@ def test_latin1_file_names_file_and_line(tmp_path):
     p.write_bytes(b"q1 0 d1 1\nq2 0 caf\xe9 1\n")
     with pytest.raises(FormatError, match=r"latin.qrels:2: not UTF-8 \(byte 0xe9 at column 9\)"):
         read_qrels(p)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab1.-") + [" ", "\t", "\r", "\v", "\f", "\x1c", "\x1f", "\xa0",
+                                                          "\u2003", "é"]), max_size=30))
+def test_the_reader_splits_every_line_as_trec_eval_does(line):
+    """Run.read's fast path (str.split on ASCII lines without the separators \\x1c-\\x1f) splits as trec_eval's
+    isspace does, which :func:`split_fields` implements."""
+    from irglow.data.trec import split_fields
+    from irglow.runs.trec import run_fields
+
+    assert run_fields(line) == split_fields(line)
