@@ -24,41 +24,6 @@ from typing import Any, Sequence
 from irglow.defaults import SEED
 
 
-def ranker(spec, config: dict[str, Any] | None = None):
-    """``spec`` as a :class:`~irglow.rankers.Ranker`: a ranker as it is, or a run's name read by the stage that
-    writes it (``config``: the configuration it belongs to, for the re-rankers it defines)."""
-    from irglow.rankers import Ranker
-    from irglow.stages import STAGES
-
-    if isinstance(spec, Ranker):
-        return spec
-    if not isinstance(spec, str) or not spec:
-        raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
-    config = config or {}
-    for stage in STAGES:
-        found = stage.ranker(spec, config, lambda name: ranker(name, config))
-        if found is not None:
-            return found
-    raise ValueError(f"Experiment: {spec!r} is not a run irglow can make: name a lexical system (bm25, bm25f, bm25-mf, "
-                     f"tfidf, each also -rm3), {', '.join(_stage_runs())}, a fusion a+b or a re-ranking "
-                     f"monobert(a) / nrmf(a)")
-
-
-def _stage_runs() -> list[str]:
-    """The runs the other stages write with their default settings (for the error naming what exists)."""
-    from irglow.stages import STAGES
-
-    names = []
-    for stage in STAGES:
-        if stage.name in ("lexical", "fusion"):
-            continue
-        try:
-            names += stage.tags(stage.bind({stage.name: {"enabled": True}}))
-        except (ValueError, TypeError, KeyError):
-            continue
-    return list(dict.fromkeys(names))
-
-
 class Experiment:
     """One experiment: a collection, the systems to compare, the measures and the baseline (see the module)."""
 
@@ -67,6 +32,7 @@ class Experiment:
                  test_split: str = "test", config: str | Path | dict | None = None,
                  settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int = SEED):
         from irglow.config import apply_override, load_config
+        from irglow.plan import ranker
 
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
         if not systems:
@@ -128,6 +94,7 @@ class Experiment:
     def load(cls, path: str | Path) -> "Experiment":
         """A saved experiment as it was saved (the file says every setting; nothing is switched on again)."""
         from irglow.config import load_config
+        from irglow.plan import ranker
 
         config = load_config(path)
         ev = config.get("eval", {})

@@ -19,6 +19,7 @@ from irglow.eval.compare import COMPARISON_SETTINGS
 from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
+from irglow.runs.wanted import ALL
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
@@ -145,6 +146,9 @@ class Plan:
     tags: tuple[str, ...]
     tuning_runs: frozenset[str]
     training_runs: frozenset[str]
+    # {tag: the ranker (irglow.rankers) that run is}: the plan as a tree of rankers ("all", a fusion of whatever
+    # can be tuned at the end, is none)
+    rankers: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
@@ -170,7 +174,10 @@ class Plan:
         bound = [(s, b.with_fields(fields) if hasattr(b, "with_fields") else b) for s, b in self.stages]
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
-        return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
+        planned = _planned(bound, self.eval.baseline, self.eval.runs)
+        config = json.loads(self.recorded)
+        return dataclasses.replace(self, **planned, rankers={t: self.rankers.get(t) or ranker(t, config)
+                                                             for t in planned["tags"] if t != ALL})
 
 
 def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
@@ -197,6 +204,41 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
     tuned = frozenset(t for t in tags if any(t in h.runs or h.runs == (ALL,) for h in hybrids))
     return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
             "training_runs": frozenset().union(*(getattr(b, "training_runs_read", ()) for _, b in bound))}
+
+
+def ranker(spec, config: dict[str, Any] | None = None):
+    """``spec`` as a :class:`~irglow.rankers.Ranker`: a ranker as it is, or a run's name read by the stage that
+    writes it (``config``: the configuration it belongs to, for the re-rankers it defines)."""
+    from irglow.rankers import Ranker
+    from irglow.stages import STAGES
+
+    if isinstance(spec, Ranker):
+        return spec
+    if not isinstance(spec, str) or not spec:
+        raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
+    config = config or {}
+    for stage in STAGES:
+        found = stage.ranker(spec, config, lambda name: ranker(name, config))
+        if found is not None:
+            return found
+    raise ValueError(f"{spec!r} is not a run irglow can make: name a lexical system (bm25, bm25f, bm25-mf, "
+                     f"tfidf, each also -rm3), {', '.join(_stage_runs())}, a fusion a+b or a re-ranking "
+                     f"monobert(a) / nrmf(a)")
+
+
+def _stage_runs() -> list[str]:
+    """The runs the other stages write with their default settings (for the error naming what exists)."""
+    from irglow.stages import STAGES
+
+    names = []
+    for stage in STAGES:
+        if stage.name in ("lexical", "fusion"):
+            continue
+        try:
+            names += stage.tags(stage.bind({stage.name: {"enabled": True}}))
+        except (ValueError, TypeError, KeyError):
+            continue
+    return list(dict.fromkeys(names))
 
 
 def check_config(config: dict[str, Any]) -> list[str]:
@@ -273,5 +315,6 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
                 report_clusters=settings.value(config, "output", "clusters"),
                 validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
                                               settings.value(config, "validation", "queries")),
-                zero_shot=zero_shot, **planned)
+                zero_shot=zero_shot, **planned,
+                rankers={t: ranker(t, config) for t in planned["tags"] if t != ALL})
     return plan if fields is None else plan.with_fields(fields)

@@ -286,7 +286,7 @@ def transformer(ranker, run_dir: str | Path) -> pt.Transformer:
     the index, BM25's settings and field weights, QL's μ, the trained models, the re-ranking depth and each
     fusion's method and weights, read from its manifest and stage notes).  Its frames rank as the run files the
     pipeline wrote (a re-ranking: its re-ranked block)."""
-    from irglow.experiment import ranker as as_ranker
+    from irglow.plan import ranker as as_ranker
 
     built = _Built(Path(run_dir))
     return built.build(as_ranker(ranker, built.config))

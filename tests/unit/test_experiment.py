@@ -56,7 +56,7 @@ def test_rankers_compose_and_nest_and_read_back_from_their_tags(tmp_path):
     """Issue 54: one kind of object for every run; Fusion and Rerank take rankers and nest; ``+`` is fusion and
     ``>>`` re-ranking, nothing else; a ranker's tag read back is the same ranker's configuration."""
     from irglow import Dense, Fusion, Lexical, MonoBERT, NRMF, QL, Rerank, TWBert
-    from irglow.experiment import ranker
+    from irglow.plan import ranker
 
     hybrid = Lexical("bm25f") + Dense("glow")
     nested = Rerank(Lexical("bm25") + Rerank(hybrid, NRMF(epochs=1)), MonoBERT())
@@ -111,7 +111,29 @@ def test_a_stage_with_a_settings_class_is_checked_and_keyed_by_it():
         ql.bind({"ql": {"enabled": True, "muu": 1.0}})
     assert ql.bind({"ql": {"enabled": True}}) == QLSettings(enabled=True, mu=1000.0)
     assert ql.resolved(ql.bind({"ql": {"enabled": True, "mu": 500}})) == {"enabled": True, "mu": 500}
-    from irglow.experiment import ranker
+    from irglow.plan import ranker
     from irglow.lexical.ql import QL
 
     assert ranker("ql") == QL() == QL(mu=None) and QL(mu=500).settings == {"mu": 500}
+
+
+def test_the_plan_is_a_tree_of_rankers():
+    """Issue 54: binding a file gives every run as its ranker object, the same objects Experiment takes."""
+    from irglow import Dense, Fusion, Lexical, MonoBERT, Rerank, TWBert
+    from irglow.config import load_config
+    from irglow.plan import bind_plan
+
+    demo = bind_plan(load_config("configs/demo.toml"))
+    assert list(demo.rankers) == list(demo.tags)
+    assert demo.rankers["twbert+glow+monobert"] == Fusion([TWBert(), Dense("glow"), Rerank(Lexical("bm25"), MonoBERT())])
+    assert demo.rankers["bm25-rm3"].tag == Lexical("bm25", rm3=True).tag == "bm25-rm3"
+    msmarco = bind_plan(load_config("configs/msmarco.toml"))
+    assert msmarco.rankers["monobert(bm25f+glow)"] == Rerank(Lexical("bm25f") + Dense("glow"), MonoBERT())
+
+
+def test_a_reranking_read_back_keeps_its_models_settings():
+    from irglow import NRMF, Lexical, Rerank, TWBert
+    from irglow.plan import bind_plan
+
+    exp = Experiment("demo", systems=[Lexical("bm25"), Rerank(TWBert(), NRMF(epochs=3))])
+    assert bind_plan(exp.config).rankers["nrmf(twbert)"] == Rerank(TWBert(), NRMF(epochs=3))

@@ -27,6 +27,7 @@ on the queries the model's training held out).  Torch is imported inside the sta
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -228,14 +229,18 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
         section = config.get("rerank", {})
         head, paren, inner = name.partition("(")
-        if paren and head in KINDS and inner.endswith(")"):
-            ranker = Rerank(parse(inner[:-1]), Model(head))
+        if paren and head in KINDS and inner.endswith(")"):  # its variant's training settings, where it has some
+            own = {k: v for k, v in section.get("variants", {}).get(name, {}).items()
+                   if k not in ("kind", "first_stage", "model_of")}
+            ranker = Rerank(parse(inner[:-1]), Model(head, **own))
             return ranker if ranker.tag == name else Rerank(ranker.first, ranker.model, name=name)
-        if name in as_names(section.get("models", [])) or name in section.get("variants", {}):
-            return Listed("rerank", name, key="models")
         if name in KINDS:
-            first = section.get("first_stage", declared.value({}, "rerank", "first_stage"))
-            return Rerank(parse(first), Model(name), name=name)
+            ranker = Rerank(parse(section.get("first_stage", declared.value({}, "rerank", "first_stage"))), Model(name))
+            return ranker if ranker.tag == name else Rerank(ranker.first, ranker.model, name=name)
+        templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
+        if name in as_names(section.get("models", [])) or name in section.get("variants", {}) or any(
+                re.fullmatch(re.escape(k).replace(re.escape("{field}"), ".+"), name) for k in templates):
+            return Listed("rerank", name, key="models")
         return None
 
     def check_inputs(self, s: RerankSettings, produced: list[str]) -> None:
