@@ -170,14 +170,17 @@ class Plan:
     def with_fields(self, fields) -> "Plan":
         """The same plan for a training index with these ``fields``, once it is built: each settings object that
         depends on them (the re-rankers' ``{field}`` variants) gives its own typed copy (``with_fields``), and the
-        runs are planned again — the configuration is not read again."""
+        runs are planned again — the configuration is not read again (a run new here, one field's model of a
+        ``{field}`` variant, is a run of its stage: :class:`~irglow.rankers.StageRun`)."""
+        from irglow.rankers import StageRun
+
         bound = [(s, b.with_fields(fields) if hasattr(b, "with_fields") else b) for s, b in self.stages]
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
         planned = _planned(bound, self.eval.baseline, self.eval.runs)
-        config = json.loads(self.recorded)
-        return dataclasses.replace(self, **planned, rankers={t: self.rankers.get(t) or ranker(t, config)
-                                                             for t in planned["tags"] if t != ALL})
+        made_by = {t: s.name for s, b in bound for t in s.tags(b)}
+        return dataclasses.replace(self, **planned, rankers={
+            t: self.rankers.get(t) or StageRun(made_by.get(t, ""), t) for t in planned["tags"] if t != ALL})
 
 
 def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
