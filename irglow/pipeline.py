@@ -145,8 +145,11 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
         plot_pairs(cmp, out / "pairs.png")
     plots = diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
     # the page's notes: each hybrid's weights (and where they were tuned), each model's throughput
-    write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}", plan.report_clusters,
-                       notes=[line[2:] for line in training.splitlines() if line.startswith("- ")])
+    if plan.report_page:
+        write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}", plan.report_clusters,
+                           notes=[line[2:] for line in training.splitlines() if line.startswith("- ")])
+    else:  # a page of an earlier run would no longer show this one
+        (out / "report.html").unlink(missing_ok=True)
     write_manifest(out, plan.manifest_config(test_split), seed=plan.seed, index=str(index.path), qrels=str(qrels_path),
                    settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},

@@ -140,6 +140,7 @@ class Plan:
     eval: EvalSettings
     output_dir: Path
     report_clusters: int | None  # topic clusters in the results page (None: about one per 25 queries; 0: none)
+    report_page: bool  # whether the results page (report.html) is written
     validation: ValidationSettings
     zero_shot: ZeroShotSettings | None  # where the configuration has a [zero_shot] section
     stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
@@ -316,6 +317,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
                                   None if wanted is None else tuple(wanted), comparison_settings(ev)),
                 output_dir=Path(settings.value(config, "output", "dir")),
                 report_clusters=settings.value(config, "output", "clusters"),
+                report_page=settings.value(config, "output", "page"),
                 validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
                                               settings.value(config, "validation", "queries")),
                 zero_shot=zero_shot, **planned,

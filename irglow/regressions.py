@@ -188,9 +188,9 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         if data_dir:
             config["data_dir"] = data_dir
         config.setdefault("output", {})["dir"] = str(out / e["name"])
-        # the matrix checks figures: its experiments' pages leave out the topic clusters (a MiniLM encoding of
-        # every query) unless their configuration asks for them
-        config["output"].setdefault("clusters", 0)
+        # the matrix checks figures: its experiments write no results page (each ranked document's term
+        # contributions, a MiniLM encoding of every query) unless their configuration asks for one
+        config["output"].setdefault("page", False)
         means = run_pipeline(config).comparison.means  # the comparison itself, not its CSV read back
         for c in cells:
             if c.system in means.index and c.measure in means.columns:

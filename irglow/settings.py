@@ -196,7 +196,9 @@ DECLARED: dict[str, dict[str, Setting]] = {
         "output", ("dir", "str", "runs/demo",
                    "where runs, tables, plots and the manifest are written (`irglow zero-shot`: runs/zero-shot)"),
         ("clusters", "int", None, "topic clusters of the test queries' embeddings in the results page's breakdown "
-         "(unset: about one per 25 queries; 0: none)", {"low": 0, "optional": True})),
+         "(unset: about one per 25 queries; 0: none)", {"low": 0, "optional": True}),
+        ("page", "bool", True, "write the results page (report.html: per-query views, each ranked document's term "
+         "contributions); the tables, plots and manifest are written either way")),
     "fusion": _section(
         "fusion",
         ("enabled", "bool", False, "fuse runs into hybrids"),

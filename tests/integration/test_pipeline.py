@@ -273,3 +273,16 @@ def test_twbert_cross_validation_reads_no_judgment_of_the_evaluated_split(tmp_pa
 
     fused = read_stage_notes(out, "fusion-bm25+twbert")["fusion"]["bm25+twbert"]
     assert fused["method"] == "wsum" and fused["tuning_queries"] > 0  # tuned, not the RRF of a model with no held-out run
+
+
+def test_the_results_page_is_written_unless_output_page_is_false(tmp_path):
+    """``[output] page = false`` (the regression matrix's default): tables, plots and manifest, no report.html —
+    and a page an earlier run left there is removed, not shown as this run's."""
+    from irglow.pipeline import run_pipeline
+
+    config = small_pipeline(tmp_path / "out", tmp_path / "data", systems=("bm25",))
+    run_pipeline(config)
+    assert (tmp_path / "out" / "report.html").is_file()
+    run_pipeline({**config, "output": {**config["output"], "page": False}})
+    assert not (tmp_path / "out" / "report.html").exists()
+    assert {"results.md", "results.csv", "manifest.json"} <= {p.name for p in (tmp_path / "out").iterdir()}
