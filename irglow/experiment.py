@@ -40,7 +40,6 @@ class Experiment:
         rankers = [ranker(s, base) for s in systems]
         first = ranker(baseline, base) if baseline is not None else rankers[0]
         self.rankers = rankers
-        self.systems = [r.tag for r in rankers]
         self.baseline = first.tag
         cfg = base
         cfg["seed"] = cfg.get("seed", seed)
@@ -101,9 +100,13 @@ class Experiment:
         exp = cls.__new__(cls)
         exp.config = config
         exp.baseline = ev.get("baseline", "bm25")
-        exp.systems = list(dict.fromkeys([exp.baseline, *ev.get("runs", [])]))
-        exp.rankers = [ranker(s, config) for s in exp.systems]
+        exp.rankers = [ranker(s, config) for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
         return exp
+
+    @property
+    def systems(self) -> list[str]:
+        """The runs compared: each ranker's tag."""
+        return [r.tag for r in self.rankers]
 
     def __repr__(self) -> str:
         return (f"Experiment({self.config['collection']['name']!r}, systems={self.systems!r}, "

@@ -90,10 +90,10 @@ def check(s: FusionSettings, produced: list[str]) -> None:
             log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
                         fusion_tag(parts), missing)
         elif missing:
-            raise ValueError(f"fusion.runs: {'+'.join(parts)} needs runs this configuration does not produce: "
+            raise ValueError(f"fusion.runs: {fusion_tag(parts)} needs runs this configuration does not produce: "
                              f"{missing}; its runs: {', '.join(produced)}")
         if fusion_tag(parts) in produced:
-            raise ValueError(f"fusion.runs: {'+'.join(parts)} is already a run of another stage; rename or drop one")
+            raise ValueError(f"fusion.runs: {fusion_tag(parts)} is already a run of another stage; rename or drop one")
 
 
 def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None = None) -> tuple[Run, dict]:

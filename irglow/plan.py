@@ -181,14 +181,13 @@ class Plan:
         planned = _planned(bound, self.eval.baseline, self.eval.runs)
         made_by = {t: s.name for s, b in bound for t in s.tags(b)}
         return dataclasses.replace(self, **planned, rankers={
-            t: self.rankers.get(t) or StageRun(made_by.get(t, ""), t) for t in planned["tags"] if t != ALL})
+            t: self.rankers.get(t) or StageRun(made_by[t], t) for t in planned["tags"] if t != ALL})
 
 
 def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
     """The runs of the bound stages, each checked against what the stages before produce, and the extra runs the
     later ones want of the earlier (a fusion's tuning runs, a re-ranker's training runs)."""
     from irglow.hybrid import FusionSettings
-    from irglow.runs.wanted import ALL
 
     tags: list[str] = []
     own: list[list[str]] = []
@@ -225,19 +224,16 @@ def ranker(spec, config: dict[str, Any] | None = None):
         found = stage.ranker(spec, config, lambda name: ranker(name, config))
         if found is not None:
             return found
-    raise ValueError(f"{spec!r} is not a run irglow can make: name a lexical system (bm25, bm25f, bm25-mf, "
-                     f"tfidf, each also -rm3), {', '.join(_stage_runs())}, a fusion a+b or a re-ranking "
-                     f"monobert(a) / nrmf(a)")
+    raise ValueError(f"{spec!r} is not a run irglow can make: name one of {', '.join(_stage_runs())} (a lexical "
+                     f"system also with RM3: bm25-rm3), a fusion a+b or a re-ranking monobert(a) / nrmf(a)")
 
 
 def _stage_runs() -> list[str]:
-    """The runs the other stages write with their default settings (for the error naming what exists)."""
+    """The runs the stages write with their default settings (for the error naming what exists)."""
     from irglow.stages import STAGES
 
     names = []
     for stage in STAGES:
-        if stage.name in ("lexical", "fusion"):
-            continue
         try:
             names += stage.tags(stage.bind({stage.name: {"enabled": True}}))
         except (ValueError, TypeError, KeyError):

@@ -130,7 +130,7 @@ class Stage:
         """Its settings as plain values (the manifest and the cache key)."""
         return asdict(settings) if is_dataclass(settings) else settings
 
-    def reused_models(self, settings, fields=None) -> dict[str, Path]:
+    def reused_models(self, settings) -> dict[str, Path]:
         """Trained models it loads from a path instead of training (the cache keys on their content)."""
         return {}
 

@@ -93,8 +93,7 @@ def unit_key(stage, unit, ctx) -> dict[str, Any]:
 
     if unit.self_contained:
         return {"settings": unit.settings}
-    models = unit.loads if unit.loads is not None else stage.reused_models(ctx.settings,
-                                                                           list(ctx.source.index.fields))
+    models = unit.loads if unit.loads is not None else stage.reused_models(ctx.settings)
     loads = {f"model:{n}": tree_digest(p) for n, p in models.items()}
     loads.update(local_paths_digest(unit.settings, skip=("model_dir",)))
     return {"settings": unit.settings, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,

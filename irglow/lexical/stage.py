@@ -9,7 +9,6 @@ from 1.0 per field, so each keeps its untuned default unless the training querie
 from __future__ import annotations
 
 import copy
-
 import itertools
 import logging
 from dataclasses import asdict, dataclass

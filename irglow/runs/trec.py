@@ -108,7 +108,7 @@ class Run:
                     seen.add(doc_id)
         with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for qid, docs in self.ranking.items():
-                f.write("".join([f"{qid} Q0 {doc_id} {rank} {float(score)!r} {tag}\n"
+                f.write("".join([f"{qid} Q0 {doc_id} {rank} {format_score(score)} {tag}\n"
                                  for rank, (doc_id, score) in enumerate(docs, 1)]))
         return path
 

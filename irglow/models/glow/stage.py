@@ -178,7 +178,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                 "untrained": list(s.untrained), "zero_shot_tokens": s.zero_shot_tokens, "model_dir": s.model_dir,
                 "token_budget": s.token_budget, **({"precision": s.precision} if s.precision != "fp32" else {})}
 
-    def reused_models(self, s: GlowSettings, fields=None) -> dict[str, Path]:
+    def reused_models(self, s: GlowSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
         from irglow.models.source import reused_model
 

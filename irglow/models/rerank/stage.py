@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +107,7 @@ class RerankSettings:
     """``[rerank]`` bound once: the models as listed (a ``{field}`` variant stands for one model per field of the
     training index, expanded by :meth:`with_fields` once its fields are known — before that, from ``index.fields``
     where configured, else left out), each bound :class:`Reranker`, the re-ranking depth, other runs it re-ranks,
-    a folder of trained models to reuse, whether checkpoints are also chosen on ``[validation] also``, and the
-    lexical runs (what a first stage may be besides TW-BERT's)."""
+    a folder of trained models to reuse, and whether checkpoints are also chosen on ``[validation] also``."""
 
     listed: tuple[str, ...]
     rerankers: dict  # {listed name: Reranker}; a {field} name's training settings still hold "{field}"
@@ -115,11 +115,10 @@ class RerankSettings:
     rerank_also: tuple[str, ...]
     model_dir: str | None
     validate_elsewhere: bool
-    lexical: tuple[str, ...]
     precision: str = "fp32"
     fields: tuple[str, ...] | None = None  # the training index's, once known
 
-    @property
+    @cached_property
     def expanded(self) -> dict:
         """``{model: Reranker}`` in the order listed, each ``{field}`` variant as one model per field (none where the
         training index has one field, or its fields are not known yet)."""
@@ -180,7 +179,6 @@ class RerankSettings:
     @classmethod
     def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
         """``fields``: the training index's where known; else ``index.fields`` where configured."""
-        from irglow.lexical.stage import LexicalSettings
         from irglow.models.validation import uses_other_sources
 
         rcfg = dict(config.get("rerank", {}))
@@ -210,8 +208,7 @@ class RerankSettings:
         fields = fields if fields is not None else config.get("index", {}).get("fields")
         bound = cls(tuple(listed), rerankers, declared.value(config, "rerank", "depth"),
                     tuple(as_names(declared.value(config, "rerank", "rerank_also"))), rcfg.get("model_dir"),
-                    uses_other_sources(config, "rerank"), tuple(LexicalSettings.from_config(config).tags()),
-                    declared.value(config, "rerank", "precision"))
+                    uses_other_sources(config, "rerank"), declared.value(config, "rerank", "precision"))
         return bound.with_fields(fields) if fields else (bound.check() or bound)
 
 
@@ -219,6 +216,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     name = "rerank"
     settings_class = RerankSettings
     trains = True
+
     def tags(self, s: RerankSettings, produced=()) -> list[str]:
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
@@ -227,16 +225,18 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         names), or a re-ranker the configuration already defines (a variant)."""
         from irglow.rankers import Listed, Model, Rerank
 
+        def named(ranker):  # under this name, where its own tag would be another
+            return ranker if ranker.tag == name else replace(ranker, name=name)
+
         section = config.get("rerank", {})
         head, paren, inner = name.partition("(")
         if paren and head in KINDS and inner.endswith(")"):  # its variant's training settings, where it has some
             own = {k: v for k, v in section.get("variants", {}).get(name, {}).items()
                    if k not in ("kind", "first_stage", "model_of")}
-            ranker = Rerank(parse(inner[:-1]), Model(head, **own))
-            return ranker if ranker.tag == name else Rerank(ranker.first, ranker.model, name=name)
+            return named(Rerank(parse(inner[:-1]), Model(head, **own)))
         if name in KINDS:
-            ranker = Rerank(parse(section.get("first_stage", declared.value({}, "rerank", "first_stage"))), Model(name))
-            return ranker if ranker.tag == name else Rerank(ranker.first, ranker.model, name=name)
+            return named(Rerank(parse(section.get("first_stage", declared.value({}, "rerank", "first_stage"))),
+                                Model(name)))
         templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
         if name in as_names(section.get("models", [])) or name in section.get("variants", {}) or any(
                 re.fullmatch(re.escape(k).replace(re.escape("{field}"), ".+"), name) for k in templates):
@@ -258,7 +258,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 "depth": s.depth, "first_stages": s.first_stages, "rerank_also": list(s.rerank_also),
                 "model_dir": s.model_dir}
 
-    def reused_models(self, s: RerankSettings, fields=None) -> dict[str, Path]:
+    def reused_models(self, s: RerankSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
         from irglow.models.source import reused_model
 

@@ -97,7 +97,7 @@ class TWBertStage(Stage):
     def resolved(self, s: TWBertSettings):
         return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}
 
-    def reused_models(self, s: TWBertSettings, fields=None) -> dict[str, Path]:
+    def reused_models(self, s: TWBertSettings) -> dict[str, Path]:
         return {"twbert": Path(s.model_dir)} if s.model_dir else {}
 
     def train(self, s: TWBertSettings, source, train_root: Path) -> dict[str, Path]:
