@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -61,3 +62,15 @@ def demo_index(tmp_path_factory):
     from irglow.index.lucene_index import IndexConfig, build_index
 
     return build_index(DemoCollection(), IndexConfig(threads=2), root=tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="module")
+def module_tmp(tmp_path_factory, request):
+    """A folder for one module's shared fixtures, removed when the module's last test is done.
+
+    The suite's disk use stays bounded: model fixtures write hundreds of MB each (CI's /tmp holds about 5 GB), and
+    pytest keeps ``tmp_path_factory`` folders to the end of the session (``tmp_path`` folders of passing tests go at
+    once: ``tmp_path_retention_policy = "failed"``)."""
+    path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

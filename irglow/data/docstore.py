@@ -352,14 +352,18 @@ class ExportedStore(JsonLinesStore):
         fd, name = tempfile.mkstemp(prefix="irglow-docstore-", suffix=".jsonl")
         hashes, offsets = array("Q"), array("q")
         at = 0
-        with os.fdopen(fd, "wb") as out:
-            for doc in collection.docs_iter():
-                line = (json.dumps({"i": doc.doc_id, "f": {k: list(v) for k, v in doc.fields.items()}},
-                                   ensure_ascii=False) + "\n").encode("utf-8")
-                hashes.append(id_hash(doc.doc_id))
-                offsets.append(at)
-                out.write(line)
-                at += len(line)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for doc in collection.docs_iter():
+                    line = (json.dumps({"i": doc.doc_id, "f": {k: list(v) for k, v in doc.fields.items()}},
+                                       ensure_ascii=False) + "\n").encode("utf-8")
+                    hashes.append(id_hash(doc.doc_id))
+                    offsets.append(at)
+                    out.write(line)
+                    at += len(line)
+        except BaseException:  # a collection that fails half-way (or a full disk) leaves no partial copy behind
+            _remove(name)
+            raise
         store = cls(Path(name), getattr(collection, "name", "collection"), _exported_document,
                     np.frombuffer(hashes, np.uint64), np.frombuffer(offsets, np.int64), np.full(len(offsets), 2, np.int64))
         weakref.finalize(store, _remove, name)

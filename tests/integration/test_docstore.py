@@ -95,6 +95,23 @@ def test_union_sample_and_exported_stores():
     assert list(store.sequence()) == [Document(d.doc_id, dict(d.fields)) for d in counted.base.docs_iter()]
 
 
+
+def test_an_export_that_fails_half_way_leaves_no_copy(tmp_path, monkeypatch):
+    import tempfile
+
+    class Broken:
+        name = "broken"
+
+        def docs_iter(self):
+            yield Document("a", {"body": ("one",)})
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(OSError, match="No space"):
+        docs_store(Broken())
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.slow
 def test_the_pipeline_never_holds_the_corpus(tmp_path, monkeypatch, counted):
     """Every stage enabled (TW-BERT, GLOW, monoBERT and NRM-F, a fusion): at most BOUND documents alive."""

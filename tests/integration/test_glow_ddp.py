@@ -19,11 +19,11 @@ SETTINGS = ["model.num_layers=2", "batch_size=3", "epochs=5", "lr=3e-4", "warmup
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(module_tmp):
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
 
-    root = tmp_path_factory.mktemp("ddp")
+    root = module_tmp
     build_index(load_collection(DATA), root=root / "data")  # what a real user has: the index already built
     out = root / "model"
     args = ["glow", "train", DATA, "--out", str(out), "--data-dir", str(root / "data"),

@@ -19,11 +19,11 @@ from irglow.models.training import linear_schedule, pick_negatives
 
 
 @pytest.fixture(scope="module")
-def trained(demo_index, tmp_path_factory):
+def trained(demo_index, module_tmp):
     demo = DemoCollection()
     stats = CollectionStats.load(demo_index)
     docs = {d.doc_id: d for d in demo.docs_iter()}
-    out = tmp_path_factory.mktemp("glow")
+    out = module_tmp
     cfg = GlowTrainConfig.from_dict({"batch_size": 4, "epochs": 1, "max_steps": 2, "val_max_docs": 10,
                                      "alpha_ramp": 0.5, "val_pool_depth": 5,
                                      "model": {"variant": "glow", "num_layers": 2, "fields": ["title", "url", "body", "anchor"],

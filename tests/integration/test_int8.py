@@ -17,9 +17,9 @@ needs_ort = pytest.mark.skipif(not int8.available(), reason="the int8 extra (onn
 
 
 @pytest.fixture(scope="module")
-def graphs(tmp_path_factory):
+def graphs(module_tmp):
     """One graph cache for the module: MiniLM's graph is built once for the tests that use it."""
-    return tmp_path_factory.mktemp("int8")
+    return module_tmp
 
 
 def test_precision_is_checked_before_any_work(monkeypatch, caplog):

@@ -68,12 +68,12 @@ def write_msmarco_document(home: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def one_process(tmp_path_factory):
+def one_process(module_tmp):
     """The whole configs/msmarco.toml on the miniature collection, in one process, with the tiny dropout-free BERT
     and two batches per optimizer step (what two processes take: ``test_torchrun``'s comparison)."""
     from tests.integration.torchrun import tiny_bert
 
-    root = tmp_path_factory.mktemp("msmarco")
+    root = module_tmp
     counts = write_msmarco_document(root / "irds")
     bert = tiny_bert(root / "tiny-bert")
     accum = [f"{t}.grad_accum=2" for t in ("twbert", "glow", "rerank.monobert", "rerank.nrmf")]

@@ -19,7 +19,7 @@ MEASURES = ["nDCG@10", "RR@10", "R@100"]
 
 
 @pytest.fixture(scope="module")
-def setting(tmp_path_factory):
+def setting(module_tmp):
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import IndexConfig, build_index
     from irglow.models.glow.model import GlowConfig, GlowEncoder
@@ -27,7 +27,7 @@ def setting(tmp_path_factory):
     from irglow.models.twbert.model import TWBert, TWBertConfig
     from tests.integration.pipelines import SMALL_DEMO
 
-    tmp = tmp_path_factory.mktemp("pt")
+    tmp = module_tmp
     coll = load_collection(SMALL_DEMO)
     index = build_index(coll, IndexConfig(threads=1), root=tmp / "data")
     TWBert.from_pretrained_bert(TWBertConfig(max_query_tokens=32)).save(tmp / "twbert")

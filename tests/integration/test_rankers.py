@@ -15,10 +15,10 @@ from tests.integration.torchrun import tiny_bert
 
 
 @pytest.fixture(scope="module")
-def experiment(tmp_path_factory):
+def experiment(module_tmp):
     from irglow import NRMF, QL, Dense, Experiment, Lexical, MonoBERT, Rerank, TWBert
 
-    tmp = tmp_path_factory.mktemp("rankers")
+    tmp = module_tmp
     bert = tiny_bert(tmp / "bert")
     tiny = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}
     nrmf = NRMF(**tiny, model={"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000})

@@ -113,13 +113,14 @@ def _ready(driver, view: str):
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory):
+def demo_report(module_tmp):
     """bm25 and tfidf runs of the small demo, and a page with an (untrained) TW-BERT model's weights for bm25."""
     from irglow.data.collection import load_collection
     from irglow.models.twbert.model import TWBert, TWBertConfig
     from tests.integration.pipelines import SMALL_DEMO
 
-    tmp = tmp_path_factory.mktemp("report")
+    tmp = module_tmp / "report"
+    tmp.mkdir()
     data = str(tmp / "data")
     for system in ("bm25", "tfidf"):
         assert main(["search", SMALL_DEMO, "--split", "test", "--system", system, "-o", str(tmp / f"{system}.run"),
@@ -472,7 +473,7 @@ def test_breakdown_figures_and_a_group_filters_the_query_list(browser, tmp_path)
 
 
 @pytest.fixture(scope="module")
-def dogs_page(tmp_path_factory):
+def dogs_page(module_tmp):
     """Two runs over a three-document collection whose words are stemmed variants of the query's."""
     from irglow.eval.compare import compare
     from irglow.eval.matching import TermMatcher
@@ -482,7 +483,8 @@ def dogs_page(tmp_path_factory):
     from irglow.runs.trec import Run
     from tests.integration.test_matching import _Dogs
 
-    tmp = tmp_path_factory.mktemp("dogs-page")
+    tmp = module_tmp / "dogs-page"
+    tmp.mkdir()
     coll = _Dogs()
     index = build_index(coll, IndexConfig(threads=1), root=tmp / "data")
     matcher = TermMatcher(index, CollectionStats.load(index), 0.9, 0.4)
