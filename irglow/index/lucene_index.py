@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
-from irglow.index.jvm import autoclass, java_output, start_jvm
+from irglow.index.jvm import autoclass, java_output, lucene_searcher_class, start_jvm
 from irglow.utils.paths import data_dir  # noqa: F401 (re-exported: where caches live)
 from irglow.settings import setting
 
@@ -142,10 +142,7 @@ class LuceneIndex:
         return LuceneIndexReader(str(self.path))
 
     def searcher(self):
-        start_jvm()
-        from pyserini.search.lucene import LuceneSearcher
-
-        s = LuceneSearcher(str(self.path))
+        s = lucene_searcher_class()(str(self.path))
         s.set_analyzer(self.analyzer)
         return s
 

@@ -3,7 +3,10 @@ pipeline's results page gets from the index and the encoder."""
 
 from __future__ import annotations
 
+import pytest
 
+
+@pytest.mark.pretrained
 def test_clusters_separate_topics_and_are_the_same_each_time():
     from irglow.dense.clusters import query_clusters
 

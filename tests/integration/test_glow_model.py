@@ -48,6 +48,7 @@ def test_fused_attention_equals_explicit_formula(mode):
         assert torch.allclose(ours[0], ref[0], atol=1e-5)
 
 
+@pytest.mark.pretrained
 def test_bert_variant_equals_stock_bert_and_parameter_counts():
     torch.manual_seed(0)
     cfg = dict(num_layers=3, fields=["title", "body"], pooling="cls")
@@ -195,6 +196,7 @@ def test_token_level_weights_use_whole_field_statistics(tiny_weighter):
     assert torch.allclose(out["glow"], out["glow-tw"]) and torch.allclose(out["glow-q"], out["glow-tw-q"])
 
 
+@pytest.mark.pretrained
 def test_weight_exponent_alpha():
     """w ** 0 is the plain checkpoint; w ** 0.5 equals feeding √w at α = 1."""
     torch.manual_seed(0)

