@@ -81,8 +81,10 @@ def plot_per_query(cmp: Comparison, measure: str, path: str | Path, title: str =
     for ax, run in zip(axes.flat, others):
         mine = cmp.values_per_query[run][measure]
         diff = np.sort(np.array([mine.get(q, 0.0) - v for q, v in base.items()]))[::-1]
-        colours = ["tab:green" if d > 0 else "tab:red" for d in diff]
-        ax.bar(np.arange(len(diff)), diff, width=1.0, color=colours)
+        # two filled steps, not a bar per query: MS MARCO's 6,980 dev queries drew in ~100 s a split as bars
+        edges, steps = np.arange(len(diff) + 1), np.append(diff, diff[-1:])
+        ax.fill_between(edges, np.where(steps > 0, steps, 0.0), step="post", color="tab:green", linewidth=0)
+        ax.fill_between(edges, np.where(steps < 0, steps, 0.0), step="post", color="tab:red", linewidth=0)
         ax.axhline(0, color="black", linewidth=0.6)
         ax.set_title(f"{run}: +{int((diff > 0).sum())} / −{int((diff < 0).sum())} / ={int((diff == 0).sum())}",
                      fontsize=9)
