@@ -21,10 +21,11 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+from irglow.defaults import SEED
 from irglow.eval.plots import plot_per_query, plot_training_curves
 
 
-def comparison(n_queries: int, n_runs: int, seed: int = 13) -> SimpleNamespace:
+def comparison(n_queries: int, n_runs: int, seed: int = SEED) -> SimpleNamespace:
     """What ``plot_per_query`` reads of a :class:`~irglow.eval.compare.Comparison`."""
     rng = random.Random(seed)
     runs = ["bm25"] + [f"run-{i}" for i in range(n_runs - 1)]
