@@ -399,12 +399,21 @@ def lucene_searcher_class() -> type:
         for attr, java in _SEARCH_PACKAGE_CLASSES.items():
             setattr(package, attr, autoclass(java))
 
+        import threading
+
+        lock, done = threading.RLock(), []
+
         def rest(attr: str):
             if attr.startswith("__"):
                 raise AttributeError(attr)
-            del package.__dict__["__getattr__"]
-            spec.loader.exec_module(package)
-            return getattr(package, attr)
+            with lock:  # once, whichever name comes first; another thread waits until the package is whole
+                if not done:
+                    done.append(True)
+                    spec.loader.exec_module(package)
+                    del package.__dict__["__getattr__"]
+            if attr in package.__dict__:
+                return package.__dict__[attr]
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
 
         package.__getattr__ = rest
         sys.modules[name] = package

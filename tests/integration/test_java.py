@@ -78,6 +78,18 @@ def test_the_searcher_enters_pyserini_without_its_encoders_and_the_package_stays
     searcher = jvm.lucene_searcher_class()
     package = sys.modules["pyserini.search.lucene"]
     assert searcher.__name__ == "LuceneSearcher" and "LuceneImpactSearcher" not in vars(package)
+    import threading
+
+    names = ["LuceneImpactSearcher", "LuceneHnswDenseSearcher", "SlimSearcher", "LuceneFusionSearcher"]
+    found: list[str] = []
+    threads = [threading.Thread(target=lambda n=n: found.append(getattr(package, n).__name__)) for n in names]
+    for t in threads:  # the first names asked for at once: each thread waits for the one that completes the package
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(found) == sorted(names)
+    with pytest.raises(AttributeError, match="has no attribute 'Nothing'"):
+        package.Nothing
     from pyserini.search.lucene import LuceneImpactSearcher, LuceneSearcher
 
     assert LuceneSearcher is searcher and LuceneImpactSearcher.__module__ == "pyserini.search.lucene._impact_searcher"
