@@ -239,8 +239,12 @@ class Fusion(pt.Transformer):
 class QL(pt.Transformer):
     """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run."""
 
-    def __init__(self, index: LuceneIndex | str | Path, mu: float = 1000.0, depth: int = DEPTH, threads: int = 2):
-        self.index, self.mu, self.depth, self.threads = _index(index), mu, depth, threads
+    def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
+                 threads: int = 2):
+        from irglow import settings as declared
+
+        self.mu = declared.value({}, "ql", "mu") if mu is None else mu  # [ql] mu's default: Anserini's 1000
+        self.index, self.depth, self.threads = _index(index), depth, threads
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         from irglow.lexical.ql import ql_search
@@ -330,8 +334,9 @@ class _Built:
             return QL(self.index, self.settings["ql"]["mu"], depth, self.lexical.threads)
         if isinstance(r, rankers.TWBert) and r.run == "twbert":
             return TWBert(self.notes("twbert")["models"]["twbert"], self.index, depth, self.lexical.threads)
-        if isinstance(r, rankers.Dense) and r.variant in self.notes("glow").get("models", {}):
-            return Dense(self.notes("glow")["models"][r.variant], self.index, self.out / f"{r.tag}.embeddings", depth)
+        trained = self.notes("glow").get("models", {}) if isinstance(r, rankers.Dense) else {}
+        if r.tag in trained:
+            return Dense(trained[r.tag], self.index, self.out / f"{r.tag}.embeddings", depth)
         if isinstance(r, rankers.Rerank):
             notes = self.notes("rerank")
             return (self.build(r.first) % notes["depth"]) >> CrossEncoder(notes["models"][r.tag], self.docs)

@@ -21,9 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from irglow import settings as declared
 from irglow.runs.wanted import Hybrid, _entries, fusion_tag, reranked_tag
 
-RERANKED_BY_DEFAULT = "bm25"  # [rerank] first_stage's default: what a model's bare name re-ranks
+RERANKED_BY_DEFAULT = declared.value({}, "rerank", "first_stage")  # what a model's bare name re-ranks
+TWBERT_RUNS = ("twbert", "twbert-rm3", "bm25-ngram")  # TW-BERT's stage writes these (twbert-rm3 with rm3 on)
 
 
 class Ranker:
@@ -135,8 +137,8 @@ class TWBert(Ranker):
         return self.run
 
     def configure(self, config: dict[str, Any]) -> None:
-        if self.run not in ("twbert", "twbert-rm3", "bm25-ngram"):
-            raise ValueError(f"TWBert({self.run!r}): its runs are twbert, twbert-rm3 and bm25-ngram")
+        if self.run not in TWBERT_RUNS:
+            raise ValueError(f"TWBert({self.run!r}): its runs are {', '.join(TWBERT_RUNS)}")
         section = _section(config, "twbert")
         section["enabled"] = True
         if self.run == "twbert-rm3":
@@ -253,7 +255,8 @@ class Fusion(Ranker):
 
     @property
     def plain(self) -> bool:
-        return self.method is None and self.norm is None and self.weights is None
+        """It sets no method, normalisation or weights of its own."""
+        return not self.hybrid.options()
 
     @property
     def hybrid(self) -> Hybrid:

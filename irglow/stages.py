@@ -40,8 +40,8 @@ def plugins(built_in: list[Stage]) -> list[Stage]:
 # the order a pipeline runs them in (registered stages after the built-in first stages, before the re-rankers and
 # the fusion); a [fusion] entry runs as soon as the runs it fuses exist, a re-ranking once its first stage does
 FIRST_STAGES: list[Stage] = [LexicalStage(), QueryLikelihoodStage(), TWBertStage(), GlowStage()]
-STAGES: list[Stage] = [*FIRST_STAGES, *plugins(FIRST_STAGES + [RerankStage(), FusionStage()]), RerankStage(),
-                       FusionStage()]
+LAST_STAGES: list[Stage] = [RerankStage(), FusionStage()]
+STAGES: list[Stage] = [*FIRST_STAGES, *plugins(FIRST_STAGES + LAST_STAGES), *LAST_STAGES]
 
 
 def stage(name: str) -> Stage:

@@ -235,8 +235,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                    if k not in ("kind", "first_stage", "model_of")}
             return named(Rerank(parse(inner[:-1]), Model(head, **own)))
         if name in KINDS:
-            return named(Rerank(parse(section.get("first_stage", declared.value({}, "rerank", "first_stage"))),
-                                Model(name)))
+            return named(Rerank(parse(declared.value(config, "rerank", "first_stage")), Model(name)))
         templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
         if name in as_names(section.get("models", [])) or name in section.get("variants", {}) or any(
                 re.fullmatch(re.escape(k).replace(re.escape("{field}"), ".+"), name) for k in templates):

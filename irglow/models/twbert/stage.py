@@ -90,9 +90,9 @@ class TWBertStage(Stage):
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
 
     def ranker(self, name, config, parse):
-        from irglow.rankers import TWBert
+        from irglow.rankers import TWBERT_RUNS, TWBert
 
-        return TWBert(name) if name in ("twbert", "twbert-rm3", "bm25-ngram") else None
+        return TWBert(name) if name in TWBERT_RUNS else None
 
     def resolved(self, s: TWBertSettings):
         return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}
