@@ -81,14 +81,45 @@ def utf8_lines(path: str | Path) -> Iterator[tuple[int, str]]:
             raise FormatError(path, n + 1, truncated_gzip(e), "") from None
 
 
+# trec_eval reads a qrels label with C's atol (get_qrels.c) and a run score with atof (get_trec_results.c): a
+# leading number in ASCII digits, the rest ignored.  irglow reads what those give one answer for and refuses the
+# rest naming file and line: "1_0" (atol: 1, Python's int: 10), "２" (atol: 0, Python: 2), "1e2" (atol: 1).
+LABEL = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL_LABEL = re.compile(r"([+-]?[0-9]*)\.[0-9]*", re.ASCII)
+
+
+def parse_label(text: str) -> tuple[int, bool]:
+    """``(label, was_decimal)``: an integer label, or a decimal one rounded toward zero as atol reads it ("2.7" →
+    2, "-0.5" → 0).  Anything else (exponents, inf, NaN, underscores, non-ASCII digits) raises ``ValueError``
+    saying what trec_eval would read."""
+    if LABEL.fullmatch(text):
+        return int(text), False
+    m = _DECIMAL_LABEL.fullmatch(text)
+    if m and any(c.isdigit() for c in text):
+        head = m.group(1)
+        return (int(head) if head.strip("+-") else 0), True
+    prefix = LABEL.match(text)
+    atol = int(prefix.group()) if prefix else 0
+    raise ValueError(f"relevance {text!r} is not a plain integer or decimal in ASCII digits (trec_eval's atol "
+                     f"would read it as {atol}); write the label as an integer")
+
+
+def is_comment(line: str) -> bool:
+    """trec_eval's qrels comment: a ``#`` in the first column (get_qrels.c skips such a line whole)."""
+    return line.startswith("#")
+
+
 def read_qrels(path: str | Path) -> list[Qrel]:
-    """``qid iter docid rel`` lines (whitespace separated), or a BEIR ``query-id corpus-id score``
-    TSV with or without its header.  Non-integer labels are rounded down and repeated
-    (query, document) pairs keep the last label — both said once, with a count and a first line."""
+    """``qid iter docid rel`` lines (whitespace separated, ``#`` comment lines skipped, as trec_eval reads them),
+    or a BEIR ``query-id corpus-id score`` TSV with or without its header.  Decimal labels are rounded toward
+    zero (trec_eval's atol) and repeated (query, document) pairs keep the last label — both said once, with a
+    count and a first line."""
     qrels: dict[tuple[str, str], Qrel] = {}
     columns = None
     truncated, repeated = [], []
     for n, line in utf8_lines(path):
+        if is_comment(line):
+            continue
         parts = split_fields(line)
         if not parts:
             continue
@@ -102,23 +133,18 @@ def read_qrels(path: str | Path) -> list[Qrel]:
             raise FormatError(path, n, f"expected {expected}, got {len(parts)}", line)
         qid, did, rel = (parts[0], parts[2], parts[3]) if columns == 4 else parts
         try:
-            relevance = int(rel)
-        except ValueError:
-            try:
-                value = float(rel)
-                relevance = int(value)
-            except ValueError:
-                raise FormatError(path, n, f"relevance {rel!r} is not a number", line) from None
-            if value != value:
-                raise FormatError(path, n, "relevance is NaN", line)
+            relevance, decimal = parse_label(rel)
+        except ValueError as e:
+            raise FormatError(path, n, str(e), line) from None
+        if decimal:
             truncated.append(n)
         if (qid, did) in qrels:
             repeated.append(n)
             del qrels[(qid, did)]
         qrels[(qid, did)] = Qrel(qid, did, relevance)
     if truncated:
-        log.warning("%s: %d non-integer relevance labels rounded down to integers (first on line %d)", path,
-                    len(truncated), truncated[0])
+        log.warning("%s: %d decimal relevance labels rounded toward zero, as trec_eval reads them (first on line %d)",
+                    path, len(truncated), truncated[0])
     if repeated:
         log.warning("%s: %d repeated (query, document) judgments; the last label is kept (first on line %d)", path,
                     len(repeated), repeated[0])

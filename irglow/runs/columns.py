@@ -4,9 +4,10 @@
 fused and re-ranked, too slow for 7,000 queries × 1,000 documents × 10 runs just to be scored.  A
 :class:`RankedRun` holds each query's documents in trec_eval's order (score descending, ties by
 document id descending) as the rank-valued dicts that ir_measures scores, built with vectorised
-sorting.  The fast path only accepts what the strict reader accepts: any line it cannot take as
-six single-space-separated columns, a NaN score, a repeated (query, document) or an empty file sends
-the file through ``Run.read``, whose errors name the file and line.
+sorting.  The fast path only takes files whose columns are separated by single spaces and whose lines end in LF
+or CRLF; anything else trec_eval reads as whitespace (a tab, VT, FF, a bare CR, runs of spaces), a comment line,
+a NaN score, a repeated (query, document) or an empty file sends the file through ``Run.read``, which reads it
+as trec_eval does or names the file and line.  One file, one answer, whichever path reads it.
 """
 
 from __future__ import annotations
@@ -152,7 +153,30 @@ class Columns:
         return out
 
 
+_OTHER_WHITESPACE = (b"\t", b"\v", b"\f")
+
+
+def _single_spaced(path: Path, block: int = 1 << 24) -> bool:
+    """Whether every separator in the file is a space or a line's end (LF, CRLF): Arrow's CSV parser splits on
+    the one delimiter and takes a bare CR as a line's end, while trec_eval splits on every C ``isspace`` byte
+    and ends lines at LF only.  A few memchr-speed passes over the bytes."""
+    with open(path, "rb") as f:
+        carry_cr = False
+        while chunk := f.read(block):
+            if any(c in chunk for c in _OTHER_WHITESPACE):
+                return False
+            if carry_cr and not chunk.startswith(b"\n"):
+                return False
+            crs = chunk.count(b"\r")
+            carry_cr = chunk.endswith(b"\r")
+            if crs - carry_cr != chunk.count(b"\r\n"):
+                return False
+    return not carry_cr
+
+
 def _fast(path: Path) -> RankedRun | None:
+    if not _single_spaced(path):
+        return None
     import pyarrow as pa
     import pyarrow.compute  # noqa: F401 (pa.compute)
     import pyarrow.csv as pc
@@ -185,8 +209,8 @@ def _fast(path: Path) -> RankedRun | None:
     di, d_dict = encoded("d")
     tag = str(table.column("t")[0].as_py())  # the first line's, as the strict reader
     del table  # what is left: two int32 and one float64 per line
-    if any(not v for v in q_names.to_pylist()) or any(not v for v in d_dict.to_pylist()):
-        return None  # an empty token: the strict reader says where
+    if any(not v or v.startswith("#") for v in q_names.to_pylist()) or any(not v for v in d_dict.to_pylist()):
+        return None  # an empty token (the strict reader says where) or a comment line (trec_eval skips it)
     doc_names = np.array(d_dict.to_pylist(), dtype=object)
     doc_order = np.empty(len(doc_names), np.int32)
     # rank of each id in byte order (UTF-8's order is code point order: trec_eval's strcmp and Python's <)

@@ -26,8 +26,10 @@ from irglow.utils.atomic import atomic_file
 log = logging.getLogger(__name__)
 
 _BAD_TOKEN = re.compile(r"\s")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)", re.I)
-_INTEGER = re.compile(r"[+-]?\d+")
+# ASCII digits only (re.ASCII): Python's float() also takes "１" and "1_0", which trec_eval's atof reads as 0 and 1
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?|inf(inity)?|nan)",
+                     re.I | re.ASCII)
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _SEPARATORS = re.compile(r"[\x1c-\x1f]")  # whitespace to str.split, not to trec_eval
 
 
@@ -122,12 +124,13 @@ class Run:
         ranking: dict[str, dict[str, tuple[float, int]]] = {}
         tag = None
         dropped = 0
-        with open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig") as f:  # -sig: a BOM is dropped
+        # -sig: a BOM is dropped; newline="\n": lines end at LF only, a bare CR is whitespace (as trec_eval reads)
+        with open_binary(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", newline="\n") as f:
             n = 0
             try:
                 for n, line in enumerate(f, 1):
                     parts = run_fields(line)
-                    if not parts:
+                    if not parts or parts[0].startswith("#"):  # blank, or a comment (trec_eval skips both)
                         continue
                     if len(parts) != 6:
                         raise FormatError(path, n, f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
@@ -135,8 +138,8 @@ class Run:
                     qid, _, doc_id, rank, score, line_tag = parts
                     tag = tag or line_tag  # the first line's tag names the run (as the columnar reader reads it)
                     if not (_INTEGER.fullmatch(rank) and _NUMBER.fullmatch(score)):
-                        raise FormatError(path, n, "rank must be an integer and score a number (digits, '.', an "
-                                                   "exponent, or inf)", line)
+                        raise FormatError(path, n, "rank must be an integer and score a number (ASCII digits, '.', "
+                                                   "an exponent, or inf)", line)
                     value = float(score)
                     if math.isnan(value):
                         raise FormatError(path, n, "score is NaN", line)

@@ -35,7 +35,7 @@ def test_malformed_run_line_names_file_and_line(tmp_path):
 def test_malformed_qrels_line_names_file_and_line(tmp_path):
     p = tmp_path / "q.qrels"
     p.write_text("q1 0 d1 1\n\nq1 0 d2 0\nq2 0 d3 x\n")
-    with pytest.raises(FormatError, match=r"q.qrels:4: relevance 'x' is not a number"):
+    with pytest.raises(FormatError, match=r"q.qrels:4: relevance .x. is not a plain integer"):
         read_qrels(p)
     p.write_text("q1 0 d1 1 extra junk\n")
     with pytest.raises(FormatError, match=r"q.qrels:1: expected 4 columns"):
@@ -203,7 +203,7 @@ def test_qrels_odd_but_readable_files_are_read_and_reported(tmp_path, caplog):
     odd.write_text("q1 0 d1 1.7\nq1 0 d2 1\nq1 0 d2 2\n")
     with caplog.at_level(logging.WARNING):
         assert read_qrels(odd) == [Qrel("q1", "d1", 1), Qrel("q1", "d2", 2)]
-    assert "1 non-integer relevance labels rounded down" in caplog.text and "first on line 1" in caplog.text
+    assert "1 decimal relevance labels rounded toward zero" in caplog.text and "first on line 1" in caplog.text
     assert "1 repeated (query, document) judgments; the last label is kept (first on line 3)" in caplog.text
 
 
