@@ -288,8 +288,9 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     bound = []
     for s in STAGES:  # in the order they run
         enabled = s.always_enabled or flag(config, s.name)
-        if not enabled and isinstance(config.get(s.name), dict) and len(config[s.name]) > 1:
-            try:  # a disabled section is checked all the same: a misspelt key would surface the day it is enabled
+        if not enabled and isinstance(config.get(s.name), dict) and set(config[s.name]) - {"enabled"}:
+            try:  # a disabled section is checked all the same, whatever its size: a misspelt key would surface the
+                # day it is enabled
                 s.bind({**config, s.name: {**config[s.name], "enabled": True}})
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"[{s.name}] (disabled): {e}") from None

@@ -44,3 +44,18 @@ def test_settings_are_checked_before_any_work(tmp_path, monkeypatch, section, ke
     with pytest.raises(ValueError) as e:
         pipeline.run_pipeline(config)
     assert message in str(e.value)
+
+
+@pytest.mark.parametrize("section,table,message", [
+    ("twbert", {"epoch": 3}, r"\[twbert\] \(disabled\): unknown \[twbert\] setting\(s\) \['epoch'\]"),
+    ("glow", {"epoch": 2}, r"\[glow\] \(disabled\): unknown \[glow\] setting\(s\) \['epoch'\]"),
+    ("rerank", {"monobert": {"model": {"foo": 3}}}, r"\[rerank\] \(disabled\): .*unknown \[rerank.monobert.model\]"),
+    ("twbert", {"epoch": 3, "enabled": False}, r"\[twbert\] \(disabled\): unknown \[twbert\] setting\(s\) \['epoch'\]"),
+])
+def test_a_disabled_section_is_checked_whatever_its_size(tmp_path, section, table, message):
+    """Issue 59.4: one misspelt key alone in a disabled section was never checked (two were)."""
+    from irglow.plan import check_config
+
+    with pytest.raises(ValueError, match=message):
+        check_config({**_config(tmp_path), section: table})
+    assert check_config({**_config(tmp_path), section: {"enabled": False}}) == ["bm25", "bm25f"]

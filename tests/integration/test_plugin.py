@@ -43,6 +43,8 @@ def test_a_learned_reranker_in_one_file_runs_as_a_stage(registered, tmp_path):
     assert exp.config["linear"] == {"enabled": True}
     with pytest.raises(ValueError, match=r"unknown \[linear\] setting\(s\) \['dpeth'\]"):
         check_config({**exp.config, "linear": {"enabled": True, "dpeth": 5}})
+    with pytest.raises(ValueError, match=r"\[linear\] \(disabled\): unknown \[linear\] setting\(s\) \['dept'\]"):
+        check_config({**exp.config, "linear": {"dept": 5}})  # a disabled plugin section of one key, checked too
     cmp = exp.run()
     out = tmp_path / "out"
     assert list(cmp.means.index) == ["bm25", "linear", "bm25+linear"]
