@@ -30,7 +30,7 @@ class Experiment:
     def __init__(self, collection: str, systems: Sequence[Any] = ("bm25",), measures: str | Sequence[str] | None = None,
                  baseline: Any = None, *, train: str | Sequence[str] | None = None, train_split: str = "train",
                  test_split: str = "test", config: str | Path | dict | None = None,
-                 settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int = SEED):
+                 settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int | None = None):
         from irglow.config import apply_override, load_config
         from irglow.plan import ranker
 
@@ -42,12 +42,13 @@ class Experiment:
         self.rankers = rankers
         self.baseline = first.tag
         cfg = base
-        cfg["seed"] = cfg.get("seed", seed)
+        cfg["seed"] = seed if seed is not None else cfg.get("seed", SEED)  # an argument given wins over the file
         cfg["collection"] = {**cfg.get("collection", {}), "name": str(collection), "train_split": train_split,
                              "test_split": test_split}
         if train is not None:
             cfg["collection"]["train"] = train if isinstance(train, str) else list(train)
-        cfg["output"] = {"dir": str(out or Path("runs") / "experiments" / _label(str(collection)))}
+        # the file's [output] kept (page, clusters …); the folder is out= (an experiment's own, not the file's)
+        _section_of(cfg, "output")["dir"] = str(out or Path("runs") / "experiments" / _label(str(collection)))
         ev = cfg.setdefault("eval", {})
         if measures is not None:
             ev["measures"] = measures.split() if isinstance(measures, str) else list(measures)
@@ -111,6 +112,13 @@ class Experiment:
     def __repr__(self) -> str:
         return (f"Experiment({self.config['collection']['name']!r}, systems={self.systems!r}, "
                 f"baseline={self.baseline!r}, out={self.config['output']['dir']!r})")
+
+
+def _section_of(config: dict[str, Any], name: str) -> dict[str, Any]:
+    section = config.setdefault(name, {})
+    if not isinstance(section, dict):
+        raise ValueError(f"[{name}] must be a table of settings, not {section!r}")
+    return section
 
 
 def _label(collection: str) -> str:

@@ -276,5 +276,10 @@ class Fusion(Ranker):
         section = _section(config, "fusion")
         section["enabled"] = True
         entries = list(_entries(section))
-        if self.tag not in [Hybrid.of(e).tag for e in entries]:
+        same = next((h for h in map(Hybrid.of, entries) if h.tag == self.tag), None)
+        if same is None:
             section["runs"] = entries + [self.hybrid.entry()]
+        elif same != self.hybrid:  # one tag names one run file: the second would be dropped without a word
+            mine, theirs = same.options() or "the [fusion] defaults", self.hybrid.options() or "the [fusion] defaults"
+            raise ValueError(f"two fusions of {self.tag} with different settings ({mine} and {theirs}) in one "
+                             f"experiment; a run tag names one run: compare them in two experiments (or a grid)")

@@ -306,3 +306,26 @@ def test_a_hybrid_object_fuses_with_its_own_method_or_fixed_weights(tmp_path, mo
 
     assert read_stage_notes(out, "fusion-bm25+bm25f")["fusion"]["bm25+bm25f"]["why"] == "fixed weights"
     assert read_stage_notes(out, "fusion-bm25+tfidf")["fusion"]["bm25+tfidf"]["method"] == "rrf"  # [fusion]: wsum
+
+
+@pytest.mark.parametrize("second", [{"weights": [0, 1]}, {"method": "rrf"}, {}])
+def test_two_fusions_of_the_same_runs_with_other_settings_are_refused(second):
+    """Issue 59.5: the second of two fusions of one tag was dropped without a word; the same fusion twice is one."""
+    from irglow import Experiment, Fusion, Lexical
+
+    b, f = Lexical("bm25"), Lexical("bm25f")
+    with pytest.raises(ValueError, match=r"two fusions of bm25\+bm25f with different settings .*\{'weights': \[1, 0\]\}"):
+        Experiment("demo:n_topics=20", systems=[b, Fusion([b, f], weights=[1, 0]), Fusion([b, f], **second), f])
+    same = Experiment("demo:n_topics=20", systems=[b, Fusion([b, f], method="rrf"), Fusion([b, f], method="rrf")])
+    assert same.config["fusion"]["runs"] == [{"runs": ["bm25", "bm25f"], "method": "rrf"}]
+
+
+def test_an_experiments_config_keeps_its_output_settings_and_its_seed_argument_wins(tmp_path):
+    """Issue 59.10: [output] was replaced wholesale (page = false lost) and seed= ignored under a config's seed."""
+    from irglow import Experiment
+
+    exp = Experiment("demo:n_topics=20", config={"seed": 5, "output": {"page": False, "dir": "elsewhere"}},
+                     out=tmp_path / "o", seed=7)
+    assert exp.config["output"] == {"page": False, "dir": str(tmp_path / "o")} and exp.config["seed"] == 7
+    assert Experiment("demo:n_topics=20", config={"seed": 5}).config["seed"] == 5
+    assert Experiment("demo:n_topics=20").config["seed"] == 13
