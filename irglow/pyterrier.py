@@ -341,9 +341,16 @@ class _Built:
             notes = self.notes("rerank")
             return (self.build(r.first) % notes["depth"]) >> CrossEncoder(notes["models"][r.tag], self.docs)
         if isinstance(r, rankers.Fusion):
+            from irglow.runs.wanted import hybrids
+
             info = self.notes(f"fusion-{r.tag}").get("fusion", {}).get(r.tag)
             if info is None:
                 raise ValueError(f"{r.tag}: the run in {self.out} made no such fusion (its weights are tuned there)")
+            made = next((h for h in hybrids(self.config) if h.tag == r.tag), None)
+            if made is not None and made != r.hybrid:  # the folder's weights belong to its own fusion, not this one
+                theirs, mine = made.options() or "the [fusion] defaults", r.hybrid.options() or "the [fusion] defaults"
+                raise ValueError(f"{r.tag}: the run in {self.out} fused it with {theirs} ({info['method']}, weights "
+                                 f"{info['weights']}), not {mine}: run an experiment with this fusion")
             return Fusion(*(self.build(p) for p in r.rankers), method=info["method"],
                           norm=info.get("norm") or "min-max", weights=info["weights"], depth=depth)
         raise ValueError(f"{r.tag}: irglow.pyterrier builds lexical runs, ql, twbert, trained dense encoders, "

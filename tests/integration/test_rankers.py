@@ -77,3 +77,8 @@ def test_pyterrier_pipelines_built_from_the_same_rankers_rank_as_the_runs(experi
     assert transformer("twbert+ql", out).transform(topics).equals(transformer(exp.rankers[5], out).transform(topics))
     with pytest.raises(ValueError, match="bm25\\+ql: the run in .* made no such fusion"):
         transformer("bm25+ql", out)
+    from irglow import QL, Fusion, TWBert
+
+    for other in ({"weights": [0, 1]}, {"method": "rrf"}):  # issue 59.6: the folder's tuned fusion is another one
+        with pytest.raises(ValueError, match=r"twbert\+ql: the run in .* fused it with the \[fusion\] defaults \(wsum"):
+            transformer(Fusion([TWBert(), QL()], **other), out)
