@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if distributed.launched():
             distributed.join()
+            distributed.agree("command lines", {k: v for k, v in vars(args).items() if k != "func"})
             if not getattr(args.func, "collective", False):  # its work does not split: rank 0's alone
                 return distributed.on_main(lambda: args.func(args))
         return args.func(args)

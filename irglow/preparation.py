@@ -4,6 +4,7 @@ loaded and indexed, where the models train, each multi-field system's field weig
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from pathlib import Path
@@ -74,8 +75,9 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
-    from irglow.utils.distributed import check_shared_folder
+    from irglow.utils.distributed import agree, check_shared_folder
 
+    agree("settings", json.loads(plan.recorded))  # under torchrun: one plan on every rank, or nothing starts
     check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
     splits = list(c.test_splits)
     collection = load_collection(c.name)

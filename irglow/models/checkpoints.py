@@ -363,7 +363,7 @@ def check_resumable(path: str | Path, saved_state: dict, inputs: dict | None) ->
 
 def fit_batch(batch: int, n_train: int, trainer: str, what: str = "batch size", per_batch: int = 1) -> int:
     """The batch a trainer can fill: training queries come in whole batches, so with fewer queries than
-    ``batch × per_batch`` (``per_batch``: processes × accumulation) no step would ever be taken and the
+    ``batch × per_batch`` (``per_batch``: the accumulation, batches per optimizer step) no step would ever be taken and the
     untouched checkpoint would be kept as if trained.  The batch shrinks to what the queries fill, and
     says so; with fewer queries than ``per_batch`` nothing can be trained, and that is an error."""
     import logging

@@ -56,13 +56,11 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
 
     from irglow.utils.digest import local_paths_digest
 
-    from irglow.utils.distributed import current, is_main
+    from irglow.utils.distributed import is_main
 
     # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew
     files = local_paths_digest(inputs)
     inputs = {**inputs, "files": files} if files else inputs
-    if current().size > 1:  # N processes take N batches per optimizer step: another training than one process's
-        inputs = {**inputs, "processes": current().size}
     key = value_digest(inputs)[:16]
     keyed = folder / key
     keyed.mkdir(parents=True, exist_ok=True)

@@ -19,9 +19,11 @@ A model supplies a :class:`Task` — the batches of an epoch, the loss of a batc
   averaging; the snapshots live on disk, so a resumed training averages what an uninterrupted one does);
 * data parallelism under ``torchrun``: every process walks the same batches, draws what each batch needs
   (:meth:`Task.draw`, so every random choice is the one a single process makes), computes the loss of its own share
-  and the gradients are summed over the processes before each optimizer step.  N processes with ``grad_accum`` g
-  therefore take the optimizer steps one process takes with ``grad_accum`` N·g (the same batches, the same draws)
-  — up to dropout, whose masks come from each process's own generator.  Rank 0 validates, keeps the model and
+  of each optimizer step's ``grad_accum`` batches and the gradients are summed over the processes before the step.
+  N processes therefore take the optimizer steps one process takes with the same settings (the same batches, the
+  same draws, the same steps) — up to dropout, whose masks come from each process's own generator.  A
+  configuration's batch is the batch one step sees whatever the world size: ``grad_accum`` a multiple of N keeps
+  every process busy (``grad_accum`` 1 on 2 processes: rank 1 waits at each step, and the log says so).  Rank 0 validates, keeps the model and
   writes the checkpoint; its early-stopping count reaches every rank.
 
 Why one loop: three copies (210, 132 and 124 lines) had drifted apart — one validated after the last step and
@@ -245,6 +247,10 @@ class TrainingLoop:
         self.task, self.settings, self.out, self.device = task, settings, Path(out), device
         w = current()
         self.rank, self.world = w.rank, w.size
+        if self.world > 1 and settings.grad_accum % self.world and self.rank == 0:
+            log.warning("%s: grad_accum = %d batches per optimizer step do not split evenly over %d processes: some "
+                        "wait at each step (the model is the one a single process trains); a multiple of %d keeps "
+                        "every process busy", task.name, settings.grad_accum, self.world, self.world)
         self.use_amp = settings.amp and device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.use_amp)
 
@@ -305,8 +311,9 @@ class TrainingLoop:
         self._t0 = now
 
     def _groups(self, batches: list) -> Iterator[tuple[list, bool]]:
-        """Whole optimizer steps only (``grad_accum`` batches per process), each with whether it ends the epoch."""
-        k = self.settings.grad_accum * self.world
+        """Whole optimizer steps only (``grad_accum`` batches, over every process), each with whether it ends the
+        epoch."""
+        k = self.settings.grad_accum
         n = len(batches) - len(batches) % k
         for i in range(0, n, k):
             yield batches[i:i + k], i + k >= n
@@ -316,9 +323,10 @@ class TrainingLoop:
         task.train_mode()
         batches = task.epoch_batches(state["epoch"], warming)
         label = f"{task.name} {'warm-up ' if warming else ''}epoch {state['epoch'] + 1}"
-        step_size = s.grad_accum * self.world
-        bar = tqdm(total=(len(batches) - len(batches) % step_size) // self.world, desc=label, unit="batch",
-                   disable=self.rank != 0)
+        step_size = s.grad_accum  # the loss of each batch is divided by the step's batch count, on every rank
+        whole = len(batches) - len(batches) % step_size
+        bar = tqdm(total=sum(1 for i in range(whole) if i % step_size % self.world == self.rank), desc=label,
+                   unit="batch", disable=self.rank != 0)
         since: list[float] = []  # this rank's losses since the last evaluation
         task.optimizer.zero_grad(set_to_none=True)
         for group, last in self._groups(batches):

@@ -148,6 +148,25 @@ def all_gather(value: T) -> list[T]:
     return out
 
 
+def agree(what: str, value: Any) -> None:
+    """Stop before any work unless every rank holds the same ``value`` (compared by digest): ranks started with
+    different settings (a per-rank ``--set``, another configuration file on another node) would otherwise each
+    do their share of a different job and write one run mixing both."""
+    w = current()
+    if w.size == 1:
+        return
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    digests = all_gather(digest)
+    differ = [r for r, d in enumerate(digests) if d != digests[0]]
+    if differ:
+        raise SystemExit(f"rank {w.rank}: the ranks hold different {what}: rank(s) {', '.join(map(str, differ))} differ "
+                         f"from rank 0 (digests {', '.join(f'{r}: {d}' for r, d in enumerate(digests))}); start every "
+                         f"rank with the same command, settings and files")
+
+
 def on_main(make: Callable[[], T], share: bool = True) -> T:
     """``make()`` run by rank 0 alone (inside :func:`solo`), its result sent to every rank (``share=False``: not
     sent, the others get ``None``); an error there stops every rank with rank 0's message instead of leaving

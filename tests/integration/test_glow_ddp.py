@@ -14,7 +14,7 @@ from tests.integration.torchrun import irglow
 
 DATA = "demo:n_topics=20"
 SETTINGS = ["model.num_layers=2", "batch_size=3", "epochs=5", "lr=3e-4", "warmup_ratio=0.0", "alpha_ramp=0.0",
-            "val_max_docs=0", "val_pool_depth=10", "patience=100", "hard_negative_depth=10",
+            "val_max_docs=0", "val_pool_depth=10", "patience=100", "hard_negative_depth=10", "grad_accum=2",
             "model.field_max_tokens={'body': 24}", "model.default_field_tokens=8"]
 
 

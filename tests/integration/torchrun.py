@@ -1,5 +1,5 @@
 """What the torchrun tests share: a tiny BERT without dropout (so that N processes can train exactly what one
-process trains with N times the accumulation: dropout masks come from each process's own generator), and the
+process trains with the same settings: dropout masks come from each process's own generator), and the
 launch of ``irglow`` in one process or under ``torchrun``."""
 
 from __future__ import annotations

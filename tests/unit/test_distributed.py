@@ -188,16 +188,36 @@ def _train(out: str, grad_accum: int, epochs: int = 2):
             [h["loss"] for h in state["history"]], validated)
 
 
-def test_two_processes_train_what_one_process_trains_with_twice_the_accumulation(tmp_path):
-    one = _train(str(tmp_path / "one"), grad_accum=2)
+@pytest.mark.parametrize("grad_accum, steps", [(2, 6), (1, 12), (3, 4)])
+def test_two_processes_train_what_one_process_trains_with_the_same_settings(tmp_path, grad_accum, steps):
+    """Issue 59.8: the batch a configuration names is the batch one optimizer step sees, whatever the world size —
+    2 processes took half the steps of 1 (twice the batches each).  grad_accum 1 and 3 do not split over 2 ranks:
+    the steps are still one process's (a rank waits)."""
+    one = _train(str(tmp_path / "one"), grad_accum=grad_accum)
     (tmp_path / "ranks").mkdir()
-    two = on_ranks(tmp_path / "ranks", _train, str(tmp_path / "two"), 1)
+    two = on_ranks(tmp_path / "ranks", _train, str(tmp_path / "two"), grad_accum)
     for got in two:
-        weights, steps, losses, _ = got["ok"]
-        assert steps == one[1] == 6  # 2 epochs × 6 batches / 2 per step
+        assert "error" not in got, got.get("trace")
+        weights, got_steps, losses, _ = got["ok"]
+        assert got_steps == one[1] == steps  # 2 epochs × 6 batches / grad_accum per step
         assert all(torch.allclose(weights[k], one[0][k], atol=1e-6) for k in weights)
     # the logged loss is the mean over both ranks' batches; only rank 0 validates and writes
     assert one[2][0] is None and two[0]["ok"][2][0] is None  # the starting model's evaluation
     assert two[0]["ok"][2][1:] == pytest.approx(one[2][1:], rel=1e-5)
     assert two[0]["ok"][3] == [0, 0, 0] and two[1]["ok"][3] == []
     assert (tmp_path / "two" / "training.json").is_file()
+
+
+def _agree(values):
+    distributed.agree("settings", {"lexical": {"k1": values[distributed.current().rank]}})
+    return "agreed"
+
+
+def test_ranks_holding_different_settings_stop_before_any_work_naming_the_ranks(tmp_path):
+    """Issue 59.7: rank 0 with k1 0.9 and rank 1 with 3.0 wrote one run mixing both."""
+    got = on_ranks(tmp_path, _agree, [0.9, 3.0])
+    for rank, g in enumerate(got):
+        assert g["error"].startswith(f"SystemExit: rank {rank}: the ranks hold different settings: rank(s) 1 differ "
+                                     f"from rank 0"), g
+    (tmp_path / "same").mkdir()
+    assert [g["ok"] for g in on_ranks(tmp_path / "same", _agree, [0.9, 0.9])] == ["agreed", "agreed"]

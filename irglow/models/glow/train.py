@@ -71,7 +71,8 @@ class GlowTrainConfig:
     alpha_ramp: float = setting(0.0, "share of the steps over which α goes 0 → model.weight_alpha (0: off)",
                                 low=0, high=1)
     batch_size: int = setting(16, "queries per batch", low=1)
-    grad_accum: int = setting(1, "batches per optimizer step (per process under torchrun)", low=1)
+    grad_accum: int = setting(1, "batches per optimizer step, over every process under torchrun "
+                                          "(N processes take the steps one takes)", low=1)
     epochs: int = setting(2, "training epochs", low=1)
     max_steps: int | None = setting(None, "stop after N optimizer steps (unset: the epochs decide)", low=1)
     eval_every: int = setting(0, "validate every N optimizer steps as well as at epoch ends (0: epoch ends only)",
@@ -225,9 +226,8 @@ class GlowTrainer:
                           [_OtherSource(v, model, bm25_depth=cfg.val_pool_depth, max_docs=cfg.val_max_docs)
                            for v in validation])
         batch_size = fit_batch(cfg.batch_size, len(ex.train_ids), f"GLOW[{cfg.model.variant}] training",
-                               "batch_size", self.world * cfg.grad_accum)
-        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch_size * self.world * cfg.grad_accum)
-                                           ) * cfg.epochs
+                               "batch_size", cfg.grad_accum)  # grad_accum batches a step, over every process
+        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch_size * cfg.grad_accum)) * cfg.epochs
         adapters = {id(p) for m in model.modules() if isinstance(m, LowRankLinear) for p in (m.down, m.up)}
         trained = [p for p in model.parameters() if p.requires_grad]
         groups = [{"params": [p for p in trained if id(p) not in adapters], "lr": cfg.lr}]

@@ -33,7 +33,6 @@ from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.checkpoints import fit_batch, pick_device, seed_everything, training_inputs, validation_score
 from irglow.models.rerank.rerank import rerank
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
-from irglow.utils.distributed import current
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
 from irglow.defaults import SEED
@@ -62,7 +61,8 @@ class RerankTrainConfig:
     val_fraction: float = setting(0.1, "share of the training queries held out for early stopping", low=0, high=1)
     val_depth: int = setting(30, "documents of the first stage re-ranked per held-out query in validation", low=1)
     eval_every: int = setting(0, "also validate every N steps (0: epoch ends only)", low=0)
-    grad_accum: int = setting(1, "batches per optimizer step (per process under torchrun)", low=1)
+    grad_accum: int = setting(1, "batches per optimizer step, over every process under torchrun "
+                                          "(N processes take the steps one takes)", low=1)
     patience: int = setting(2, "evaluations without a gain before training stops", low=0)
     score_batch: int = setting(64, "query–document pairs scored per batch", low=1)
     seed: int = setting(SEED, "the seed of the validation split, the batches and every draw", low=0)
@@ -153,10 +153,10 @@ class RerankTrainer:
             index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))).search(
             [ex.queries[q] for q in ex.ids])
         ex.mine(bm25, cfg.negative_depth)
-        world = current().size  # under torchrun each optimizer step takes one batch per process
+        # an optimizer step takes grad_accum batches over every process: the steps one process takes
         batch = fit_batch(cfg.batch_queries, len(ex.train_ids), f"{cfg.kind} training", "batch_queries",
-                          world * cfg.grad_accum)
-        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch * world * cfg.grad_accum)) * cfg.epochs
+                          cfg.grad_accum)
+        total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch * cfg.grad_accum)) * cfg.epochs
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         inputs = training_inputs(cfg, queries, qrels, index)
         if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too

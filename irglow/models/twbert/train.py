@@ -108,7 +108,8 @@ class TrainConfig:
     seed: int = setting(SEED, "the seed of the validation split (or folds), the batch order and every draw", low=0)
     device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
     amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
-    grad_accum: int = setting(1, "batches per optimizer step (per process under torchrun)", low=1)
+    grad_accum: int = setting(1, "batches per optimizer step, over every process under torchrun "
+                                          "(N processes take the steps one takes)", low=1)
     average_last: int = setting(0, "0: keep the best validation's model; N: the mean of the weights at the last N "
                                 "evaluations", low=0)
     folds: int = setting(0, "k >= 2: k-fold cross-validation over the training queries chooses how many steps to "
