@@ -41,7 +41,10 @@ def tau_ap(reference: Sequence[str], other: Sequence[str]) -> float | None:
     """AP correlation of ``other`` against ``reference`` over the union of both: ``2/(N−1)·Σ_{i=2..N} C(i)/(i−1)
     − 1``, where ``C(i)`` counts the documents ``other`` ranks above its ``i``-th that ``reference`` ranks above it
     too (a document ``reference`` lacks is below all it holds; two it lacks are not ordered, so not counted);
-    ``other``'s missing documents follow its own, in ``reference``'s order.  ``None`` under two documents."""
+    ``other``'s missing documents follow its own, in ``reference``'s order.  ``None`` when either ranking is empty
+    (there is no order to agree with: not "identical", not "reversed") or under two documents."""
+    if not reference or not other:
+        return None
     union = list(other) + [d for d in reference if d not in set(other)]
     n = len(union)
     if n < 2:

@@ -21,6 +21,8 @@ def test_tau_ap_by_hand():
     # a new document entering the top (x) and the reference's first leaving it: union x b c a → (0 + 1/2 + 0)·2/3 − 1
     assert tau_ap(list("abc"), list("xbc")) == pytest.approx(-2 / 3)
     assert tau_ap(["a"], ["a"]) is None
+    # issue 59.9: a run with nothing for the query agrees with nothing (it was 1.0 one way, -1.0 the other)
+    assert tau_ap(["a", "b"], []) is None and tau_ap([], ["c", "d"]) is None
 
 
 def _rbo_by_definition(a, b, p):
