@@ -251,15 +251,29 @@ def _hardware() -> dict[str, Any]:
     return info
 
 
-def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path:
-    """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs.  Under
-    ``torchrun`` rank 0 writes it, with the number of processes (``world_size``)."""
+def run_manifest_path(run: str | Path) -> Path:
+    """Where one command's record of the run file it wrote goes: ``x.run`` → ``x.run.manifest.json`` beside it."""
+    run = Path(run)
+    return run.with_name(run.name + ".manifest.json")
+
+
+def write_run_manifest(run: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path:
+    """The record of one command's run file (``irglow search``, ``fuse``, ``rerank``, ``glow search``, ``twbert
+    search``), beside it as :func:`run_manifest_path`: a folder's ``manifest.json`` is a pipeline's record (what
+    ``irglow.pyterrier.transformer`` reads), and a single command writing ``-o DIR/x.run`` must not replace it."""
+    return write_manifest(Path(run).parent, config, seed, record=run_manifest_path(run), run=str(run), **extra)
+
+
+def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None = None,
+                   record: Path | None = None, **extra: Any) -> Path:
+    """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs (``record``:
+    another file).  Under ``torchrun`` rank 0 writes it, with the number of processes (``world_size``)."""
     from irglow.utils.atomic import atomic_write_text
     from irglow.utils.distributed import current
 
     w = current()
     if not w.main:
-        return Path(out_dir) / "manifest.json"
+        return record or Path(out_dir) / "manifest.json"
     if w.size > 1:
         extra.setdefault("world_size", w.size)
 
@@ -280,6 +294,8 @@ def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None
     if jvm is not None and jvm._started is not None:  # noqa: SLF001
         manifest["java"] = {"home": str(jvm._started.home), "major": jvm._started.major,
                             "source": jvm._started.source}
+    if record is not None:  # one command's run: its record beside it, never the folder's (a pipeline's) manifest
+        return atomic_write_text(record, json.dumps(manifest, indent=2, default=str))
     out_dir = Path(out_dir)
     text = json.dumps(manifest, indent=2, default=str)
     # the newest record is manifest.json; every run also keeps its own under manifests/, so a

@@ -49,10 +49,10 @@ def cmd_fuse(args) -> int:
         return _fuse_per_query(args, runs, output, tag)
     fused = fuse(runs, args.method, args.norm, weights, args.k, args.depth, tag)
     fused.write(output)
-    from irglow.config import write_manifest
+    from irglow.config import write_run_manifest
 
-    write_manifest(output.parent, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(output),
-                   weights=weights)
+    write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
+                       weights=weights)
     shown = ", ".join(f"{Path(p).stem} {w:g}" for p, w in zip(args.runs, weights or [1.0] * len(args.runs)))
     print(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note} → {output}")
     return 0
@@ -61,7 +61,7 @@ def cmd_fuse(args) -> int:
 def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
     """``irglow fuse --per-query``: reciprocal-rank fusion with each query's run weights from the runs' own scores
     (irglow/runs/qpp.py; nothing judged is read), the weights written beside the run as ``<run>.weights.tsv``."""
-    from irglow.config import write_manifest
+    from irglow.config import write_run_manifest
     from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
     from irglow.utils.atomic import atomic_write_text
 
@@ -77,8 +77,8 @@ def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
     atomic_write_text(table, "query\t" + "\t".join(names) + "\n" + "".join(
         f"{q}\t" + "\t".join(f"{w:.6g}" for w in ws) + "\n" for q, ws in per_query.items()))
     args.method = "rrf"
-    write_manifest(output.parent, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(output),
-                   weights_per_query=str(table))
+    write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
+                       weights_per_query=str(table))
     print(f"rrf of {', '.join(names)}, weighted per query ({args.per_query}) → {output} (weights: {table})")
     return 0
 

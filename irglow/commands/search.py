@@ -53,9 +53,9 @@ def cmd_search(args) -> int:
             return 0
     output = Path(args.output or f"runs/{run.tag}.run")
     run.write(output)
-    from irglow.config import write_manifest
+    from irglow.config import write_run_manifest
 
-    write_manifest(output.parent, {"search": vars(args)}, run=str(output))
+    write_run_manifest(output, {"search": vars(args)})
     print(f"{len(run)} queries → {output}")
     return 0
 

@@ -82,6 +82,22 @@ def test_an_ad_hoc_query_with_o_writes_the_run(tmp_path, capsys):
     assert (tmp_path / "f.run").read_text().split()[:3] == ["q", "Q0", "d1"]
 
 
+def test_a_commands_record_is_kept_beside_its_run_not_over_the_folders_manifest(tmp_path):
+    """Issue 59.11: ``-o DIR/x.run`` replaced DIR/manifest.json, a pipeline's record that transformer() reads."""
+    import json
+
+    c = write_beir(tmp_path / "c")
+    (tmp_path / "manifest.json").write_text('{"settings": "a pipeline\'s"}')
+    assert main(["search", c, "--query", "lyme", "-o", str(tmp_path / "f.run"), "--data-dir", str(tmp_path / "d")]) == 0
+    assert main(["fuse", str(tmp_path / "f.run"), str(tmp_path / "f.run"), "--method", "rrf", "-o",
+                 str(tmp_path / "g.run")]) == 0
+    assert json.loads((tmp_path / "manifest.json").read_text()) == {"settings": "a pipeline's"}
+    assert not (tmp_path / "manifests").exists()
+    for run, command in (("f.run", "search"), ("g.run", "fuse")):
+        record = json.loads((tmp_path / f"{run}.manifest.json").read_text())
+        assert record["run"] == str(tmp_path / run) and command in record["config"]
+
+
 @pytest.mark.parametrize("where, docs, queries, message", [
     ("corpus.jsonl:2", ['{"_id": "d1", "text": "a"}', '{"_id": "d2", "text": "bad \\ud83d here"}'], None,
      "field 'text' of document d2 holds a lone surrogate \\ud83d at character 5"),

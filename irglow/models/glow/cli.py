@@ -109,7 +109,7 @@ def parse_field_tokens(items: list[str]) -> dict[str, int]:
 def cmd_search(args) -> int:
     from pathlib import Path
 
-    from irglow.config import write_manifest
+    from irglow.config import write_run_manifest
     from irglow.models.glow.model import GlowEncoder
     from irglow.models.glow.runner import glow_run
     from irglow.utils.distributed import join
@@ -128,8 +128,8 @@ def cmd_search(args) -> int:
     if not w.main:  # its shard is encoded; rank 0 searched and writes
         return 0
     run.write(out)
-    write_manifest(out.parent, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out),
-                   **info)
+    write_run_manifest(out, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}},
+                       **info)
     print(f"{len(run)} queries → {out} ({info['docs_per_s']:.1f} docs/s encoding)")
     return 0
 

@@ -75,7 +75,7 @@ def cmd_rerank(args) -> int:
     """Under ``torchrun`` each rank re-ranks a contiguous share of the run's queries (its own checkpoint); rank 0
     writes the whole run."""
 
-    from irglow.config import write_manifest
+    from irglow.config import write_run_manifest
     from irglow.data.collection import load_collection
     from irglow.data.records import Query
     from irglow.models.rerank.rerank import load_reranker, rerank
@@ -99,7 +99,7 @@ def cmd_rerank(args) -> int:
                                         checkpoint=out.with_name(rank_file(f".{out.name}.partial.jsonl")))},
                            order)[tag]  # a killed re-ranking resumes
     reranked.write(out)
-    write_manifest(out.parent, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}}, run=str(out))
+    write_run_manifest(out, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}})
     if is_main():
         print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {out}")
     return 0

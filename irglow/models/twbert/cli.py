@@ -69,7 +69,7 @@ def cmd_train(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from irglow.config import write_manifest
+    from irglow.config import write_run_manifest
     from irglow.data.collection import load_collection
     from irglow.models.twbert.model import TWBert
     from irglow.models.twbert.search import twbert_search
@@ -80,7 +80,7 @@ def cmd_search(args) -> int:
     run.write(args.output)
     from pathlib import Path
 
-    write_manifest(Path(args.output).parent, {"twbert_search": vars(args) | {"func": None}}, run=args.output)
+    write_run_manifest(args.output, {"twbert_search": vars(args) | {"func": None}})
     print(f"{len(run)} queries → {args.output}")
     return 0
 
