@@ -8,6 +8,7 @@ points: at no time are more than a few of its documents alive, so nothing iterat
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -109,7 +110,32 @@ def test_an_export_that_fails_half_way_leaves_no_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(OSError, match="No space"):
         docs_store(Broken())
-    assert list(tmp_path.iterdir()) == []
+    assert list((tmp_path / "irglow-docstores").iterdir()) == []
+
+
+def test_a_killed_processs_exported_copy_is_removed_by_the_next_start(tmp_path, monkeypatch):
+    """Issue 59.12: kill -9 runs no finalizer, and each such copy was a whole corpus left in the temp folder."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    script = ("import sys, tempfile; tempfile.tempdir = sys.argv[1]\n"
+              "from irglow.data.collection import load_collection\nfrom irglow.data.docstore import docs_store\n"
+              "store = docs_store(load_collection('demo:n_topics=4,docs_per_topic=2,n_roundups=2,n_background=2'))\n"
+              "print(store.path, flush=True)\nsys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    left = Path(proc.stdout.readline().strip())  # the store exists once its path is printed
+    assert left.is_file() and left.parent == tmp_path / "irglow-docstores"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    live = docs_store(CountingCollection())
+    assert left.is_file()  # a live process's copy is left alone
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    again = docs_store(CountingCollection())
+    assert not left.exists() and live.path.is_file() and again.path.is_file()
 
 
 @pytest.mark.slow
