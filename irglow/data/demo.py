@@ -53,6 +53,32 @@ class DemoConfig:
     test_fraction: float = 0.25
     name_pool: int = 36
 
+    def __post_init__(self):
+        """Refuse what the generator cannot make, before it loops forever or fails deep inside: every topic needs
+        its own (name_a, name_b) pair, roundup pages cover 3 topics, and both splits need a topic."""
+        import math
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise ValueError(f"demo collection: {what}")
+
+        for key, least in (("n_topics", 1), ("docs_per_topic", 1), ("n_roundups", 0), ("n_background", 0),
+                           ("queries_per_topic", 1), ("name_pool", 1)):
+            value = getattr(self, key)
+            need(isinstance(value, int) and value >= least, f"{key}={value!r} must be an integer >= {least}")
+        need(self.name_pool <= 100_000, f"name_pool={self.name_pool} must be <= 100000 (the two-syllable words run out)")
+        need(self.name_pool ** 2 >= self.n_topics, f"name_pool={self.name_pool} gives {self.name_pool ** 2} distinct "
+                                                   f"name pairs, fewer than n_topics={self.n_topics}; raise name_pool "
+                                                   f"to at least {math.isqrt(self.n_topics - 1) + 1}")
+        need(self.n_roundups == 0 or self.n_topics >= 3, f"n_topics={self.n_topics}: roundup pages cover 3 topics "
+                                                          f"(n_topics >= 3, or n_roundups=0)")
+        tf = self.test_fraction
+        need(isinstance(tf, (int, float)) and math.isfinite(tf) and 0 < tf < 1,
+             f"test_fraction={tf!r} must be a number between 0 and 1")
+        n_test = int(round(self.n_topics * tf))
+        need(0 < n_test < self.n_topics, f"test_fraction={tf} of n_topics={self.n_topics} leaves "
+                                         f"{'no test' if n_test == 0 else 'no training'} topic")
+
 
 class DemoCollection:
     """A deterministic multi-field web-like collection; ``splits``: ``train`` and ``test``."""

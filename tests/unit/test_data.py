@@ -1,3 +1,4 @@
+import re
 import hashlib
 import json
 
@@ -83,6 +84,23 @@ def test_misspelt_split_and_demo_setting_are_named_before_any_work():
     with pytest.raises(ValueError, match="n_topics='many' is not a int"):
         load_collection("demo:n_topics=many")
     assert load_collection("demo:n_topics=3").config.n_topics == 3
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("demo:name_pool=2,n_topics=5", "name_pool=2 gives 4 distinct name pairs, fewer than n_topics=5; raise name_pool "
+                                    "to at least 3"),
+    ("demo:name_pool=1", "name_pool=1 gives 1 distinct name pairs, fewer than n_topics=200"),
+    ("demo:n_topics=0", "n_topics=0 must be an integer >= 1"),
+    ("demo:test_fraction=nan", "test_fraction=nan must be a number between 0 and 1"),
+    ("demo:test_fraction=1.5", "test_fraction=1.5 must be a number between 0 and 1"),
+    ("demo:n_topics=2", "roundup pages cover 3 topics"),
+    ("demo:n_topics=1,n_roundups=0", "test_fraction=0.25 of n_topics=1 leaves no test topic"),
+    ("demo:n_topics=3,test_fraction=0.9", "leaves no training topic"),
+])
+def test_impossible_demo_specs_are_refused_before_generating(spec, message):
+    """Issue 59.13: name_pool=2,n_topics=5 looped forever looking for a fifth distinct name pair."""
+    with pytest.raises(ValueError, match=r"^demo collection: .*" + re.escape(message)):
+        load_collection(spec)
 
 
 def test_demo_name_holds_every_generator_setting():
