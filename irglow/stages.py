@@ -24,11 +24,22 @@ def plugins(built_in: list[Stage]) -> list[Stage]:
 
     found: list[Stage] = []
     for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
-        loaded = point.load()
-        stage = loaded() if isinstance(loaded, type) else loaded
+        where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS}"
+        try:
+            loaded = point.load()
+        except Exception as e:  # noqa: BLE001 - a plugin's own failure, named with its entry point
+            raise ValueError(f"{where}, package {point.dist.name if point.dist else '?'}) failed to load: "
+                             f"{type(e).__name__}: {e}") from e
+        if isinstance(loaded, type) and not issubclass(loaded, Stage):
+            stage = None
+        else:
+            try:
+                stage = loaded() if isinstance(loaded, type) else loaded
+            except Exception as e:  # noqa: BLE001
+                raise ValueError(f"{where}): making the stage failed: {type(e).__name__}: {e}") from e
         if not isinstance(stage, Stage) or not stage.name:
-            raise TypeError(f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS}) is not an irglow Stage "
-                            f"with a name")
+            raise ValueError(f"{where}) is not an irglow Stage with a name (a subclass of irglow.stage.Stage, "
+                             f"name = '...'): it is {loaded!r}")
         taken = [s for s in [*built_in, *found] if s.name == stage.name]
         if taken:
             raise ValueError(f"entry point {point.name} = {point.value!r}: the stage name {stage.name!r} is taken by "

@@ -62,3 +62,31 @@ def test_a_learned_reranker_in_one_file_runs_as_a_stage(registered, tmp_path):
     from irglow.commands.reference import settings_reference
 
     assert "BM25's top documents re-ranked per query" in settings_reference(["linear"])  # `irglow settings linear`
+
+
+@pytest.mark.parametrize("target, module, message", [
+    ("broken_plugin:NotAStage", "class NotAStage:\n    name = 'x'\n",
+     r"entry point broken = 'broken_plugin:NotAStage' \(irglow.stages\) is not an irglow Stage with a name"),
+    ("broken_plugin:Stage", "import no_such_module_here\n",
+     r"entry point broken = 'broken_plugin:Stage' \(irglow.stages, package irglow-broken\) failed to load: "
+     r"ModuleNotFoundError: No module named 'no_such_module_here'"),
+])
+def test_a_bad_plugin_is_one_line_naming_its_entry_point(tmp_path, target, module, message):
+    """Issue 59.14: a non-Stage class was a TypeError traceback, a module that fails to import a bare
+    ModuleNotFoundError naming no entry point."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    dist = site / "irglow_broken-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: irglow-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[irglow.stages]\nbroken = {target}\n")
+    (site / "broken_plugin.py").write_text(module)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "irglow", "settings", "lexical"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(message, proc.stderr), proc.stderr

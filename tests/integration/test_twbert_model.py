@@ -151,3 +151,18 @@ def test_cross_validation_chooses_the_length_on_every_training_query(demo_index,
     summary = training_summary(kept)  # the pipeline's training table: the folds' mean curve, every query held out
     assert (summary["folds"], summary["step"], summary["val_queries"]) == (3, cv["chosen_step"], len(set.union(*held)))
     assert summary["validation"] == dict((s, v) for s, v in cv["mean_curve"])[cv["chosen_step"]]
+
+
+def test_more_folds_than_the_training_queries_fill_are_refused_before_any_fold_trains(demo_index, tmp_path,
+                                                                                       monkeypatch):
+    """Issue 59.14: a fold that held out nothing trained anyway, its curve all NaN, then StopIteration."""
+    import irglow.models.twbert.train as twbert_train
+
+    demo = DemoCollection()
+    cfg = TrainConfig(model=TWBertConfig(max_query_tokens=32), candidates=10, max_train_queries=6,
+                      batch_queries=2, epochs=1, eval_every=2, folds=12, fold_steps=2, seed=3)
+    monkeypatch.setattr(twbert_train.Trainer, "_loop", lambda *a, **k: pytest.fail("a fold trained"))
+    with pytest.raises(ValueError, match=r"twbert folds = 12: fold\(s\) .* would hold out none of the 6 training "
+                                         r"queries .*; use fewer folds"):
+        Trainer(cfg, tmp_path).train(demo_index, CollectionStats.load(demo_index), demo.queries("train"),
+                                     demo.qrels("train"))

@@ -413,6 +413,11 @@ class Trainer:
         tenth of them."""
         cfg, k = self.config, self.config.folds
         fold_of = {f.terms.query_id: int(held_out(cfg.seed, f.terms.query_id) * k) for f in data.train}
+        empty = sorted(set(range(k)) - set(fold_of.values()))
+        if empty:  # a fold that holds out nothing has no validation curve: refused before any fold trains
+            raise ValueError(f"twbert folds = {k}: fold(s) {', '.join(str(i + 1) for i in empty)} would hold out none "
+                             f"of the {len(fold_of)} training queries (a query's fold is a hash of seed and id); use "
+                             f"fewer folds")
         forward = ForwardIndex(index)
         qmap = {q.query_id: q for q in queries}
         curves, sizes, fold_models = [], [], []
