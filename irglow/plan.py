@@ -283,8 +283,9 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     check_index_config(index)
     check_validation(config, [s.name for s in STAGES if s.validates_elsewhere])
     ev = config.get("eval", {})
-    measures = ev.get("measures", DEFAULT_MEASURES)
-    parse_measures(measures)
+    # each measure once, by its ir_measures name: "NDCG@10 nDCG@10" or "MRR@10 RR@10" is one column, not a failure
+    # after every stage has run
+    measures = tuple(str(m) for m in parse_measures(ev.get("measures", DEFAULT_MEASURES)))
     bound = []
     for s in STAGES:  # in the order they run
         enabled = s.always_enabled or flag(config, s.name)
@@ -298,19 +299,22 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
             bound.append((s, s.bind(config)))
     baseline = ev.get("baseline", "bm25")
     wanted = ev.get("runs")
+    if isinstance(wanted, str):  # "bm25,bm25f" (--set eval.runs=…), as the settings reference allows
+        wanted = as_names(wanted)
     if wanted is not None and (not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted)):
-        raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags")
+        raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags (or one comma-separated string)")
     planned = _planned(bound, baseline, None if wanted is None else tuple(wanted))
     lexical = next(b for s, b in bound if s.name == "lexical")
     zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
     if zero_shot is not None:  # the cross-collection table's measure is always computed, first
         given = ev.get("measures")
         names = split_measures(given) if isinstance(given, str) else list(given or [])
-        measures = names if zero_shot.measure in names else [zero_shot.measure, *names]
-        parse_measures(measures)
+        names = [str(m) for m in parse_measures(names)]
+        first = str(parse_measures([zero_shot.measure])[0])
+        measures = tuple(names if first in names else [first, *names])
     plan = Plan(recorded=json.dumps(config, default=str), seed=config.get("seed"), data_dir=config.get("data_dir"),
                 collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
-                eval=EvalSettings(measures if isinstance(measures, str) else tuple(measures), baseline,
+                eval=EvalSettings(measures, baseline,
                                   None if wanted is None else tuple(wanted), comparison_settings(ev)),
                 output_dir=Path(settings.value(config, "output", "dir")),
                 report_clusters=settings.value(config, "output", "clusters"),

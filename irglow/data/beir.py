@@ -88,8 +88,13 @@ class BeirCollection:
     def docs_store(self):
         """Documents by id from corpus.jsonl itself: each record's offset, read and parsed on request
         (:mod:`irglow.data.docstore`)."""
-        from irglow.data.docstore import JsonLinesStore
+        from irglow.data.docstore import ExportedStore, JsonLinesStore
+        from irglow.data.trec import is_gzip
 
+        if is_gzip(self.path / "corpus.jsonl"):  # offsets into compressed bytes read nothing: copy it decompressed
+            log.warning("%s/corpus.jsonl is gzip-compressed: its documents are copied once, decompressed, to be read "
+                        "by offset (gunzip it to skip the copy)", self.path)
+            return ExportedStore.of(self)
         # every record is checked as docs_iter checks it; a repeated id is found on the ids' hashes
         return JsonLinesStore.scan(self.path / "corpus.jsonl", self.name, self._document,
                                    lambda n, line: self._document(n, line).doc_id)

@@ -9,6 +9,7 @@ feeding a re-ranker should be judged on.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from typing import Iterable, Sequence
 
@@ -23,8 +24,9 @@ from irglow.eval import vectorized
 from irglow.runs.columns import Columns, RankedRun
 from irglow.runs.trec import Run
 
-
 from irglow.eval.defaults import DEFAULT_MEASURES  # noqa: E402,F401 (re-exported)
+
+log = logging.getLogger(__name__)
 
 
 def _ncg(qrels, run, k: int | None):
@@ -123,17 +125,24 @@ def split_measures(text: str) -> list[str]:
 
 
 def parse_measures(texts: Iterable | str) -> list:
-    """``"nDCG@10 AP"``, ``["nDCG@10", "AP"]`` or measure objects (passed through) → measure objects."""
+    """``"nDCG@10 AP"``, ``["nDCG@10", "AP"]`` or measure objects (passed through) → measure objects, each once:
+    a repeated or equivalent spelling (``NDCG@10`` beside ``nDCG@10``, ``MRR@10`` beside ``RR@10``) is the same
+    ir_measures measure and is computed once, in the place it first appears (as ir_measures does)."""
     if isinstance(texts, str):
         texts = split_measures(texts)
-    out = []
+    out, first = [], {}
     for t in texts:
         if isinstance(t, str):
-            out.append(parse_measure(t))
+            measure = parse_measure(t)
         elif hasattr(t, "NAME") and hasattr(t, "params"):  # an ir_measures measure object
-            out.append(t)
+            measure = t
         else:
             raise ValueError(f"measures: {t!r} is not a measure; name each as a string, e.g. [\"AP\", \"nDCG@10\"]")
+        if str(measure) in first:
+            log.info("measures: %s is %s again (given as %s); computed once", t, measure, first[str(measure)])
+            continue
+        first[str(measure)] = t
+        out.append(measure)
     return out
 
 

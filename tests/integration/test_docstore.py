@@ -212,3 +212,16 @@ def test_a_repeated_id_stops_the_store_naming_both_lines(tmp_path):
     lines = len(corpus.read_text(encoding="utf-8").splitlines())
     with pytest.raises(Exception, match=rf"corpus.jsonl:{lines}: duplicate document id .* \(first on line 1\)"):
         docs_store(BeirCollection(tmp_path / "beir"))
+
+
+def test_a_gzipped_corpus_is_read_by_id_as_a_plain_one(tmp_path):
+    """Issue 59.16: a gzipped corpus.jsonl indexed and searched, then every look-up by id read gzip bytes."""
+    import gzip
+
+    from tests.files import write_beir
+
+    folder = Path(write_beir(tmp_path / "c"))
+    plain = docs_store(BeirCollection(folder)).get_many(["d2", "d1"])
+    corpus = folder / "corpus.jsonl"
+    corpus.write_bytes(gzip.compress(corpus.read_bytes()))
+    assert docs_store(BeirCollection(folder)).get_many(["d2", "d1"]) == plain

@@ -82,3 +82,23 @@ def test_pyterrier_pipelines_built_from_the_same_rankers_rank_as_the_runs(experi
     for other in ({"weights": [0, 1]}, {"method": "rrf"}):  # issue 59.6: the folder's tuned fusion is another one
         with pytest.raises(ValueError, match=r"twbert\+ql: the run in .* fused it with the \[fusion\] defaults \(wsum"):
             transformer(Fusion([TWBert(), QL()], **other), out)
+
+
+def test_a_reranking_of_a_reranking_runs(tmp_path):
+    """Issue 59.16: nrmf(nrmf(bm25f)) was refused as 'not a run of this configuration' though re-rankings nest."""
+    from irglow import NRMF, Experiment, Lexical, Rerank
+
+    tiny = {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}
+    nrmf = NRMF(**tiny, model={"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000})
+    inner = Rerank(Lexical("bm25f"), nrmf)
+    exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), Rerank(inner, nrmf)], out=tmp_path / "out", settings={
+        "data_dir": str(tmp_path / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0})
+    assert exp.systems == ["bm25", "nrmf(nrmf(bm25f))"]
+    exp.run()
+    first, outer = (Run.read(tmp_path / "out" / f"{t}.run") for t in ("nrmf(bm25f)", "nrmf(nrmf(bm25f))"))
+    for qid, ranked in first.ranking.items():  # the outer model re-orders the inner one's top 10, keeps the rest
+        ours = [d for d, _ in outer.ranking[qid]]
+        assert set(ours[:10]) == {d for d, _ in ranked[:10]} and ours[10:] == [d for d, _ in ranked[10:]]
+    with pytest.raises(ValueError, match="re-ranks itself"):
+        Experiment(SMALL_DEMO, systems=["bm25"], config={"rerank": {"enabled": True, "models": ["a", "b"], "variants": {
+            "a": {"kind": "nrmf", "first_stage": "b"}, "b": {"kind": "nrmf", "first_stage": "a"}}}}).check()

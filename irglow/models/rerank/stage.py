@@ -243,10 +243,16 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return None
 
     def check_inputs(self, s: RerankSettings, produced: list[str]) -> None:
-        """Any run of the plan can be a first stage (a fusion, another re-ranking: the pipeline runs a re-ranking
-        once its first stage exists); it must be one."""
+        """Any run of the plan can be a first stage (a fusion, another re-ranking — this stage's own included, to
+        any depth: the pipeline runs a re-ranking once its first stage exists); it must be one, and a chain of
+        re-rankings must not come back to itself."""
         for name, first in s.first_stages.items():
-            if first != "bm25" and first not in produced:
+            chain = [name]
+            while chain[-1] in s.first_stages and s.first_stages[chain[-1]] in s.first_stages:
+                chain.append(s.first_stages[chain[-1]])
+                if chain[-1] in chain[:-1]:
+                    raise ValueError(f"rerank: {' → '.join(chain)} re-ranks itself")
+            if first != "bm25" and first not in produced and first not in s.first_stages:
                 where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in KINDS else "")
                 raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(produced)}")
 
