@@ -335,9 +335,10 @@ def tie_order(index: LuceneIndex):
 
 def _source(collection) -> str:
     """Where a collection comes from (a folder, an ir_datasets id, the demo): groups a source's indexes
-    in ``irglow cache list`` so older versions of the same corpus can be pruned."""
+    in ``irglow cache list`` so older versions of the same corpus can be pruned.  A collection without a folder
+    or dataset id is its whole name: two demo specs are two corpora, not versions of one."""
     base = getattr(collection, "base", collection)
-    return str(getattr(base, "path", None) or getattr(base, "dataset_id", None) or base.name.split("-")[0])
+    return str(getattr(base, "path", None) or getattr(base, "dataset_id", None) or base.name)
 
 
 STEMMERS = ("porter", "krovetz", "none")

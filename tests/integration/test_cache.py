@@ -50,3 +50,14 @@ def test_cache_list_and_prune_keep_the_latest_of_each_source(tmp_path, capsys):
     assert paths[0].exists()
     assert main(["cache", "prune", "--data-dir", str(tmp_path / "data")]) == 0
     assert not paths[0].exists() and paths[1].exists()
+
+
+def test_two_demo_specs_are_two_sources_not_versions_of_one(tmp_path):
+    """Issue 59.16: cache prune listed another demo spec's index as a newer version of this one."""
+    from irglow.data.collection import load_collection
+    from irglow.index.cache import cached_indexes, prunable
+
+    for spec in ("demo:n_topics=4,docs_per_topic=2,n_roundups=2,n_background=2", "demo:n_topics=3,n_background=1"):
+        build_index(load_collection(spec), IndexConfig(threads=1), root=tmp_path / "data")
+    indexes = cached_indexes(tmp_path / "data")
+    assert len(indexes) == 2 and len({c.source for c in indexes}) == 2 and prunable(indexes) == []
