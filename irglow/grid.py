@@ -53,10 +53,23 @@ def split_values(text: str) -> list[str]:
     return [v for v in values if v]
 
 
+def merged_axes(grid: list[str]) -> list[str]:
+    """``--grid k1=0.9 --grid k1=1.2`` is one axis ``k1=0.9,1.2`` (not one point setting k1 twice): each key once,
+    in the order it first appears, its values in the order given (a value given twice once)."""
+    values: dict[str, list[str]] = {}
+    for item in grid:
+        key, sep, given = item.partition("=")
+        if not sep or not key.strip() or not split_values(given):
+            raise ValueError(f"--grid {item!r} must look like section.key=value1,value2")
+        axis = values.setdefault(key.strip(), [])
+        axis += [v for v in split_values(given) if v not in axis]
+    return [f"{key}={','.join(vs)}" for key, vs in values.items()]
+
+
 def grid_points(grid: list[str], presets: dict[str, dict] | None = None) -> list[list[str]]:
     """Each point as the list of ``key=value`` overrides it applies (presets expanded), in grid order."""
     axes = []
-    for item in grid:
+    for item in merged_axes(grid):
         key, sep, values = item.partition("=")
         key = key.strip()
         if not sep or not key or not split_values(values):
@@ -78,7 +91,7 @@ def grid_points(grid: list[str], presets: dict[str, dict] | None = None) -> list
 def point_labels(grid: list[str], presets: dict[str, dict] | None = None) -> list[str]:
     """A short, file-safe name per point, in the order of :func:`grid_points`."""
     axes = []
-    for item in grid:
+    for item in merged_axes(grid):
         key, _, values = item.partition("=")
         short = key.strip().split(".")[-1]
         if key.strip() == "preset":

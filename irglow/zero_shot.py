@@ -114,11 +114,20 @@ def _text_key(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(" ".join(text.split()).casefold().encode(), digest_size=8).digest(), "big")
 
 
+SHARED_FRACTION = 0.01  # in-domain from this share of the sampled documents or of the queries seen in training
+# (below it: pages two corpora share by chance — an empty page, a page of stopwords — not a copy of a corpus)
+
+
+def _substantial(text: str) -> bool:
+    return bool(text.strip())
+
+
 def doc_sample(collection) -> list[int]:
-    """Content keys of ``collection``'s first :data:`CONTENT_SAMPLE` non-empty documents (empty ones share nothing)."""
+    """Content keys of ``collection``'s first :data:`CONTENT_SAMPLE` non-empty documents (empty ones share
+    nothing)."""
     import itertools
 
-    texts = (t for d in collection.docs_iter() if (t := d.contents()).strip())
+    texts = (t for d in collection.docs_iter() if _substantial(t := d.contents()))
     return [_text_key(t) for t in itertools.islice(texts, CONTENT_SAMPLE)]
 
 
@@ -148,17 +157,19 @@ class Seen:
     def of(cls, collections: list[tuple[Any, list]]) -> "Seen":
         docs, queries = set(), set()
         for collection, qs in collections:
-            docs.update(_text_key(t) for d in collection.docs_iter() if (t := d.contents()).strip())
+            docs.update(_text_key(t) for d in collection.docs_iter() if _substantial(t := d.contents()))
             queries.update(_text_key(q.text) for q in qs if q.text.strip())
         return cls(docs, queries)
 
     def shared(self, collection, queries) -> str | None:
-        """How much of ``collection`` was seen in training, in words; ``None`` when nothing was."""
+        """How much of ``collection`` was seen in training, in words; ``None`` when less than
+        :data:`SHARED_FRACTION` of its sampled documents and of its queries was (a few pages two corpora share by
+        chance do not make a collection a training one)."""
         sample = doc_sample(collection)
         docs = sum(k in self.docs for k in sample)
         qs = [_text_key(q.text) for q in queries if q.text.strip()]
         shared_q = sum(k in self.queries for k in qs)
-        if not docs and not shared_q:
+        if docs < max(1, SHARED_FRACTION * len(sample)) and shared_q < max(1, SHARED_FRACTION * len(qs)):
             return None
         return (f"{docs} of its first {len(sample)} documents and {shared_q} of its {len(qs)} queries occur in the "
                 f"collections training or validation chose on")

@@ -27,6 +27,14 @@ def test_grid_points_are_the_product_in_grid_order():
         "loss=bce,weight_alpha=0.25", "loss=bce,weight_alpha=1"]
 
 
+def test_a_key_given_twice_is_one_axis_of_its_values():
+    """Issue 59.16: --grid k1=0.9 --grid k1=1.2 was one point labelled k1=0.9,k1=1.2 (k1 set twice)."""
+    grid = ["lexical.k1=0.9", "lexical.b=0.4,0.75", "lexical.k1=1.2,0.9"]
+    assert grid_points(grid) == [["lexical.k1=0.9", "lexical.b=0.4"], ["lexical.k1=0.9", "lexical.b=0.75"],
+                                 ["lexical.k1=1.2", "lexical.b=0.4"], ["lexical.k1=1.2", "lexical.b=0.75"]]
+    assert point_labels(grid) == ["k1=0.9,b=0.4", "k1=0.9,b=0.75", "k1=1.2,b=0.4", "k1=1.2,b=0.75"]
+
+
 def test_presets_expand_to_their_settings_and_all_means_every_one():
     presets = {"paper": {"twbert.loss": "amse", "twbert.model.head": "relu"}, "default": {},
                "frozen": {"twbert.freeze_encoder": True}}

@@ -64,3 +64,13 @@ def test_a_collection_sharing_only_a_validation_source_is_in_domain(tmp_path):
     assert Seen.of([(train, train.queries("test"))]).shared(nf_dev, nf_dev.queries("test")) is None
     seen = Seen.of([(train, train.queries("test")), (nf_train, nf_train.queries("test"))])
     assert seen.shared(nf_dev, nf_dev.queries("test")).startswith("1 of its first 2 documents and 0 of its 1 queries")
+
+
+def test_a_few_pages_shared_by_chance_do_not_make_a_training_collection(tmp_path):
+    """Issue 59.16: a collection sharing 2 trivial pages of 1,042 with the training one was called in-domain."""
+    common = ["the of and to in", "home page"]
+    train = _beir(tmp_path / "train", common + [f"training text {i}" for i in range(50)], ["a"])
+    other = _beir(tmp_path / "other", common + [f"other text {i}" for i in range(250)], ["b"])
+    assert Seen.of([(train, train.queries("test"))]).shared(other, other.queries("test")) is None  # 2 of 252
+    close = _beir(tmp_path / "close", common + [f"training text {i}" for i in range(2)], ["c"])
+    assert Seen.of([(train, train.queries("test"))]).shared(close, close.queries("test")).startswith("4 of its first 4")
