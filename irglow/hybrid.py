@@ -116,6 +116,9 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
         return fuse(test, method, norm, list(hybrid.weights), depth=depth, tag=tag), {
             "method": method, "norm": norm if method == "wsum" else None, "weights": list(hybrid.weights),
             "why": "fixed weights", "parts": list(parts)}
+    if method == "rrf":  # reciprocal-rank fusion, as the settings reference says: equal weights, nothing tuned
+        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts),
+                                                         "why": "method = rrf (nothing tuned)", "parts": list(parts)}
     held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
     models = [p for p in parts if p not in lexical]
     carried = ctx.zero_shot and fs.zero_shot == "carried"

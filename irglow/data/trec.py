@@ -167,12 +167,14 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
     Read in Python on purpose: Pyserini guesses a topic reader from the file path.
     """
     path = Path(path)
-    text = "".join(line for _, line in utf8_lines(path))
+    # lines end at "\n" (and "\r\n") only: str.splitlines would also split at U+2028, U+0085 … inside a JSON
+    # string or a query's text, and number every later line wrongly
+    lines = [(n, line.rstrip("\n").removesuffix("\r")) for n, line in utf8_lines(path)]
     if path.suffix == ".jsonl":
         import json
 
         out, first = [], {}
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in lines:
             if not line.strip():
                 continue
             try:
@@ -188,10 +190,11 @@ def read_topics(path: str | Path, field: str = "title") -> list[Query]:
             _check_unique(path, n, qid, first, line)
             out.append(Query(qid, qtext))
         return out
+    text = "\n".join(line for _, line in lines)
     if "<top>" in text.lower():
         return _read_sgml(path, text, field)
     out, first = [], {}
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in lines:
         if not line.strip():
             continue
         if "\t" not in line:

@@ -4,7 +4,8 @@
 * ``wsum``: Σ_r w_r · norm_r(s_r(d)), norm ``min-max`` (per query, to [0, 1]), ``z-score`` (per
   query, mean 0, sd 1) or ``none``.  A document a run did not retrieve takes that run's lowest
   normalised score for the query (it ranked below everything the run returned), not 0, which for
-  z-scores would put it at the run's *mean*.
+  z-scores would put it at the run's *mean*; where every score the run gave is equal (one document, or
+  ties), one less, so it still ranks below what the run returned.
 * ``tune_weights``: the convex weights (Σ w = 1, grid ``step``) that maximise a measure on the
   *training* queries' runs; then the same weights fuse the test runs.
 
@@ -75,7 +76,10 @@ def fuse(runs: Sequence[Run], method: str = "rrf", norm: str = "min-max", weight
                 docs = run.ranking.get(qid, [])
                 if docs:
                     normed = _normalise(np.array([s for _, s in docs], dtype=np.float64), norm)
-                    per_run.append((w, {d: float(s) for (d, _), s in zip(docs, normed)}, float(normed.min())))
+                    # a document the run did not retrieve ranked below everything it returned: its lowest score,
+                    # one lower where all its scores are equal (else such a run would count for nothing)
+                    low, high = float(normed.min()), float(normed.max())
+                    per_run.append((w, {d: float(s) for (d, _), s in zip(docs, normed)}, low - (high == low)))
             for d in {d for _, own, _ in per_run for d in own}:
                 fused[d] = sum(w * own.get(d, floor) for w, own, floor in per_run)
         ranking[qid] = trec_order(list(fused.items()))[:depth]

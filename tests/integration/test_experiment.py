@@ -305,7 +305,10 @@ def test_a_hybrid_object_fuses_with_its_own_method_or_fixed_weights(tmp_path, mo
     from irglow.models.source import read_stage_notes
 
     assert read_stage_notes(out, "fusion-bm25+bm25f")["fusion"]["bm25+bm25f"]["why"] == "fixed weights"
-    assert read_stage_notes(out, "fusion-bm25+tfidf")["fusion"]["bm25+tfidf"]["method"] == "rrf"  # [fusion]: wsum
+    rrf = read_stage_notes(out, "fusion-bm25+tfidf")["fusion"]["bm25+tfidf"]  # [fusion]: wsum
+    assert rrf["method"] == "rrf" and rrf["weights"] == [1.0, 1.0]  # issue 59.16: rrf tunes nothing (was 0/1)
+    assert Run.read(out / "bm25+tfidf.run").ranking == fuse([Run.read(out / "bm25.run"), Run.read(out / "tfidf.run")],
+                                                            "rrf", depth=50, tag="bm25+tfidf").ranking
 
 
 @pytest.mark.parametrize("second", [{"weights": [0, 1]}, {"method": "rrf"}, {}])

@@ -35,6 +35,16 @@ def test_min_max_sum():
     assert [d for d, _ in f.ranking["q1"]] == ["d2", "d1", "d4", "d3"]  # tie: trec_eval's order, doc id descending
 
 
+def test_a_run_of_equal_scores_still_ranks_what_it_returned_above_what_it_did_not():
+    """Issue 59.16: a run whose scores were all equal normalised to 1 everywhere, its missed documents included,
+    so it had no influence.  C → d3 1, d4 1 (min-max: equal scores are 1), missed documents 0."""
+    c = Run({"q1": [("d3", 7.0), ("d4", 7.0)]}, "c")
+    assert scores(fuse([A, c], "wsum", "min-max")) == pytest.approx({"d1": 1.0, "d2": 0.5, "d3": 1.0, "d4": 1.0})
+    # z-score: C's scores are 0 and what it missed −1; A's d1 +z, d2 0, d3 −z, d4 (missed) −z
+    z = math.sqrt(1.5)
+    assert scores(fuse([A, c], "wsum", "z-score")) == pytest.approx({"d1": z - 1, "d2": -1, "d3": -z, "d4": -z})
+
+
 def test_z_score_sum_missing_document_takes_the_runs_lowest():
     # A: mean 2, sd √(2/3) → z = ±1.2247, 0; B: mean 0.7, sd 0.2 → z = +1, −1
     z = math.sqrt(1.5)

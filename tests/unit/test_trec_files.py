@@ -224,3 +224,18 @@ def test_the_reader_splits_every_line_as_trec_eval_does(line):
     from irglow.runs.trec import run_fields
 
     assert run_fields(line) == split_fields(line)
+
+
+def test_query_files_end_lines_at_newlines_only(tmp_path):
+    """Issue 59.16: str.splitlines split a query at a raw U+2028 inside a JSON string (refused), and numbered every
+    later line wrongly."""
+    p = tmp_path / "q.jsonl"
+    p.write_text('{"_id": "q1", "text": "a\u2028b"}\n{"_id": "q2", "text": "c\x85d"}\n{"_id": 3.0}\n', encoding="utf-8")
+    with pytest.raises(FormatError, match=r"q.jsonl:3: query id must be a string"):
+        read_topics(p)
+    p.write_text('{"_id": "q1", "text": "a\u2028b"}\r\n{"_id": "q2", "text": "c"}\n', encoding="utf-8")
+    assert [(q.query_id, q.text) for q in read_topics(p)] == [("q1", "a\u2028b"), ("q2", "c")]
+    t = tmp_path / "q.tsv"
+    t.write_text("1\tx\u2028y\n2\tz\n\n3 no tab\n", encoding="utf-8")
+    with pytest.raises(FormatError, match=r"q.tsv:4: expected 'qid<TAB>query text'"):
+        read_topics(t)
