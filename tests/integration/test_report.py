@@ -106,10 +106,21 @@ def _errors(driver) -> list[str]:
 
 
 def _ready(driver, view: str):
+    """The page has rendered the address it is at now, as ``view``: ready, and the hash it rendered is the current
+    one (after ``j`` or a new fragment the previous render is still ready, of the same view, until the
+    hashchange is handled: waiting on ready alone raced it on a busy machine)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 10).until(
-        lambda d: d.execute_script("return document.body.dataset.ready === '1' && document.body.dataset.view") == view)
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script(
+        "const b = document.body.dataset; return b.ready === '1' && b.hash === location.hash && b.view") == view)
+
+
+def _shows(driver, element_id: str, text: str):
+    """Wait until the element's text is ``text`` (what a navigation was for), then return it."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(lambda d: d.find_element("id", element_id).text == text)
+    return text
 
 
 @pytest.fixture(scope="module")
@@ -205,8 +216,8 @@ def test_browser_follows_a_pasted_fragment_and_keys(browser, demo_report):
     assert sections == ["tfidf", "bm25"]
     order = browser.execute_script("return listOrder()")  # a pasted fragment: the default list (largest |Δ| first)
     browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    _shows(browser, "qid", order[order.index(qids[1]) + 1])
     _ready(browser, "query")
-    assert browser.find_element(By.ID, "qid").text == order[order.index(qids[1]) + 1]
     browser.find_element(By.TAG_NAME, "body").send_keys("q")
     _ready(browser, "queries")
     browser.get((tmp / "report.html").as_uri() + "#/queries?run=tfidf&filter=losses")
@@ -396,8 +407,8 @@ def test_navigation_follows_the_filtered_sorted_list(browser, tmp_path):
     _ready(browser, "query")
     for key, expected in (("j", "q3"), ("j", "q4"), ("k", "q3")):
         ActionChains(browser).send_keys(key).perform()
+        _shows(browser, "qid", expected)  # fails after 30 s if the key went elsewhere
         _ready(browser, "query")
-        assert browser.find_element("id", "qid").text == expected
     ActionChains(browser).send_keys("q").perform()
     _ready(browser, "queries")
     assert "filter=losses" in browser.current_url and "sort=id" in browser.current_url
