@@ -14,7 +14,8 @@ from typing import Iterator
 
 from irglow.data.records import LUCENE_TERM_LIMIT, Document, Qrel, Query, make_document
 from irglow.data.trec import FormatError, check_unicode, read_qrels, read_topics, record_id, utf8_lines
-from irglow.utils.digest import file_digest
+from irglow.utils.digest import content_digest
+from irglow.utils.paths import collection_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ class BeirCollection:
     def name(self) -> str:
         """The folder's name and a digest of corpus.jsonl's *content* (a copy that keeps size and mtime
         but changes a word is another collection, and gets another index)."""
-        return f"beir-{self.path.name}-{file_digest(self.path / 'corpus.jsonl')[:12]}"
+        return f"beir-{self.path.name}-{content_digest(self.path / 'corpus.jsonl')[:12]}"
 
     def docs_iter(self) -> Iterator[Document]:
         """Documents in file order; a malformed record, a non-UTF-8 line, an id that cannot appear in
@@ -95,24 +96,35 @@ class BeirCollection:
             log.warning("%s/corpus.jsonl is gzip-compressed: its documents are copied once, decompressed, to be read "
                         "by offset (gunzip it to skip the copy)", self.path)
             return ExportedStore.of(self)
-        # every record is checked as docs_iter checks it; a repeated id is found on the ids' hashes
-        return JsonLinesStore.scan(self.path / "corpus.jsonl", self.name, self._document,
-                                   lambda n, line: self._document(n, line).doc_id)
+        # every record is checked as docs_iter checks it (a repeated id is found on the ids' hashes), and the
+        # field names are gathered on the way: one pass per corpus content, its arrays kept for every later process
+        fields: dict[str, None] = {}
 
-    @cached_property
-    def _scan(self) -> tuple[tuple[str, ...], frozenset[str]]:
-        seen: dict[str, None] = {}
-        ids = set()
-        for doc in self.docs_iter():
-            ids.add(doc.doc_id)
+        def id_of(n: int, line: str) -> str:
+            doc = self._document(n, line)
             for k in doc.fields:
-                seen.setdefault(k, None)
-        return tuple(seen), frozenset(ids)
+                fields.setdefault(k, None)
+            return doc.doc_id
+
+        return JsonLinesStore.scan(self.path / "corpus.jsonl", self.name, self._document, id_of,
+                                   tables=collection_data_dir(self) / "docstores" / self.name,
+                                   meta=lambda: {"fields": list(fields)})
 
     @property
     def fields(self) -> tuple[str, ...]:
-        """Field names in first-seen order over the *whole* corpus (a field first seen late still counts)."""
-        return self._scan[0]
+        """Field names in first-seen order over the *whole* corpus (a field first seen late still counts): learnt
+        by the document store's one pass over this content, kept with its tables."""
+        from irglow.data.docstore import docs_store
+
+        store = docs_store(self)
+        if "fields" in getattr(store, "meta", {}):
+            return tuple(store.meta["fields"])
+        seen: dict[str, None] = {}  # a gzipped corpus (an exported store): read once, for this object
+        for doc in self.docs_iter():
+            for k in doc.fields:
+                seen.setdefault(k, None)
+        store.meta = {**getattr(store, "meta", {}), "fields": list(seen)}
+        return tuple(seen)
 
     @cached_property
     def splits(self) -> tuple[str, ...]:
@@ -137,8 +149,11 @@ class BeirCollection:
             return
         reported.add(split)
         no_query = {q.query_id for q in qrels} - set(self._all_queries)
-        docs = self._scan[1]
-        no_doc = [q for q in qrels if q.doc_id not in docs]
+        from irglow.data.docstore import docs_store
+
+        docs = docs_store(self)  # a look-up per judgment in the store's kept id hashes, not a corpus scan
+        known: dict[str, bool] = {}
+        no_doc = [q for q in qrels if not known.setdefault(q.doc_id, q.doc_id in docs)]
         if no_query:
             log.warning("%s qrels/%s.tsv: %d judged queries are not in queries.jsonl (not searched; they score 0 "
                         "in evaluation), e.g. %s", self.path.name, split, len(no_query), sorted(no_query)[:3])

@@ -141,18 +141,31 @@ class JsonLinesStore(DocStore):
     look-ups (36 bytes a document: 115 MB for MS MARCO documents' 3.2 M): an id is found by binary search on its
     hash and confirmed against the record read (two ids with one hash are told apart by reading both)."""
 
-    def __init__(self, path: Path, name: str, parse: Callable[[int, str], Document], hashes: np.ndarray,
-                 offsets: np.ndarray, lines: np.ndarray):
+    def __init__(self, path: Path, name: str, parse: Callable[[int, str], Document], hashes: np.ndarray | None,
+                 offsets: np.ndarray, lines: np.ndarray, order: np.ndarray | None = None,
+                 sorted_hashes: np.ndarray | None = None, meta: dict | None = None):
         self.path, self.name, self.parse = Path(path), name, parse
-        self.offsets, self.lines = offsets, lines
-        self.order = np.argsort(hashes, kind="stable")
-        self.sorted_hashes = hashes[self.order]
+        self.offsets, self.lines, self.meta = offsets, lines, meta or {}
+        if order is None:
+            order = np.argsort(hashes, kind="stable")
+            sorted_hashes = hashes[order]
+        self.order, self.sorted_hashes = order, sorted_hashes
+
+    TABLES = ("offsets", "lines", "order", "sorted_hashes")
+    TABLE_FORMAT = 1
 
     @classmethod
     def scan(cls, path: Path, name: str, parse: Callable[[int, str], Document],
-             id_of: Callable[[int, str], str | None]) -> "JsonLinesStore":
+             id_of: Callable[[int, str], str | None], tables: Path | None = None,
+             meta: Callable[[], dict] | None = None) -> "JsonLinesStore":
         """One pass over the file: each record's id (``id_of``; ``None`` skips the line), offset and line number;
-        a repeated id stops naming both lines."""
+        a repeated id stops naming both lines.  ``tables``: a folder keyed by the file's content where the pass's
+        arrays (and ``meta()``, what else the pass learnt) are kept, memory-mapped by every later process instead
+        of scanning again."""
+        if tables is not None:
+            kept = cls._kept(path, name, parse, Path(tables))
+            if kept is not None:
+                return kept
         hashes, offsets, lines = array("Q"), array("q"), array("q")  # 8 bytes a document each, even while scanning
         at = 0
         with open(path, "rb") as f:
@@ -164,9 +177,38 @@ class JsonLinesStore(DocStore):
                     lines.append(n)
                 at += len(raw)
         store = cls(path, name, parse, np.frombuffer(hashes, np.uint64), np.frombuffer(offsets, np.int64),
-                    np.frombuffer(lines, np.int64))
+                    np.frombuffer(lines, np.int64), meta=meta() if meta else None)
         store._check_repeats()
+        if tables is not None:
+            store._keep(Path(tables))
         return store
+
+    def _keep(self, folder: Path) -> None:
+        """Write the store's arrays into ``folder`` (atomically: a killed process leaves none half-written)."""
+        from irglow.utils.atomic import atomic_dir
+
+        try:
+            with atomic_dir(folder) as tmp:
+                for key in self.TABLES:
+                    np.save(Path(tmp) / f"{key}.npy", getattr(self, key))
+                (Path(tmp) / "format.json").write_text(json.dumps({"format": self.TABLE_FORMAT, "meta": self.meta,
+                                                                   "documents": len(self.offsets)}))
+        except OSError as e:  # a read-only data folder: the pass is made again next time, nothing is lost
+            import logging
+
+            logging.getLogger(__name__).warning("document store of %s not kept in %s (%s)", self.name, folder, e)
+
+    @classmethod
+    def _kept(cls, path: Path, name: str, parse, folder: Path) -> "JsonLinesStore | None":
+        try:
+            info = json.loads((folder / "format.json").read_text())
+            if info.get("format") != cls.TABLE_FORMAT:
+                return None
+            arrays = {key: np.load(folder / f"{key}.npy", mmap_mode="r") for key in cls.TABLES}
+        except (OSError, ValueError):
+            return None
+        return cls(path, name, parse, None, arrays["offsets"], arrays["lines"], arrays["order"],
+                   arrays["sorted_hashes"], info.get("meta"))
 
     def _check_repeats(self) -> None:
         from irglow.data.trec import FormatError

@@ -20,14 +20,13 @@ class ForwardIndex:
         self.index, self.field = index, field
         self._cache: dict[int, dict[str, np.ndarray]] = {}
         self._vectors = None
-        self._row: dict[str, int] | None = None
 
     def lucene_docid(self, doc_id: str) -> int:
-        if self._row is None:
-            from irglow.index.lucene_index import doc_ids
-
-            self._row = {d: i for i, d in enumerate(doc_ids(self.index))}
-        return self._row[doc_id]
+        """The Lucene doc number of ``doc_id`` (the index's id table: a look-up, no table of every id built)."""
+        d = self.index.ids.position(doc_id)
+        if d is None:
+            raise KeyError(doc_id)
+        return d
 
     def positions(self, doc_id: str) -> dict[str, np.ndarray]:
         """``{term: sorted positions}`` of ``doc_id`` in this field ({} if the field is empty)."""

@@ -135,6 +135,20 @@ class LuceneIndex:
         return out
 
     @cached_property
+    def ids(self) -> "IdTable":
+        """The index's id table (:mod:`irglow.index.id_table`): written once beside the index, memory-mapped."""
+        from irglow.index.id_table import IdTable
+
+        return IdTable.of(self.path, lambda: stored_ids(self))
+
+    @cached_property
+    def tie_order(self):
+        """The bulk helper's trec_eval tie order (each document's id rank in code point order), read by Java from
+        the id table's file: no pass over the stored ids."""
+        start_jvm()
+        return autoclass("irglow.BulkSearch").loadTieOrder(self.ids.tie_rank_path)
+
+    @cached_property
     def reader(self):
         start_jvm()
         from pyserini.index.lucene import LuceneIndexReader
@@ -195,6 +209,9 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     A build is published only when Lucene holds every non-empty document that was exported."""
     config = config or IndexConfig()
     check_index_config(config)
+    from irglow.utils.paths import keep_data_dir
+
+    keep_data_dir(collection, data_dir(root))  # its document store's tables beside its indexes
     target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
     start_jvm(data_dir(root))  # its logs and helper beside the indexes of this data folder, not $IRGLOW_DATA's
     if target.exists() and not force:
@@ -281,56 +298,32 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
             "build_seconds": round(time.perf_counter() - t0, 3),
         }
         (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
+        built = LuceneIndex.open(tmp_index)
+        built.ids  # noqa: B018 - the id table, written once with the index (every process maps it)
+        meta["id_table_seconds"] = round(time.perf_counter() - t0 - meta["build_seconds"], 3)
+        (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
+        built.reader.reader.close()  # the folder is renamed into place next
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
     return LuceneIndex.open(target)
 
 
-_DOC_IDS: dict[str, list[str]] = {}
-
-
-def doc_ids(index: LuceneIndex) -> list[str]:
-    """Lucene internal docid → collection doc id, read once per index: in one transfer through the bulk
-    helper (a newline-joined string), else one stored-fields call per document."""
+def stored_ids(index: LuceneIndex) -> list[str]:
+    """Every Lucene document's stored id in doc-number order, read from the index (once, when its id table is
+    written): in one transfer through the bulk helper, else one stored-fields call per document."""
     from irglow.index.jvm import bulk_search_available
 
-    key = str(index.path)
-    if key not in _DOC_IDS:
-        reader = index.reader.reader
-        if bulk_search_available():
-            n = reader.maxDoc()
-            _DOC_IDS[key] = autoclass("irglow.BulkSearch").storedField(reader, "id").split("\n") if n else []
-        else:
-            stored = reader.storedFields()
-            _DOC_IDS[key] = [stored.document(i).get("id") for i in
-                             tqdm(range(reader.maxDoc()), desc="doc ids", unit="doc", disable=reader.maxDoc() < 50000)]
-    return _DOC_IDS[key]
+    reader = index.reader.reader
+    n = reader.maxDoc()
+    if bulk_search_available():
+        return autoclass("irglow.BulkSearch").storedField(reader, "id").split("\n") if n else []
+    stored = reader.storedFields()
+    return [stored.document(i).get("id") for i in tqdm(range(n), desc="doc ids", unit="doc", disable=n < 50000)]
 
 
-_DOC_ID_ARRAYS: dict[str, Any] = {}
-_TIE_ORDERS: dict[str, Any] = {}
-
-
-def doc_id_array(index: LuceneIndex):
-    """:func:`doc_ids` as a numpy object array: a packed batch's doc numbers index it in one step."""
-    import numpy as np
-
-    key = str(index.path)
-    if key not in _DOC_ID_ARRAYS:
-        ids = doc_ids(index)
-        arr = np.empty(len(ids), dtype=object)
-        arr[:] = ids
-        _DOC_ID_ARRAYS[key] = arr
-    return _DOC_ID_ARRAYS[key]
-
-
-def tie_order(index: LuceneIndex):
-    """The bulk helper's trec_eval tie order for this index (each document's id rank in code point order),
-    built in Java from the stored ids once per index."""
-    key = str(index.path)
-    if key not in _TIE_ORDERS:
-        _TIE_ORDERS[key] = autoclass("irglow.BulkSearch").tieOrder(index.reader.reader, "id")
-    return _TIE_ORDERS[key]
+def doc_ids(index: LuceneIndex) -> "IdTable":
+    """Lucene doc number → collection doc id: the index's memory-mapped id table (:attr:`LuceneIndex.ids`)."""
+    return index.ids
 
 
 def _source(collection) -> str:

@@ -132,7 +132,7 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
         meta["avgdl"][f] = sttf / doc_count if doc_count else 0.0
     from irglow.index.lucene_index import doc_ids
 
-    docs = pd.DataFrame({"doc_id": doc_ids(index)})
+    docs = pd.DataFrame({"doc_id": list(doc_ids(index))})
     vectors = reader.termVectors()
     exact = {f: np.zeros(max_doc, dtype=np.int64) for f in fields}
     for d in tqdm(range(max_doc), desc="field lengths", unit="doc", mininterval=1.0):

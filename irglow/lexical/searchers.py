@@ -26,7 +26,7 @@ from irglow.utils.progress import tqdm
 
 from irglow.data.records import Query
 from irglow.index.jvm import bulk_search_available
-from irglow.index.lucene_index import LuceneIndex, doc_id_array, doc_ids, tie_order  # noqa: F401 (doc_ids re-exported)
+from irglow.index.lucene_index import LuceneIndex, doc_ids  # noqa: F401 (doc_ids re-exported)
 from irglow.lexical import queries as lq
 from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
@@ -146,7 +146,7 @@ class LexicalSearcher:
 
     def _batch_pyserini(self, queries: Sequence[Query], tag: str) -> Run:
         fields = self.field_weights() if self.config.system == "bm25-mf" else {}
-        ranking = PackedRanking(doc_id_array(self.index))
+        ranking = PackedRanking(self.index.ids)
         analyzed = self.analyzed(queries)
         # Pyserini's batch fails as a whole on a query over Lucene's clause limit; such a query is
         # searched on its own instead (without expansion), and said so.
@@ -190,7 +190,7 @@ class LexicalSearcher:
             jfields.put(f, lq.J("java.lang.Float")(float(w)))
         hits = lq.J("irglow.BulkSearch").pyseriniPacked(self.pyserini.object, [q.text for q in chunk], jfields,
                                                         int(self.config.depth), int(max(1, self.config.threads)),
-                                                        tie_order(self.index))
+                                                        self.index.tie_order)
         packed.add([q.query_id for q in chunk], bytes(hits.tostring()))
 
     def _loop(self, queries: Sequence[Query], build, similarity, tag: str) -> Run:
@@ -256,7 +256,7 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
     queries is searched on ``threads`` Java threads, its hits put in trec_eval's order in Java and handed over
     as one packed byte array (:class:`irglow.runs.packed.PackedRanking`: a query's pairs are made when read);
     otherwise each hit crosses JNI on its own.  Both give the same hits, scores and order (tested)."""
-    ids = doc_ids(index)
+    ids = index.ids
     use_bulk = bulk_search_available() if bulk is None else bulk
     with tqdm(total=len(items), desc=f"{desc} search", unit="q", disable=len(items) < 200) as bar:
         if not use_bulk:
@@ -265,8 +265,8 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
                 ranking[qid] = search_lucene_query(searcher, query, depth, ids, anserini)
                 bar.update(1)
             return ranking
-        helper, order = lq.J("irglow.BulkSearch"), tie_order(index)
-        packed = PackedRanking(doc_id_array(index))
+        helper, order = lq.J("irglow.BulkSearch"), index.tie_order
+        packed = PackedRanking(index.ids)
         for start in range(0, len(items), BULK_BATCH):
             chunk = items[start:start + BULK_BATCH]
             packed.add([qid for qid, _ in chunk],
@@ -281,8 +281,8 @@ def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: 
     """Bag-of-words queries from their texts, analyzed, built and searched in Java in one call per batch (the
     bulk helper's ``searchTextsPacked``): the query :func:`irglow.lexical.queries.bag_of_words` builds from the
     index's analyzer, without a JNI call per query; a query left with no term is reported and ranks nothing."""
-    helper, order = lq.J("irglow.BulkSearch"), tie_order(index)
-    packed = PackedRanking(doc_id_array(index))
+    helper, order = lq.J("irglow.BulkSearch"), index.tie_order
+    packed = PackedRanking(index.ids)
     with tqdm(total=len(queries), desc=f"{desc} search", unit="q", disable=len(queries) < 200) as bar:
         for start in range(0, len(queries), BULK_BATCH):
             chunk = queries[start:start + BULK_BATCH]

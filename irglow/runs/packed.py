@@ -38,11 +38,13 @@ class Segment:
 
 class PackedRanking(MutableMapping):
     """``{query id: [(doc id, score), …]}`` over packed segments, each query's list made when first read
-    (then kept).  ``names``: every Lucene doc number's id (a numpy object array).  Keys keep their given order;
-    an assigned list is stored as given, as in a dict."""
+    (then kept).  ``names``: every Lucene doc number's id — the index's memory-mapped id table (its ``take``), or
+    a numpy object array.  Keys keep their given order; an assigned list is stored as given, as in a dict."""
 
-    def __init__(self, names: np.ndarray):
+    def __init__(self, names):
         self.names = names
+        self._take = names.take if hasattr(names, "take") and not isinstance(names, np.ndarray) else \
+            (lambda numbers: names[numbers].tolist())
         self._where: dict[str, tuple[Segment, int] | None] = {}  # key → its packed place (None: assigned)
         self._lists: dict[str, ScoredList] = {}
 
@@ -73,7 +75,7 @@ class PackedRanking(MutableMapping):
         place = self._where[qid]  # KeyError for a query not held, as a dict
         segment, i = place
         a, b = int(segment.offsets[i]), int(segment.offsets[i + 1])
-        docs = self.names[segment.docs[a:b]].tolist()
+        docs = self._take(segment.docs[a:b])
         self._lists[qid] = out = list(zip(docs, segment.scores[a:b].tolist()))
         return out
 

@@ -41,6 +41,36 @@ def file_digest(path: str | Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()[:DIGEST_CHARS]
 
 
+def content_digest(path: str | Path) -> str:
+    """:func:`file_digest` of a file, remembered under ``<data>/digests`` against its identity and state (device,
+    inode, size, modification and change times in ns): a large corpus is hashed once, not by every process.  A
+    copy (another inode) or any write (a new change time, which no program can set back) is hashed again, so the
+    digest is still of the content."""
+    import os
+
+    from irglow.utils.paths import data_dir
+
+    path = Path(path).resolve()
+    st = os.stat(path)
+    stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    memo = data_dir() / "digests" / (hashlib.sha256(str(path).encode()).hexdigest()[:24] + ".json")
+    try:
+        kept = json.loads(memo.read_text())
+        if kept.get("stamp") == stamp and kept.get("path") == str(path):
+            return kept["digest"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    digest = file_digest(path)
+    try:
+        from irglow.utils.atomic import atomic_write_text
+
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(memo, json.dumps({"path": str(path), "stamp": stamp, "digest": digest}))
+    except OSError:  # a read-only data folder: hashed again next time
+        pass
+    return digest
+
+
 def records_digest(records: Iterable[tuple]) -> str:
     """A digest of records in order (queries as ``(id, text)``, qrels as ``(qid, docid, label)``)."""
     h = hashlib.sha256()

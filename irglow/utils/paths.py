@@ -15,3 +15,20 @@ def data_dir(explicit: str | Path | None = None) -> Path:
         source = "--data-dir" if explicit else "IRGLOW_DATA" if given else "the default ./data"
         raise NotADirectoryError(f"{source} names {path}, which is a file: the data directory must be a folder")
     return path
+
+
+def keep_data_dir(collection, folder: Path) -> None:
+    """Tell a collection (and the collections it wraps) the data folder its index lives in, so its own caches —
+    its document store's tables — go there too (``--data-dir``, ``data_dir =``), not to the default."""
+    parts = [p[0] if isinstance(p, tuple) else p for p in getattr(collection, "parts", ())]
+    for c in (collection, getattr(collection, "base", None), *parts):
+        if c is not None:
+            try:
+                c.irglow_data_dir = Path(folder)
+            except AttributeError:  # a collection with __slots__: the default data folder
+                pass
+
+
+def collection_data_dir(collection) -> Path:
+    """The data folder a collection was told (:func:`keep_data_dir`), else the default one."""
+    return getattr(collection, "irglow_data_dir", None) or data_dir()

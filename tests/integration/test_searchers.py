@@ -138,14 +138,25 @@ def test_ties_leave_java_in_anserinis_order_by_code_point(tmp_path, monkeypatch,
     assert all(a - b == pytest.approx(1e-6, abs=3e-7) for a, b in zip(scores, scores[1:]))
 
 
-def test_doc_id_table_read_in_bulk_equals_stored_fields(ties_index):
-    import irglow.index.lucene_index as lucene_index
-    import irglow.lexical.searchers as searchers
+def test_the_id_table_written_with_the_index_equals_its_stored_fields(ties_index):
+    """Issue 60: doc numbers → ids, ids → doc numbers and the tie order come from flat files written once with the
+    index and memory-mapped, equal to what Lucene's stored fields say."""
+    import numpy as np
 
-    lucene_index._DOC_IDS.pop(str(ties_index.path), None)
-    bulk = searchers.doc_ids(ties_index)
+    from irglow.index.id_table import FOLDER, IdTable
+    from irglow.index.lucene_index import stored_ids
+
     stored = ties_index.reader.reader.storedFields()
-    assert bulk == [stored.document(i).get("id") for i in range(ties_index.reader.reader.maxDoc())]
+    expected = [stored.document(i).get("id") for i in range(ties_index.reader.reader.maxDoc())]
+    assert (ties_index.path / FOLDER / "format.json").is_file()  # written by build_index, not on first use
+    table = IdTable(ties_index.path / FOLDER)
+    assert list(table) == expected == stored_ids(ties_index) and len(table) == len(expected)
+    assert table.take(np.array([3, 0, 3])) == [expected[3], expected[0], expected[3]]
+    assert all(table.position(d) == i for i, d in enumerate(expected)) and table.position("no such id") is None
+    assert table.missing(["no such id", expected[1]]) == ["no such id"]
+    by_code_point = sorted(range(len(expected)), key=lambda i: expected[i].encode("utf-8"))
+    assert [int(table.tie_rank[i]) for i in by_code_point] == list(range(len(expected)))
+    assert list(ties_index.tie_order.rank) == [int(r) for r in table.tie_rank]  # what Java read from the file
 
 
 @pytest.mark.parametrize("system,rm3", [("bm25", True), ("bm25-mf", False), ("bm25-mf", True)])

@@ -119,6 +119,25 @@ public final class BulkSearch {
     }
   }
 
+  /**
+   * The tie order irglow wrote beside the index (``irglow-ids/tie-rank.npy``: a NumPy file of little-endian int32,
+   * one rank per Lucene document), read at memory speed: no pass over the stored ids in any process.
+   */
+  public static TieOrder loadTieOrder(String path) throws Exception {
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(java.nio.file.Paths.get(path),
+        java.nio.file.StandardOpenOption.READ)) {
+      ByteBuffer buf = ch.map(java.nio.channels.FileChannel.MapMode.READ_ONLY, 0, ch.size())
+          .order(ByteOrder.LITTLE_ENDIAN);
+      int major = buf.get(6);
+      int headerLength = major == 1 ? (buf.getShort(8) & 0xffff) : buf.getInt(8);
+      int start = (major == 1 ? 10 : 12) + headerLength;
+      buf.position(start);
+      int[] rank = new int[(int) ((ch.size() - start) / 4)];
+      buf.asIntBuffer().get(rank);
+      return new TieOrder(rank);
+    }
+  }
+
   public static TieOrder tieOrder(IndexReader reader, String field) throws Exception {
     StoredFields stored = reader.storedFields();
     int n = reader.maxDoc();
