@@ -116,10 +116,13 @@ def _ready(driver, view: str):
 
 
 def _shows(driver, element_id: str, text: str):
-    """Wait until the element's text is ``text`` (what a navigation was for), then return it."""
+    """Wait until the element's text is ``text`` (what a navigation was for), then return it; the element being
+    replaced by the render under way (stale) or not there yet is waited through."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 30).until(lambda d: d.find_element("id", element_id).text == text)
+    WebDriverWait(driver, 30, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: d.find_element("id", element_id).text == text)
     return text
 
 
