@@ -10,6 +10,9 @@ def cmd_index(args) -> int:
     print(index.path)
     print(f"documents: {index.meta['documents']}  fields: {', '.join(index.fields)} + contents  "
           f"empty (not indexed): {index.meta['skipped_empty']}")
+    if "seconds_per_million" in index.meta:  # built by this call or an earlier one: what it cost
+        print(f"built in {index.meta['build_seconds']:.1f} s on {index.meta['threads']} threads "
+              f"({index.meta['seconds_per_million']:,.0f} s per million documents)")
     return 0
 
 

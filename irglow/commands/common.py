@@ -18,7 +18,8 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fields", nargs="*", default=None, help="document fields to index (default: all)")
     p.add_argument("--stemmer", default="porter", choices=["porter", "krovetz", "none"])
     p.add_argument("--keep-stopwords", action="store_true")
-    p.add_argument("--threads", type=positive_int, default=2)
+    p.add_argument("--threads", type=lambda t: positive_int(t, 0), default=0,
+                   help="indexing threads (0, the default: every core this process may use)")
 
 
 def open_index(args):

@@ -43,7 +43,10 @@ def cmd_search(args) -> int:
         queries = read_topics(args.topics)
     else:
         queries = load_collection(args.data).queries(args.split)
-    cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=args.threads,
+    from irglow.index.lucene_index import available_cores
+
+    threads = args.threads or available_cores()  # --threads 0 (the default): every core this process may use
+    cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=threads,
                         field_weights=_weights(args.field_weight), rm3=args.rm3)
     run = LexicalSearcher(index, cfg).search(queries, tag=args.tag or args.system + ("-rm3" if args.rm3 else ""))
     if args.query:

@@ -166,18 +166,20 @@ def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
     import tempfile
 
     source = Path(__file__).parent / "java" / "BulkSearch.java"
+    sources = sorted((Path(__file__).parent / "java").glob("*.java"))  # the bulk helper and irglow's generator
     javac = runtime.home / "bin" / "javac"
     if not source.is_file() or not javac.exists() or os.environ.get("IRGLOW_NO_BULK"):
         return None
     jar = anserini_jar()
-    key = hashlib.sha256(source.read_bytes() + jar.name.encode() + str(runtime.major).encode()).hexdigest()[:12]
+    key = hashlib.sha256(b"".join(s.read_bytes() for s in sources) + jar.name.encode() +
+                         str(runtime.major).encode()).hexdigest()[:12]
     target = root / key
     if (target / "irglow" / "BulkSearch.class").is_file():
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
-        done = subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(tmp), str(source)],
+        done = subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(tmp), *map(str, sources)],
                               capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             import logging

@@ -29,7 +29,15 @@ from irglow.settings import setting
 log = logging.getLogger(__name__)
 
 RESERVED_FIELDS = {"id", "contents", "raw", "vector"}
-INDEX_FORMAT = 2
+# 3: no raw JSON stored (no stage reads it: documents come from the document store; it was 39% of the index, more
+# than the JSON itself), document vectors of `contents` alone (GENERATOR), the id table written with the index.  The format is part of an index's folder name.
+INDEX_FORMAT = 3
+
+# What Anserini stores, and who reads it: positions (phrase queries: TW-BERT's bi-grams, bm25-ngram), document
+# vectors with positions (RM3's feedback terms, TW-BERT's phrase frequencies through irglow.index.forward, the
+# statistics' exact lengths).  Stored fields hold the ids alone.
+STORE = ("-storePositions", "-storeDocvectors")
+GENERATOR = "IrglowFieldsGenerator"  # irglow/index/java/IrglowFieldsGenerator.java: document vectors of contents only
 
 
 @dataclass(frozen=True)
@@ -39,11 +47,13 @@ class IndexConfig:
     fields: tuple[str, ...] | None = setting(None, "the fields indexed (unset: every field of the collection)")
     stemmer: str = setting("porter", "the analyzer's stemmer", choices=("porter", "krovetz", "none"))
     keep_stopwords: bool = setting(False, "index stopwords too")
-    threads: int = setting(2, "indexing threads", low=1)
+    threads: int = setting(0, "indexing threads (0: every core this process may use)", low=0)
 
     def key(self) -> str:
         d = asdict(self)
         d.pop("threads")
+        if INDEX_FORMAT != 2:  # what an index of the same settings holds changed: another folder
+            d["format"] = INDEX_FORMAT
         return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
 
 
@@ -161,6 +171,14 @@ class LuceneIndex:
         return s
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or a job's share, not the machine's)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _lucene_doc_count(path: Path) -> int:
     """Documents Lucene actually holds in the index at ``path`` (opens and closes a reader)."""
     start_jvm()
@@ -261,14 +279,21 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
             raise ValueError(f"{collection.name}: none of its {n_docs} documents has text in the fields "
                              f"{list(fields)}; nothing to index")
         start_jvm()
+        threads = config.threads or available_cores()
+        t_index = time.perf_counter()
+        from irglow.index.jvm import bulk_search_available
+
+        # irglow's generator (compiled with the bulk helper) keeps document vectors for `contents` alone; without a
+        # compiler Anserini's default stores them for every field too (a larger index, the same runs)
+        generator = GENERATOR if bulk_search_available() else "DefaultLuceneDocumentGenerator"
         args = ["-collection", "JsonCollection", "-input", json_dir, "-index", str(tmp_index),
-                "-generator", "DefaultLuceneDocumentGenerator", "-threads", str(config.threads),
-                "-storePositions", "-storeDocvectors", "-storeRaw", "-stemmer", config.stemmer, "-quiet"]
+                "-generator", generator, "-threads", str(threads),
+                *STORE, "-stemmer", config.stemmer, "-quiet"]
         if config.keep_stopwords:
             args.append("-keepStopwords")
         if lucene_fields:
             args += ["-fields", *lucene_fields]
-        log.info("indexing %d documents with Anserini into %s", n_docs, target)
+        log.warning("indexing %d documents with Anserini (%d threads) into %s", n_docs, threads, target)
         failure = None
         with java_output() as printed:
             try:
@@ -295,7 +320,9 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
             "format": INDEX_FORMAT, "collection": collection.name, "source": _source(collection),
             "fields": list(fields), "lucene_fields": list(lucene_fields), "config": asdict(config),
             "documents": n_docs, "indexed": held, "skipped_empty": n_empty,
-            "build_seconds": round(time.perf_counter() - t0, 3),
+            "build_seconds": round(time.perf_counter() - t0, 3), "threads": threads, "generator": generator,
+            "lucene_seconds": round(time.perf_counter() - t_index, 3),
+            "seconds_per_million": round((time.perf_counter() - t0) * 1e6 / n_docs, 1),
         }
         (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
         built = LuceneIndex.open(tmp_index)

@@ -4,7 +4,7 @@ Written to ``<index>/irglow-stats/`` (atomically):
 
 * ``meta.json``     N (maxDoc), per-field docCount, sumTotalTermFreq, average length (Lucene's avgdl)
 * ``terms.parquet`` one row per analyzed term: ``df_<field>`` / ``cf_<field>`` for every field and ``contents``
-* ``docs.parquet``  one row per Lucene docid: ``doc_id``, ``len_<field>`` (exact, from the term vector) and
+* ``docs.parquet``  one row per Lucene docid: ``doc_id``, ``len_<field>`` (exact: the sum of its terms' frequencies) and
                     ``norm_<field>`` (the length Lucene scores with: its one-byte norm, decoded)
 
 ``idf`` and ``avgdl`` here are Lucene's (per-field ``docCount``, ``sumTotalTermFreq / docCount``),
@@ -133,6 +133,26 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
     from irglow.index.lucene_index import doc_ids
 
     docs = pd.DataFrame({"doc_id": list(doc_ids(index))})
+    exact = _exact_lengths(reader, fields, max_doc)
+    for f in fields:
+        docs[f"len_{f}"] = exact[f]
+        docs[f"norm_{f}"] = _field_norms(reader, f, max_doc)
+    with atomic_dir(target) as tmp:
+        _write_terms(reader, fields, tmp / "terms.parquet")
+        docs.to_parquet(tmp / "docs.parquet", index=False)
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+    return target
+
+
+def _exact_lengths(reader, fields: list[str], max_doc: int) -> dict[str, np.ndarray]:
+    """Each document's analyzed length per field: from the postings in one pass per field in Java (the bulk
+    helper: fields indexed without document vectors too), else from each document's term vectors."""
+    from irglow.index.jvm import bulk_search_available
+
+    if bulk_search_available():
+        helper = autoclass("irglow.BulkSearch")
+        return {f: np.frombuffer(bytes(helper.fieldLengths(reader, f).tostring()), dtype="<i4").astype(np.int64)
+                for f in tqdm(fields, desc="field lengths", unit="field", disable=max_doc < 100_000)}
     vectors = reader.termVectors()
     exact = {f: np.zeros(max_doc, dtype=np.int64) for f in fields}
     for d in tqdm(range(max_doc), desc="field lengths", unit="doc", mininterval=1.0):
@@ -143,14 +163,7 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
             terms_f = tv.terms(f)
             if terms_f is not None:
                 exact[f][d] = int(terms_f.getSumTotalTermFreq())
-    for f in fields:
-        docs[f"len_{f}"] = exact[f]
-        docs[f"norm_{f}"] = _field_norms(reader, f, max_doc)
-    with atomic_dir(target) as tmp:
-        _write_terms(reader, fields, tmp / "terms.parquet")
-        docs.to_parquet(tmp / "docs.parquet", index=False)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-    return target
+    return exact
 
 
 @dataclass

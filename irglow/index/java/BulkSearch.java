@@ -312,6 +312,31 @@ public final class BulkSearch {
     return hits.docs.length;
   }
 
+  /**
+   * Each document's length in {@code field} (its analyzed tokens: the sum of its terms' frequencies, what its term
+   * vector would say), read from the postings in one pass, as little-endian int32 in doc-number order: the exact
+   * lengths of fields stored without document vectors.
+   */
+  public static byte[] fieldLengths(IndexReader reader, String field) throws Exception {
+    int[] out = new int[reader.maxDoc()];
+    for (org.apache.lucene.index.LeafReaderContext leaf : reader.leaves()) {
+      org.apache.lucene.index.Terms terms = leaf.reader().terms(field);
+      if (terms == null) continue;
+      org.apache.lucene.index.TermsEnum it = terms.iterator();
+      org.apache.lucene.index.PostingsEnum postings = null;
+      while (it.next() != null) {
+        postings = it.postings(postings, org.apache.lucene.index.PostingsEnum.FREQS);
+        int d;
+        while ((d = postings.nextDoc()) != org.apache.lucene.search.DocIdSetIterator.NO_MORE_DOCS) {
+          out[leaf.docBase + d] += postings.freq();
+        }
+      }
+    }
+    ByteBuffer buf = ByteBuffer.allocate(4 * out.length).order(ByteOrder.LITTLE_ENDIAN);
+    buf.asIntBuffer().put(out);
+    return buf.array();
+  }
+
   /** Every document's stored field {@code field}, in Lucene doc order, joined by newlines (one transfer). */
   public static String storedField(IndexReader reader, String field) throws Exception {
     StoredFields stored = reader.storedFields();
