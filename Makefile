@@ -177,7 +177,7 @@ bench-scale: venv
 
 # The real job's stages at MS MARCO document shape (bench/msmarco_scale.py): generated collections of SCALE_SIZES
 # documents, each corpus-touching stage in its own process, time and peak memory per stage, growth exponents
-SCALE_SIZES ?= 3000,10000,30000
+SCALE_SIZES ?= 100000,300000,1000000
 # PROCESSES=1,2: the splitting stages (encoding, re-ranking) also under torchrun with 2 processes, with the speed-up
 PROCESSES ?= 1
 bench-msmarco-scale: venv
