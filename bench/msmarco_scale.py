@@ -268,7 +268,7 @@ def main() -> None:
                 r["json_mb"] = json_mb
                 r["docstore_mb"] = disk_mb(cache / "docstores")
             elif stage == "glow-encode":
-                r["disk_mb"] = disk_mb(*runs.glob("glow.run.embeddings*"))
+                r["disk_mb"] = disk_mb(*runs.glob("glow.embeddings*"))
             results[stage][n] = r
             extra = f"  disk {r['disk_mb']:,.0f} MB" if "disk_mb" in r else ""
             print(f"{n:>9,} {stage:<14} {r['wall_s']:8.1f} s {r['anon_mb']:8.0f} MB anonymous "
