@@ -54,7 +54,7 @@ def split_values(text: str) -> list[str]:
 
 
 def merged_axes(grid: list[str]) -> list[str]:
-    """``--grid k1=0.9 --grid k1=1.2`` is one axis ``k1=0.9,1.2`` (not one point setting k1 twice): each key once,
+    """``--grid k1=1.2 --grid k1=2`` is one axis ``k1=1.2,2`` (not one point setting k1 twice): each key once,
     in the order it first appears, its values in the order given (a value given twice once)."""
     values: dict[str, list[str]] = {}
     for item in grid:
