@@ -59,3 +59,14 @@ def test_a_disabled_section_is_checked_whatever_its_size(tmp_path, section, tabl
     with pytest.raises(ValueError, match=message):
         check_config({**_config(tmp_path), section: table})
     assert check_config({**_config(tmp_path), section: {"enabled": False}}) == ["bm25", "bm25f"]
+
+
+def test_repeated_or_equivalent_measures_are_one_column_and_runs_may_be_a_comma_string(tmp_path):
+    """Issue 59.15/16: `run` computed every stage, then failed on "nDCG@10 NDCG@10"; eval.runs = "a,b" was refused
+    though the settings reference allows it."""
+    from irglow.plan import bind_plan
+
+    config = {**_config(tmp_path), "eval": {"measures": ["nDCG@10", "NDCG@10", "RR@10", "MRR@10", "R@5", "Recall@5"],
+                                            "baseline": "bm25", "runs": "bm25f"}}
+    plan = bind_plan(config)
+    assert plan.eval.measures == ("nDCG@10", "RR@10", "R@5") and plan.eval.runs == ("bm25f",)

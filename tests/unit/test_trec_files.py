@@ -239,3 +239,13 @@ def test_query_files_end_lines_at_newlines_only(tmp_path):
     t.write_text("1\tx\u2028y\n2\tz\n\n3 no tab\n", encoding="utf-8")
     with pytest.raises(FormatError, match=r"q.tsv:4: expected 'qid<TAB>query text'"):
         read_topics(t)
+
+
+def test_compare_with_repeated_measures_gives_one_column_each(tmp_path, capsys):
+    (tmp_path / "q.qrels").write_text("1 0 d1 1\n1 0 d2 0\n")
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.run").write_text("1 Q0 d1 1 3 r\n1 Q0 d2 2 2 r\n")
+    assert main(["compare", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--qrels", str(tmp_path / "q.qrels"),
+                 "-m", "nDCG@10 NDCG@10 RR@10 MRR@10"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("|  "))
+    assert [c.strip() for c in header.strip("|").split("|")][1:3] == ["nDCG@10", "RR@10"] and "MRR" not in header
