@@ -18,7 +18,8 @@ import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Mapping
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -166,6 +167,28 @@ def _exact_lengths(reader, fields: list[str], max_doc: int) -> dict[str, np.ndar
     return exact
 
 
+class _Rows(Mapping):
+    """``{doc id: row}`` over an id table, without holding the ids."""
+
+    def __init__(self, ids):
+        self.ids = ids
+
+    def __getitem__(self, doc_id: str) -> int:
+        row = self.ids.position(doc_id) if isinstance(doc_id, str) else None
+        if row is None:
+            raise KeyError(doc_id)
+        return row
+
+    def __contains__(self, doc_id: object) -> bool:
+        return isinstance(doc_id, str) and self.ids.position(doc_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 @dataclass
 class CollectionStats:
     """Read-only view of exported statistics; everything numpy, no JVM after loading."""
@@ -175,11 +198,19 @@ class CollectionStats:
     terms: pd.DataFrame
     docs: pd.DataFrame
 
+    ids: Any = None  # the index's id table (irglow.index.id_table): rows are Lucene doc numbers
+
     @classmethod
     def load(cls, index: LuceneIndex, export: bool = True) -> "CollectionStats":
+        """The exported statistics; the per-document table without its id column (a Python string per document):
+        a document's row is its Lucene doc number, found in the index's memory-mapped id table."""
+        import pyarrow.parquet as pq
+
         path = export_stats(index) if export else index.path / STATS_DIR
         meta = json.loads((path / "meta.json").read_text())
-        return cls(path, meta, pd.read_parquet(path / "terms.parquet"), pd.read_parquet(path / "docs.parquet"))
+        columns = [c for c in pq.read_schema(path / "docs.parquet").names if c != "doc_id"]
+        return cls(path, meta, pd.read_parquet(path / "terms.parquet"),
+                   pd.read_parquet(path / "docs.parquet", columns=columns), index.ids)
 
     @property
     def N(self) -> int:  # noqa: N802
@@ -215,5 +246,6 @@ class CollectionStats:
         return math.log(1.0 + (big_n - df + 0.5) / (df + 0.5))
 
     @cached_property
-    def row_of_doc(self) -> dict[str, int]:
-        return {d: i for i, d in enumerate(self.docs["doc_id"])}
+    def row_of_doc(self) -> "Mapping[str, int]":
+        """A document's row (its Lucene doc number): a look-up in the id table, no dict of every id."""
+        return _Rows(self.ids)
