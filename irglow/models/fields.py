@@ -55,13 +55,19 @@ def field_words(doc: "Document", fields: Sequence[str], url_fields: Sequence[str
 
 def field_pieces(tokenizer, words_by_field: Mapping[str, list[str]],
                  budgets: Mapping[str, int]) -> dict[str, tuple[list[int], list[int | None]]]:
-    """Per field: the first ``budget`` WordPiece ids and, for each, the index of the word it came from."""
+    """Per field: the first ``budget`` WordPiece ids and, for each, the index of the word it came from.  Only the
+    first ``budget`` words are tokenized (a word gives at least one piece): a 1,000-word body kept to 96 pieces is
+    not tokenized whole; where those words give fewer pieces (words the tokenizer drops), the whole field is."""
     out = {}
     for f, words in words_by_field.items():
         if not words:
             out[f] = ([], [])
             continue
-        enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False, truncation=True,
-                        max_length=max(1, budgets[f]))
+        budget = max(1, budgets[f])
+        enc = tokenizer(words[:budget], is_split_into_words=True, add_special_tokens=False, truncation=True,
+                        max_length=budget)
+        if len(enc["input_ids"]) < budget and len(words) > budget:
+            enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False, truncation=True,
+                            max_length=budget)
         out[f] = (enc["input_ids"], enc.word_ids())
     return out

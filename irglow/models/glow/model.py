@@ -210,9 +210,9 @@ class Featurizer:
                        for f, u in units.items()}
             else:
                 raw = w.document_words(units, self.mode, lengths)
-            idf = {f: [w.idf(t) if (t := w.mapper(x)) else None for x in u] for f, u in units.items()}
-            for f in words_by_field:
-                feats[f] = [(raw[f][j], idf[f][j]) for j in index_of[f]]
+            for f in words_by_field:  # the idf of the units kept (a body's first pieces), not of every word
+                u = units[f]
+                feats[f] = [(raw[f][j], w.idf(t) if (t := w.mapper(u[j])) else None) for j in index_of[f]]
         return out, feats
 
     def _assemble(self, segments: list[tuple[int, list[int], list | None]], max_len: int):
