@@ -24,7 +24,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser readme-check bench-msmarco-scale bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
+.PHONY: venv browser readme-check bench-gpu bench-msmarco-scale bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -182,6 +182,12 @@ SCALE_SIZES ?= 100000,300000,1000000
 PROCESSES ?= 1
 bench-msmarco-scale: venv
 	$(BIN)/python bench/msmarco_scale.py --sizes $(SCALE_SIZES) --processes $(PROCESSES) --out $(if $(call given,OUT),$(OUT),out/msmarco-scale)
+
+# On a GPU machine (the device tool): MiniLM encoding of 200,000 generated documents in fp16, the demo's trainers
+# with AMP on the GPU (steps/s, peak GPU memory) and tests/gpu, in one script under 8 minutes (bench/gpu.py).
+GPU_DOCS ?= 200000
+bench-gpu: venv
+	$(BIN)/python bench/gpu.py --docs $(GPU_DOCS) --out $(if $(call given,OUT),$(OUT),out/gpu)
 
 clean:
 	rm -rf $(VENV) data out

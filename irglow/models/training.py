@@ -309,6 +309,9 @@ class TrainingLoop:
         now = time.perf_counter()
         self.state["train_seconds"] += now - self._t0
         self._t0 = now
+        if self.device.type == "cuda":  # what a larger model or batch has to fit beside (bench/gpu.py reads it)
+            self.state["peak_gpu_mb"] = max(self.state.get("peak_gpu_mb", 0.0),
+                                            torch.cuda.max_memory_allocated(self.device) / 2 ** 20)
 
     def _groups(self, batches: list) -> Iterator[tuple[list, bool]]:
         """Whole optimizer steps only (``grad_accum`` batches, over every process), each with whether it ends the
