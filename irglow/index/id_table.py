@@ -47,6 +47,9 @@ class IdTable(Sequence):
         else:
             self._bytes = b""
 
+    def __reduce__(self):  # to another process: the folder, mapped again there (an mmap does not pickle)
+        return (IdTable, (self.folder,))
+
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod
     def write(cls, folder: Path, ids: Iterable[str]) -> "IdTable":
