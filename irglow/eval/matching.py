@@ -33,7 +33,7 @@ class TermMatcher:
         self._term_of: dict[str, str | None] = {}  # lower-cased word → its analyzed term (None: a stop word)
         self._analyzed: dict[str, list[str]] = {}  # query text → its analyzed terms (mean IDF and marking share it)
         self._avgdl = stats.avgdl(field)
-        self._norm = stats.docs[f"norm_{field}"].to_numpy()
+        self._norm = stats.docs[f"norm_{field}"]  # memory-mapped: the rows looked up are read
 
     def describe(self) -> str:
         cfg = self.index.meta.get("config", {})

@@ -30,6 +30,33 @@ from irglow.index.lucene_index import LuceneIndex
 from irglow.utils.atomic import atomic_dir
 
 STATS_DIR = "irglow-stats"
+DOC_COLUMNS = "docs"  # per-document columns as .npy files, rows by Lucene doc number
+
+
+class DocColumns(Mapping):
+    """The per-document table as memory-mapped columns (``len_<field>``, ``norm_<field>``), rows by Lucene doc
+    number: nothing of it is read into a process but the rows it touches."""
+
+    def __init__(self, path: Path):
+        folder = path / DOC_COLUMNS
+        if folder.is_dir():
+            self._columns = {f.stem: np.load(f, mmap_mode="r") for f in sorted(folder.glob("*.npy"))}
+        else:  # statistics exported before the columns were written: read once from the parquet table
+            frame = pd.read_parquet(path / "docs.parquet")
+            self._columns = {c: frame[c].to_numpy() for c in frame.columns if c != "doc_id"}
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._columns)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self._columns[column]
+
+    def __iter__(self):
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
 
 
 @lru_cache(maxsize=1)
@@ -141,6 +168,10 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
     with atomic_dir(target) as tmp:
         _write_terms(reader, fields, tmp / "terms.parquet")
         docs.to_parquet(tmp / "docs.parquet", index=False)
+        (tmp / DOC_COLUMNS).mkdir()
+        for column in docs.columns:  # each per-document column also as a flat array every process memory-maps
+            if column != "doc_id":
+                np.save(tmp / DOC_COLUMNS / f"{column}.npy", docs[column].to_numpy())
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target
 
@@ -196,21 +227,18 @@ class CollectionStats:
     path: Path
     meta: dict
     terms: pd.DataFrame
-    docs: pd.DataFrame
+    docs: DocColumns
 
     ids: Any = None  # the index's id table (irglow.index.id_table): rows are Lucene doc numbers
 
     @classmethod
     def load(cls, index: LuceneIndex, export: bool = True) -> "CollectionStats":
-        """The exported statistics; the per-document table without its id column (a Python string per document):
-        a document's row is its Lucene doc number, found in the index's memory-mapped id table."""
-        import pyarrow.parquet as pq
-
+        """The exported statistics; the per-document columns memory-mapped (:class:`DocColumns`), with no id
+        column (a Python string per document): a document's row is its Lucene doc number, found in the index's
+        memory-mapped id table."""
         path = export_stats(index) if export else index.path / STATS_DIR
         meta = json.loads((path / "meta.json").read_text())
-        columns = [c for c in pq.read_schema(path / "docs.parquet").names if c != "doc_id"]
-        return cls(path, meta, pd.read_parquet(path / "terms.parquet"),
-                   pd.read_parquet(path / "docs.parquet", columns=columns), index.ids)
+        return cls(path, meta, pd.read_parquet(path / "terms.parquet"), DocColumns(path), index.ids)
 
     @property
     def N(self) -> int:  # noqa: N802

@@ -96,8 +96,8 @@ def test_index_fields_and_missing_title(tiny_index):
     assert (stats.df("fruit", "title"), stats.df("fruit", "body")) == (2, 0)
     docs = stats.docs  # rows by Lucene doc number, found through the index's id table
     d3, d2 = stats.row_of_doc["d3"], stats.row_of_doc["d2"]
-    assert docs.loc[d3, "len_contents"] == 6 and docs.loc[d3, "norm_contents"] == 6
-    assert docs.loc[d2, "len_title"] == 0 and docs.loc[d2, "norm_title"] == 0
+    assert docs["len_contents"][d3] == 6 and docs["norm_contents"][d3] == 6
+    assert docs["len_title"][d2] == 0 and docs["norm_title"][d2] == 0
     assert "doc_id" not in docs.columns and "d9" not in stats.row_of_doc and len(stats.row_of_doc) == 3
 
 

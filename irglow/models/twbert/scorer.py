@@ -57,7 +57,7 @@ def build_features(terms: QueryTerms, doc_ids: list[str], stats: CollectionStats
         for j, (a, c, gap) in enumerate(terms.bigrams):
             freq[i, len(terms.unigrams) + j] = ForwardIndex.phrase_freq(pos, a, c, gap)
     rows = [stats.row_of_doc[d] for d in doc_ids]
-    dl = stats.docs[f"norm_{field}"].to_numpy()[rows].astype(np.float64)
+    dl = np.asarray(stats.docs[f"norm_{field}"])[rows].astype(np.float64)
     norm = k1 * (1 - b + b * dl / stats.avgdl(field))
     lab = np.array([max(0.0, (labels or {}).get(d, 0.0)) for d in doc_ids], dtype=np.float64)
     return CandidateFeatures(terms, list(doc_ids), freq, idf_of(stats, terms, field), norm, lab)
