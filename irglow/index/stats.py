@@ -40,7 +40,8 @@ class DocColumns(Mapping):
     def __init__(self, path: Path):
         folder = path / DOC_COLUMNS
         if folder.is_dir():
-            self._columns = {f.stem: np.load(f, mmap_mode="r") for f in sorted(folder.glob("*.npy"))}
+            # plain ndarrays over the mapped files (np.memmap's own indexing is several times slower)
+            self._columns = {f.stem: np.asarray(np.load(f, mmap_mode="r")) for f in sorted(folder.glob("*.npy"))}
         else:  # statistics exported before the columns were written: read once from the parquet table
             frame = pd.read_parquet(path / "docs.parquet")
             self._columns = {c: frame[c].to_numpy() for c in frame.columns if c != "doc_id"}
@@ -168,12 +169,28 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
     with atomic_dir(target) as tmp:
         _write_terms(reader, fields, tmp / "terms.parquet")
         docs.to_parquet(tmp / "docs.parquet", index=False)
+        _write_term_table(tmp)
         (tmp / DOC_COLUMNS).mkdir()
         for column in docs.columns:  # each per-document column also as a flat array every process memory-maps
             if column != "doc_id":
                 np.save(tmp / DOC_COLUMNS / f"{column}.npy", docs[column].to_numpy())
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target
+
+
+TERM_TABLE = "terms"  # the vocabulary as an id table (term → row) and its df_/cf_ columns as .npy files
+
+
+def _write_term_table(folder: Path) -> None:
+    """``terms.parquet`` again as flat files every process memory-maps: the terms in an id table (looked up by
+    hash, no dict of the vocabulary built per process) and each df_/cf_ column as an array."""
+    from irglow.index.id_table import IdTable
+
+    terms = pd.read_parquet(folder / "terms.parquet")
+    IdTable.write(folder / TERM_TABLE / "table", terms["term"].tolist())
+    for column in terms.columns:
+        if column != "term":
+            np.save(folder / TERM_TABLE / f"{column}.npy", terms[column].to_numpy())
 
 
 def _exact_lengths(reader, fields: list[str], max_doc: int) -> dict[str, np.ndarray]:
@@ -213,6 +230,10 @@ class _Rows(Mapping):
     def __contains__(self, doc_id: object) -> bool:
         return isinstance(doc_id, str) and self.ids.position(doc_id) is not None
 
+    def get(self, key, default=None):
+        row = self.ids.position(key) if isinstance(key, str) else None
+        return default if row is None else row
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.ids)
 
@@ -226,9 +247,7 @@ class CollectionStats:
 
     path: Path
     meta: dict
-    terms: pd.DataFrame
     docs: DocColumns
-
     ids: Any = None  # the index's id table (irglow.index.id_table): rows are Lucene doc numbers
 
     @classmethod
@@ -238,7 +257,12 @@ class CollectionStats:
         memory-mapped id table."""
         path = export_stats(index) if export else index.path / STATS_DIR
         meta = json.loads((path / "meta.json").read_text())
-        return cls(path, meta, pd.read_parquet(path / "terms.parquet"), DocColumns(path), index.ids)
+        return cls(path, meta, DocColumns(path), index.ids)
+
+    @cached_property
+    def terms(self) -> pd.DataFrame:
+        """The whole term table (``irglow stats`` prints its size); look-ups go through :attr:`term_row`."""
+        return pd.read_parquet(self.path / "terms.parquet")
 
     @property
     def N(self) -> int:  # noqa: N802
@@ -251,20 +275,38 @@ class CollectionStats:
         return float(self.meta["avgdl"][field])
 
     @cached_property
-    def term_row(self) -> dict[str, int]:
+    def term_row(self) -> "Mapping[str, int]":
+        """A term's row: a look-up in the memory-mapped term table (no dict of the vocabulary: a million unique
+        URL tokens at MS MARCO size), or, for statistics exported before it existed, a dict."""
+        folder = self.path / TERM_TABLE
+        if (folder / "table" / "format.json").is_file():
+            from irglow.index.id_table import IdTable
+
+            return _Rows(IdTable(folder / "table"))
         return {t: i for i, t in enumerate(self.terms["term"])}
 
     @cached_property
     def _columns(self) -> dict[str, np.ndarray]:
-        """df_/cf_ columns as numpy arrays: per-term look-ups stay cheap in inner loops."""
+        """df_/cf_ columns as arrays (memory-mapped): per-term look-ups stay cheap in inner loops."""
+        folder = self.path / TERM_TABLE
+        if (folder / "table" / "format.json").is_file():
+            return {f.stem: np.asarray(np.load(f, mmap_mode="r")) for f in folder.glob("*.npy")}  # mapped, plain
         return {c: self.terms[c].to_numpy() for c in self.terms.columns if c != "term"}
 
+    def _row(self, term: str) -> int | None:
+        """A term's row, remembered once looked up (encoders ask for the same terms millions of times; what is
+        kept grows with the terms a process uses, not with the vocabulary)."""
+        seen = self.__dict__.setdefault("_seen_rows", {})
+        if term not in seen:
+            seen[term] = self.term_row.get(term)
+        return seen[term]
+
     def df(self, term: str, field: str = "contents") -> int:
-        row = self.term_row.get(term)
+        row = self._row(term)
         return 0 if row is None else int(self._columns[f"df_{field}"][row])
 
     def cf(self, term: str, field: str = "contents") -> int:
-        row = self.term_row.get(term)
+        row = self._row(term)
         return 0 if row is None else int(self._columns[f"cf_{field}"][row])
 
     def idf(self, term: str, field: str = "contents", n: float | None = None) -> float:
