@@ -217,10 +217,9 @@ def main() -> None:
     glow, mono, twbert = tiny_models(out)
     results: dict[str, dict[int, dict[str, float]]] = {s: {} for s in stages}
     saved = out / "results.json"
-    if saved.is_file():  # sizes measured earlier (a long size in the background): kept, not measured again
-        for stage, by_size in json.loads(saved.read_text()).items():
-            if stage in results:
-                results[stage].update({int(n): v for n, v in by_size.items() if isinstance(v, dict)})
+    if saved.is_file():  # every stage and size measured earlier (a long size in the background): kept, not measured
+        for stage, by_size in json.loads(saved.read_text()).items():  # again, and written back with the new ones
+            results.setdefault(stage, {}).update({int(n): v for n, v in by_size.items() if isinstance(v, dict)})
     for n in sizes:
         folder = out / f"msmarco-shaped-{n}"
         if all(n in results[s] for s in stages):
@@ -279,7 +278,7 @@ def main() -> None:
                 command = commands[stage][:-1] + [str(runs / f"{stage}-{p}-processes.run")]
                 speed[stage, n, p] = measured(command, p)["wall_s"]
                 print(f"{n:>9,} {stage:<14} {speed[stage, n, p]:8.1f} s under torchrun, {p} processes", flush=True)
-    print(table(results, sizes))
+    print(table({s: results[s] for s in stages}, sizes))
     if len(counts) > 1 and splitting:
         launch = {p: measured(["settings"], p)["wall_s"] for p in counts}
         heads = " | ".join(f"{p} process{'es' if p > 1 else ''} s" for p in counts)
