@@ -105,7 +105,8 @@ public final class BulkSearch {
 
   /**
    * trec_eval's tie order for an index: the rank of each Lucene document's id among all ids in code point order
-   * (the order of their UTF-8 bytes, which is Python's string order), built once per index from the stored ids.
+   * (the order of their UTF-8 bytes, which is Python's string order), written with the index by irglow's id table
+   * (irglow/index/id_table.py) and read by {@link #loadTieOrder}.
    */
   public static final class TieOrder {
     final int[] rank;
@@ -136,22 +137,6 @@ public final class BulkSearch {
       buf.asIntBuffer().get(rank);
       return new TieOrder(rank);
     }
-  }
-
-  public static TieOrder tieOrder(IndexReader reader, String field) throws Exception {
-    StoredFields stored = reader.storedFields();
-    int n = reader.maxDoc();
-    BytesRef[] ids = new BytesRef[n];
-    Integer[] order = new Integer[n];
-    for (int i = 0; i < n; i++) {
-      String v = stored.document(i).get(field);
-      ids[i] = new BytesRef(v == null ? "" : v);
-      order[i] = i;
-    }
-    Arrays.sort(order, (a, b) -> ids[a].compareTo(ids[b]));
-    int[] rank = new int[n];
-    for (int r = 0; r < n; r++) rank[order[r]] = r;
-    return new TieOrder(rank);
   }
 
   /**
