@@ -183,14 +183,18 @@ TERM_TABLE = "terms"  # the vocabulary as an id table (term → row) and its df_
 
 def _write_term_table(folder: Path) -> None:
     """``terms.parquet`` again as flat files every process memory-maps: the terms in an id table (looked up by
-    hash, no dict of the vocabulary built per process) and each df_/cf_ column as an array."""
+    hash, no dict of the vocabulary built per process) and each df_/cf_ column as an array — read back a column at
+    a time, so the export never holds the whole table (``_write_terms`` wrote it in parts for that reason)."""
+    import pyarrow.parquet as pq
+
     from irglow.index.id_table import IdTable
 
-    terms = pd.read_parquet(folder / "terms.parquet")
-    IdTable.write(folder / TERM_TABLE / "table", terms["term"].tolist())
-    for column in terms.columns:
+    source = folder / "terms.parquet"
+    IdTable.write(folder / TERM_TABLE / "table", pq.read_table(source, columns=["term"]).column("term").to_pylist())
+    for column in pq.read_schema(source).names:
         if column != "term":
-            np.save(folder / TERM_TABLE / f"{column}.npy", terms[column].to_numpy())
+            np.save(folder / TERM_TABLE / f"{column}.npy",
+                    pq.read_table(source, columns=[column]).column(column).to_numpy())
 
 
 def _exact_lengths(reader, fields: list[str], max_doc: int) -> dict[str, np.ndarray]:
