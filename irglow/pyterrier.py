@@ -348,9 +348,9 @@ class _Built:
                 raise ValueError(f"{r.tag}: the run in {self.out} made no such fusion (its weights are tuned there)")
             made = next((h for h in hybrids(self.config) if h.tag == r.tag), None)
             if made is not None and made != r.hybrid:  # the folder's weights belong to its own fusion, not this one
-                theirs, mine = made.options() or "the [fusion] defaults", r.hybrid.options() or "the [fusion] defaults"
-                raise ValueError(f"{r.tag}: the run in {self.out} fused it with {theirs} ({info['method']}, weights "
-                                 f"{info['weights']}), not {mine}: run an experiment with this fusion")
+                raise ValueError(f"{r.tag}: the run in {self.out} fused it with {made.settings_text()} "
+                                 f"({info['method']}, weights {info['weights']}), not {r.hybrid.settings_text()}: run "
+                                 f"an experiment with this fusion")
             return Fusion(*(self.build(p) for p in r.rankers), method=info["method"],
                           norm=info.get("norm") or "min-max", weights=info["weights"], depth=depth)
         raise ValueError(f"{r.tag}: irglow.pyterrier builds lexical runs, ql, twbert, trained dense encoders, "

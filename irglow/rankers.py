@@ -280,6 +280,6 @@ class Fusion(Ranker):
         if same is None:
             section["runs"] = entries + [self.hybrid.entry()]
         elif same != self.hybrid:  # one tag names one run file: the second would be dropped without a word
-            mine, theirs = same.options() or "the [fusion] defaults", self.hybrid.options() or "the [fusion] defaults"
-            raise ValueError(f"two fusions of {self.tag} with different settings ({mine} and {theirs}) in one "
-                             f"experiment; a run tag names one run: compare them in two experiments (or a grid)")
+            raise ValueError(f"two fusions of {self.tag} with different settings ({same.settings_text()} and "
+                             f"{self.hybrid.settings_text()}) in one experiment; a run tag names one run: compare "
+                             f"them in two experiments (or a grid)")

@@ -8,11 +8,12 @@ it is a few ``mmap`` calls, whatever the corpus size, and no Python object per d
 
 Files (folder ``irglow-ids/`` inside the index):
 
-* ``ids.utf8`` — every id's UTF-8 bytes, in doc-number order; ``ids.offsets`` — int64, ``n + 1`` byte offsets;
-* ``tie-rank.i32`` — int32, each doc number's rank of its id in code point (UTF-8 byte) order: the Java bulk
+* ``ids.utf8`` — every id's UTF-8 bytes, in doc-number order; ``ids.offsets.npy`` — int64, ``n + 1`` byte offsets;
+* ``tie-rank.npy`` — int32, each doc number's rank of its id in code point (UTF-8 byte) order: the Java bulk
   helper breaks ties by it, as trec_eval breaks them by ``strcmp``;
-* ``hashes.u64`` — the 64-bit ids' hashes (:func:`irglow.data.docstore.id_hash`), sorted; ``hash-docs.i32`` —
-  the doc number of each sorted hash: an id is found by binary search, then confirmed against its bytes.
+* ``hashes.npy`` — the 64-bit ids' hashes (:func:`irglow.data.docstore.id_hash`), sorted; ``hash-docs.npy`` —
+  the doc number of each sorted hash: an id is found by binary search, then confirmed against its bytes;
+* ``format.json`` — written last: a folder without it is not a table.
 """
 
 from __future__ import annotations
@@ -92,11 +93,7 @@ class IdTable(Sequence):
         marker = folder / "format.json"
         if marker.is_file() and json.loads(marker.read_text()).get("format") == FORMAT:
             return cls(folder)
-        if folder.exists():  # another format: replaced
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)
-        return cls.write(folder, read_ids())
+        return cls.write(folder, read_ids())  # a table of another format is replaced whole (atomic_dir)
 
     # -- reading ----------------------------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -75,6 +75,10 @@ class Hybrid:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
                 (("method", self.method), ("norm", self.norm), ("weights", self.weights)) if v is not None}
 
+    def settings_text(self) -> str:
+        """Its own settings as an error message names them (``{'weights': [1, 0]}``, or the [fusion] defaults)."""
+        return str(self.options() or "the [fusion] defaults")
+
     def entry(self) -> str | dict[str, Any]:
         """As a ``fusion.runs`` entry: its tag, or a table when it sets anything itself."""
         return {"runs": list(self.runs), **self.options()} if self.options() else self.tag
@@ -123,7 +127,7 @@ def hybrids(config: dict[str, Any]) -> list[Hybrid]:
         same = next((h for h in out if h.tag == hybrid.tag), None)
         if same is not None and same != hybrid:  # one tag names one run file: one of them would be dropped
             raise ValueError(f"fusion.runs[{i}]: two hybrids of {hybrid.tag} with different settings "
-                             f"({same.options() or 'the [fusion] defaults'} and {hybrid.options() or 'the [fusion] defaults'}); "
+                             f"({same.settings_text()} and {hybrid.settings_text()}); "
                              f"a run tag names one run: keep one, or compare the settings in two experiments")
         if same is None:
             out.append(hybrid)
