@@ -391,8 +391,10 @@ class ExportedStore(JsonLinesStore):
 
     @classmethod
     def of(cls, collection) -> "ExportedStore":
+        from irglow.utils.atomic import sweep_stale
+
         folder = exports_folder()
-        sweep_exports(folder)  # copies left by processes that were killed (kill -9 runs no finalizer)
+        sweep_stale(folder, "")  # copies left by processes that were killed (kill -9 runs no finalizer)
         fd, name = tempfile.mkstemp(prefix=f"{os.getpid()}-", suffix=".jsonl", dir=folder)
         hashes, offsets = array("Q"), array("q")
         at = 0
@@ -420,28 +422,6 @@ def exports_folder() -> Path:
     folder = Path(tempfile.gettempdir()) / "irglow-docstores"
     folder.mkdir(exist_ok=True)
     return folder
-
-
-def sweep_exports(folder: Path) -> list[Path]:
-    """Remove the exported copies whose process is gone (a full corpus each: 22 GB at MS MARCO size); returns
-    them.  A live process's copy — this one's, another job's — is left alone."""
-    removed = []
-    for path in folder.glob("*-*.jsonl"):
-        pid = path.name.split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            _remove(str(path))
-            removed.append(path)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _exported_document(n: int, line: str) -> Document:
