@@ -75,17 +75,16 @@ def parts(data: str, split: str, out: Path, depth: int, data_dir: str | None, sa
 
 def pipeline_parts(data: str, folder: Path):
     """(collection, {tag: Run} of the parts a pipeline's ``all`` fused, {"carried …": its all.run}) from its
-    folder and its fusion notes."""
-    import json
-
+    folder and the fusion's result in its manifest."""
     from irglow.data.collection import load_collection
+    from irglow.outputs import read_results
     from irglow.runs.trec import Run
 
-    notes = json.loads((folder / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
-    runs = {t: Run.read(folder / f"{t}.run") for t in notes["parts"]}
-    weights = "/".join(f"{w:.2f}" for w in notes["weights"])
-    name = f"all: {notes['method']} {weights}" + (f" (carried from {notes['carried_from']})"
-                                                   if notes.get("carried_from") else f" ({notes.get('why', '')})")
+    fused = read_results(folder)["fusion:all"]
+    runs = {t: Run.read(folder / f"{t}.run") for t in fused.parts}
+    weights = "/".join(f"{w:.2f}" for w in fused.weights)
+    name = f"all: {fused.method} {weights}" + (f" (carried from {fused.carried_from})"
+                                                if fused.carried_from else f" ({fused.why or ''})")
     return load_collection(data), runs, {name: Run.read(folder / "all.run")}
 
 

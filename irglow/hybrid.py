@@ -27,15 +27,16 @@ cached) as soon as the runs it fuses exist, so a later stage can re-rank it (``r
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from irglow import settings
 from irglow.config import flag
 from irglow.runs.fusion import convex_grid, fuse, fuse_tuned
 from irglow.runs.trec import Run
-from irglow.runs.wanted import ALL, TRAINING, TUNING, Hybrid, _entries, fusion_tag, hybrids, split_fusion
-from irglow.stage import Stage, Unit
+from irglow.runs.keys import held_out
+from irglow.runs.wanted import ALL, Hybrid, _entries, fusion_tag, hybrids, split_fusion
+from irglow.stage import Produced, Result, Stage, Unit
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,34 @@ class FusionSettings:
     @property
     def tags(self) -> list[str]:
         return [h.tag for h in self.hybrids]
+
+
+@dataclass(frozen=True)
+class FusionResult(Result):
+    """One hybrid made: its parts, method, normalisation and weights, and why they are what they are — tuned
+    (``measure`` reaching ``tuning_score`` on ``tuning_queries`` of the ``tuning_set``, carried from another
+    collection zero-shot) or not tuned (``why``)."""
+
+    kind: ClassVar[str] = "fusion"
+    tag: str
+    parts: list = field(default_factory=list)
+    method: str = "rrf"
+    weights: list = field(default_factory=list)
+    norm: str | None = None
+    why: str | None = None
+    measure: str | None = None
+    tuning_score: float | None = None
+    tuning_queries: int | None = None
+    tuning_set: str | None = None
+    carried_from: str | None = None
+
+    @classmethod
+    def of(cls, tag: str, info: dict[str, Any], measure: str) -> "FusionResult":
+        """From :func:`fuse_entry`'s info (its ``tuning_<measure>`` the score)."""
+        score = info.get(f"tuning_{measure}")
+        return cls(tag, list(info.get("parts", [])), info["method"], list(info["weights"]), info.get("norm"),
+                   info.get("why"), measure if score is not None else None, score, info.get("tuning_queries"),
+                   info.get("tuning_set"), info.get("carried_from"))
 
 
 def check(s: FusionSettings, produced: list[str]) -> None:
@@ -119,29 +148,29 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     if method == "rrf":  # reciprocal-rank fusion, as the settings reference says: equal weights, nothing tuned
         return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts),
                                                          "why": "method = rrf (nothing tuned)", "parts": list(parts)}
-    held_out = [runs.get(TUNING + p) for p in parts if TUNING + p in runs]
+    tuning = {p: runs.held_out(p) for p in parts if runs.held_out(p) is not None}
     models = [p for p in parts if p not in lexical]
     carried = ctx.zero_shot and fs.zero_shot == "carried"
     no_training = models == [] and _training_queries(ctx) is None
-    if (ctx.zero_shot and not carried) or len(held_out) < len(models) or (models and not held_out) or no_training:
+    if (ctx.zero_shot and not carried) or len(tuning) < len(models) or (models and not tuning) or no_training:
         why = "zero-shot (fusion.zero_shot = rrf)" if ctx.zero_shot and not carried else \
             ("zero-shot, " if ctx.zero_shot else "") + ("the training collection has no judged training queries to "
                                                         "tune on" if no_training else "no held-out runs of " + ", ".join(
-                                                            p for p in models if TUNING + p not in runs))
+                                                            p for p in models if p not in tuning))
         return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
                                                          "parts": list(parts)}
     from irglow.lexical.searchers import LexicalSearcher
 
-    if held_out:  # a model's held-out queries: the ones no fused model trained on
-        qids = set.intersection(*(set(r.ranking) for r in held_out))
+    if tuning:  # a model's held-out queries: the ones no fused model trained on
+        qids = set.intersection(*(set(r.ranking) for r in tuning.values()))
     else:  # lexical runs only: nothing learnt from the training queries, so every one of them tunes the weights
         qids = {q.query_id for q in _training_queries(ctx)}
     qrels = [r for r in ctx.source.qrels() if r.query_id in qids]
     queries = [q for q in ctx.source.queries() if q.query_id in qids]
-    tune = [top(_restricted(runs[TUNING + p], qids), p) if TUNING + p in runs
+    tune = [top(_restricted(tuning[p], qids), p) if p in tuning
             else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
     run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
-    info["tuning_set"] = "held-out training" if held_out else "training"
+    info["tuning_set"] = "held-out training" if tuning else "training"
     if carried:  # tuned on the training collection's held-out queries, used here unchanged
         info["carried_from"] = f"{ctx.source.collection.name} / {ctx.source.split}"
     return run, {**info, "parts": list(parts)}
@@ -184,39 +213,30 @@ class FusionStage(Stage):
         check(s, produced)
 
     def units(self, ctx) -> list[Unit]:
-        return self.ready(ctx, set())
+        """One unit per hybrid the plan keeps, reading its parts (the pipeline runs it once they exist; ``all``
+        once every run not made from it does)."""
+        return [self._unit(ctx, hybrid) for hybrid in ctx.settings.hybrids if hybrid.tag in ctx.planned]
 
-    def ready(self, ctx, done: set[str], final: bool = False) -> list[Unit]:
-        """The hybrids not made yet whose runs (and held-out runs, where their stage writes them) exist now;
-        ``final`` (every other stage has run): the all-runs fusion too."""
-        from irglow.models.source import read_stage_notes, write_stage_notes
+    def _unit(self, ctx, hybrid: Hybrid) -> Unit:
+        fs, tag, every = ctx.settings, hybrid.tag, list(hybrid.runs) == [ALL]
 
-        units = []
-        fs = ctx.settings
-        for hybrid in fs.hybrids:
-            parts, tag = list(hybrid.runs), hybrid.tag
-            if parts == [ALL]:
-                if not final or tag in done:
-                    continue
-                parts = self.all_parts(ctx)
-            if tag in done or not all(p in ctx.runs for p in parts):
-                continue
-            done.add(tag)
-            rerank = read_stage_notes(ctx.out, "rerank")
-            cut = {m: rerank["depth"] for m in rerank.get("models", {}) if m in parts} if "depth" in rerank else {}
-            inputs = {t: r for t, r in ctx.runs.items() if t in parts or t in {TUNING + p for p in parts}}
-            settings = {"parts": parts, "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
-                        "cut": cut, "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options()}
+        def parts() -> list[str]:
+            return self.all_parts(ctx) if every else list(hybrid.runs)
 
-            def produce(tag=tag, parts=parts, cut=cut, hybrid=hybrid):
-                run, info = fuse_entry(ctx, parts, cut, hybrid)
-                run.write(ctx.out / f"{tag}.run")
-                log.info("%s: %s", tag, info)
-                write_stage_notes(ctx.out, f"fusion-{tag}", {"fusion": {tag: info}})
-                return {tag: run}
+        def settings() -> dict[str, Any]:
+            cut = {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
+            return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
+                    "cut": cut, "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options()}
 
-            units.append(Unit(f"fusion:{tag}", settings, inputs, produce, (tag,), loads={}))
-        return units
+        def produce():
+            cut = {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
+            run, info = fuse_entry(ctx, parts(), cut, hybrid)
+            run.write(ctx.out / f"{tag}.run")
+            log.info("%s: %s", tag, info)
+            return Produced({tag: run}, FusionResult.of(tag, info, fs.measure))
+
+        return Unit(f"fusion:{tag}", settings, lambda: ctx.runs.of([*parts(), *map(held_out, parts())]), produce,
+                    (tag,), loads={}, reads=() if every else tuple(hybrid.runs), reads_every_run=every)
 
     @staticmethod
     def all_parts(ctx) -> list[str]:
@@ -227,8 +247,8 @@ class FusionStage(Stage):
         runs alone would leave the models out.  Never the other hybrids."""
         hybrids = set(ctx.settings.tags)
         lexical = set(ctx.lexical.tags())
-        every = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING)) and t not in hybrids]
-        tunable = [t for t in every if t in lexical or TUNING + t in ctx.runs]
+        every = [t for t in ctx.runs if t not in hybrids]
+        tunable = [t for t in every if t in lexical or ctx.runs.held_out(t) is not None]
         if ctx.zero_shot and (ctx.settings.zero_shot == "rrf" or
                               (len(tunable) < len(every) and not any(t not in lexical for t in tunable))):
             return every

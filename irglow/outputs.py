@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Mapping
+
+from irglow.hybrid import FusionResult
+from irglow.models.rerank.stage import RerankResult
 from irglow.plan import Plan
-from irglow.runs.trec import Run
 from irglow.preparation import Prepared
+from irglow.runs.trec import Run
+from irglow.stage import ModelsResult, Result, result_of
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +35,18 @@ def diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list
     return [p.name for p in made if p is not None]
 
 
-def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str:
+def read_results(folder: Path) -> dict[str, Result]:
+    """What each unit of a finished run folder's pipeline did (the manifest's ``results``), as typed results."""
+    manifest = Path(folder) / "manifest.json"
+    recorded = json.loads(manifest.read_text()).get("results", {}) if manifest.is_file() else {}
+    return {name: r for name, r in ((n, result_of(v)) for n, v in recorded.items()) if r is not None}
+
+
+def stage_report(results: Mapping[str, Result]) -> str:
     """Markdown lines on what the model stages did: each model's training and validation queries, optimizer
     steps, validation (start → kept, at which step) and training time, fusion weights and throughput, from the
-    notes each stage leaves (fusion: one note per hybrid of this run, ``hybrids``; notes of hybrids a former
-    configuration made stay on disk and are not shown)."""
+    results of this run's units."""
     from irglow.models.checkpoints import training_summary
-    from irglow.models.source import read_stage_notes
 
     def num(x, fmt="{:.4f}"):
         return "–" if x is None or x != x else fmt.format(x)
@@ -46,33 +56,35 @@ def stage_report(out: Path, sections: list[str], hybrids: list[str] = ()) -> str
             return f" ({t['folds']}-fold cross-validation; then trained on every query)"
         return f", mixed with the checkpoint at m {t['mix']:.2f}" if t.get("mix") is not None else ""
 
-    rows, lines = [], []
-    notes_of = [(s, read_stage_notes(out, s)) for s in sections if s != "fusion"]
-    notes_of += [("fusion", read_stage_notes(out, f"fusion-{tag}")) for tag in hybrids]
-    for section, notes in notes_of:
-        for name, model_dir in notes.get("models", {}).items():
-            t = training_summary(model_dir)
-            rows.append(f"| {name} | {num(t['train_queries'], '{}')} | {num(t['val_queries'], '{}')} | "
-                        f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(t['validation'])} | "
-                        f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
-        for tag, f in notes.get("fusion", {}).items():
-            tuned = (f" (tuned on {f['tuning_queries']} {f.get('tuning_set', 'held-out training')} queries, nDCG@10 "
-                     f"{f['tuning_nDCG@10']:.4f}" + (f"; carried from {f['carried_from']}, nothing of this "
-                                                    f"collection's judgments read" if f.get("carried_from") else "")
-                     + ")" if f.get("tuning_queries") else
-                     f" ({f['why']})" if f.get("why") else "")
-            named = zip(f["parts"], f["weights"]) if len(f.get("parts", [])) == len(f["weights"]) else \
-                ((None, w) for w in f["weights"])  # notes written before the parts were named
-            weights = ", ".join(f"{n} {w:.2f}" if n else f"{w:.2f}" for n, w in named)
-            lines.append(f"- {tag}: {f['method']} fusion, weights {weights}{tuned}")
-        for key, unit in (("pairs_per_s", "query-document pairs/s"), ("encode_docs_per_s", "documents encoded/s")):
-            if notes.get(key):
-                lines.append(f"- {section} throughput ({unit}): " + ", ".join(
-                    f"{n} {r:.1f}" for n, r in notes[key].items() if r == r))
+    models = {n: f for r in results.values() if isinstance(r, ModelsResult) for n, f in r.models.items()}
+    models.update({r.run: r.model for r in results.values() if isinstance(r, RerankResult)})
+    rows = []
+    for name, model_dir in models.items():
+        t = training_summary(model_dir)
+        rows.append(f"| {name} | {num(t['train_queries'], '{}')} | {num(t['val_queries'], '{}')} | "
+                    f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(t['validation'])} | "
+                    f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
+    lines = [fusion_line(r) for r in results.values() if isinstance(r, FusionResult)]
+    pairs = {r.run: r.pairs_per_s for r in results.values() if isinstance(r, RerankResult)}
+    encoded = {n: v for r in results.values() if isinstance(r, ModelsResult) for n, v in r.encode_docs_per_s.items()}
+    for section, rates, unit in (("rerank", pairs, "query-document pairs/s"), ("glow", encoded, "documents encoded/s")):
+        if rates:
+            lines.append(f"- {section} throughput ({unit}): " + ", ".join(
+                f"{n} {r:.1f}" for n, r in rates.items() if r == r))
     if rows:
         rows = ["| model | training queries | validation queries | optimizer steps | validation nDCG@10 at step 0 | "
                 "kept | at step | training s |", "|:--|--:|--:|--:|--:|--:|--:|--:|", *rows]
     return "\n".join(rows + ([""] if rows and lines else []) + lines)
+
+
+def fusion_line(f: FusionResult) -> str:
+    """One hybrid as the report says it: method, weights per part, and where they were tuned (or why not)."""
+    tuned = (f" (tuned on {f.tuning_queries} {f.tuning_set or 'held-out training'} queries, {f.measure} "
+             f"{f.tuning_score:.4f}" + (f"; carried from {f.carried_from}, nothing of this collection's judgments "
+                                       f"read" if f.carried_from else "") + ")" if f.tuning_queries else
+             f" ({f.why})" if f.why else "")
+    weights = ", ".join(f"{n} {w:.2f}" for n, w in zip(f.parts, f.weights))
+    return f"- {f.tag}: {f.method} fusion, weights {weights}{tuned}"
 
 
 def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
@@ -94,21 +106,21 @@ def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
     return text
 
 
-def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, title: str,
+def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, results: Mapping[str, Result], title: str,
                        clusters: int | None = None, notes: list[str] | None = None) -> Path:
     """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
     learned term weights for its runs and the word weights GLOW's attention used, where those stages ran, the
     index's analysis for highlighting, and ``clusters`` topic clusters of the queries ([output] clusters)."""
     from irglow.eval.report import report_data, write_report
     from irglow.models.explain import glow_weights, report_analysis, twbert_weights
-    from irglow.models.source import read_stage_notes
-
     weights = {}
-    model = read_stage_notes(out, "twbert").get("models", {}).get("twbert")
+    twbert = results.get("twbert")
+    model = twbert.models.get("twbert") if isinstance(twbert, ModelsResult) else None
     if model and "twbert" in runs and Path(model).is_dir():
         w = twbert_weights(model, ctx.index, ctx.test_queries)
         weights = {t: w for t in ("twbert", "twbert-rm3") if t in runs}
-    for variant, folder in read_stage_notes(out, "glow").get("models", {}).items():
+    glow = results.get("glow")
+    for variant, folder in (glow.models if isinstance(glow, ModelsResult) else {}).items():
         if variant in runs and variant != "bert" and Path(folder).is_dir():
             weights[variant] = glow_weights(folder, ctx.index, ctx.stats, ctx.test_queries)
     texts = {q.query_id: q.text for q in ctx.test_queries}

@@ -63,63 +63,72 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
 
 
 def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: str = ""):
-    """One test split: every enabled stage in registry order (each unit cached by content; a fusion entry as soon
-    as its runs exist), the comparison table, plots and manifest.  Returns the comparison."""
-    from irglow.hybrid import FusionStage
-    from irglow.runs.wanted import TRAINING, TUNING
-    from irglow.stage import Context
-
+    """One test split: the plan's graph of units run (each cached by content, each once the runs it reads
+    exist), then the comparison table, plots and manifest.  Returns the comparison."""
     out.mkdir(parents=True, exist_ok=True)
     timings = dict(p.timings)
-    collection, index, stats = p.collection, p.index, p.stats
-    stages = [s for s, _ in plan.stages]
-    fusion = next((s for s in stages if isinstance(s, FusionStage)), None)
-    tuning_runs = plan.tuning_runs
-    if fusion is not None and p.source.is_other_than(collection) and dict(plan.stages)[fusion].zero_shot == "rrf":
-        tuning_runs = frozenset()  # zero-shot reciprocal-rank fusion tunes nothing: no held-out runs to write
-    ctx = Context(collection, index, stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
-                  seed=plan.seed, training_runs=plan.training_runs, tuning_runs=tuning_runs)
+    ctx = split_context(plan, p, test_split, out)
     # every unit keys on the content it reads: the index (its name carries the corpus digest and the analysis
     # settings) and the test queries; model stages also on what they train on and the models they load
-    cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(index.path).name,
+    cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(p.index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
-    fused: set[str] = set()
-    # each stage's work gets the shared context with its own settings object (the runs dict is shared)
+    # each stage's work gets the shared context with its own settings object (the runs are shared)
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
-    waiting: list[tuple[Any, Any]] = []  # units whose ``needs`` do not exist yet (a re-ranking of a later fusion)
-
-    def run(stage, unit) -> None:
+    for stage, unit in run_order([(s, u) for s, _ in plan.stages for u in s.units(contexts[s])]):
         t = time.perf_counter()
         ctx.runs.update(cache.run_unit(stage, unit, contexts[stage]))
         timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + time.perf_counter() - t
+    return write_outputs(plan, p, ctx, cache, timings, notes)
 
-    def fuse(final: bool = False) -> None:  # every hybrid whose runs exist now
-        if fusion is not None:
-            for unit in fusion.ready(contexts[fusion], fused, final=final):
-                run(fusion, unit)
 
-    def release() -> None:  # the units held back whose runs exist now, and the hybrids they complete, until none
-        while ready := [(s, u) for s, u in waiting if all(t in ctx.runs for t in u.needs)]:
-            for item in ready:
-                waiting.remove(item)
-                run(*item)
-            fuse()
+def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
+    """The :class:`~irglow.stage.Context` every stage of one test split shares."""
+    from irglow.hybrid import FusionSettings
+    from irglow.stage import Context
 
-    for stage in stages:
-        if stage is fusion:
-            continue
-        for unit in stage.units(contexts[stage]):
-            if all(t in ctx.runs for t in unit.needs):
-                run(stage, unit)
-            else:
-                waiting.append((stage, unit))
-        fuse()
-        release()
-    fuse(final=True)
-    release()
-    if waiting:  # the plan checks every run's parts exist; what is left waits on itself
-        raise RuntimeError("runs that wait on each other (a re-ranking of a fusion that contains it?): "
-                           + "; ".join(f"{u.name} needs {[t for t in u.needs if t not in ctx.runs]}" for _, u in waiting))
+    tuning_runs = plan.tuning_runs
+    fusion = next((b for _, b in plan.stages if isinstance(b, FusionSettings)), None)
+    if fusion is not None and p.source.is_other_than(p.collection) and fusion.zero_shot == "rrf":
+        tuning_runs = frozenset()  # zero-shot reciprocal-rank fusion tunes nothing: no held-out runs to write
+    return Context(p.collection, p.index, p.stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
+                   seed=plan.seed, training_runs=plan.training_runs, tuning_runs=tuning_runs, planned=plan.tags,
+                   reranked_depths=plan.reranked_depths)
+
+
+def run_order(units: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The units in an order that runs each after the units writing what it reads (``Unit.reads``; a unit that
+    reads every run, after every unit not made from its own run), otherwise in the order given (the stages'
+    order); units that read each other are refused, naming them."""
+    writer = {tag: i for i, (_, u) in enumerate(units) for tag in u.writes}
+    after = [{writer[t] for t in u.reads if t in writer and writer[t] != i} for i, (_, u) in enumerate(units)]
+    for i, (_, u) in enumerate(units):
+        if u.reads_every_run:
+            downstream = _downstream(i, after)
+            after[i] = {j for j in range(len(units)) if j != i and j not in downstream}
+    done: list[int] = []
+    while len(done) < len(units):
+        ready = next((i for i in range(len(units)) if i not in done and after[i] <= set(done)), None)
+        if ready is None:
+            left = [units[i][1] for i in range(len(units)) if i not in done]
+            raise RuntimeError("runs that wait on each other (a re-ranking of a fusion that contains it?): " + "; ".join(
+                f"{u.name} reads {[t for t in u.reads if t in writer]}" for u in left))
+        done.append(ready)
+    return [units[i] for i in done]
+
+
+def _downstream(start: int, after: list[set[int]]) -> set[int]:
+    """The units that read, directly or not, what unit ``start`` writes."""
+    found, grew = {start}, True
+    while grew:
+        more = {i for i, a in enumerate(after) if i not in found and a & found}
+        found |= more
+        grew = bool(more)
+    return found - {start}
+
+
+def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict[str, float], notes: str):
+    """The comparison of every run of the split against the judgments, its tables, plots, page and manifest."""
+    out, collection, test_split, stages = ctx.out, p.collection, ctx.test_split, [s for s, _ in plan.stages]
     from irglow.utils.distributed import is_main
 
     if not is_main():  # under torchrun the tables, plots, page and manifest are rank 0's
@@ -128,12 +137,13 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     # fusion's weights come from the training collection)
     test_qrels = collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
-    tags = [t for t in ctx.runs if not t.startswith((TUNING, TRAINING))]  # runs of training queries: not compared
+    # the test runs in the plan's order (the stages', hybrids last), whatever order the graph ran them in
+    tags = [t for t in plan.tags if t in ctx.runs] + [t for t in ctx.runs if t not in plan.tags]
     ev = plan.eval
     runs = {t: ctx.runs[t] for t in (tags if ev.runs is None else dict.fromkeys([ev.baseline, *ev.runs]))}
     measures = ev.measures if isinstance(ev.measures, str) else list(ev.measures)
     cmp = compare(runs, test_qrels, measures, baseline=ev.baseline, **ev.comparison)
-    training = stage_report(out, [s.name for s in stages if s.trains], [t for t in ctx.runs if t in fused])
+    training = stage_report(cache.results)
     atomic_write_text(out / "results.md", cmp.to_markdown() + "\n" + settings_note(plan, p, tags)
                       + (f"\n{training}\n" if training else "") + (f"\n{notes}\n" if notes else ""))
     atomic_write_text(out / "results.csv", cmp.to_csv())
@@ -146,14 +156,16 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     plots = diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
     # the page's notes: each hybrid's weights (and where they were tuned), each model's throughput
     if plan.report_page:
-        write_results_page(out, cmp, runs, test_qrels, ctx, f"{collection.name} / {test_split}", plan.report_clusters,
+        write_results_page(out, cmp, runs, test_qrels, ctx, cache.results, f"{collection.name} / {test_split}",
+                           plan.report_clusters,
                            notes=[line[2:] for line in training.splitlines() if line.startswith("- ")])
     else:  # a page of an earlier run would no longer show this one
         (out / "report.html").unlink(missing_ok=True)
-    write_manifest(out, plan.manifest_config(test_split), seed=plan.seed, index=str(index.path), qrels=str(qrels_path),
+    write_manifest(out, plan.manifest_config(test_split), seed=plan.seed, index=str(p.index.path), qrels=str(qrels_path),
                    settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},
-                   statistics={"N": stats.N, "avgdl": stats.meta["avgdl"]}, stages=cache.report, plots=plots)
+                   statistics={"N": p.stats.N, "avgdl": p.stats.meta["avgdl"]}, stages=cache.report, plots=plots,
+                   results={name: r.to_json() for name, r in cache.results.items()})
     print(f"\n## {collection.name} — {test_split}\n")
     print(cmp.to_markdown())
     print(f"runs, tables, plot and manifest in {out}/")

@@ -147,9 +147,7 @@ class Plan:
     tags: tuple[str, ...]
     tuning_runs: frozenset[str]
     training_runs: frozenset[str]
-    # {tag: the ranker (irglow.rankers) that run is}: the plan as a tree of rankers ("all", a fusion of whatever
-    # can be tuned at the end, is none)
-    rankers: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    reranked_depths: Mapping[str, int]  # {re-ranked run: its re-ranked block's depth}, from the stages' settings
 
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
@@ -171,17 +169,11 @@ class Plan:
     def with_fields(self, fields) -> "Plan":
         """The same plan for a training index with these ``fields``, once it is built: each settings object that
         depends on them (the re-rankers' ``{field}`` variants) gives its own typed copy (``with_fields``), and the
-        runs are planned again — the configuration is not read again (a run new here, one field's model of a
-        ``{field}`` variant, is a run of its stage: :class:`~irglow.rankers.StageRun`)."""
-        from irglow.rankers import StageRun
-
+        runs are planned again — the configuration is not read again."""
         bound = [(s, b.with_fields(fields) if hasattr(b, "with_fields") else b) for s, b in self.stages]
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
-        planned = _planned(bound, self.eval.baseline, self.eval.runs)
-        made_by = {t: s.name for s, b in bound for t in s.tags(b)}
-        return dataclasses.replace(self, **planned, rankers={
-            t: self.rankers.get(t) or StageRun(made_by[t], t) for t in planned["tags"] if t != ALL})
+        return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
 
 
 def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
@@ -205,8 +197,10 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
                          f"{', '.join(tags)}")
     hybrids = [h for _, b in bound if isinstance(b, FusionSettings) for h in b.hybrids]
     tuned = frozenset(t for t in tags if any(t in h.runs or h.runs == (ALL,) for h in hybrids))
+    depths = {t: d for _, b in bound for t, d in getattr(b, "reranked_depths", {}).items()}
     return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
-            "training_runs": frozenset().union(*(getattr(b, "training_runs_read", ()) for _, b in bound))}
+            "training_runs": frozenset().union(*(getattr(b, "training_runs_read", ()) for _, b in bound)),
+            "reranked_depths": depths}
 
 
 def ranker(spec, config: dict[str, Any] | None = None):
@@ -321,6 +315,5 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
                 report_page=settings.value(config, "output", "page"),
                 validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
                                               settings.value(config, "validation", "queries")),
-                zero_shot=zero_shot, **planned,
-                rankers={t: ranker(t, config) for t in planned["tags"] if t != ALL})
+                zero_shot=zero_shot, **planned)
     return plan if fields is None else plan.with_fields(fields)

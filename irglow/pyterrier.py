@@ -310,11 +310,15 @@ class _Built:
         self.lexical = LexicalSettings(**self.settings["lexical"])
         self.field_weights = manifest.get("field_weights", {})
         self._docs = None
+        self._results = None
 
-    def notes(self, stage: str) -> dict:
-        from irglow.models.source import read_stage_notes
+    def result(self, unit: str):
+        """What the unit ``unit`` of that run did (:class:`~irglow.stage.Result`), or ``None``."""
+        if self._results is None:
+            from irglow.outputs import read_results
 
-        return read_stage_notes(self.out, stage)
+            self._results = read_results(self.out)
+        return self._results.get(unit)
 
     @property
     def docs(self):
@@ -333,25 +337,25 @@ class _Built:
         if isinstance(r, rankers.StageRun) and r.stage == "ql":
             return QL(self.index, self.settings["ql"]["mu"], depth, self.lexical.threads)
         if isinstance(r, rankers.TWBert) and r.run == "twbert":
-            return TWBert(self.notes("twbert")["models"]["twbert"], self.index, depth, self.lexical.threads)
-        trained = self.notes("glow").get("models", {}) if isinstance(r, rankers.Dense) else {}
+            return TWBert(self.result("twbert").models["twbert"], self.index, depth, self.lexical.threads)
+        trained = self.result("glow").models if isinstance(r, rankers.Dense) and self.result("glow") else {}
         if r.tag in trained:
             return Dense(trained[r.tag], self.index, self.out / f"{r.tag}.embeddings", depth)
         if isinstance(r, rankers.Rerank):
-            notes = self.notes("rerank")
-            return (self.build(r.first) % notes["depth"]) >> CrossEncoder(notes["models"][r.tag], self.docs)
+            done = self.result(f"rerank:{r.tag}")
+            return (self.build(r.first) % done.depth) >> CrossEncoder(done.model, self.docs)
         if isinstance(r, rankers.Fusion):
             from irglow.runs.wanted import hybrids
 
-            info = self.notes(f"fusion-{r.tag}").get("fusion", {}).get(r.tag)
+            info = self.result(f"fusion:{r.tag}")
             if info is None:
                 raise ValueError(f"{r.tag}: the run in {self.out} made no such fusion (its weights are tuned there)")
             made = next((h for h in hybrids(self.config) if h.tag == r.tag), None)
             if made is not None and made != r.hybrid:  # the folder's weights belong to its own fusion, not this one
                 raise ValueError(f"{r.tag}: the run in {self.out} fused it with {made.settings_text()} "
-                                 f"({info['method']}, weights {info['weights']}), not {r.hybrid.settings_text()}: run "
+                                 f"({info.method}, weights {info.weights}), not {r.hybrid.settings_text()}: run "
                                  f"an experiment with this fusion")
-            return Fusion(*(self.build(p) for p in r.rankers), method=info["method"],
-                          norm=info.get("norm") or "min-max", weights=info["weights"], depth=depth)
+            return Fusion(*(self.build(p) for p in r.rankers), method=info.method,
+                          norm=info.norm or "min-max", weights=info.weights, depth=depth)
         raise ValueError(f"{r.tag}: irglow.pyterrier builds lexical runs, ql, twbert, trained dense encoders, "
                          f"re-rankings and fusions of them; take this one's run file ({self.out / (r.tag + '.run')})")

@@ -14,10 +14,64 @@ import and a lexical-only run never loads them.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
+
+from irglow.runs.keys import RunKey, Runs
+
+
+class Result:
+    """What a unit of work did besides its runs, typed: the models it trained or loaded, a fusion's weights, a
+    throughput.  The stage cache keeps it with the unit's record (a reused unit keeps its result), the pipeline
+    records every unit's in the manifest under the unit's name (``results``), and whatever reads a finished run
+    folder — the report, zero-shot's table, :func:`irglow.pyterrier.transformer` — reads it there, back as its
+    class (:func:`result_of`).  A subclass is a frozen dataclass with a ``kind``; it registers itself."""
+
+    kind: ClassVar[str] = ""
+    _kinds: ClassVar[dict[str, type]] = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.kind:
+            Result._kinds[cls.kind] = cls
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+def result_of(record: Mapping[str, Any]) -> Result | None:
+    """A recorded result back as its class (``None``: a kind no loaded module declares, keys it no longer has)."""
+    cls = Result._kinds.get(record.get("kind", ""))
+    if cls is None:
+        return None
+    names = {f.name for f in fields(cls)}
+    try:
+        return cls(**{k: v for k, v in record.items() if k in names})
+    except TypeError:
+        return None
+
+
+@dataclass(frozen=True)
+class ModelsResult(Result):
+    """A model stage's result: the model folder each of its runs used (trained, found trained or reused), and where
+    it measured them, each run's corpus encoding throughput and the precision it ran in (``{run: check}``)."""
+
+    kind: ClassVar[str] = "models"
+    models: Mapping[str, str] = field(default_factory=dict)
+    encode_docs_per_s: Mapping[str, float] = field(default_factory=dict)
+    precision: Mapping[str, Any] = field(default_factory=dict)
+    untrained: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Produced:
+    """A unit's output: its runs (``{tag or RunKey: run}``, written where :meth:`RunKey.path` says) and its
+    :class:`Result`.  A unit may return the runs alone."""
+
+    runs: Mapping[Any, Any]
+    result: Result | None = None
 
 
 @dataclass
@@ -35,12 +89,16 @@ class Context:
     field_weights: dict[str, dict[str, float]]  # per multi-field system, tuned for it (or configured)
     test_split: str
     seed: int | None = None
-    runs: dict[str, Any] = field(default_factory=dict)  # the runs the stages before produced
+    runs: Runs = field(default_factory=Runs)  # the runs the stages before produced (test runs by tag; held-out, training)
     settings: Any = None  # the running stage's own settings object (Stage.bind), set by the pipeline
     # runs a later stage learns from (a re-ranker's first stage): their stages also write the training queries'
     training_runs: frozenset[str] = frozenset()
     # runs a fusion tunes on held-out training queries: their stages also write those queries' runs
     tuning_runs: frozenset[str] = frozenset()
+    planned: tuple[str, ...] = ()  # every run the plan makes (a stage whose runs depend on the others' keeps those)
+    # {re-ranked run: the depth of its re-ranked block} (a fusion takes a re-ranking's block only): said by the
+    # bound settings of the stages that re-rank (``reranked_depths``), not read from what they wrote
+    reranked_depths: Mapping[str, int] = field(default_factory=dict)
 
     @cached_property
     def test_queries(self) -> list:
@@ -64,18 +122,21 @@ class Unit:
     from these (:func:`irglow.stage_cache.unit_key`); a stage never writes one."""
 
     name: str
-    settings: Any
-    inputs: dict[str, Any] | Callable[[], dict[str, Any]]  # or the call that gives them once ``needs`` exist
-    produce: Callable[[], dict]
+    settings: Any  # or the call that gives them once the runs it reads exist (a fusion of every run)
+    # {tag or RunKey: run}, or the call that gives them once the runs it reads exist
+    inputs: Mapping[Any, Any] | Callable[[], Mapping[Any, Any]]
+    produce: Callable[[], "Mapping[Any, Any] | Produced"]
     writes: tuple[str, ...] = ()
     loads: dict[str, Path] | None = None  # trained models it loads from a path (None: the stage's reused_models)
     self_contained: bool = False  # its settings say all it depends on (a lexical run: its LexicalConfig)
     # under torchrun: ``produce`` runs on every rank, splits its work (irglow.utils.distributed) and leaves the
     # writing to rank 0; False: rank 0 runs it alone while the others wait
     collective: bool = False
-    # runs that must exist before it runs (a re-ranking of a fusion, of another re-ranking): the pipeline holds it
-    # back until they do, so rankers nest to any depth
-    needs: tuple[str, ...] = ()
+    # the runs it reads: the edges of the pipeline's graph.  It runs once the units writing them have (a run no
+    # unit writes is its own to make: a re-ranker searches BM25 itself); so rankers nest to any depth
+    reads: tuple[str, ...] = ()
+    # it reads every run not made from its own (the fusion ``all``): it runs once every such unit has
+    reads_every_run: bool = False
 
 
 class Stage:
@@ -144,8 +205,10 @@ class Stage:
 
     def units(self, ctx: Context) -> list[Unit]:
         """Its work as cached pieces; by default one, depending on its whole settings object and every run before."""
-        return [Unit(self.name, self.resolved(ctx.settings), dict(ctx.runs), lambda: self.run(ctx),
+        return [Unit(self.name, self.resolved(ctx.settings), lambda: ctx.runs.of(ctx.runs), lambda: self.run(ctx),
                      tuple(self.tags(ctx.settings)), collective=self.collective)]
 
-    def run(self, ctx: Context) -> dict[str, Any]:
+    def run(self, ctx: Context) -> "Mapping[Any, Any] | Produced":
+        """Its runs (``{tag or RunKey: run}``, each written at ``RunKey.of(key).path(ctx.out)``), or them and its
+        :class:`Result` as :class:`Produced`."""
         raise NotImplementedError

@@ -3,11 +3,14 @@ run again; its runs are read back (what ``make run`` relies on to resume a kille
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
 from typing import Any
+from irglow.runs.keys import RunKey
 from irglow.runs.trec import Run
+from irglow.stage import Produced, Result, result_of
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, value_digest
 
@@ -24,63 +27,84 @@ def _irglow_version() -> str:
 
 
 # raise when what a stage writes changes for the same inputs (2: lossless run scores; 3: stage notes, runs of the
-# held-out training queries for [fusion]; 4: stages as objects, one fusion stage, per-system field weights)
-STAGE_FORMAT = 4
+# held-out training queries for [fusion]; 4: stages as objects, one fusion stage, per-system field weights; 5: runs
+# keyed by tag and query set, each unit's typed result kept in its record)
+STAGE_FORMAT = 5
 
 
 class StageCache:
     """Skip a stage whose inputs are unchanged: its settings, the collection and index, and the exact
     run files it was given.  A record ``<out>/.stages/<name>.json`` is written only after the stage's
     run files are; a killed run therefore continues at the first stage without a valid record, and
-    a changed setting re-runs that stage and everything that consumed its runs."""
+    a changed setting re-runs that stage and everything that consumed its runs.  The record keeps the unit's
+    :class:`~irglow.stage.Result` too, so a reused unit reports what it did when it ran."""
 
     def __init__(self, out: Path, context: dict[str, Any]):
         self.out, self.context, self.report = out, context, {}
-        self.digests: dict[str, str] = {}  # tag → digest of <out>/<tag>.run, as recorded or checked here
+        self.digests: dict[RunKey, str] = {}  # run → digest of its file, as recorded or checked here
+        self.results: dict[str, Result] = {}  # unit name → its result, this run's units only
 
-    def run_unit(self, stage, unit, ctx) -> dict[str, Run]:
+    def run_unit(self, stage, unit, ctx) -> dict[RunKey, Run]:
         inputs = unit.inputs() if callable(unit.inputs) else unit.inputs
+        if callable(unit.settings):  # known once the runs it reads exist
+            unit = dataclasses.replace(unit, settings=unit.settings())
         return self.run(unit.name, unit_key(stage, unit, ctx), inputs, unit.produce, unit.collective)
 
-    def run(self, name: str, settings: Any, inputs: dict[str, Run], produce, collective: bool = False
-            ) -> dict[str, Run]:
+    def run(self, name: str, settings: Any, inputs, produce, collective: bool = False) -> dict[RunKey, Run]:
         """``produce``'s runs, or the recorded ones when nothing they depend on changed.  Under ``torchrun`` rank 0
         decides and writes the record; a ``collective`` unit's ``produce`` runs on every rank (it splits its work
         and rank 0 writes), any other on rank 0 alone while the others wait; then every rank reads the files."""
         from irglow.utils import distributed
 
+        read = sorted((RunKey.of(k) for k in inputs), key=RunKey.record)
         key = value_digest({"stage": name, "settings": settings, "context": self.context,
-                            "inputs": {t: self.digests.get(t) or file_digest(self.out / f"{t}.run")
-                                       for t in sorted(inputs)}})
+                            "inputs": [[*k.record(), self.digests.get(k) or file_digest(k.path(self.out))]
+                                       for k in read]})
         record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
         reused = distributed.on_main(lambda: self._recorded(record, key))
         if reused is not None:
             log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
             self.report[name] = "reused"
-            self.digests.update(reused)
-            return {t: Run.read(self.out / f"{t}.run") for t in reused}
-        # a stage writes its runs as <out>/<tag>.run; what is on disk is read back
-        produced = list(produce() if collective else distributed.on_main(lambda: list(produce())))
+            digests, result = reused
+            self.digests.update(digests)
+            self._keep(name, result)
+            return {k: Run.read(k.path(self.out)) for k in digests}
+        # a stage writes its runs where RunKey.path says; what is on disk is read back
+        def made() -> tuple[list[RunKey], dict | None]:  # what every rank needs to know of it: its runs and result
+            out = produce()
+            out = out if isinstance(out, Produced) else Produced(out)
+            return [RunKey.of(k) for k in out.runs], out.result.to_json() if out.result is not None else None
+
+        produced, result = made() if collective else distributed.on_main(made)
         distributed.barrier()  # rank 0's files are on disk
 
         def write_record():
             record.parent.mkdir(parents=True, exist_ok=True)
-            digests = {t: file_digest(self.out / f"{t}.run") for t in produced}
-            atomic_write_text(record, json.dumps({"stage": name, "key": key, "runs": digests}, indent=1))
+            digests = {k: file_digest(k.path(self.out)) for k in produced}
+            atomic_write_text(record, json.dumps({"stage": name, "key": key, "result": result, "runs": [
+                [*k.record(), d] for k, d in digests.items()]}, indent=1))
             return digests
 
         self.digests.update(distributed.on_main(write_record))
         self.report[name] = "ran"
-        return {t: Run.read(self.out / f"{t}.run") for t in produced}
+        self._keep(name, result)
+        return {k: Run.read(k.path(self.out)) for k in produced}
 
-    def _recorded(self, record: Path, key: str) -> dict[str, str] | None:
-        """The record's ``{tag: digest}`` when its key matches and its files are as it recorded them."""
+    def _keep(self, name: str, result: dict | None) -> None:
+        typed = result_of(result) if result else None
+        if typed is not None:
+            self.results[name] = typed
+
+    def _recorded(self, record: Path, key: str) -> tuple[dict[RunKey, str], dict | None] | None:
+        """The record's ``({run: digest}, result)`` when its key matches and its files are as it recorded them."""
         if not record.is_file():
             return None
         saved = json.loads(record.read_text())
-        files = {t: self.out / f"{t}.run" for t in saved["runs"]}
-        if saved["key"] == key and all(f.is_file() and file_digest(f) == saved["runs"][t] for t, f in files.items()):
-            return saved["runs"]
+        if saved.get("key") != key or not isinstance(saved.get("runs"), list):
+            return None
+        digests = {RunKey.from_record(r[:2]): r[2] for r in saved["runs"]}
+        if all(k.path(self.out).is_file() and file_digest(k.path(self.out)) == d for k, d in digests.items()):
+            return digests, saved.get("result")
         return None
 
 

@@ -35,6 +35,8 @@ from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
 from irglow.eval.plots import grouped_bars
+from irglow.hybrid import FusionResult
+from irglow.outputs import read_results
 from irglow.pipeline import evaluate_split
 from irglow.preparation import Prepared, index_and_stats, training_side
 from irglow.plan import CollectionSettings, bind_plan
@@ -47,16 +49,8 @@ log = logging.getLogger(__name__)
 
 def fused_parts(folder: Path) -> dict[str, list[str]]:
     """Each hybrid a collection's pipeline wrote, with the runs it fused (``all``: every run there), from the
-    fusion stage's notes."""
-    from irglow.models.source import read_stage_notes
-
-    out = {}
-    for notes in sorted((folder / ".stages").glob("fusion-*.notes.json")):
-        stage = notes.name[: -len(".notes.json")]
-        for tag, info in read_stage_notes(folder, stage).get("fusion", {}).items():
-            if isinstance(info, dict) and info.get("parts"):
-                out[tag] = list(info["parts"])
-    return out
+    results its manifest records."""
+    return {r.tag: list(r.parts) for r in read_results(folder).values() if isinstance(r, FusionResult) and r.parts}
 
 
 class NoCollectionError(RuntimeError):

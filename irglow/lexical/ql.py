@@ -42,7 +42,7 @@ class QueryLikelihoodStage(Stage):
         return ["ql"]
 
     def run(self, ctx) -> dict:
-        from irglow.runs.wanted import TRAINING, TUNING, write_tuning_run
+        from irglow.runs.keys import held_out, training
 
         run = self.search(ctx, ctx.index, ctx.test_queries)
         run.write(ctx.out / "ql.run")
@@ -50,12 +50,11 @@ class QueryLikelihoodStage(Stage):
         # it learns nothing from the training queries, so it can search any of them on the training index: a
         # re-ranker over it learns from its run of them, a fusion tunes its weight on the judged ones
         if "ql" in ctx.training_runs:
-            runs.update([write_tuning_run(ctx.out, "ql", self.search(ctx, ctx.source.index, ctx.source.queries()),
-                                          TRAINING)])
+            runs.update([training("ql").write(ctx.out, self.search(ctx, ctx.source.index, ctx.source.queries()))])
         if "ql" in ctx.tuning_runs:
             judged = {r.query_id for r in ctx.source.qrels()}
             queries = [q for q in ctx.source.queries() if q.query_id in judged]
-            runs.update([write_tuning_run(ctx.out, "ql", self.search(ctx, ctx.source.index, queries), TUNING)])
+            runs.update([held_out("ql").write(ctx.out, self.search(ctx, ctx.source.index, queries))])
         return runs
 
     @staticmethod

@@ -101,25 +101,6 @@ def reused_model(root: str | Path, name: str) -> Path:
                             f"and {root}/{name}/best (model_dir must be a previous run's output or training folder)")
 
 
-def write_stage_notes(out: Path, stage: str, notes: dict[str, Any]) -> None:
-    """What a stage did beside its runs (the models it used, fusion weights, throughput), for the report:
-    ``<out>/.stages/<stage>.notes.json``, next to the stage cache's record, so a reused stage keeps its notes."""
-    import json
-
-    from irglow.utils.atomic import atomic_write_text
-    from irglow.utils.distributed import is_main
-
-    if is_main():  # under torchrun rank 0 writes
-        atomic_write_text(Path(out) / ".stages" / f"{stage}.notes.json", json.dumps(notes, indent=1, default=str))
-
-
-def read_stage_notes(out: Path, stage: str) -> dict[str, Any]:
-    import json
-
-    f = Path(out) / ".stages" / f"{stage}.notes.json"
-    return json.loads(f.read_text()) if f.is_file() else {}
-
-
 def held_out_run_on_training_corpus(train_root: str | Path, name: str, key: str, make) -> Any:
     """Zero-shot: ``name``'s run of the training collection's held-out queries, which the fusion tunes its
     weights on and carries over.  Making it costs a pass over the training corpus (an encoding, a re-ranking),

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from irglow.config import as_names, flag
-from irglow.runs.trec import Run
 from irglow.settings import FUSION_METHODS, FUSION_NORMS
 
-TUNING = "tuning/"  # run tags under this prefix are runs of the tuning (held-out training) queries
 ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
 
 
@@ -148,14 +145,3 @@ def _entries(fs: dict[str, Any]):
 def wants_tuning(config: dict[str, Any], tag: str) -> bool:
     """Whether a stage should also write ``tag``'s run of its held-out training queries (a fusion uses it)."""
     return any(tag in parts or parts == [ALL] for parts in components(config))
-
-
-TRAINING = "training/"  # runs of every training query, written for a re-ranker that re-ranks that run
-
-
-def write_tuning_run(out: Path, tag: str, run: Run, prefix: str = TUNING) -> tuple[str, Run]:
-    """``<out>/tuning/<tag>.run`` (or ``training/``), returned under the tag the stage cache and the later
-    stages know it by."""
-    (Path(out) / prefix).mkdir(parents=True, exist_ok=True)
-    run.write(Path(out) / f"{prefix}{tag}.run")
-    return prefix + tag, run

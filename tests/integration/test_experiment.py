@@ -227,10 +227,12 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
     from irglow.data.collection import load_collection
 
     assert set(training.ranking) == {q.query_id for q in load_collection(SMALL_DEMO).queries("train")}
-    notes = json.loads((out / ".stages" / "rerank.notes.json").read_text())
-    assert notes["first_stages"] == {"nrmf": "bm25", "nrmf-tw": "twbert"}
-    assert read_training(notes["models"]["nrmf-tw"])["first_stage"] == "twbert"
-    assert read_training(notes["models"]["nrmf"])["first_stage"] == "bm25"
+    from irglow.outputs import read_results
+
+    results = read_results(out)
+    assert {n: results[f"rerank:{n}"].first_stage for n in ("nrmf", "nrmf-tw")} == {"nrmf": "bm25", "nrmf-tw": "twbert"}
+    assert read_training(results["rerank:nrmf-tw"].model)["first_stage"] == "twbert"
+    assert read_training(results["rerank:nrmf"].model)["first_stage"] == "bm25"
     assert "training/twbert" not in (out / "results.md").read_text()
     config["rerank"]["variants"]["nrmf-tw"]["lr"] = 0.002
     # the same model over another first stage: trains nothing, re-ranks TW-BERT's top 10 with nrmf's weights
@@ -239,8 +241,9 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
     run_pipeline(config)
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     assert stages["rerank:nrmf"] == "reused" and stages["rerank:nrmf-tw"] == "ran" and stages["rerank:nrmf-on-tw"] == "ran"
-    notes = json.loads((out / ".stages" / "rerank.notes.json").read_text())
-    assert notes["models"]["nrmf-on-tw"] == notes["models"]["nrmf"] and notes["first_stages"]["nrmf-on-tw"] == "twbert"
+    results = read_results(out)
+    assert results["rerank:nrmf-on-tw"].model == results["rerank:nrmf"].model
+    assert results["rerank:nrmf-on-tw"].first_stage == "twbert"
     on_tw, twbert = Run.read(out / "nrmf-on-tw.run"), Run.read(out / "twbert.run")
     for q, docs in twbert.ranking.items():
         assert {d for d, _ in on_tw.ranking[q][:10]} == {d for d, _ in docs[:10]}
@@ -277,9 +280,11 @@ def test_the_all_runs_fusion_fuses_every_tunable_run_at_the_end(tmp_path, monkey
         fusion={"enabled": True, "runs": ["bm25f+twbert", "all"]})
     cmp = run_pipeline(config).comparison
     assert list(cmp.means.index)[-1] == "all" and "bm25f+twbert" in cmp.means.index
-    notes = json.loads((tmp_path / "out" / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
-    assert notes["method"] == "wsum" and len(notes["weights"]) == 5  # bm25, bm25f, bm25-ngram, twbert, nrmf
-    assert sum(notes["weights"]) == pytest.approx(1.0, abs=1e-4)
+    from irglow.outputs import read_results
+
+    fused = read_results(tmp_path / "out")["fusion:all"]
+    assert fused.method == "wsum" and len(fused.weights) == 5  # bm25, bm25f, bm25-ngram, twbert, nrmf
+    assert sum(fused.weights) == pytest.approx(1.0, abs=1e-4)
     assert re.search(r"- all: wsum fusion, weights bm25 [\d.]+, bm25f [\d.]+, bm25-ngram [\d.]+, twbert [\d.]+, "
                      r"nrmf [\d.]+ \(tuned on", (tmp_path / "out" / "results.md").read_text())
 
@@ -302,11 +307,12 @@ def test_a_hybrid_object_fuses_with_its_own_method_or_fixed_weights(tmp_path, mo
     by_hand = fuse([Run.read(out / "bm25.run"), Run.read(out / "bm25f.run")], "wsum", "min-max", [0.25, 0.75],
                    depth=50, tag="bm25+bm25f")
     assert Run.read(out / "bm25+bm25f.run").ranking == by_hand.ranking
-    from irglow.models.source import read_stage_notes
+    from irglow.outputs import read_results
 
-    assert read_stage_notes(out, "fusion-bm25+bm25f")["fusion"]["bm25+bm25f"]["why"] == "fixed weights"
-    rrf = read_stage_notes(out, "fusion-bm25+tfidf")["fusion"]["bm25+tfidf"]  # [fusion]: wsum
-    assert rrf["method"] == "rrf" and rrf["weights"] == [1.0, 1.0]  # issue 59.16: rrf tunes nothing (was 0/1)
+    results = read_results(out)
+    assert results["fusion:bm25+bm25f"].why == "fixed weights"
+    rrf = results["fusion:bm25+tfidf"]  # [fusion]: wsum
+    assert rrf.method == "rrf" and rrf.weights == [1.0, 1.0]  # issue 59.16: rrf tunes nothing (was 0/1)
     assert Run.read(out / "bm25+tfidf.run").ranking == fuse([Run.read(out / "bm25.run"), Run.read(out / "tfidf.run")],
                                                             "rrf", depth=50, tag="bm25+tfidf").ranking
 

@@ -45,8 +45,9 @@ def test_grid_selects_on_validation_and_runs_the_chosen_point_once(tmp_path, mon
     assert len(folders) == 2 and calls[-1] == current_train_dir(out / "nrmf-train")
     history = json.loads((calls[-1] / "training.json").read_text())["state"]["history"]
     assert len({h["step"] for h in history}) == len(history)
-    notes = json.loads((out / ".stages" / "rerank.notes.json").read_text())
-    assert notes["models"]["nrmf"] == str(calls[-1] / "best")
+    from irglow.outputs import read_results
+
+    assert read_results(out)["rerank:nrmf"].model == str(calls[-1] / "best")
     report = (out / "results.md").read_text()
     assert f"**{best['point']}**" in report and "| nrmf |" in report and "bm25+nrmf: wsum fusion" in report
     assert {p.stem for p in out.glob("*.run")} == {"bm25", "nrmf", "bm25+nrmf"}

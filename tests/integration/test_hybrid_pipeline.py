@@ -23,6 +23,7 @@ def _config(out, data) -> dict:
 def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     from irglow.data.collection import load_collection
     from irglow.models.checkpoints import read_training
+    from irglow.outputs import read_results
     from irglow.pipeline import run_pipeline
     from irglow.runs.trec import Run
 
@@ -31,8 +32,9 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     coll = load_collection(SMALL_DEMO)
     test_ids = {q.query_id for q in coll.queries("test")}
     train_ids = {q.query_id for q in coll.queries("train")}
-    notes = {s: json.loads((out / ".stages" / f"{s}.notes.json").read_text()) for s in ("twbert", "glow", "rerank")}
-    held_out = {name: set(read_training(d)["val_query_ids"]) for n in notes.values() for name, d in n["models"].items()}
+    results = read_results(out)
+    models = {**results["twbert"].models, **results["glow"].models, "nrmf": results["rerank:nrmf"].model}
+    held_out = {name: set(read_training(d)["val_query_ids"]) for name, d in models.items()}
     assert set(held_out) == {"twbert", "glow", "nrmf"}
     # one split for every trainer (a hash of seed and query id): each demo training query has an indexed
     # relevant document, so all three may use the same queries and hold out the same ones
@@ -41,11 +43,10 @@ def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
         tuning = set(Run.read(out / "tuning" / f"{tag}.run").ranking)
         assert tuning == held_out[tag] and tuning <= train_ids and not tuning & test_ids
     assert not (out / "tuning" / "bm25f.run").exists()  # lexical tuning runs are searched, not kept
-    fusion = {t: json.loads((out / ".stages" / f"fusion-{t}.notes.json").read_text())["fusion"][t]
-              for t in ("twbert+glow", "bm25f+glow+nrmf")}
-    assert fusion["twbert+glow"]["tuning_queries"] == len(held_out["twbert"] & held_out["glow"]) > 0
-    assert fusion["bm25f+glow+nrmf"]["tuning_queries"] == len(held_out["glow"] & held_out["nrmf"])
-    assert len(fusion["bm25f+glow+nrmf"]["weights"]) == 3
+    fusion = {t: results[f"fusion:{t}"] for t in ("twbert+glow", "bm25f+glow+nrmf")}
+    assert fusion["twbert+glow"].tuning_queries == len(held_out["twbert"] & held_out["glow"]) > 0
+    assert fusion["bm25f+glow+nrmf"].tuning_queries == len(held_out["glow"] & held_out["nrmf"])
+    assert len(fusion["bm25f+glow+nrmf"].weights) == 3
     for tag in ("twbert+glow", "bm25f+glow+nrmf"):
         assert set(Run.read(out / f"{tag}.run").ranking) == test_ids
     table = (out / "results.md").read_text()

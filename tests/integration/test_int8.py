@@ -144,7 +144,7 @@ def test_glow_stage_encodes_in_int8_after_its_check(tmp_path, graphs, monkeypatc
     attention): each is checked on the training queries' pools; int8 is kept exactly where it is within the
     tolerance of fp32 there, the figures in the stage notes; with the tolerance opened, both encode in int8 and
     still rank the pools as fp32 does (within 0.05)."""
-    from irglow.models.source import read_stage_notes
+    from irglow.outputs import read_results
     from irglow.pipeline import run_pipeline
     from tests.integration.pipelines import small_pipeline
 
@@ -154,7 +154,7 @@ def test_glow_stage_encodes_in_int8_after_its_check(tmp_path, graphs, monkeypatc
         run_pipeline(small_pipeline(out, tmp_path / "data", glow={
             "enabled": True, "variants": [], "untrained": ["minilm", "minilm-glow"], "precision": "int8",
             "model": {"default_field_tokens": 32, "query_max_tokens": 16}}))
-        return read_stage_notes(out, "glow")["precision"]
+        return read_results(out)["glow"].precision
 
     for name, check in checks(tmp_path / "strict").items():
         within = check["int8_nDCG@10"] >= check["fp32_nDCG@10"] - int8.INT8_TOLERANCE

@@ -269,10 +269,10 @@ def test_twbert_cross_validation_reads_no_judgment_of_the_evaluated_split(tmp_pa
                                  weighted=weigh_queries(fold_model, index, queries))
         assert all([d for d, _ in tuning.ranking[q.query_id]] == [d for d, _ in expected.ranking[q.query_id]]
                    for q in queries)
-    from irglow.models.source import read_stage_notes
+    from irglow.outputs import read_results
 
-    fused = read_stage_notes(out, "fusion-bm25+twbert")["fusion"]["bm25+twbert"]
-    assert fused["method"] == "wsum" and fused["tuning_queries"] > 0  # tuned, not the RRF of a model with no held-out run
+    fused = read_results(out)["fusion:bm25+twbert"]
+    assert fused.method == "wsum" and fused.tuning_queries > 0  # tuned, not the RRF of a model with no held-out run
 
 
 def test_the_results_page_is_written_unless_output_page_is_false(tmp_path):

@@ -36,7 +36,7 @@ def experiment(module_tmp):
 
 def test_every_kind_nested_runs_through_the_pipeline(experiment):
     from irglow.models.checkpoints import read_training
-    from irglow.models.source import read_stage_notes
+    from irglow.outputs import read_results
 
     exp, cmp, out = experiment
     assert exp.systems == ["bm25", "ql", "twbert", "glow", "nrmf(ql)", "twbert+ql", "bm25+nrmf(ql)+glow",
@@ -46,13 +46,14 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     order = list(stages)  # the re-ranking of the fusion ran once the fusion existed, after the re-ranking it holds
     assert order.index("rerank:nrmf(ql)") < order.index("fusion:bm25+nrmf(ql)+glow") \
         < order.index("rerank:monobert(bm25+nrmf(ql)+glow)")
-    rerank = read_stage_notes(out, "rerank")
-    assert read_training(rerank["models"]["nrmf(ql)"])["first_stage"] == "ql"  # QL's run of the training queries
-    assert read_training(rerank["models"]["monobert(bm25+nrmf(ql)+glow)"])["first_stage"] == "bm25"  # a fusion's: none
+    results = read_results(out)
+    assert read_training(results["rerank:nrmf(ql)"].model)["first_stage"] == "ql"  # QL's run of the training queries
+    # a fusion's: none
+    assert read_training(results["rerank:monobert(bm25+nrmf(ql)+glow)"].model)["first_stage"] == "bm25"
     # QL is tuned like any ranker (its run of the judged training queries), not left to reciprocal rank
     for tag in ("twbert+ql", "bm25+nrmf(ql)+glow"):
-        info = read_stage_notes(out, f"fusion-{tag}")["fusion"][tag]
-        assert info["method"] == "wsum" and info["tuning_queries"] > 0, info
+        info = results[f"fusion:{tag}"]
+        assert info.method == "wsum" and info.tuning_queries > 0, info
 
 
 def test_pyterrier_pipelines_built_from_the_same_rankers_rank_as_the_runs(experiment):

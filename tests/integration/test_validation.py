@@ -24,7 +24,12 @@ def test_checkpoints_are_chosen_on_every_source_and_the_curves_keep_each(tmp_pat
     (its own index); the kept score is the mean of the two, each source's curve is in training.json, and the
     models' keys change with the other source (a new folder), not the runs of stages that do not validate."""
     from irglow.models.checkpoints import read_training
+    from irglow.outputs import read_results
     from irglow.pipeline import run_pipeline
+
+    def models(out):
+        results = read_results(out)
+        return {"glow": results["glow"].models["glow"], "nrmf": results["rerank:nrmf"].model}
 
     monkeypatch.chdir(tmp_path)
     config = small_pipeline(
@@ -33,10 +38,10 @@ def test_checkpoints_are_chosen_on_every_source_and_the_curves_keep_each(tmp_pat
                 "nrmf": {"epochs": 1, "val_depth": 10, "negatives": 2, "batch_queries": 4}},
         validation={"also": [f"{OTHER}@test"], "queries": 3})
     run_pipeline(config)
-    notes = {s: json.loads((tmp_path / "out" / ".stages" / f"{s}.notes.json").read_text()) for s in ("glow", "rerank")}
-    label = next(iter(read_training(notes["glow"]["models"]["glow"])["also_validated_on"]))
+    first = models(tmp_path / "out")
+    label = next(iter(read_training(first["glow"])["also_validated_on"]))
     assert label.endswith("@test") and label.startswith("demo")
-    for model_dir in (notes["glow"]["models"]["glow"], notes["rerank"]["models"]["nrmf"]):
+    for model_dir in first.values():
         info = read_training(model_dir)
         assert info["also_validated_on"] == {label: 3}
         for point in info["state"]["history"]:
@@ -44,18 +49,17 @@ def test_checkpoints_are_chosen_on_every_source_and_the_curves_keep_each(tmp_pat
             assert set(by) == {"own", label}
             assert point["val_ndcg@10"] == pytest.approx((by["own"] + by[label]) / 2)
         assert info["state"]["best"] == pytest.approx(max(p["val_ndcg@10"] for p in info["state"]["history"]))
-    first = {s: notes[s]["models"] for s in notes}
     config["validation"]["queries"] = 4
     run_pipeline(config)
     stages = json.loads((tmp_path / "out" / "manifest.json").read_text())["stages"]
     assert stages["lexical:bm25"] == "reused" and stages["glow"] == "ran" and stages["rerank:nrmf"] == "ran"
-    again = {s: json.loads((tmp_path / "out" / ".stages" / f"{s}.notes.json").read_text())["models"] for s in notes}
-    assert again["glow"]["glow"] != first["glow"]["glow"] and again["rerank"]["nrmf"] != first["rerank"]["nrmf"]
+    again = models(tmp_path / "out")
+    assert again["glow"] != first["glow"] and again["nrmf"] != first["nrmf"]
     config["validation"]["stages"] = ["glow"]  # the re-ranker back to in-domain validation only
     run_pipeline(config)
     stages = json.loads((tmp_path / "out" / "manifest.json").read_text())["stages"]
     assert stages["glow"] == "reused" and stages["rerank:nrmf"] == "ran"
-    rerank = json.loads((tmp_path / "out" / ".stages" / "rerank.notes.json").read_text())["models"]["nrmf"]
+    rerank = models(tmp_path / "out")["nrmf"]
     assert read_training(rerank)["also_validated_on"] == {}
     assert all("val_by_source" not in p for p in read_training(rerank)["state"]["history"])
 

@@ -115,12 +115,14 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     # tuned on the same queries
     assert blocked_reads == [] and "test" in evaluated_reads  # read, but only outside the stages
     every = ["bm25", "bm25f", "bm25-ngram", "twbert", "glow", "nrmf"]
-    carried = json.loads((out / target / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
-    in_domain = json.loads((out / source / ".stages" / "fusion-all.notes.json").read_text())["fusion"]["all"]
-    assert carried["method"] == in_domain["method"] == "wsum" and carried["parts"] == in_domain["parts"] == every
-    assert carried["weights"] == in_domain["weights"] and carried["tuning_queries"] == in_domain["tuning_queries"] > 0
-    assert carried["carried_from"].startswith("demo-s13-") and carried["carried_from"].endswith(" / train")
-    assert "carried_from" not in in_domain
+    from irglow.outputs import read_results
+
+    carried = read_results(out / target)["fusion:all"]
+    in_domain = read_results(out / source)["fusion:all"]
+    assert carried.method == in_domain.method == "wsum" and carried.parts == in_domain.parts == every
+    assert carried.weights == in_domain.weights and carried.tuning_queries == in_domain.tuning_queries > 0
+    assert carried.carried_from.startswith("demo-s13-") and carried.carried_from.endswith(" / train")
+    assert in_domain.carried_from is None
     # the models' runs of those queries on the training corpus are kept once, under the training folder, for
     # every collection of the suite (the lexical ones search the training index: no corpus pass to keep)
     kept = sorted(p.parent.name.split("-")[0] for p in (out / "train" / "held-out-runs").glob("*/held-out.run"))

@@ -180,12 +180,13 @@ def test_a_fusion_below_one_of_its_parts_is_named_with_the_gap(tmp_path):
                           index=["bm25", "bert", "all", "bm25+bert"])
     table = CrossCollection(values, values.map(lambda _: ""), "nDCG@10", "bm25", {"nfcorpus-dev": 3,
                                                                                   "scifact-test": 3})
+    from irglow.hybrid import FusionResult
+
     folder = tmp_path / "nfcorpus-dev"
-    (folder / ".stages").mkdir(parents=True)
-    (folder / ".stages" / "fusion-all.notes.json").write_text(json.dumps(
-        {"fusion": {"all": {"method": "rrf", "parts": ["bm25", "bert"]}}}))
-    (folder / ".stages" / "fusion-bm25+bert.notes.json").write_text(json.dumps(
-        {"fusion": {"bm25+bert": {"method": "rrf", "parts": ["bm25", "bert"]}}}))
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"results": {
+        f"fusion:{tag}": FusionResult(tag, ["bm25", "bert"], "rrf", [1.0, 1.0]).to_json()
+        for tag in ("all", "bm25+bert")}}))
     parts = {"nfcorpus-dev": fused_parts(folder), "scifact-test": {"all": ["bm25", "bert"]}}
     assert parts["nfcorpus-dev"] == {"all": ["bm25", "bert"], "bm25+bert": ["bm25", "bert"]}
     notes = table.against_parts(parts)

@@ -210,8 +210,8 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def run(self, ctx) -> dict:
         from irglow.models.glow.model import GlowEncoder
         from irglow.models.glow.runner import glow_run, validation_queries
-        from irglow.models.source import write_stage_notes
-        from irglow.runs.wanted import write_tuning_run
+        from irglow.runs.keys import held_out
+        from irglow.stage import ModelsResult, Produced
         from irglow.utils.distributed import on_main
 
         s = ctx.settings
@@ -241,13 +241,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                 tune_run = on_main(lambda: self._held_out_run_elsewhere(
                     model.in_precision(used) if name == "minilm" else model, name, used, ctx, tune_q))
             if tune_run is not None and name in ctx.tuning_runs:  # for the pipeline's fusion
-                runs.update([write_tuning_run(ctx.out, name, tune_run)])
-        write_stage_notes(ctx.out, "glow", {"models": {k: str(v) for k, v in trained.items()},
-                                            "encode_docs_per_s": rates,
-                                            "untrained": {"zero_shot_tokens": s.zero_shot_tokens}
-                                            if "minilm" in s.untrained else {},
-                                            **({"precision": checks} if s.precision != "fp32" else {})})
-        return runs
+                runs.update([held_out(name).write(ctx.out, tune_run)])
+        return Produced(runs, ModelsResult({k: str(v) for k, v in trained.items()}, rates,
+                                           checks if s.precision != "fp32" else {},
+                                           {"zero_shot_tokens": s.zero_shot_tokens} if "minilm" in s.untrained else {}))
 
     @staticmethod
     def _held_out_run_elsewhere(model, name: str, precision: str, ctx, tune_q):

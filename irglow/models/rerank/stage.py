@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
 from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
 from irglow.data.docstore import docs_store
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
-from irglow.stage import Stage
+from irglow.stage import Result, Stage
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,20 @@ def _fill(value, field: str):
         return replace(value, **{f.name: _fill(getattr(value, f.name), field) for f in dataclass_fields(value)
                                  if f.init})
     return value
+
+
+@dataclass(frozen=True)
+class RerankResult(Result):
+    """One re-ranking model's unit: its run, the model it used, the depth of its re-ranked block, the run it re-ranked,
+    its pairs per second and, for int8, the precision check."""
+
+    kind: ClassVar[str] = "rerank"
+    run: str
+    model: str
+    depth: int
+    first_stage: str
+    pairs_per_s: float
+    precision: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -150,6 +164,11 @@ class RerankSettings:
     def models_of(self) -> dict[str, str]:
         """``{model: the model whose trained weights it uses}`` (itself unless ``model_of`` names another)."""
         return {name: r.model_of or name for name, r in self.expanded.items()}
+
+    @property
+    def reranked_depths(self) -> dict[str, int]:
+        """{each model's run: the depth of its re-ranked block} (a fusion fuses that block only)."""
+        return {name: self.depth for name in self.models}
 
     @property
     def training_runs_read(self) -> set[str]:
@@ -309,7 +328,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking) gives ``None``: the
         model then learns from BM25's, as the notes say."""
         from irglow.lexical.searchers import LexicalSearcher
-        from irglow.runs.wanted import TRAINING
 
         if tag == "bm25":
             bm25 = ctx.lexical_config("bm25")
@@ -317,32 +335,31 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         if tag in ctx.lexical.tags():
             cfg = ctx.lexical_config(tag)
             return ctx.runs[tag], LexicalSearcher(ctx.source.index, cfg).search(ctx.source.queries(), tag=tag)
-        return ctx.runs[tag], ctx.runs.get(TRAINING + tag)
+        return ctx.runs[tag], ctx.runs.training(tag)
 
     def units(self, ctx) -> list:
         """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
         runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other model."""
         from dataclasses import asdict
 
-        from irglow.runs.wanted import TRAINING
+        from irglow.runs.keys import training
         from irglow.stage import Unit
 
         s = ctx.settings
         depth, also, trainers, firsts, owners = s.depth, list(s.rerank_also), s.trainers, s.first_stages, s.models_of
         reused = self.reused_models(s)
-        self._prune_notes(ctx.out, list(s.models))
         units = []
         for name in s.models:
             owner = owners[name]
-            reads = {firsts[name], TRAINING + firsts[name], firsts[owner], TRAINING + firsts[owner], *also}
+            reads = {firsts[name], training(firsts[name]), firsts[owner], training(firsts[owner]), *also}
             settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
                         "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
                         **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
             units.append(Unit(f"rerank:{name}", settings,
-                              lambda reads=reads: {t: r for t, r in ctx.runs.items() if t in reads},
+                              lambda reads=reads: ctx.runs.of(reads),
                               lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
                               loads={owner: reused[owner]} if owner in reused else {}, collective=True,
-                              needs=tuple(t for t in dict.fromkeys([firsts[name], firsts[owner], *also]) if t != "bm25")))
+                              reads=tuple(dict.fromkeys([firsts[name], firsts[owner], *also]))))
         return units
 
     def rerank_with(self, ctx, name: str) -> dict:
@@ -354,7 +371,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.models.rerank.rerank import load_reranker, rerank
         from irglow.runs.trec import Run
         from irglow.runs.trec import gather_runs
-        from irglow.runs.wanted import write_tuning_run
+        from irglow.runs.keys import held_out
+        from irglow.stage import Produced
         from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
 
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
@@ -412,9 +430,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             if tune_run is None:
                 tune_run = on_main(lambda: self._held_out_run(model, model_dir, tune_first, tune_q, source_docs, depth,
                                                               name, precision, ctx))
-            produced.update([write_tuning_run(ctx.out, name, _top(tune_run, depth))])
-        self._note(ctx.out, name, model_dir, rate, depth, first.tag, check)
-        return produced
+            produced.update([held_out(name).write(ctx.out, _top(tune_run, depth))])
+        return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate, check or {}))
 
     @staticmethod
     def _held_out_run(model, model_dir: Path, tune_first, tune_q, docs, depth: int, name: str, precision: str, ctx):
@@ -461,32 +478,3 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         scores = {p: validation_score(parse_measures(["nDCG@10"]), judged, _top(r, depth)) for p, r in runs.items()}
         used, check = kept_precision(name, scores, len(tune_q), "held-out training queries", "re-ranking in fp32")
         return used, check, runs[used]
-
-    @staticmethod
-    def _note(out: Path, name: str, model_dir: Path, rate: float, depth: int, first: str,
-              precision: dict | None = None) -> None:
-        """Add one model to the stage's notes (the fusion reads the re-ranked depth, the report the models, the
-        manifest the precision each run was re-ranked in)."""
-        from irglow.models.source import read_stage_notes, write_stage_notes
-
-        notes = read_stage_notes(out, "rerank")
-        notes.setdefault("models", {})[name] = str(model_dir)
-        if precision:
-            notes.setdefault("precision", {})[name] = precision
-        notes.setdefault("pairs_per_s", {})[name] = rate
-        notes.setdefault("first_stages", {})[name] = first
-        notes["depth"] = depth
-        write_stage_notes(out, "rerank", notes)
-
-    @staticmethod
-    def _prune_notes(out: Path, models: list[str]) -> None:
-        """Notes of models a former configuration had are not this run's."""
-        from irglow.models.source import read_stage_notes, write_stage_notes
-
-        notes = read_stage_notes(out, "rerank")
-        if not notes:
-            return
-        for key in ("models", "pairs_per_s", "first_stages"):
-            if isinstance(notes.get(key), dict):
-                notes[key] = {k: v for k, v in notes[key].items() if k in models}
-        write_stage_notes(out, "rerank", notes)

@@ -120,11 +120,11 @@ class TWBertStage(Stage):
 
     def _run(self, ctx) -> dict:
         from irglow.models.checkpoints import read_training
-        from irglow.models.source import write_stage_notes
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
         from irglow.runs.trec import gather_runs
-        from irglow.runs.wanted import TRAINING, write_tuning_run
+        from irglow.runs.keys import held_out, training
+        from irglow.stage import ModelsResult, Produced
         from irglow.utils.distributed import split
 
         expansion = ctx.settings.rm3
@@ -168,7 +168,7 @@ class TWBertStage(Stage):
 
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.training_runs]:
             # every training query, for a re-ranker that re-ranks this run and learns from its mistakes
-            runs.update([write_tuning_run(ctx.out, tag, on_training_index(tag, source.queries()), TRAINING)])
+            runs.update([training(tag).write(ctx.out, on_training_index(tag, source.queries()))])
         # the held-out training queries, for the pipeline's fusion (zero-shot too: the weights tuned there are
         # carried over)
         info = read_training(model_dir)
@@ -177,6 +177,5 @@ class TWBertStage(Stage):
         tune_q = [q for q in source.queries() if q.query_id in ids]
         for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs and tune_q]:
             run = out_of_fold(folds) if tag == "twbert" and folds else on_training_index(tag, tune_q)
-            runs.update([write_tuning_run(ctx.out, tag, run)])
-        write_stage_notes(ctx.out, "twbert", {"models": {"twbert": str(model_dir)}})
-        return runs
+            runs.update([held_out(tag).write(ctx.out, run)])
+        return Produced(runs, ModelsResult({"twbert": str(model_dir)}))

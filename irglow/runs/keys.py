@@ -1,0 +1,106 @@
+"""Which queries a run ranks, as a type: the runs a pipeline passes between its stages are keyed by
+:class:`RunKey` — a tag and a :class:`QuerySet` — never by a tag with a prefix glued on, so a fusion asks for a
+part's held-out run and a re-ranker for its first stage's training run by name, and only :meth:`RunKey.path`
+knows where such a run lies on disk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from irglow.runs.trec import Run
+
+
+class QuerySet(Enum):
+    """The queries a run ranks: the evaluated split's; the training queries a model held out (a fusion tunes its
+    weights on them); every training query (a re-ranker learns from its first stage's run of them)."""
+
+    TEST = "test"
+    HELD_OUT = "held-out"
+    TRAINING = "training"
+
+    @property
+    def folder(self) -> str:
+        """Its runs' sub-folder of the output folder (the test runs lie in the folder itself)."""
+        return {"test": "", "held-out": "tuning", "training": "training"}[self.value]
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """One run a stage writes: its tag and the queries it ranks."""
+
+    tag: str
+    queries: QuerySet = QuerySet.TEST
+
+    @classmethod
+    def of(cls, key: "str | RunKey") -> "RunKey":
+        """A plain tag is its test run."""
+        return key if isinstance(key, RunKey) else cls(key)
+
+    def path(self, out: Path) -> Path:
+        """``<out>/<tag>.run`` for a test run, ``<out>/<query set's folder>/<tag>.run`` for the others."""
+        folder = Path(out) / self.queries.folder if self.queries.folder else Path(out)
+        return folder / f"{self.tag}.run"
+
+    def record(self) -> list[str]:
+        """As a cache record or key stores it: ``[tag, query set]``."""
+        return [self.tag, self.queries.value]
+
+    @classmethod
+    def from_record(cls, record: list[str]) -> "RunKey":
+        return cls(record[0], QuerySet(record[1]))
+
+    def write(self, out: Path, run: Run) -> tuple["RunKey", Run]:
+        """Write ``run`` where this key's run lies; returns ``(key, run)`` for a stage's produced runs."""
+        path = self.path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        run.write(path)
+        return self, run
+
+
+def held_out(tag: str) -> RunKey:
+    """``tag``'s run of the training queries its model held out."""
+    return RunKey(tag, QuerySet.HELD_OUT)
+
+
+def training(tag: str) -> RunKey:
+    """``tag``'s run of every training query."""
+    return RunKey(tag, QuerySet.TRAINING)
+
+
+class Runs(Mapping[str, Run]):
+    """The runs the stages before produced: as a mapping, the test runs by tag (what a stage, a plugin's too,
+    reads as ``ctx.runs["bm25"]``); :meth:`held_out` and :meth:`training` give the runs of the training queries."""
+
+    def __init__(self, runs: Mapping["str | RunKey", Run] | None = None):
+        self._by_key: dict[RunKey, Run] = {}
+        if runs:
+            self.update(runs)
+
+    def update(self, runs: Mapping["str | RunKey", Run]) -> None:  # type: ignore[override]
+        for key, run in runs.items():
+            self._by_key[RunKey.of(key)] = run
+
+    def __getitem__(self, key: "str | RunKey") -> Run:
+        return self._by_key[RunKey.of(key)]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, (str, RunKey)) and RunKey.of(key) in self._by_key
+
+    def __iter__(self) -> Iterator[str]:
+        return (k.tag for k in self._by_key if k.queries is QuerySet.TEST)
+
+    def __len__(self) -> int:
+        return sum(1 for k in self._by_key if k.queries is QuerySet.TEST)
+
+    def held_out(self, tag: str) -> Run | None:
+        return self._by_key.get(held_out(tag))
+
+    def training(self, tag: str) -> Run | None:
+        return self._by_key.get(training(tag))
+
+    def of(self, keys) -> dict[RunKey, Run]:
+        """The runs among ``keys`` that exist (a unit's inputs)."""
+        return {RunKey.of(k): self._by_key[RunKey.of(k)] for k in keys if RunKey.of(k) in self._by_key}
