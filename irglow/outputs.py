@@ -64,13 +64,14 @@ def stage_report(results: Mapping[str, Result]) -> str:
         rows.append(f"| {name} | {num(t['train_queries'], '{}')} | {num(t['val_queries'], '{}')} | "
                     f"{num(t['steps'], '{}')} | {num(t['start'])} | {num(t['validation'])} | "
                     f"{num(t['step'], '{}')}{mixed(t)} | {num(t['seconds'], '{:.0f}')} |")
-    lines = [fusion_line(r) for r in results.values() if isinstance(r, FusionResult)]
+    lines = []
     pairs = {r.run: r.pairs_per_s for r in results.values() if isinstance(r, RerankResult)}
     encoded = {n: v for r in results.values() if isinstance(r, ModelsResult) for n, v in r.encode_docs_per_s.items()}
-    for section, rates, unit in (("rerank", pairs, "query-document pairs/s"), ("glow", encoded, "documents encoded/s")):
+    for section, rates, unit in (("glow", encoded, "documents encoded/s"), ("rerank", pairs, "query-document pairs/s")):
         if rates:
             lines.append(f"- {section} throughput ({unit}): " + ", ".join(
                 f"{n} {r:.1f}" for n, r in rates.items() if r == r))
+    lines += [fusion_line(r) for r in results.values() if isinstance(r, FusionResult)]
     if rows:
         rows = ["| model | training queries | validation queries | optimizer steps | validation nDCG@10 at step 0 | "
                 "kept | at step | training s |", "|:--|--:|--:|--:|--:|--:|--:|--:|", *rows]

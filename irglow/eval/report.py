@@ -28,6 +28,7 @@ import html
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -124,71 +125,45 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
             for d in tops[n][q]:
                 shown_for.setdefault(d, set()).add(q)
     texts, fields_of = _doc_texts(collection, shown_for, terms_of)
-    in_corpus = None if collection is None else set(texts)
-
     relevant = {q: sum(1 for g in grades[q].values() if g > 0) for q in qids}
     chars = characteristics(qids, queries, relevant, {m: per_query.get(baseline, {}).get(m, {}) for m in measures},
                             baseline, mean_idf=matcher.mean_idf({q: queries.get(q, "") for q in qids})
                             if matcher is not None else None, clusters=clusters, cluster_source=cluster_source)
-    rows = []
-    for q in qids:
-        values = {n: [per_query.get(n, {}).get(m, {}).get(q) for m in measures] for n in names}
-        judged = grades[q]
-        unjudged = {n: sum(d not in judged for d in tops[n][q]) for n in tops}
-        found = {n: sum(judged.get(d, 0) > 0 for d in tops[n][q]) for n in tops}
-        # over the whole rankings (their first CONTRAST_DEPTH ranks), not the documents two top-k lists share
-        whole = {n: [d for d, _ in runs[n].ranking.get(q, [])[:CONTRAST_DEPTH]] for n in tops}
-        others = [n for n in tops if n != baseline and baseline in tops]
-        tau = {n: _num(tau_ap(whole[baseline], whole[n])) for n in others}
-        overlap = {n: _num(rbo(whole[baseline], whole[n])) for n in others}
-        rows.append({"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "found": found,
-                     "tau": tau, "rbo": overlap, "relevant": relevant[q], "judged": len(judged),
-                     "groups": {c.key: c.of[q] for c in chars if q in c.of}})
+    rows = [_query_row(q, queries, names, measures, per_query, grades[q], tops, runs, baseline, relevant[q], chars)
+            for q in qids]
+    detail = _QueryDetail(runs, tops, grades, texts, fields_of, None if collection is None else set(texts), depth,
+                          term_weights or {}, matcher, queries)
+    chunks, where = detail.chunks(qids)
+    breakdown = {"characteristics": [c.header() for c in chars],
+                 "tables": _rounded(breakdown_tables(per_query, names, measures, baseline, qids, chars))}
+    return {"title": title, "measures": measures, "baseline": baseline, "runs": names, "depth": depth,
+            "best": _best_other(cmp, names, baseline),
+            "caption": cmp.caption(), "explain": _explanations(cmp), "overview": _overview(cmp, names, measures, baseline),
+            "judged_name": JUDGED, "queries": rows, "breakdown": breakdown,
+            "highlight": matcher.describe() if matcher is not None else None,
+            "chunk_of": where, "chunks": chunks, "notes": list(notes or []),
+            "images": {k: base64.b64encode(v).decode("ascii") for k, v in (images or {}).items()}}
 
-    # per run, the weight each analyzed query term carries in its score (TW-BERT's learned weight, GLOW's
-    # attention weight of the word that became it): the highlighting's shade multiplies the term's BM25 by it
-    run_term_weights: dict[str, dict[str, dict[str, float]]] = {}
-    for n, table in (term_weights or {}).items():
-        for q, w in table.items():
-            if matcher is not None and "prior" not in w:  # GLOW: surface words → the terms they become
-                words = matcher.terms_of_words(w["terms"])
-                pairs = [(words[t.lower()], x) for t, x in zip(w["terms"], w["weights"])]
-            else:  # TW-BERT: its uni-grams are analyzed terms already (bi-grams hold a space)
-                pairs = [(t, x) for t, x in zip(w["terms"], w["weights"]) if " " not in t]
-            run_term_weights.setdefault(n, {})[q] = {t: float(x) for t, x in pairs if t}
 
-    chunks, where = [], {}
-    for start in range(0, len(qids), CHUNK_QUERIES):
-        part: dict[str, Any] = {}
-        chunk_docs: dict[str, list[list[str]]] = {}
-        for q in qids[start:start + CHUNK_QUERIES]:
-            docs = {d for n in tops for d in tops[n][q]}
-            # where a run ranks a shown document below its own top ``depth`` (the page says "rank 48 in bm25")
-            beyond = {n: {d: r for r, (d, _) in enumerate(runs[n].ranking.get(q, [])[depth:], depth + 1)
-                          if d in docs} for n in tops}
-            entry = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
-                     "ranks": {n: r for n, r in beyond.items() if r},
-                     "grades": {d: grades[q][d] for d in docs if d in grades[q]},
-                     "docs": {d: texts[d][q] if d in texts else None for d in docs},
-                     "missing": sorted(d for d in docs if in_corpus is not None and d not in in_corpus),
-                     "weights": {n: w[q] for n, w in (term_weights or {}).items() if q in w}}
-            for d in docs:
-                if d in fields_of:
-                    chunk_docs[d] = fields_of[d]
-            if matcher is not None:
-                qterms = matcher.query_terms(queries.get(q, ""))
-                shown = [queries.get(q, "")] + [t for d in docs if d in texts for t in texts[d][q]] + \
-                    [text for d in docs for _, text in fields_of.get(d, [])]
-                entry["match"] = {"terms": qterms, "words": matcher.surface(shown, qterms),
-                                  "bm25": {d: {t: round(v, 4) for t, v in matcher.contributions(d, qterms).items()}
-                                           for d in docs},
-                                  "weight": {n: w[q] for n, w in run_term_weights.items() if q in w}}
-            part[q] = entry
-            where[q] = len(chunks)
-        raw = json.dumps({"queries": part, "docs": chunk_docs}, ensure_ascii=False, separators=(",", ":"),
-                         allow_nan=False).encode("utf-8")
-        chunks.append(base64.b64encode(gzip.compress(raw, 6)).decode("ascii"))
+def _query_row(q: str, queries, names, measures, per_query, judged: dict[str, int], tops, runs, baseline: str,
+               relevant: int, chars) -> dict[str, Any]:
+    """One judged query's row of the queries table: each run's values, unjudged and relevant documents in its top,
+    and its rank correlation with the baseline."""
+    values = {n: [per_query.get(n, {}).get(m, {}).get(q) for m in measures] for n in names}
+    unjudged = {n: sum(d not in judged for d in tops[n][q]) for n in tops}
+    found = {n: sum(judged.get(d, 0) > 0 for d in tops[n][q]) for n in tops}
+    # over the whole rankings (their first CONTRAST_DEPTH ranks), not the documents two top-k lists share
+    whole = {n: [d for d, _ in runs[n].ranking.get(q, [])[:CONTRAST_DEPTH]] for n in tops}
+    others = [n for n in tops if n != baseline and baseline in tops]
+    tau = {n: _num(tau_ap(whole[baseline], whole[n])) for n in others}
+    overlap = {n: _num(rbo(whole[baseline], whole[n])) for n in others}
+    return {"id": q, "text": queries.get(q, ""), "values": values, "unjudged": unjudged, "found": found,
+            "tau": tau, "rbo": overlap, "relevant": relevant, "judged": len(judged),
+            "groups": {c.key: c.of[q] for c in chars if q in c.of}}
 
+
+def _overview(cmp: Comparison, names: list[str], measures: list[str], baseline: str) -> list[dict[str, Any]]:
+    """The overview table: per run and measure its mean, Δ, interval, p-value and mark; its risk columns."""
     overview = []
     for n in names:
         cells = []
@@ -209,15 +184,79 @@ def report_data(cmp: Comparison, runs: Mapping[str, Run], qrels: list[Qrel], que
                 risk_sig[c] = bool(p == p and p < cmp.alpha)
         overview.append({"run": n, "cells": cells, "judged": _num(cmp.judged[n]) if cmp.judged is not None else None,
                          "risk": risk, "risk_sig": risk_sig, "group": (cmp.groups or {}).get(n)})
-    breakdown = {"characteristics": [c.header() for c in chars],
-                 "tables": _rounded(breakdown_tables(per_query, names, measures, baseline, qids, chars))}
-    return {"title": title, "measures": measures, "baseline": baseline, "runs": names, "depth": depth,
-            "best": _best_other(cmp, names, baseline),
-            "caption": cmp.caption(), "explain": _explanations(cmp), "overview": overview, "judged_name": JUDGED,
-            "queries": rows, "breakdown": breakdown,
-            "highlight": matcher.describe() if matcher is not None else None,
-            "chunk_of": where, "chunks": chunks, "notes": list(notes or []),
-            "images": {k: base64.b64encode(v).decode("ascii") for k, v in (images or {}).items()}}
+    return overview
+
+
+@dataclass
+class _QueryDetail:
+    """The per-query detail the page loads a chunk at a time: every run's top documents with grades, texts and
+    fields, where a run ranks a shown document below its top, and the highlighting's terms and weights."""
+
+    runs: Mapping[str, Run]
+    tops: dict
+    grades: dict
+    texts: dict
+    fields_of: dict
+    in_corpus: set | None
+    depth: int
+    term_weights: Mapping[str, Mapping[str, Any]]
+    matcher: TermMatcher | None
+    queries: Mapping[str, str]
+
+    def chunks(self, qids: list[str]) -> tuple[list[str], dict[str, int]]:
+        """The detail in gzipped, base64 chunks of CHUNK_QUERIES queries, and each query's chunk."""
+        weights = self.run_term_weights()
+        chunks, where = [], {}
+        for start in range(0, len(qids), CHUNK_QUERIES):
+            part: dict[str, Any] = {}
+            chunk_docs: dict[str, list[list[str]]] = {}
+            for q in qids[start:start + CHUNK_QUERIES]:
+                part[q] = self.entry(q, weights)
+                for d in part[q]["docs"]:
+                    if d in self.fields_of:
+                        chunk_docs[d] = self.fields_of[d]
+                where[q] = len(chunks)
+            raw = json.dumps({"queries": part, "docs": chunk_docs}, ensure_ascii=False, separators=(",", ":"),
+                             allow_nan=False).encode("utf-8")
+            chunks.append(base64.b64encode(gzip.compress(raw, 6)).decode("ascii"))
+        return chunks, where
+
+    def run_term_weights(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Per run, the weight each analyzed query term carries in its score (TW-BERT's learned weight, GLOW's
+        attention weight of the word that became it): the highlighting's shade multiplies the term's BM25 by it."""
+        out: dict[str, dict[str, dict[str, float]]] = {}
+        for n, table in self.term_weights.items():
+            for q, w in table.items():
+                if self.matcher is not None and "prior" not in w:  # GLOW: surface words → the terms they become
+                    words = self.matcher.terms_of_words(w["terms"])
+                    pairs = [(words[t.lower()], x) for t, x in zip(w["terms"], w["weights"])]
+                else:  # TW-BERT: its uni-grams are analyzed terms already (bi-grams hold a space)
+                    pairs = [(t, x) for t, x in zip(w["terms"], w["weights"]) if " " not in t]
+                out.setdefault(n, {})[q] = {t: float(x) for t, x in pairs if t}
+        return out
+
+    def entry(self, q: str, run_term_weights) -> dict[str, Any]:
+        tops, runs, depth, texts, grades = self.tops, self.runs, self.depth, self.texts, self.grades
+        docs = {d for n in tops for d in tops[n][q]}
+        # where a run ranks a shown document below its own top ``depth`` (the page says "rank 48 in bm25")
+        beyond = {n: {d: r for r, (d, _) in enumerate(runs[n].ranking.get(q, [])[depth:], depth + 1)
+                      if d in docs} for n in tops}
+        entry = {"top": {n: [[d, json_score(s)] for d, s in runs[n].ranking.get(q, [])[:depth]] for n in tops},
+                 "ranks": {n: r for n, r in beyond.items() if r},
+                 "grades": {d: grades[q][d] for d in docs if d in grades[q]},
+                 "docs": {d: texts[d][q] if d in texts else None for d in docs},
+                 "missing": sorted(d for d in docs if self.in_corpus is not None and d not in self.in_corpus),
+                 "weights": {n: w[q] for n, w in self.term_weights.items() if q in w}}
+        if self.matcher is not None:
+            text = self.queries.get(q, "")
+            qterms = self.matcher.query_terms(text)
+            shown = [text] + [t for d in docs if d in texts for t in texts[d][q]] + \
+                [t for d in docs for _, t in self.fields_of.get(d, [])]
+            entry["match"] = {"terms": qterms, "words": self.matcher.surface(shown, qterms),
+                              "bm25": {d: {t: round(v, 4) for t, v in self.matcher.contributions(d, qterms).items()}
+                                       for d in docs},
+                              "weight": {n: w[q] for n, w in run_term_weights.items() if q in w}}
+        return entry
 
 
 def _rounded(tables):

@@ -10,7 +10,8 @@ import pytest
 from irglow.cli import main
 from irglow.data.records import Qrel, Query
 from irglow.hybrid import FusionSettings, check, fuse_entry
-from irglow.runs.wanted import TUNING, components, hybrids, wants_tuning
+from irglow.runs.keys import Runs, held_out
+from irglow.runs.wanted import components, hybrids, wants_tuning
 from irglow.runs.trec import Run
 from tests.files import write_trec
 
@@ -75,8 +76,8 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     ``fusion.zero_shot = "rrf"`` reciprocal-rank fusion takes both equally."""
     test = {"a": Run({"t": [("d1", 3.0), ("d2", 2.0)]}, "a"), "b": Run({"t": [("d2", 3.0), ("d1", 1.0)]}, "b")}
     tuning = {
-        TUNING + "a": Run({"q1": [("d2", 2.0), ("d1", 1.0)], "q2": [("d1", 2.0), ("d2", 1.0)]}, "a"),
-        TUNING + "b": Run({"q2": [("d2", 2.0), ("d1", 1.0)], "q3": [("d2", 2.0), ("d1", 1.0)]}, "b")}
+        held_out("a"): Run({"q1": [("d2", 2.0), ("d1", 1.0)], "q2": [("d1", 2.0), ("d2", 1.0)]}, "a"),
+        held_out("b"): Run({"q2": [("d2", 2.0), ("d1", 1.0)], "q3": [("d2", 2.0), ("d1", 1.0)]}, "b")}
     source = _Source([Query(q, q) for q in ("q1", "q2", "q3")], [Qrel(q, "d1", 1) for q in ("q1", "q2", "q3")])
     config = _config([["a", "b"]])
 
@@ -86,7 +87,7 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
         from irglow.lexical.stage import LexicalSettings
 
         bound = FusionSettings.from_config({**config, "fusion": {**config["fusion"], "zero_shot": scheme}})
-        return SimpleNamespace(settings=bound, runs=runs, collection=None, test_split=None,
+        return SimpleNamespace(settings=bound, runs=Runs(runs), collection=None, test_split=None,
                                lexical=LexicalSettings(systems=["bm25"], depth=10),
                                zero_shot=zero_shot, source=source, lexical_config=None)
 
@@ -101,9 +102,9 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
     fused, info = fuse_entry(ctx({**test, **tuning}, zero_shot=True, scheme="rrf"), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "zero-shot (fusion.zero_shot = rrf)"
     assert [d for d, _ in fused.ranking["t"]] == ["d2", "d1"]  # equal weights: the tie goes to docid order
-    fused, info = fuse_entry(ctx({**test, TUNING + "a": tuning[TUNING + "a"]}), ["a", "b"], {})
+    fused, info = fuse_entry(ctx({**test, held_out("a"): tuning[held_out("a")]}), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "no held-out runs of b"
-    fused, info = fuse_entry(ctx({**test, TUNING + "a": tuning[TUNING + "a"]}, zero_shot=True), ["a", "b"], {})
+    fused, info = fuse_entry(ctx({**test, held_out("a"): tuning[held_out("a")]}, zero_shot=True), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "zero-shot, no held-out runs of b"
 
 
