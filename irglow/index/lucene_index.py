@@ -225,10 +225,13 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     The collection's name carries a digest of its content, so a changed corpus gets a new index; a
     cached index is reused only after Lucene opens it and counts the documents its metadata records.
     A build is published only when Lucene holds every non-empty document that was exported."""
-    config = config or IndexConfig()
-    check_index_config(config)
+    import time
+
+    from irglow.utils.atomic import atomic_dir, sweep_stale
     from irglow.utils.paths import keep_data_dir
 
+    config = config or IndexConfig()
+    check_index_config(config)
     keep_data_dir(collection, data_dir(root))  # its document store's tables beside its indexes
     target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
     start_jvm(data_dir(root))  # its logs and helper beside the indexes of this data folder, not $IRGLOW_DATA's
@@ -236,48 +239,12 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         cached = _verified(target)
         if cached is not None:
             return cached
-    from irglow.utils.atomic import atomic_dir
-
-    available = tuple(collection.fields)
-    if config.fields:
-        unknown = [f for f in config.fields if f not in available]
-        if unknown:
-            raise ValueError(f"fields {unknown} are not in {collection.name}; its fields: {list(available)}")
-    fields = tuple(config.fields or available)
-    lucene_fields = tuple(lucene_field_name(f) for f in fields)
-    clash = sorted({lf for lf in lucene_fields if lucene_fields.count(lf) > 1})
-    if clash:
-        raise ValueError(f"fields {list(fields)} map to the Lucene field names {list(lucene_fields)}: {clash} "
-                         f"would collide (names in {sorted(RESERVED_FIELDS)} get '_field' appended); "
-                         f"index with --fields to leave one out")
-    import time
-
+    fields, lucene_fields = _index_fields(collection, config)
     t0 = time.perf_counter()
-    n_docs = n_empty = 0
-    from irglow.utils.atomic import sweep_stale
-
     sweep_stale(tempfile.gettempdir(), "irglow-json-")  # corpus copies of builds that were killed
     with tempfile.TemporaryDirectory(prefix=f"irglow-json-{os.getpid()}-") as json_dir, \
             atomic_dir(target) as tmp_index:
-        with open(Path(json_dir) / "docs.jsonl", "w", encoding="utf-8") as out:
-            total = collection.docs_count() if hasattr(collection, "docs_count") else None
-            for doc in tqdm(collection.docs_iter(), total=total, desc=f"export {collection.name}", unit="doc"):
-                if len(doc.doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
-                    raise ValueError(f"{collection.name}: document {doc.doc_id[:60]!r}… has an id of "
-                                     f"{len(doc.doc_id.encode('utf-8'))} bytes; Lucene's limit for a term is "
-                                     f"{LUCENE_TERM_LIMIT}")
-                record = {"id": doc.doc_id, "contents": doc.contents(fields)}
-                for name, lucene_name in zip(fields, lucene_fields):
-                    if name in doc.fields:
-                        record[lucene_name] = doc.text(name)
-                n_docs += 1
-                n_empty += not record["contents"].strip()
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        if n_docs == 0:
-            raise ValueError(f"{collection.name} has no documents: nothing to index")
-        if n_docs == n_empty:
-            raise ValueError(f"{collection.name}: none of its {n_docs} documents has text in the fields "
-                             f"{list(fields)}; nothing to index")
+        n_docs, n_empty = _export_json(collection, fields, lucene_fields, Path(json_dir) / "docs.jsonl")
         start_jvm()
         threads = config.threads or available_cores()
         t_index = time.perf_counter()
@@ -294,45 +261,91 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         if lucene_fields:
             args += ["-fields", *lucene_fields]
         log.warning("indexing %d documents with Anserini (%d threads) into %s", n_docs, threads, target)
-        failure = None
-        with java_output() as printed:
-            try:
-                autoclass("io.anserini.index.IndexCollection").main(args)
-            except Exception as e:  # noqa: BLE001 — a JavaException; named below, or raised as it is
-                failure = e
-        full = any("No space left on device" in line for line in printed) or \
-            "No space left on device" in str(failure or "")
-        if not full:
-            for line in printed:
-                print(line, file=sys.stderr)
-        if full:  # Anserini's stack traces say it a hundred times; the folder is what the user needs
-            raise OSError(errno.ENOSPC, f"no space left on the device holding {target.parent} while indexing "
-                                        f"{collection.name}; nothing was cached (free space, or point --data-dir / "
-                                        f"IRGLOW_DATA elsewhere)", str(target.parent))
-        if failure is not None:
-            raise failure
+        _run_anserini(args, collection.name, target)
         held = _lucene_doc_count(Path(tmp_index))
         if held != n_docs - n_empty:
             raise RuntimeError(f"indexing {collection.name} failed: Lucene holds {held} documents, {n_docs - n_empty} "
                                f"non-empty ones were exported (Anserini drops a batch it cannot index: an over-long "
                                f"term or id, a disk error); nothing was cached")
-        meta = {
+        built = LuceneIndex(Path(tmp_index), tuple(lucene_fields), {
             "format": INDEX_FORMAT, "collection": collection.name, "source": _source(collection),
             "fields": list(fields), "lucene_fields": list(lucene_fields), "config": asdict(config),
             "documents": n_docs, "indexed": held, "skipped_empty": n_empty,
             "build_seconds": round(time.perf_counter() - t0, 3), "threads": threads, "generator": generator,
             "lucene_seconds": round(time.perf_counter() - t_index, 3),
-            "seconds_per_million": round((time.perf_counter() - t0) * 1e6 / n_docs, 1),
-        }
-        (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
-        built = LuceneIndex.open(tmp_index)
+            "seconds_per_million": round((time.perf_counter() - t0) * 1e6 / n_docs, 1)})
+        t_ids = time.perf_counter()
         built.ids  # noqa: B018 - the id table, written once with the index (every process maps it)
-        meta["id_table_seconds"] = round(time.perf_counter() - t0 - meta["build_seconds"], 3)
-        (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(meta, indent=2))
+        built.meta["id_table_seconds"] = round(time.perf_counter() - t_ids, 3)
+        # its metadata last: a folder without it is no index (the id table is written first)
+        (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(built.meta, indent=2))
         built.reader.reader.close()  # the folder is renamed into place next
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
     return LuceneIndex.open(target)
+
+
+def _index_fields(collection, config: IndexConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields indexed (``index.fields``, else the collection's) and their Lucene names, checked."""
+    available = tuple(collection.fields)
+    if config.fields:
+        unknown = [f for f in config.fields if f not in available]
+        if unknown:
+            raise ValueError(f"fields {unknown} are not in {collection.name}; its fields: {list(available)}")
+    fields = tuple(config.fields or available)
+    lucene_fields = tuple(lucene_field_name(f) for f in fields)
+    clash = sorted({lf for lf in lucene_fields if lucene_fields.count(lf) > 1})
+    if clash:
+        raise ValueError(f"fields {list(fields)} map to the Lucene field names {list(lucene_fields)}: {clash} "
+                         f"would collide (names in {sorted(RESERVED_FIELDS)} get '_field' appended); "
+                         f"index with --fields to leave one out")
+    return fields, lucene_fields
+
+
+def _export_json(collection, fields, lucene_fields, path: Path) -> tuple[int, int]:
+    """The corpus as Anserini's JsonCollection (``contents`` and one key per field), streamed; returns (documents,
+    empty documents).  An id over Lucene's term limit, an empty corpus or one with no text are refused."""
+    n_docs = n_empty = 0
+    with open(path, "w", encoding="utf-8") as out:
+        total = collection.docs_count() if hasattr(collection, "docs_count") else None
+        for doc in tqdm(collection.docs_iter(), total=total, desc=f"export {collection.name}", unit="doc"):
+            if len(doc.doc_id.encode("utf-8")) > LUCENE_TERM_LIMIT:
+                raise ValueError(f"{collection.name}: document {doc.doc_id[:60]!r}… has an id of "
+                                 f"{len(doc.doc_id.encode('utf-8'))} bytes; Lucene's limit for a term is "
+                                 f"{LUCENE_TERM_LIMIT}")
+            record = {"id": doc.doc_id, "contents": doc.contents(fields)}
+            for name, lucene_name in zip(fields, lucene_fields):
+                if name in doc.fields:
+                    record[lucene_name] = doc.text(name)
+            n_docs += 1
+            n_empty += not record["contents"].strip()
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if n_docs == 0:
+        raise ValueError(f"{collection.name} has no documents: nothing to index")
+    if n_docs == n_empty:
+        raise ValueError(f"{collection.name}: none of its {n_docs} documents has text in the fields "
+                         f"{list(fields)}; nothing to index")
+    return n_docs, n_empty
+
+
+def _run_anserini(args: list[str], name: str, target: Path) -> None:
+    """Anserini's IndexCollection with ``args``; its output printed, a full disk said in one line."""
+    failure = None
+    with java_output() as printed:
+        try:
+            autoclass("io.anserini.index.IndexCollection").main(args)
+        except Exception as e:  # noqa: BLE001 — a JavaException; named below, or raised as it is
+            failure = e
+    full = any("No space left on device" in line for line in printed) or \
+        "No space left on device" in str(failure or "")
+    if full:  # Anserini's stack traces say it a hundred times; the folder is what the user needs
+        raise OSError(errno.ENOSPC, f"no space left on the device holding {target.parent} while indexing "
+                                    f"{name}; nothing was cached (free space, or point --data-dir / "
+                                    f"IRGLOW_DATA elsewhere)", str(target.parent))
+    for line in printed:
+        print(line, file=sys.stderr)
+    if failure is not None:
+        raise failure
 
 
 def stored_ids(index: LuceneIndex) -> list[str]:

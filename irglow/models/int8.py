@@ -18,7 +18,6 @@ graph.  Training and GPUs never come here: a GPU keeps torch's fp16/bf16 autocas
 from __future__ import annotations
 
 import logging
-import os
 import warnings
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import numpy as np
 import torch
 
 from irglow.utils.digest import model_digest
+from irglow.utils.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def kept_precision(name: str, scores: dict[str, float], queries: int, what: str,
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("IRGLOW_CACHE", Path.home() / ".cache" / "irglow")) / "int8"
+    return cache_dir("int8")
 
 
 def has_bert(module: torch.nn.Module) -> bool:

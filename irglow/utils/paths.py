@@ -17,6 +17,13 @@ def data_dir(explicit: str | Path | None = None) -> Path:
     return path
 
 
+def cache_dir(name: str) -> Path:
+    """``$IRGLOW_CACHE/<name>`` (default ``~/.cache/irglow/<name>``): what is built once per content and shared
+    by every data folder and process (the compiled Java helper, int8 graphs), never inside a folder a run may
+    remove while a process still uses it."""
+    return Path(os.environ.get("IRGLOW_CACHE", Path.home() / ".cache" / "irglow")) / name
+
+
 def keep_data_dir(collection, folder: Path) -> None:
     """Tell a collection (and the collections it wraps) the data folder its index lives in, so its own caches —
     its document store's tables — go there too (``--data-dir``, ``data_dir =``), not to the default."""
