@@ -169,6 +169,33 @@ class Seen:
                 f"collections training or validation chose on")
 
 
+def _write_table(out: Path, table: CrossCollection, train_name: str, train_split: str, measure: str,
+                 folders: dict[str, str]) -> None:
+    """The cross-collection table as markdown, CSV and LaTeX, its bar plot, and where effects pool, the forest
+    plot (also added to each collection's page) and the pooled effects as CSV."""
+    atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_name}/{train_split}\n\n"
+                      + table.to_markdown())
+    atomic_write_text(out / "zero-shot.csv", table.to_csv())
+    atomic_write_text(out / "zero-shot.tex", table.to_latex())
+    grouped_bars(table.values, table.marks, out / "zero-shot.png",
+                 f"{measure}, trained on {train_name}"
+                 + (f"; ▲/▼ vs {table.baseline}" if table.baseline else ""))
+    pooled = table.pooled()
+    if not pooled:
+        return
+    from irglow.eval.plots import plot_forest
+    from irglow.eval.report import add_images
+
+    forest = plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
+    for folder in folders.values():  # each collection's page shows the pooled picture too
+        if (Path(folder) / "report.html").is_file():
+            add_images(Path(folder) / "report.html",
+                       {"pooled effect over the unseen collections (zero-shot forest plot)": forest.read_bytes()})
+    atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
+        {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
+             "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())
+
+
 def run_zero_shot(config: dict[str, Any]) -> Path:
     plan = bind_plan({**config, "zero_shot": config.get("zero_shot") or {}})  # every setting, before any work
     if hasattr(config, "seal"):  # bound: nothing below reads the configuration (irglow.config.SealedConfig)
@@ -227,26 +254,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     table.notes += table.against_checkpoints({m: c for s, bound in plan.stages
                                               for m, c in getattr(bound, "starting_checkpoints", {}).items()})
     table.notes += table.against_parts({column: fused_parts(Path(folder)) for column, folder in folders.items()})
-    atomic_write_text(out / "zero-shot.md", f"# Zero-shot: trained on {train_coll.name}/{train_split}\n\n"
-                      + table.to_markdown())
-    atomic_write_text(out / "zero-shot.csv", table.to_csv())
-    atomic_write_text(out / "zero-shot.tex", table.to_latex())
-    grouped_bars(table.values, table.marks, out / "zero-shot.png",
-                 f"{measure}, trained on {train_coll.name}" + (f"; ▲/▼ vs {table.baseline}" if table.baseline else ""))
-    pooled = table.pooled()
-    if pooled:
-        from irglow.eval.plots import plot_forest
-
-        forest = plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
-        from irglow.eval.report import add_images
-
-        for folder in folders.values():  # each collection's page shows the pooled picture too
-            if (Path(folder) / "report.html").is_file():
-                add_images(Path(folder) / "report.html",
-                           {"pooled effect over the unseen collections (zero-shot forest plot)": forest.read_bytes()})
-        atomic_write_text(out / "zero-shot-pooled.csv", pd.DataFrame(
-            {s: {"effect": p.effect, "ci_low": p.ci_low, "ci_high": p.ci_high, "i2": p.i2, "tau2": p.tau2, "q": p.q,
-                 "collections": p.k, "excluded_identical": p.excluded} for s, p in pooled.items()}).T.to_csv())
+    _write_table(out, table, train_coll.name, train_split, measure, folders)
     write_manifest(out, plan.manifest_config(), seed=plan.seed, trained_on=[train_coll.name, train_split],
                    collections=folders, unavailable=[n for n in notes if "not evaluated" in n],
                    field_weights=weights, timings={k: round(v, 3) for k, v in timings.items()})

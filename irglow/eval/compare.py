@@ -469,29 +469,10 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     risk = risk_p = None
     can_test = len(qids) >= sig.min_queries(alpha)  # below: no test can mean anything (no p, CI or mark)
     if baseline is not None and can_test:
-        b = names.index(baseline)
-        others = [n for n in names if n != baseline]
-        # every (measure, run) difference in one call: the draws are shared; corrections stay per measure
-        pairs_tested = [(c, n) for c in cols for n in others]
-        diffs = np.stack([matrix[c][names.index(n)] - matrix[c][b] for c, n in pairs_tested], axis=1) \
-            if pairs_tested and qids else np.zeros((len(qids), 0))
-        results = dict(zip(pairs_tested, sig.test_differences(diffs, test, permutations, seed)))
-        for c in cols:
-            tested = [results[(c, n)] for n in others if (c, n) in results]
-            adjusted = sig.adjust([r.p for r in tested], correction)
-            for n, r, p in zip(others, tested, adjusted):
-                raw.loc[n, c], pvals.loc[n, c], low.loc[n, c], high.loc[n, c] = r.p, p, r.ci_low, r.ci_high
-                wtl[n][c] = (r.wins, r.ties, r.losses)
+        _test_against_baseline(matrix, names, baseline, cols, qids, test, permutations, seed, correction,
+                               (raw, pvals, low, high), wtl)
     if baseline is not None and risk_alphas and qids:  # descriptive; its p only where a test can mean anything
-        first, b = cols[0], names.index(baseline)
-        others = [n for n in names if n != baseline]
-        risk = pd.DataFrame(index=others, dtype=float)
-        risk_p = pd.DataFrame(index=others, dtype=float)
-        for a in risk_alphas:
-            for n in others:
-                u, t, p = sig.risk(matrix[first][names.index(n)], matrix[first][b], a)
-                risk.loc[n, f"URisk(α={a:g})"], risk.loc[n, f"TRisk(α={a:g})"] = u, t
-                risk_p.loc[n, f"TRisk(α={a:g})"] = p if can_test else float("nan")
+        risk, risk_p = _risk(matrix[cols[0]], names, baseline, risk_alphas, can_test)
     pair_p = groups = None
     if pairs == "all" and len(names) > 1 and can_test:
         first = cols[0]
@@ -504,23 +485,64 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
     if judged:
         judged_values = pd.Series({n: float(np.mean([values[n][JUDGED][q] for q in qids])) if qids else float("nan")
                                    for n in names})
-    judged_ids = set(qids)
     answered = {n: evaluated[n].answered for n in names}
-    missing = {n: len(judged_ids - answered[n]) for n in names}
-    strangers = [n for n in names if answered[n] and not answered[n] & judged_ids]
-    if strangers:  # an all-zero row is no result: say so, with the likely cause, instead of printing it
+    missing = {n: len(set(qids) - answered[n]) for n in names}
+    notes = _coverage_notes(answered, set(qids), judged_only, qrels)
+    per_query_values = {n: {c: values[n][c] for c in cols} for n in names}
+    return Comparison(means, pvals, deltas, baseline, alpha, len(qids), missing, per_query_values, notes, test,
+                      correction, permutations, raw, low, high, wtl, judged_values, risk, risk_p, pair_p, groups, ci,
+                      condensed_cols, can_test, [c for c in cols if summed(by_col[c])])
+
+
+def _test_against_baseline(matrix, names, baseline, cols, qids, test, permutations, seed, correction, tables,
+                           wtl) -> None:
+    """Each run's per-query differences to the baseline tested, for every measure, into ``tables`` (raw p,
+    corrected p, CI low and high) and ``wtl`` (wins, ties, losses).  Every (measure, run) difference in one call:
+    the draws are shared; corrections stay per measure."""
+    raw, pvals, low, high = tables
+    b = names.index(baseline)
+    others = [n for n in names if n != baseline]
+    pairs_tested = [(c, n) for c in cols for n in others]
+    diffs = np.stack([matrix[c][names.index(n)] - matrix[c][b] for c, n in pairs_tested], axis=1) \
+        if pairs_tested and qids else np.zeros((len(qids), 0))
+    results = dict(zip(pairs_tested, sig.test_differences(diffs, test, permutations, seed)))
+    for c in cols:
+        tested = [results[(c, n)] for n in others if (c, n) in results]
+        adjusted = sig.adjust([r.p for r in tested], correction)
+        for n, r, p in zip(others, tested, adjusted):
+            raw.loc[n, c], pvals.loc[n, c], low.loc[n, c], high.loc[n, c] = r.p, p, r.ci_low, r.ci_high
+            wtl[n][c] = (r.wins, r.ties, r.losses)
+
+
+def _risk(first: np.ndarray, names: list[str], baseline: str, risk_alphas, can_test: bool):
+    """URisk and TRisk of each run against the baseline on the first measure (run × query ``first``), and TRisk's
+    p-value where a test can mean anything."""
+    b = names.index(baseline)
+    others = [n for n in names if n != baseline]
+    risk = pd.DataFrame(index=others, dtype=float)
+    risk_p = pd.DataFrame(index=others, dtype=float)
+    for a in risk_alphas:
+        for n in others:
+            u, t, p = sig.risk(first[names.index(n)], first[b], a)
+            risk.loc[n, f"URisk(α={a:g})"], risk.loc[n, f"TRisk(α={a:g})"] = u, t
+            risk_p.loc[n, f"TRisk(α={a:g})"] = p if can_test else float("nan")
+    return risk, risk_p
+
+
+def _coverage_notes(answered: dict[str, set[str]], judged_ids: set[str], judged_only: bool, qrels) -> list[str]:
+    """Warnings on what the runs answer: a run answering no judged query is refused (an all-zero row is no
+    result), one answering few is named; condensed lists without judged non-relevant documents are named."""
+    strangers = [n for n in answered if answered[n] and not answered[n] & judged_ids]
+    if strangers:  # say so, with the likely cause, instead of printing it
         raise ValueError("; ".join(query_overlap_warning(n, answered[n], judged_ids) for n in strangers)
                          + " — nothing to compare")
-    notes = [w for n in names if (w := query_overlap_warning(n, answered[n], judged_ids))]
+    notes = [w for n in answered if (w := query_overlap_warning(n, answered[n], judged_ids))]
     if judged_only and not any(q.relevance <= 0 for q in qrels):
         notes.append("the qrels judge no document non-relevant, so condensed lists keep only relevant documents "
                      "and score near 1 for every run: the condensed view needs judged non-relevant documents")
     for w in notes:
         log.warning("%s", w)
-    per_query_values = {n: {c: values[n][c] for c in cols} for n in names}
-    return Comparison(means, pvals, deltas, baseline, alpha, len(qids), missing, per_query_values, notes, test,
-                      correction, permutations, raw, low, high, wtl, judged_values, risk, risk_p, pair_p, groups, ci,
-                      condensed_cols, can_test, [c for c in cols if summed(by_col[c])])
+    return notes
 
 
 def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | None:
