@@ -291,9 +291,9 @@ def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None
         **extra,
     }
     jvm = sys.modules.get("irglow.index.jvm")  # the Java a run started, if it started one (never imported here)
-    if jvm is not None and jvm._started is not None:  # noqa: SLF001
-        manifest["java"] = {"home": str(jvm._started.home), "major": jvm._started.major,
-                            "source": jvm._started.source}
+    java = jvm.started() if jvm is not None else None
+    if java is not None:
+        manifest["java"] = {"home": str(java.home), "major": java.major, "source": java.source}
     if record is not None:  # one command's run: its record beside it, never the folder's (a pipeline's) manifest
         return atomic_write_text(record, json.dumps(manifest, indent=2, default=str))
     out_dir = Path(out_dir)

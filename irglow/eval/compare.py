@@ -363,14 +363,21 @@ def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True
     return EvaluatedRun(values, _queries_with_documents(run))
 
 
-_WORKER: dict = {}
+@dataclass(frozen=True)
+class _FileEvaluation:
+    """What every run file of :func:`evaluate_files` is evaluated against (reaches forked workers at the fork)."""
+
+    qrels: list
+    measures: list
+    judged: bool
+    judged_only: bool
+    in_pool: bool
 
 
-def _evaluate_file(args) -> EvaluatedRun:
-    path, duplicates = args
-    w = _WORKER
-    return evaluate_run(read_ranked(path, duplicates), w["qrels"], w["measures"], w["judged"], w["judged_only"],
-                        parallel=not w["in_pool"])  # in a pool each core scores a run of its own
+def _evaluate_file(w: _FileEvaluation, job: tuple[str, str]) -> EvaluatedRun:
+    path, duplicates = job
+    return evaluate_run(read_ranked(path, duplicates), w.qrels, w.measures, w.judged, w.judged_only,
+                        parallel=not w.in_pool)  # in a pool each core scores a run of its own
 
 
 def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[str], judged: bool = True,
@@ -381,17 +388,11 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
     worker."""
     import os
 
-    workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
-    _WORKER.update(qrels=qrels, measures=list(measures), judged=judged, judged_only=judged_only,
-                   in_pool=workers > 1)
-    jobs = [(str(p), duplicates) for p in paths]
-    if workers == 1:
-        return [_evaluate_file(j) for j in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from irglow.utils.forked import forked_map
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(_evaluate_file, jobs))
+    workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
+    shared = _FileEvaluation(qrels, list(measures), judged, judged_only, workers > 1)
+    return list(forked_map(_evaluate_file, shared, [(str(p), duplicates) for p in paths], workers))
 
 
 def condensed(run, qrels: list[Qrel]):

@@ -182,7 +182,6 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
 
 PART_LINES = 500_000  # lines of a run scored at once
 PARALLEL_FROM = 1_000_000  # a columnar run this long is scored on every core
-_PARTS: dict = {}  # what forked scoring processes read (set before the fork)
 
 
 def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str, float]]:
@@ -235,8 +234,8 @@ def _iter_calc(measures: list, qrels: list[Qrel], part: dict, depth: int | None)
     return [(str(m.measure), names[m.query_id], float(m.value)) for m in ir_measures.iter_calc(measures, given, view)]
 
 
-def _score_chunk(chunk: list[int]) -> list[tuple[str, str, float]]:
-    columns, measures, judged = _PARTS["columns"], _PARTS["measures"], _PARTS["judged"]
+def _score_chunk(shared: tuple, chunk: list[int]) -> list[tuple[str, str, float]]:
+    columns, measures, judged = shared
     return _score_part(columns.dicts(chunk), measures, judged)
 
 
@@ -251,16 +250,11 @@ def _scored_parts(ranked: RankedRun, measures: list, judged: dict, parallel: boo
         for part in ranked.parts(set(judged), PART_LINES):
             yield from _score_part(part, measures, judged)
         return
-    import multiprocessing
+    from irglow.utils.forked import forked_map
 
     chunks = columns.chunks(set(judged), PART_LINES // 2)
-    _PARTS.update(columns=columns, measures=measures, judged=judged)
-    try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(chunks))) as pool:
-            for scored in pool.imap_unordered(_score_chunk, chunks):
-                yield from scored
-    finally:
-        _PARTS.clear()
+    for scored in forked_map(_score_chunk, (columns, measures, judged), chunks, workers, ordered=False):
+        yield from scored
 
 
 # measures whose value at cutoff k depends on the top k documents only (trec_eval's *_cut, ir_measures'

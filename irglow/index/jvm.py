@@ -215,6 +215,11 @@ def writable_folder(preferred: Path) -> Path:
     return fallback
 
 
+def started() -> JavaRuntime | None:
+    """The Java this process started, or ``None`` (the manifest records it)."""
+    return _started
+
+
 def bulk_search_available() -> bool:
     """Whether the JVM was started with the bulk-search helper on its classpath."""
     start_jvm()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -218,7 +219,8 @@ class TWBert(nn.Module):
         return [weights[i, : qt.n_terms].tolist() for i, qt in enumerate(batch)]
 
 
-_COLLECTING: list[list] = []  # open budget_summary blocks: reports gathered for one line at its end
+# the innermost open budget_summary block's reports, gathered for one line at its end (None: none open)
+_COLLECTING: ContextVar[list | None] = ContextVar("twbert_budget_reports", default=None)
 
 
 def report_budget(dropped: list, what: str, max_tokens: int) -> None:
@@ -227,8 +229,9 @@ def report_budget(dropped: list, what: str, max_tokens: int) -> None:
     if not dropped:
         return
     lost = sum(total - kept for _, kept, total in dropped)
-    if _COLLECTING:
-        _COLLECTING[-1].append((what, len(dropped), lost, max_tokens, dropped[0][0]))
+    reports = _COLLECTING.get()
+    if reports is not None:
+        reports.append((what, len(dropped), lost, max_tokens, dropped[0][0]))
         return
     log.warning("%s: %d quer%s longer than %d tokens (e.g. %s): %d terms dropped, bi-grams first", what,
                 len(dropped), "y is" if len(dropped) == 1 else "ies are", max_tokens, dropped[0][0], lost)
@@ -239,11 +242,11 @@ def budget_summary(stage: str):
     """Every over-long-query report made in the block (training features, test weights, feedback terms …)
     as one warning line at its end: a pipeline stage says it once, not once per query set."""
     reports: list = []
-    _COLLECTING.append(reports)
+    token = _COLLECTING.set(reports)
     try:
         yield
     finally:
-        _COLLECTING.remove(reports)
+        _COLLECTING.reset(token)
         if reports:
             parts = ", ".join(f"{what} {n}" for what, n, _, _, _ in reports)
             log.warning("%s: queries longer than %d tokens were cut, bi-grams first (%s; %d terms dropped in all, "
