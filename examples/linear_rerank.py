@@ -1,44 +1,45 @@
-"""A learned re-ranker in one file: a plugin stage irglow finds by its entry point, with nothing of irglow edited.
+"""A learned re-ranker in one file: a re-ranker kind irglow finds by its entry point, with nothing of irglow edited.
 
-It re-ranks BM25's top ``depth`` documents by a linear model over four features of each (query, document) pair —
-BM25's score (min-max over the query's list), its reciprocal rank, and the share of the query's words in the
+It re-ranks a run's top ``depth`` documents by a linear model over four features of each (query, document) pair —
+the run's score (min-max over the query's list), its reciprocal rank, and the share of the query's words in the
 document's first field (the title) and in the others — trained on the training queries' judgments by pairwise
-logistic regression (full-batch gradient descent, seeded: the same weights every time).  Register it in the
-package that holds this file::
+logistic regression over the first stage's top ``train_depth`` (full-batch gradient descent: the same weights
+every time).  Register it in the package that holds this file::
 
-    [project.entry-points."irglow.stages"]
-    linear = "linear_rerank:LinearRerankStage"
+    [project.entry-points."irglow.rerankers"]
+    linear = "linear_rerank:LinearReranker"
 
-then ``[linear] enabled = true`` in a configuration, or ``Experiment(…, systems=["bm25", "linear",
-"bm25+linear"])``: binding, checking, the cache key, the manifest, training once per settings and training data,
-and ``Experiment`` come from the stage interface (:class:`irglow.stage.Stage`).  It trains on every judged
-training query, so it holds none out: a fusion with it is reciprocal-rank (the fusion says why).
+then it is a kind like monoBERT: ``Lexical("bm25") >> LinearRerank()`` in an ``Experiment``, over any ranker
+(a fusion, another re-ranking: ``(Lexical("bm25") >> NRMF()) >> LinearRerank()``), inside a fusion (tuned on the
+training queries every trainer holds out: the re-ranking stage holds them out of its training), ``[rerank] models
+= ["linear"]`` in a configuration (its settings in ``[rerank.linear]``), and a PyTerrier pipeline
+(``irglow.pyterrier.transformer``).  The stage trains it once per settings and training data, caches its runs
+and records its model in the manifest.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from irglow.settings import check_fields, check_settings, setting
-from irglow.stage import Stage
+from irglow.models.rerank.kinds import RerankerKind
+from irglow.rankers import Model
+from irglow.settings import setting
 
 
 @dataclass(frozen=True)
 class LinearSettings:
-    enabled: bool = setting(False, "re-rank BM25's top documents with the linear model")
-    depth: int = setting(20, "BM25's top documents re-ranked per query", low=1)
+    train_depth: int = setting(20, "the first stage's top documents the training pairs come from", low=1)
     steps: int = setting(200, "gradient steps over every training pair", low=1)
     lr: float = setting(0.5, "the step size", above=0)
 
-    @classmethod
-    def from_config(cls, config) -> "LinearSettings":
-        table = dict(config.get("linear", {}))
-        check_settings(table, cls.__dataclass_fields__, "[linear]")  # a misspelt key is named before any work
-        return check_fields(cls(**table), "linear")
+
+def LinearRerank(**settings) -> Model:  # noqa: N802 (a constructor, as irglow's MonoBERT())
+    """The linear re-ranker, for ``>>`` (``Lexical("bm25") >> LinearRerank(steps=50)``)."""
+    return Model("linear", **settings)
 
 
 def _words(text: str) -> set[str]:
@@ -73,59 +74,35 @@ def fit(pairs: list[tuple[np.ndarray, np.ndarray]], steps: int, lr: float) -> np
     return w
 
 
-class LinearRerankStage(Stage):
+class LinearReranker(RerankerKind):
     name = "linear"
     settings_class = LinearSettings
-    trains = True
 
-    def tags(self, settings, produced=()) -> list[str]:
-        return ["linear"]
+    def train(self, settings: LinearSettings, queries, qrels, first_stage, docs, model_dir: Path) -> None:
+        """The weights from every pair of the first stage's top ``train_depth`` that the judgments order."""
+        labels: dict[str, dict[str, int]] = {}
+        for r in qrels:
+            labels.setdefault(r.query_id, {})[r.doc_id] = r.relevance
+        pairs = []
+        for q in queries:
+            ranked = first_stage.ranking.get(q.query_id, [])[: settings.train_depth]
+            x = features(q, ranked, docs)
+            grade = [labels.get(q.query_id, {}).get(d, 0) for d, _ in ranked]
+            pairs += [(x[i], x[j]) for i in range(len(ranked)) for j in range(len(ranked)) if grade[i] > grade[j]]
+        w = fit(pairs, settings.steps, settings.lr)
+        (Path(model_dir) / "weights.json").write_text(json.dumps({"weights": w.tolist(), "pairs": len(pairs)}))
 
-    def check_inputs(self, settings, produced) -> None:
-        if "bm25" not in produced:
-            raise ValueError("[linear] re-ranks bm25: add it to lexical.systems")
-
-    def train(self, settings, source, train_root: Path) -> dict[str, Path]:
-        """The weights, trained once per settings and training data (a keyed folder: a second run finds them)."""
-        from irglow.data.docstore import docs_store
-        from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-        from irglow.models.source import keyed_train_dir
-        from irglow.utils.atomic import atomic_write_text
-
-        folder = keyed_train_dir(Path(train_root) / "linear-train", {"settings": asdict(settings),
-                                                                     "source": source.digest})
-        if not (folder / "weights.json").is_file():
-            labels: dict[str, dict[str, int]] = {}
-            for r in source.qrels():
-                labels.setdefault(r.query_id, {})[r.doc_id] = r.relevance
-            queries = [q for q in source.queries() if q.query_id in labels]
-            bm25 = LexicalSearcher(source.index, LexicalConfig(system="bm25", depth=settings.depth)).search(queries)
-            docs, pairs = docs_store(source.collection), []
-            for q in queries:
-                ranked = bm25.ranking.get(q.query_id, [])
-                x = features(q, ranked, docs)
-                grade = [labels[q.query_id].get(d, 0) for d, _ in ranked]
-                pairs += [(x[i], x[j]) for i in range(len(ranked)) for j in range(len(ranked)) if grade[i] > grade[j]]
-            w = fit(pairs, settings.steps, settings.lr)
-            atomic_write_text(folder / "weights.json", json.dumps({"weights": w.tolist(), "pairs": len(pairs)}))
-        return {"linear": folder}
-
-    def run(self, ctx) -> dict:
-        from irglow.data.docstore import docs_store
+    def rerank(self, model_dir: Path, run, queries, docs, depth: int, tag: str):
+        from irglow.models.rerank.rerank import rerank_ranking
         from irglow.runs.trec import Run
 
-        s = ctx.settings
-        w = np.array(json.loads((self.train(s, ctx.source, ctx.train_root)["linear"] / "weights.json").read_text())
-                     ["weights"])
-        docs, ranking = docs_store(ctx.collection), {}
-        for q in ctx.test_queries:
-            ranked = ctx.runs["bm25"].ranking.get(q.query_id, [])
-            top, tail = ranked[: s.depth], ranked[s.depth:]
+        w = np.array(json.loads((Path(model_dir) / "weights.json").read_text())["weights"])
+        ranking = {}
+        for q in queries:
+            ranked = run.ranking.get(q.query_id)
+            if ranked is None:
+                continue
+            top = ranked[:depth]
             scores = features(q, top, docs) @ w if top else np.zeros(0)
-            order = sorted(range(len(top)), key=lambda i: (-scores[i], i))
-            floor = float(scores.min()) if top else 0.0
-            ranking[q.query_id] = [(top[i][0], float(scores[i])) for i in order] + \
-                [(d, floor - 1.0 - k) for k, (d, _) in enumerate(tail)]  # the rest below, in BM25's order
-        run = Run(ranking, "linear")
-        run.write(ctx.out / "linear.run")
-        return {"linear": run}
+            ranking[q.query_id] = rerank_ranking(ranked, {d: float(x) for (d, _), x in zip(top, scores)}, depth)
+        return Run(ranking, tag)

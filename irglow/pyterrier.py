@@ -37,8 +37,8 @@ from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
 
-__all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "Fusion", "transformer", "run_to_frame",
-           "frame_to_run"]
+__all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "KindReranker", "Fusion", "transformer",
+           "run_to_frame", "frame_to_run"]
 
 
 # -- frames ↔ runs -------------------------------------------------------------------------------------------
@@ -213,6 +213,28 @@ class CrossEncoder(pt.Transformer):
         return run_to_frame(run, frame)
 
 
+class KindReranker(pt.Transformer):
+    """A trained re-ranker of a registered kind (:mod:`irglow.models.rerank.kinds`; its folder says which) over a
+    result frame's documents, as the re-ranking stage re-ranks a run."""
+
+    def __init__(self, model_dir: str | Path, docs):
+        from irglow.models.rerank.kinds import kind_of, plugin_kind
+
+        self.kind = plugin_kind(kind_of(model_dir))
+        if self.kind is None:
+            raise ValueError(f"{model_dir} holds a {kind_of(model_dir)!r} model: irglow.pyterrier.CrossEncoder "
+                             f"re-ranks with it")
+        self.model_dir, self.docs = Path(model_dir), _Documents(docs)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if "docno" not in frame.columns:
+            raise ValueError("irglow.pyterrier.KindReranker re-ranks a result frame: put a first stage before it")
+        first = frame_to_run(frame)
+        depth = max((len(r) for r in first.ranking.values()), default=1)
+        return run_to_frame(self.kind.rerank(self.model_dir, first, _queries(frame), self.docs.get(), depth,
+                                             self.kind.name), frame)
+
+
 class Fusion(pt.Transformer):
     """irglow's fusion of several pipelines' results (``irglow fuse``): reciprocal-rank fusion (``rrf``) or a
     weighted sum of normalised scores (``wsum`` with ``weights``, equal if none)."""
@@ -342,8 +364,12 @@ class _Built:
         if r.tag in trained:
             return Dense(trained[r.tag], self.index, self.out / f"{r.tag}.embeddings", depth)
         if isinstance(r, rankers.Rerank):
+            from irglow.models.rerank.kinds import kind_of, plugin_kind
+
             done = self.result(f"rerank:{r.tag}")
-            return (self.build(r.first) % done.depth) >> CrossEncoder(done.model, self.docs)
+            model = KindReranker(done.model, self.docs) if plugin_kind(kind_of(done.model)) else \
+                CrossEncoder(done.model, self.docs)
+            return (self.build(r.first) % done.depth) >> model
         if isinstance(r, rankers.Fusion):
             from irglow.runs.wanted import hybrids
 

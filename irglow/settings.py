@@ -319,10 +319,25 @@ def check_table(section: str, node: Any) -> None:
         if f"{section}.{name}" in MOVED:
             raise ValueError(f"{section}.{name} {MOVED[f'{section}.{name}']}")
     if section in CLOSED:
-        check_settings(node, settings, f"[{section}]")
+        check_settings(node, settings, f"[{section}]", ignore=registered_subsections(section))
     for name, setting in settings.items():
         if name in node:
             setting.check(node[name])
+
+
+# sections whose sub-tables other packages add: [rerank.<kind>] for each re-ranker kind registered under the
+# entry-point group (its name is the kind's: irglow.models.rerank.kinds checks it, and the kind checks its table)
+REGISTERED_SUBSECTIONS = {"rerank": "irglow.rerankers"}
+
+
+def registered_subsections(section: str) -> tuple[str, ...]:
+    """The sub-tables of ``section`` that registered plugins own (their entry points' names; none loaded here)."""
+    group = REGISTERED_SUBSECTIONS.get(section)
+    if group is None:
+        return ()
+    from importlib.metadata import entry_points
+
+    return tuple(point.name for point in entry_points(group=group))
 
 
 def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:

@@ -18,50 +18,69 @@ EXAMPLES = Path(__file__).parents[2] / "examples"
 
 @pytest.fixture
 def registered(tmp_path, monkeypatch):
-    """examples/linear_rerank.py installed as a package installs it: an entry point in group irglow.stages."""
-    import irglow.stages
-
+    """examples/linear_rerank.py installed as a package installs it: an entry point in group irglow.rerankers."""
     dist = tmp_path / "site" / "irglow_linear-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: irglow-linear\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[irglow.stages]\nlinear = linear_rerank:LinearRerankStage\n")
+    (dist / "entry_points.txt").write_text("[irglow.rerankers]\nlinear = linear_rerank:LinearReranker\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.syspath_prepend(str(EXAMPLES))
-    importlib.reload(irglow.stages)
-    yield irglow.stages
-    monkeypatch.undo()
-    importlib.reload(irglow.stages)
+    yield importlib.import_module("linear_rerank")
 
 
-def test_a_learned_reranker_in_one_file_runs_as_a_stage(registered, tmp_path):
-    from irglow import Experiment
+def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tmp_path):
+    """Issue 61: the plugin re-ranker after ``>>`` — over BM25, under another re-ranking, inside a fusion tuned on the
+    queries its training held out — and each run equal to the PyTerrier pipeline built from the same object."""
+    from irglow import NRMF, Experiment, Lexical
+    from irglow.models.rerank.kinds import kind_of
+    from irglow.outputs import read_results
     from irglow.plan import check_config
 
-    assert [s.name for s in registered.STAGES] == ["lexical", "ql", "twbert", "glow", "linear", "rerank", "fusion"]
-    settings = {"data_dir": str(tmp_path / "data"), "lexical.depth": 30, "output.clusters": 0}
-    exp = Experiment(SMALL_DEMO, systems=["bm25", "linear", "bm25+linear"], out=tmp_path / "out", settings=settings)
-    assert exp.config["linear"] == {"enabled": True}
-    with pytest.raises(ValueError, match=r"unknown \[linear\] setting\(s\) \['dpeth'\]"):
-        check_config({**exp.config, "linear": {"enabled": True, "dpeth": 5}})
-    with pytest.raises(ValueError, match=r"\[linear\] \(disabled\): unknown \[linear\] setting\(s\) \['dept'\]"):
-        check_config({**exp.config, "linear": {"dept": 5}})  # a disabled plugin section of one key, checked too
+    linear = Lexical("bm25") >> registered.LinearRerank()
+    nested = linear >> NRMF(epochs=1, val_depth=10, negatives=2, batch_queries=4)
+    fused = Lexical("bm25f") + linear
+    settings = {"data_dir": str(tmp_path / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0}
+    exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), linear, nested, fused], out=tmp_path / "out",
+                     settings=settings)
+    assert exp.systems == ["bm25", "linear", "nrmf(linear)", "bm25f+linear"]
+    assert exp.config["rerank"]["models"] == ["linear", "nrmf(linear)"]
+    with pytest.raises(ValueError, match=r"unknown \[rerank.linear\] setting\(s\) \['stesp'\]"):
+        check_config({**exp.config, "rerank": {**exp.config["rerank"], "linear": {"stesp": 5}}})
     cmp = exp.run()
     out = tmp_path / "out"
-    assert list(cmp.means.index) == ["bm25", "linear", "bm25+linear"]
-    bm25, linear = Run.read(out / "bm25.run"), Run.read(out / "linear.run")
-    weights = json.loads(next((out / "linear-train").glob("*/weights.json")).read_text())
+    assert list(cmp.means.index) == exp.systems
+    results = read_results(out)
+    model = Path(results["rerank:linear"].model)
+    assert kind_of(model) == "linear"  # the kind is written into the folder, not guessed from its files
+    weights = json.loads((model / "weights.json").read_text())
     assert weights["pairs"] > 0 and weights["weights"] != [1.0, 0.0, 0.0, 0.0]  # it learned something
-    for qid, ranked in bm25.ranking.items():  # BM25's top 20 re-ordered, the rest kept below in BM25's order
-        ours = [d for d, _ in linear.ranking[qid]]
-        assert set(ours[:20]) == {d for d, _ in ranked[:20]} and ours[20:] == [d for d, _ in ranked[20:]]
-    assert any([d for d, _ in linear.ranking[q]] != [d for d, _ in bm25.ranking[q]] for q in bm25.ranking)
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["settings"]["linear"] == {"enabled": True, "depth": 20, "steps": 200, "lr": 0.5}
-    exp.run()  # cached by content like irglow's own stages
-    assert json.loads((out / "manifest.json").read_text())["stages"]["linear"] == "reused"
-    from irglow.commands.reference import settings_reference
+    bm25, reranked = Run.read(out / "bm25.run"), Run.read(out / "linear.run")
+    for qid, ranked in bm25.ranking.items():  # BM25's top 10 re-ordered, the rest kept below in BM25's order
+        ours = [d for d, _ in reranked.ranking[qid]]
+        assert set(ours[:10]) == {d for d, _ in ranked[:10]} and ours[10:] == [d for d, _ in ranked[10:]]
+    assert any([d for d, _ in reranked.ranking[q]] != [d for d, _ in bm25.ranking[q]] for q in bm25.ranking)
+    assert results["rerank:nrmf(linear)"].first_stage == "linear"
+    # tuned on the training queries the re-ranking stage held out of the linear model's training
+    held = set(json.loads((model.parent / "training.json").read_text())["val_query_ids"])
+    assert held and set(Run.read(out / "tuning" / "linear.run").ranking) == held
+    assert results["fusion:bm25f+linear"].method == "wsum" and results["fusion:bm25f+linear"].tuning_queries == len(held)
+    exp.run()  # cached by content like irglow's own kinds
+    assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
 
-    assert "BM25's top documents re-ranked per query" in settings_reference(["linear"])  # `irglow settings linear`
+    pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
+    import pandas as pd
+
+    from irglow.data.collection import load_collection
+    from irglow.pyterrier import frame_to_run, transformer
+
+    queries = load_collection(SMALL_DEMO).queries("test")
+    topics = pd.DataFrame({"qid": [q.query_id for q in queries], "query": [q.text for q in queries]})
+    for ranker in (linear, nested, fused):
+        made = frame_to_run(transformer(ranker, out).transform(topics)).ranking
+        wrote = Run.read(out / f"{ranker.tag}.run").ranking
+        depth = 10 if ranker is not fused else 30
+        assert {q: [d for d, _ in r[:depth]] for q, r in made.items()} == \
+            {q: [d for d, _ in r[:depth]] for q, r in wrote.items() if q in made}, ranker.tag
 
 
 @pytest.mark.parametrize("target, module, message", [

@@ -74,6 +74,7 @@ class MonoBERT(nn.Module):
     def save(self, path: str | Path) -> Path:
         from safetensors.torch import save_file
 
+        from irglow.models.rerank.kinds import write_kind
         from irglow.utils.atomic import atomic_dir
 
         with atomic_dir(path) as tmp:
@@ -82,6 +83,7 @@ class MonoBERT(nn.Module):
             save_file({k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
                       str(tmp / "head.safetensors"))
             (tmp / "monobert.json").write_text(json.dumps(asdict(self.config), indent=2))
+            write_kind(tmp, "monobert")  # loaded by it (irglow.models.rerank.kinds)
         return Path(path)
 
     def featurize(self, queries: Sequence[str], docs: Sequence["Document"]) -> dict[str, torch.Tensor]:

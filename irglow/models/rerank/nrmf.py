@@ -131,12 +131,14 @@ class NRMF(nn.Module):
     def save(self, path: str | Path) -> Path:
         from safetensors.torch import save_file
 
+        from irglow.models.rerank.kinds import write_kind
         from irglow.utils.atomic import atomic_dir
 
         with atomic_dir(path) as tmp:
             save_file({k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()},
                       str(tmp / "model.safetensors"))
             (tmp / "nrmf.json").write_text(json.dumps(asdict(self.config), indent=2))
+            write_kind(tmp, "nrmf")  # loaded by it (irglow.models.rerank.kinds)
         return Path(path)
 
     # --- text → tensors -------------------------------------------------------------------------

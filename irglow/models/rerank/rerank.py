@@ -25,17 +25,20 @@ log = logging.getLogger(__name__)
 
 
 def load_reranker(path: str | Path):
-    """The model in ``path``, whichever kind it is (``monobert.json`` or ``nrmf.json`` says)."""
-    path = Path(path)
-    if (path / "monobert.json").is_file():
+    """The model in ``path``, of the kind its folder says (``irglow-model.json``: monoBERT or NRM-F)."""
+    from irglow.models.rerank.kinds import kind_of
+
+    kind = kind_of(path)
+    if kind == "monobert":
         from irglow.models.rerank.monobert import MonoBERT
 
         return MonoBERT.load(path)
-    if (path / "nrmf.json").is_file():
+    if kind == "nrmf":
         from irglow.models.rerank.nrmf import NRMF
 
         return NRMF.load(path)
-    raise FileNotFoundError(f"{path} is not a re-ranker directory: it holds neither monobert.json nor nrmf.json")
+    raise ValueError(f"{path} holds a {kind!r} re-ranker: its kind re-ranks it (irglow.models.rerank.kinds), not a "
+                     f"torch scorer")
 
 
 def rerank_ranking(ranking: list[tuple[str, float]], scored: Mapping[str, float], depth: int) -> list[tuple[str, float]]:

@@ -36,14 +36,12 @@ from typing import Any, ClassVar, Mapping
 from irglow import settings as declared
 from irglow.config import as_names, merged, stage_settings
 from irglow.data.docstore import docs_store
+from irglow.models.rerank.kinds import kind_names, plugin_kind
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
 from irglow.stage import Result, Stage
 
 log = logging.getLogger(__name__)
-
-KINDS = ("monobert", "nrmf")  # irglow.models.rerank.train.KINDS, without importing torch here
-
 
 def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
     """A ``[rerank.variants.<name>]`` table as its model's training settings: its kind's, changed by the table."""
@@ -51,16 +49,29 @@ def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
     kind = change.pop("kind", None)
     change.pop("first_stage", None)  # the run it re-ranks, not a training setting
     change.pop("model_of", None)  # whose trained model it uses, not a training setting
-    if kind not in KINDS:
-        raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(KINDS)}, not {kind!r}")
+    if kind not in kind_names():
+        raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(kind_names())}, not {kind!r}")
     return {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
 
 
+@dataclass(frozen=True)
+class KindTraining:
+    """A registered kind's training settings (:mod:`irglow.models.rerank.kinds`), bound by the kind."""
+
+    kind: str
+    settings: Any = None
+
+
 def _bound_trainer(name: str, trainer: dict, where: str):
-    """A model's training settings as a :class:`~irglow.models.rerank.train.RerankTrainConfig`, its model's table
-    checked (a misspelt key is named before any work, not when the model is built after the first stage ran)."""
+    """A model's training settings: irglow's kinds as a :class:`~irglow.models.rerank.train.RerankTrainConfig`, its
+    model's table checked (a misspelt key is named before any work, not when the model is built after the first
+    stage ran); a registered kind's bound by the kind."""
     from irglow.models.rerank.train import RerankTrainConfig
 
+    registered = plugin_kind(trainer.get("kind", ""))
+    if registered is not None:
+        return KindTraining(registered.name, registered.bind({k: v for k, v in trainer.items() if k != "kind"},
+                                                              where.removesuffix(".model")))
     bound = RerankTrainConfig.from_dict(trainer)
     bound.model_config(where)
     return bound
@@ -192,8 +203,8 @@ class RerankSettings:
                 raise ValueError(f"[rerank.variants.{name}] is a {self.trainers[name].kind} but model_of = {owner!r} "
                                  f"is a {self.trainers[owner].kind}")
         for name, trainer in self.trainers.items():
-            if name not in self.rerankers:  # one field's model of a {field} variant: its filled-in table checked
-                trainer.model_config(f"rerank.{name}.model")
+            if name not in self.rerankers and hasattr(trainer, "model_config"):  # one field's model of a {field}
+                trainer.model_config(f"rerank.{name}.model")  # variant: its filled-in table checked
 
     @classmethod
     def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
@@ -209,14 +220,14 @@ class RerankSettings:
         rerankers = {}
         for name in listed:
             table = variants.get(name, {})
-            if name in KINDS:
+            if name in kind_names():
                 trainer = {**stage_settings(rcfg.get(name, {}), name), "kind": name}
             elif name in variants:
                 trainer = _variant_trainer(name, table, rcfg)
             elif "{field}" in name:
                 raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
             else:
-                raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(KINDS)}) nor a variant "
+                raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}) nor a variant "
                                  f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
                                        table.get("first_stage", first), table.get("model_of"))
@@ -249,11 +260,11 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
         section = config.get("rerank", {})
         head, paren, inner = name.partition("(")
-        if paren and head in KINDS and inner.endswith(")"):  # its variant's training settings, where it has some
+        if paren and head in kind_names() and inner.endswith(")"):  # its variant's training settings, where it has some
             own = {k: v for k, v in section.get("variants", {}).get(name, {}).items()
                    if k not in ("kind", "first_stage", "model_of")}
             return named(Rerank(parse(inner[:-1]), Model(head, **own)))
-        if name in KINDS:
+        if name in kind_names():
             return named(Rerank(parse(declared.value(config, "rerank", "first_stage")), Model(name)))
         templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
         if name in as_names(section.get("models", [])) or name in section.get("variants", {}) or any(
@@ -272,7 +283,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 if chain[-1] in chain[:-1]:
                     raise ValueError(f"rerank: {' → '.join(chain)} re-ranks itself")
             if first != "bm25" and first not in produced and first not in s.first_stages:
-                where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in KINDS else "")
+                where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in kind_names() else "")
                 raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(produced)}")
 
     def resolved(self, s: RerankSettings):
@@ -304,7 +315,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.models.validation import chosen_on
 
         trainers = s.trainers
-        models = [m for m in s.models if only is None or m in only]
+        # irglow's kinds (a registered kind trains in its own unit, on its first stage's run: _trained_kind)
+        models = [m for m in s.models if (only is None or m in only) and plugin_kind(trainers[m].kind) is None]
         if s.model_dir:
             return {m: p for m, p in self.reused_models(s).items() if m in models}
         docs = docs if docs is not None else docs_store(source.collection)
@@ -358,7 +370,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             units.append(Unit(f"rerank:{name}", settings,
                               lambda reads=reads: ctx.runs.of(reads),
                               lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
-                              loads={owner: reused[owner]} if owner in reused else {}, collective=True,
+                              loads={owner: reused[owner]} if owner in reused else {},
+                              collective=plugin_kind(trainers[owner].kind) is None,
                               reads=tuple(dict.fromkeys([firsts[name], firsts[owner], *also]))))
         return units
 
@@ -376,6 +389,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
 
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
+        registered = plugin_kind(s.trainers[s.models_of[name]].kind)
+        if registered is not None:
+            return self._rerank_with_kind(ctx, name, registered)
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         depth, also, firsts, owner = s.depth, s.rerank_also, s.first_stages, s.models_of[name]
         first, first_training = self.first_stage(ctx, firsts[name])
@@ -432,6 +448,88 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                                                               name, precision, ctx))
             produced.update([held_out(name).write(ctx.out, _top(tune_run, depth))])
         return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate, check or {}))
+
+    def _rerank_with_kind(self, ctx, name: str, registered) -> Any:
+        """A registered kind's unit (rank 0's): its model (trained once per settings and training data), its first
+        stage and every ``rerank_also`` run re-ranked, and its held-out training queries' run for a fusion."""
+        import time
+
+        from irglow.models.checkpoints import read_training
+        from irglow.runs.keys import held_out
+        from irglow.runs.trec import Run
+        from irglow.stage import Produced
+
+        s, source, depth = ctx.settings, ctx.source, ctx.settings.depth
+        first = self.first_stage(ctx, s.first_stages[name])[0]
+        first_training = self._training_run(ctx, s.first_stages[name])
+        model_dir = self._trained_kind(ctx, s.models_of[name], registered)
+        docs = docs_store(ctx.collection)
+        t = time.perf_counter()
+        produced = {name: registered.rerank(model_dir, first, ctx.test_queries, docs, depth, name)}
+        rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
+        for base_tag in s.rerank_also:
+            if base_tag in ctx.runs:
+                tag = reranked_tag(name, base_tag)
+                produced[tag] = registered.rerank(model_dir, ctx.runs[base_tag], ctx.test_queries, docs, depth, tag)
+        for tag, run in produced.items():
+            run.write(ctx.out / f"{tag}.run")
+        ids = set(read_training(model_dir).get("val_query_ids", []))
+        if name in ctx.tuning_runs and ids and first_training is not None:  # for a fusion (zero-shot: carried)
+            tune_q = [q for q in source.queries() if q.query_id in ids]
+            tune_first = Run({q.query_id: first_training.ranking.get(q.query_id, []) for q in tune_q}, first.tag)
+            source_docs = docs_store(source.collection) if ctx.zero_shot else docs
+            produced.update([held_out(name).write(ctx.out, _top(registered.rerank(
+                model_dir, tune_first, tune_q, source_docs, depth, name), depth))])
+        return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate))
+
+    def _training_run(self, ctx, tag: str):
+        """``tag``'s run of every training query (BM25's searched on the training index), or ``None``."""
+        from irglow.lexical.searchers import LexicalSearcher
+
+        if tag == "bm25":
+            return LexicalSearcher(ctx.source.index, ctx.lexical_config("bm25")).search(ctx.source.queries(), tag="bm25")
+        return self.first_stage(ctx, tag)[1]
+
+    def _trained_kind(self, ctx, owner: str, registered) -> Path:
+        """``owner``'s model of a registered kind: reused from ``model_dir``, found trained, or trained on its first
+        stage's run of the training queries, the queries every trainer holds out left out (they tune fusions)."""
+        import json
+
+        from irglow.defaults import SEED
+        from irglow.models.checkpoints import split_validation
+        from irglow.models.rerank.kinds import MODEL_FILE, write_kind
+        from irglow.models.source import keyed_train_dir
+        from irglow.runs.trec import Run
+        from irglow.utils.atomic import atomic_dir, atomic_write_text
+        from irglow.utils.digest import records_digest
+
+        s, source = ctx.settings, ctx.source
+        reused = self.reused_models(s)
+        if owner in reused:
+            return reused[owner]
+        # a first stage with no run of the training queries (a dense run, a fusion): it learns from BM25's
+        first = self._training_run(ctx, s.first_stages[owner]) or self._training_run(ctx, "bm25")
+        settings = registered.settings_dict(s.trainers[owner].settings)
+        folder = keyed_train_dir(Path(ctx.train_root) / f"{owner}-train", {
+            "kind": registered.name, "settings": settings, "source": source.digest, "seed": ctx.seed,
+            "first_stage": records_digest((q, d, x) for q, ranked in sorted(first.ranking.items()) for d, x in ranked)})
+        model_dir = folder / "best"
+        if (model_dir / MODEL_FILE).is_file():
+            return model_dir
+        qrels = list(source.qrels())
+        ids = sorted({r.query_id for r in qrels if r.relevance > 0})
+        val_ids, train_ids = split_validation(ids, 0.1, owner, SEED if ctx.seed is None else ctx.seed)
+        kept = set(train_ids)
+        atomic_write_text(folder / "training.json", json.dumps({  # before the model: a model never lacks it
+            "kind": registered.name, "settings": settings, "train_queries": len(train_ids),
+            "val_queries": len(val_ids), "val_query_ids": val_ids}, indent=1))
+        with atomic_dir(model_dir) as tmp:
+            registered.train(s.trainers[owner].settings, [q for q in source.queries() if q.query_id in kept],
+                             [r for r in qrels if r.query_id in kept],
+                             Run({q: d for q, d in first.ranking.items() if q in kept}, first.tag),
+                             docs_store(source.collection), tmp)
+            write_kind(tmp, registered.name)
+        return model_dir
 
     @staticmethod
     def _held_out_run(model, model_dir: Path, tune_first, tune_q, docs, depth: int, name: str, precision: str, ctx):
