@@ -135,7 +135,6 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     if hybrid is not None:
         method, norm = hybrid.method or method, hybrid.norm or norm
     depth, runs, tag = ctx.lexical.depth, ctx.runs, fusion_tag(parts)
-    lexical = set(ctx.lexical.tags())
 
     def top(run: Run, name: str) -> Run:
         return Run({q: d[: cut[name]] for q, d in run.ranking.items()}, run.tag) if name in cut else run
@@ -148,29 +147,28 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
     if method == "rrf":  # reciprocal-rank fusion, as the settings reference says: equal weights, nothing tuned
         return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts),
                                                          "why": "method = rrf (nothing tuned)", "parts": list(parts)}
-    tuning = {p: runs.held_out(p) for p in parts if runs.held_out(p) is not None}
-    models = [p for p in parts if p not in lexical]
+    # the trained parts' runs of the queries they held out; a part that learned nothing from the training
+    # queries (a Lucene run) ranks whichever the others held out
+    held = {p: runs.held_out(p) for p in parts if not runs.can_rank_any(p) and runs.held_out(p) is not None}
+    missing = [p for p in parts if p not in held and not runs.can_rank_any(p)]
     carried = ctx.zero_shot and fs.zero_shot == "carried"
-    no_training = models == [] and _training_queries(ctx) is None
-    if (ctx.zero_shot and not carried) or len(tuning) < len(models) or (models and not tuning) or no_training:
+    no_training = len(held) == len(missing) == 0 and _training_queries(ctx) is None
+    if (ctx.zero_shot and not carried) or missing or no_training:
         why = "zero-shot (fusion.zero_shot = rrf)" if ctx.zero_shot and not carried else \
             ("zero-shot, " if ctx.zero_shot else "") + ("the training collection has no judged training queries to "
                                                         "tune on" if no_training else "no held-out runs of " + ", ".join(
-                                                            p for p in models if p not in tuning))
+                                                            missing))
         return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
                                                          "parts": list(parts)}
-    from irglow.lexical.searchers import LexicalSearcher
-
-    if tuning:  # a model's held-out queries: the ones no fused model trained on
-        qids = set.intersection(*(set(r.ranking) for r in tuning.values()))
-    else:  # lexical runs only: nothing learnt from the training queries, so every one of them tunes the weights
+    if held:  # a model's held-out queries: the ones no fused model trained on
+        qids = set.intersection(*(set(r.ranking) for r in held.values()))
+    else:  # runs that learned nothing from the training queries: every judged one tunes the weights
         qids = {q.query_id for q in _training_queries(ctx)}
     qrels = [r for r in ctx.source.qrels() if r.query_id in qids]
     queries = [q for q in ctx.source.queries() if q.query_id in qids]
-    tune = [top(_restricted(tuning[p], qids), p) if p in tuning
-            else LexicalSearcher(ctx.source.index, ctx.lexical_config(p)).search(queries, tag=p) for p in parts]
+    tune = [top(_restricted(held[p], qids), p) if p in held else runs.of_training_queries(p, queries) for p in parts]
     run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
-    info["tuning_set"] = "held-out training" if tuning else "training"
+    info["tuning_set"] = "held-out training" if held else "training"
     if carried:  # tuned on the training collection's held-out queries, used here unchanged
         info["carried_from"] = f"{ctx.source.collection.name} / {ctx.source.split}"
     return run, {**info, "parts": list(parts)}
@@ -245,12 +243,11 @@ class FusionStage(Stage):
         carried over).  Every run where fusion is reciprocal-rank (``fusion.zero_shot = "rrf"``), or where no
         model run has a held-out run (models reused without their held-out queries): an ``all`` of the lexical
         runs alone would leave the models out.  Never the other hybrids."""
-        hybrids = set(ctx.settings.tags)
-        lexical = set(ctx.lexical.tags())
-        every = [t for t in ctx.runs if t not in hybrids]
-        tunable = [t for t in every if t in lexical or ctx.runs.held_out(t) is not None]
+        hybrids, runs = set(ctx.settings.tags), ctx.runs
+        every = [t for t in runs if t not in hybrids]
+        tunable = [t for t in every if runs.can_rank_any(t) or runs.held_out(t) is not None]
         if ctx.zero_shot and (ctx.settings.zero_shot == "rrf" or
-                              (len(tunable) < len(every) and not any(t not in lexical for t in tunable))):
+                              (len(tunable) < len(every) and all(runs.can_rank_any(t) for t in tunable))):
             return every
         return tunable
 

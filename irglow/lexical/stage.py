@@ -161,6 +161,10 @@ class LexicalStage(Stage):
         units = []
         for system in ctx.lexical.systems:
             tag, cfg = system, ctx.lexical_config(system)
+            # it learned nothing from the training queries: a later node (a fusion tuning its weight, a re-ranker
+            # learning from its run) has it rank whichever of them it asks for, on the training index
+            ctx.runs.ranks_any(tag, lambda queries, tag=tag, cfg=cfg: LexicalSearcher(ctx.source.index, cfg).search(
+                queries, tag=tag))
             units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,),
                               self_contained=True, collective=True))
         return units

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
 from irglow.runs.trec import Run
 
@@ -72,12 +72,35 @@ def training(tag: str) -> RunKey:
 
 class Runs(Mapping[str, Run]):
     """The runs the stages before produced: as a mapping, the test runs by tag (what a stage, a plugin's too,
-    reads as ``ctx.runs["bm25"]``); :meth:`held_out` and :meth:`training` give the runs of the training queries."""
+    reads as ``ctx.runs["bm25"]``); :meth:`held_out` and :meth:`training` give the runs of the training queries.
+
+    A ranker that learned nothing from the training queries (a Lucene run) can rank any of them: its stage says so
+    with :meth:`ranks_any`, and :meth:`of_training_queries` then searches the queries a later node asks for, where a
+    trained model gives the run its stage wrote of the queries it held out."""
 
     def __init__(self, runs: Mapping["str | RunKey", Run] | None = None):
         self._by_key: dict[RunKey, Run] = {}
+        self._any: dict[str, Callable[[Sequence], Run]] = {}
         if runs:
             self.update(runs)
+
+    def ranks_any(self, tag: str, search: Callable[[Sequence], Run]) -> None:
+        """``search(queries)``: ``tag``'s run of any training queries, on the training index."""
+        self._any[tag] = search
+
+    def can_rank_any(self, tag: str) -> bool:
+        return tag in self._any
+
+    def of_training_queries(self, tag: str, queries: Sequence) -> Run | None:
+        """``tag``'s run of ``queries`` (training queries): searched where it ranks any, else its held-out run of
+        them where it wrote one (``None``: it has none)."""
+        if tag in self._any:
+            return self._any[tag](queries)
+        run = self.held_out(tag)
+        if run is None:
+            return None
+        wanted = {q.query_id for q in queries}
+        return Run({q: d for q, d in run.ranking.items() if q in wanted}, run.tag)
 
     def update(self, runs: Mapping["str | RunKey", Run]) -> None:  # type: ignore[override]
         for key, run in runs.items():
@@ -98,7 +121,11 @@ class Runs(Mapping[str, Run]):
     def held_out(self, tag: str) -> Run | None:
         return self._by_key.get(held_out(tag))
 
-    def training(self, tag: str) -> Run | None:
+    def training(self, tag: str, queries: Sequence | None = None) -> Run | None:
+        """``tag``'s run of every training query: the one its stage wrote, or searched (``queries``: every training
+        query) where it ranks any."""
+        if tag in self._any and queries is not None:
+            return self._any[tag](queries)
         return self._by_key.get(training(tag))
 
     def of(self, keys) -> dict[RunKey, Run]:

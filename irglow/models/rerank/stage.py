@@ -344,10 +344,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         if tag == "bm25":
             bm25 = ctx.lexical_config("bm25")
             return ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(ctx.test_queries, tag="bm25"), None
-        if tag in ctx.lexical.tags():
-            cfg = ctx.lexical_config(tag)
-            return ctx.runs[tag], LexicalSearcher(ctx.source.index, cfg).search(ctx.source.queries(), tag=tag)
-        return ctx.runs[tag], ctx.runs.training(tag)
+        return ctx.runs[tag], ctx.runs.training(tag, ctx.source.queries())
 
     def units(self, ctx) -> list:
         """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
