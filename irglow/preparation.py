@@ -37,6 +37,15 @@ class Prepared:
     train_root: Path
     plan: Plan | None = None  # the plan it was prepared for (with the training index's fields)
 
+    @classmethod
+    def trained_elsewhere(cls, collection, index, stats, source, lexical: LexicalSettings,
+                          field_weights: dict[str, dict[str, float]], split: str, out: Path, train_root: Path
+                          ) -> "Prepared":
+        """A collection evaluated with models (and field weights) from another one (zero-shot): the weights of the
+        fields this index has, its one split, its own folder, the models' folder shared by every collection."""
+        here = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in field_weights.items()}
+        return cls(collection, index, stats, source, lexical, here, {}, [split], out, train_root)
+
 
 def training_side(plan: Plan, timings: dict[str, float], collection=None, index=None, stats=None):
     """Where models train and the field weights tuned there: ``collection.train`` (another collection, or several

@@ -230,10 +230,9 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         loaded = _load(name, split, plan, notes, column)
         if loaded is not None:  # a collection that loaded is evaluated; a failure there is a bug, and stops
             collection, index, stats = loaded
-            here = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
             # one experiment per collection, the models trained once (out/train) for every one
-            prepared = Prepared(collection, index, stats, source, lexical, here, {}, [split], out / column,
-                                out / "train")
+            prepared = Prepared.trained_elsewhere(collection, index, stats, source, lexical, weights, split,
+                                                  out / column, out / "train")
             results[column] = evaluate_split(plan.evaluating(name, split, train_split), prepared, split, out / column)
             folders[column] = str(out / column)
             shared = seen.shared(collection, collection.queries(split))
