@@ -5,6 +5,8 @@ included — runs from its plan with the dictionary sealed (any read after bindi
 
 from __future__ import annotations
 
+import pytest
+
 from irglow.config import SealedConfig, load_config
 from irglow.pipeline import run_pipeline
 from irglow.plan import bind_plan
@@ -18,6 +20,7 @@ TINY = ["index.threads=1", "lexical.threads=1", "lexical.depth=30", "output.clus
         "rerank.monobert.model.default_field_tokens=16", "rerank.nrmf.epochs=1", "rerank.nrmf.val_depth=5"]
 
 
+@pytest.mark.slow
 def test_demo_runs_every_stage_from_its_plan_with_the_configuration_sealed(tmp_path):
     bert = tiny_bert(tmp_path / "bert")
     config = SealedConfig(load_config("configs/demo.toml", [

@@ -169,6 +169,7 @@ def test_query_likelihood_stage_equals_pyserini_qld(tmp_path, monkeypatch):
         assert {d: s for d, s in mine if d in unique} == pytest.approx(unique, abs=2e-4)
 
 
+@pytest.mark.slow
 def test_experiment_example_runs_and_is_cached_like_irglow_run(tmp_path, monkeypatch):
     """The README's Experiment example, on the demo collection (TW-BERT trained for one short epoch)."""
     from irglow import Experiment

@@ -3,6 +3,8 @@ pipeline runs once with it, reusing its model; without --select-on every point i
 
 from __future__ import annotations
 
+import pytest
+
 import csv
 import json
 
@@ -16,6 +18,7 @@ def _config(out, data) -> dict:
                           fusion={"enabled": True, "runs": ["bm25+nrmf"]})
 
 
+@pytest.mark.slow
 def test_grid_selects_on_validation_and_runs_the_chosen_point_once(tmp_path, monkeypatch):
     from irglow.grid import run_grid
     from irglow.models.rerank import train as rerank_train

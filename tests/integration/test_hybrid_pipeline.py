@@ -4,6 +4,8 @@ and a second run reuses every stage, the fusion included."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from tests.integration.pipelines import SMALL_DEMO, small_pipeline
@@ -20,6 +22,7 @@ def _config(out, data) -> dict:
         fusion={"enabled": True, "runs": [["twbert", "glow"], ["bm25f", "glow", "nrmf"]]})
 
 
+@pytest.mark.slow
 def test_hybrids_tune_on_what_every_fused_model_held_out(tmp_path, monkeypatch):
     from irglow.data.collection import load_collection
     from irglow.models.checkpoints import read_training

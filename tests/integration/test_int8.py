@@ -99,6 +99,7 @@ def test_inputs_are_bound_by_name_whatever_their_order(graphs):
         int8.build(pooled, graphs / "bad" / "model.onnx", {**batch, "token_weights": torch.ones(2, 3)})
 
 
+@pytest.mark.slow
 @pytest.mark.pretrained
 @needs_ort
 def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, monkeypatch, caplog):

@@ -55,6 +55,7 @@ def _pipeline_resume_config(out, data) -> dict:
                                                       "batch_queries": 4}})
 
 
+@pytest.mark.slow
 def test_exactly_the_dependent_stages_rerun(tmp_path, monkeypatch):
     from irglow.pipeline import run_pipeline
 
@@ -107,6 +108,7 @@ def test_exactly_the_dependent_stages_rerun(tmp_path, monkeypatch):
     _same_as_fresh(tmp_path, folder, 0.75, out, 4)
 
 
+@pytest.mark.slow
 def test_killed_pipeline_resumes_to_byte_identical_runs(tmp_path, monkeypatch):
     import irglow.lexical.searchers as searchers
     import irglow.models.rerank.rerank as rerank_stage
@@ -166,6 +168,7 @@ def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
     assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()
 
 
+@pytest.mark.slow
 def test_models_can_train_on_several_collections_at_once(tmp_path, monkeypatch):
     """collection.train = ["a@train", "b@train"]: every trainer gets one union of the sources (ids prefixed by
     source), so its batches and held-out queries come from both; the evaluated collection is another one."""

@@ -28,6 +28,7 @@ def registered(tmp_path, monkeypatch):
     yield importlib.import_module("linear_rerank")
 
 
+@pytest.mark.slow
 def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tmp_path):
     """Issue 61: the plugin re-ranker after ``>>`` — over BM25, under another re-ranking, inside a fusion tuned on the
     queries its training held out — and each run equal to the PyTerrier pipeline built from the same object."""

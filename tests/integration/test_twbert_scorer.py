@@ -25,6 +25,7 @@ def test_bigram_terms_keep_surface_and_stopword_gaps(demo_index):
     assert extract_terms(demo_index, "s", "the of and").n_terms == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k1,b", [(0.9, 0.4), (1.2, 0.75)])
 def test_torch_bm25_equals_lucene_on_100_weighted_queries(demo_index, k1, b):
     stats = CollectionStats.load(demo_index)

@@ -188,6 +188,7 @@ def _train(out: str, grad_accum: int, epochs: int = 2):
             [h["loss"] for h in state["history"]], validated)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grad_accum, steps", [(2, 6), (1, 12), (3, 4)])
 def test_two_processes_train_what_one_process_trains_with_the_same_settings(tmp_path, grad_accum, steps):
     """Issue 59.8: the batch a configuration names is the batch one optimizer step sees, whatever the world size —
@@ -213,6 +214,7 @@ def _agree(values):
     return "agreed"
 
 
+@pytest.mark.slow
 def test_ranks_holding_different_settings_stop_before_any_work_naming_the_ranks(tmp_path):
     """Issue 59.7: rank 0 with k1 0.9 and rank 1 with 3.0 wrote one run mixing both."""
     got = on_ranks(tmp_path, _agree, [0.9, 3.0])
