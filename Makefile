@@ -6,9 +6,10 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 # CPU wheel by default; CUDA users: make run TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 TORCH  ?= torch==2.13.0
-# the extras installed: the test tools and the optional backends whose tests CI runs (PyTerrier, int8), so that a
+# the extras installed: the test tools, the optional backends whose tests CI runs (PyTerrier, int8) and the docs
+# site's tools (its build and tutorial are tested), so that a
 # newcomer's `make test` runs every test CI runs; `make run EXTRAS=test` installs less.  One stamp per set.
-EXTRAS ?= test,pyterrier,int8
+EXTRAS ?= test,pyterrier,int8,docs
 STAMP  := $(VENV)/.irglow-installed-$(subst $(comma),-,$(EXTRAS))
 export PYTHONUNBUFFERED := 1
 export HF_HUB_OFFLINE ?= 1
@@ -24,7 +25,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser readme-check bench-gpu bench-msmarco-scale bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
+.PHONY: venv browser docs docs-serve readme-check bench-gpu bench-msmarco-scale bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +38,16 @@ venv: $(STAMP)
 
 run: venv
 	$(BIN)/irglow run --config configs/demo.toml
+
+# The documentation site (mkdocs.yml): built into site/ with every warning an error (a broken link, a missing
+# page), offline; the settings, command-line, API and reproduction pages generated from the code at build time.
+export NO_MKDOCS_2_WARNING := 1
+export DISABLE_MKDOCS_2_WARNING := true
+docs: venv
+	$(BIN)/mkdocs build --strict
+
+docs-serve: venv
+	$(BIN)/mkdocs serve
 
 # The README's table of what `make run` printed against the demo's results.md (docs/check_readme.py): fails naming
 # every differing cell.  Not in `make test`: `make run` from scratch takes minutes.
@@ -72,7 +83,7 @@ regressions: venv
 
 # SIZE=full (default): the whole collection; SIZE=small: configs/msmarco-small.toml, about an hour on one GPU.
 # GPUS=N: N processes on this machine under torchrun (one per GPU, NCCL; gloo without GPUs), identical results;
-# several machines: README, "Several GPUs and machines".
+# several machines: docs/scale.md, "Several GPUs and machines".
 SIZE ?= full
 GPUS ?= 1
 run-msmarco: venv

@@ -4,7 +4,7 @@ A setting used to be read where it was used (``fs.get("method", "wsum")``), so a
 (``twbert.rm3 = "false"``: true to Python), a misspelt key (``fusion.mehtod``) or a negative depth passed
 unseen.  Here each is declared once; :func:`check` stops on any of them before work with one error naming the
 full key, the value and what is allowed, readers take defaults from :func:`value`, and ``irglow settings``
-and the README's reference are printed from the same list.  The settings held in dataclasses (the trainers' and
+and the docs' settings reference are printed from the same list.  The settings held in dataclasses (the trainers' and
 models' sections ``[twbert]``, ``[glow]``, ``[rerank.<kind>]``, ``[index]``, ``[lexical]``) declare each field
 through :func:`setting` — the same type, range, default and meaning — and :func:`declared_fields` turns them into
 the same :class:`Setting` objects, checked by the same code; their stage-level keys are declared here.
@@ -353,7 +353,7 @@ def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> Non
 
 
 def reference(sections: list[str] | None = None, classes: dict[str, type] | None = None) -> str:
-    """The settings reference as markdown: ``irglow settings`` prints it and the README embeds it.  ``classes``:
+    """The settings reference as markdown: ``irglow settings`` prints it and the docs' settings page is it (docs/gen_pages.py).  ``classes``:
     the settings dataclasses by section (a section both declares here and in a class — ``[twbert]`` — is one
     table: its stage keys, then its trainer's fields)."""
     classes = classes or {}

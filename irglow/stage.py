@@ -5,8 +5,9 @@ settings object before any work (:meth:`Stage.bind`, called by :mod:`irglow.plan
 and turns a :class:`Context` — what the pipeline prepared: collection, index, statistics, the training source,
 the lexical settings and tuned field weights, the runs of the stages before it, its own settings object — into
 run files, as :class:`Unit` s whose cache key the pipeline builds.  The stages are listed once, in
-:mod:`irglow.stages`; a new ranker is one module with a :class:`Stage` subclass and one line there (README: a
-query-likelihood stage, :mod:`irglow.lexical.ql`: a name, a settings class, its runs and ``run``).
+:mod:`irglow.stages`; a new ranker is one module with a :class:`Stage` subclass and one line there
+(docs/extending.md: a query-likelihood stage, :mod:`irglow.lexical.ql`: a name, a settings class, its runs and
+``run``).
 
 Stage modules import torch, transformers and faiss inside their methods, so the registry is cheap to
 import and a lexical-only run never loads them.

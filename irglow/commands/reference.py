@@ -19,7 +19,7 @@ def cmd_settings(args) -> int:
 
 
 def settings_reference(sections: list[str] | None = None) -> str:
-    """``irglow settings``' text; the README's settings reference is this, verbatim (a test keeps it so)."""
+    """``irglow settings``' text; the docs' settings reference is this, generated at build time (docs/gen_pages.py)."""
     from irglow.settings import reference
 
     return reference(sections, _settings_classes()).rstrip("\n") + "\n"

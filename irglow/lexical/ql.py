@@ -1,7 +1,7 @@
 """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``) as a pipeline stage: the
-README's example of a new ranker — one module, one line in :data:`irglow.stages.STAGES`; a name, a settings
-class, the runs it writes and ``run`` (its check, manifest entry, cache key and ``Experiment`` name come from
-those).
+the docs' example of a new ranker (docs/extending.md) — one module, one line in :data:`irglow.stages.STAGES`; a
+name, a settings class, the runs it writes and ``run`` (its check, manifest entry, cache key and ``Experiment``
+name come from those).
 
     [ql]
     enabled = true

@@ -167,16 +167,6 @@ def test_the_reference_lists_every_declared_setting():
         assert f"| `{s.name}` | {s.allowed()} |" in text
 
 
-def test_the_readme_reference_is_the_generated_one():
-    from pathlib import Path
-
-    from irglow.commands.reference import settings_reference
-
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- settings:start -->\n", 1)[1].split("<!-- settings:end -->", 1)[0]
-    assert block == settings_reference(), "README's settings reference is stale: paste `irglow settings` into it"
-
-
 def test_every_declared_field_range_and_choice_is_enforced():
     """Issue 54: the settings dataclasses' ranges are stated in their declarations (no longer inferred from the
     field's name): walked over every declared field, the value just outside its range or choices is refused,

@@ -1,0 +1,133 @@
+"""The docs' generated pages, made at build time (mkdocs-gen-files) from what the code declares, never copied:
+
+- ``reference/settings.md``: every setting, from the declarations ``irglow settings`` prints;
+- ``reference/cli.md``: every command and option, from irglow's argparse parsers;
+- ``reference/api.md``: the public modules' docstrings (mkdocstrings);
+- ``reproductions.md``: the reproduction matrix, from ``configs/regressions.yaml``;
+- ``tutorial.md``: ``docs/tutorial.ipynb`` as a page (its outputs are made by running it, never stored).
+
+``tests/docs/`` imports these functions to check that every command and setting is documented."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the modules whose docstrings make the API reference, in the order a user meets them
+API_MODULES = ("irglow.experiment", "irglow.rankers", "irglow.pyterrier", "irglow.data.collection",
+               "irglow.index.lucene_index", "irglow.index.stats", "irglow.lexical.searchers", "irglow.runs.trec",
+               "irglow.runs.fusion", "irglow.eval.compare", "irglow.eval.measures", "irglow.stage",
+               "irglow.runs.keys", "irglow.models.rerank.kinds", "irglow.settings")
+
+
+def settings_markdown() -> str:
+    from irglow.commands.reference import settings_reference
+
+    return ("# Settings reference\n\nEvery setting of a configuration file, and of `--set section.key=value`, as "
+            "`irglow settings` prints it: generated from the declarations (`irglow/settings.py` and the settings "
+            "classes), so a setting added in code is here with no edit. A wrong type, an out-of-range value or a "
+            "misspelt key stops a run before any work, naming the key.\n\n" + settings_reference())
+
+
+def commands(parser: argparse.ArgumentParser | None = None, prefix: tuple[str, ...] = ()):
+    """``[(("twbert", "train"), its parser), …]``: every command and sub-command of ``irglow``."""
+    if parser is None:
+        from irglow.cli import build_parser
+
+        parser = build_parser()
+    out = []
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its sub-parsers here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            helps = {a.dest: a.help for a in action._choices_actions}  # noqa: SLF001
+            for name, sub in action.choices.items():
+                out.append(((*prefix, name), sub, helps.get(name) or sub.description or ""))
+                out += commands(sub, (*prefix, name))
+    return out
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def cli_markdown() -> str:
+    lines = ["# Command-line reference", "",
+             "Every `irglow` command and its options, generated from the command's own parser (the text "
+             "`irglow <command> --help` prints).", ""]
+    for path, parser, summary in commands():
+        lines += [f"## `irglow {' '.join(path)}`", ""]
+        if summary:
+            lines += [_cell(summary), ""]
+        rows = [a for a in parser._actions if not isinstance(a, (argparse._HelpAction,  # noqa: SLF001
+                                                                 argparse._SubParsersAction))]  # noqa: SLF001
+        if rows:
+            lines += ["| option | meaning | default |", "|:--|:--|:--|"]
+            for a in rows:
+                name = ", ".join(f"`{o}`" for o in a.option_strings) or f"`{a.dest}`"
+                default = "" if a.default in (None, argparse.SUPPRESS) or not a.option_strings else f"`{a.default}`"
+                lines.append(f"| {name} | {_cell(a.help or '')} | {_cell(default)} |")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def api_markdown() -> str:
+    lines = ["# API reference", "", "Generated from the docstrings of irglow's public modules.", ""]
+    for module in API_MODULES:
+        lines += [f"## `{module}`", "", f"::: {module}", "    options:", "      show_root_heading: false",
+                  "      heading_level: 3", ""]
+    return "\n".join(lines) + "\n"
+
+
+def reproductions_markdown() -> str:
+    import yaml
+
+    matrix = yaml.safe_load((ROOT / "configs" / "regressions.yaml").read_text())
+    default = matrix.get("tolerance", 0.0001)
+    lines = ["# Reproductions", "",
+             "The reproduction matrix (`configs/regressions.yaml`): each experiment runs through the pipeline and "
+             "every figure must come back within its tolerance. `make regressions` runs all of it (`irglow "
+             "regressions`), `make regressions TAGS=lexical` one tag; `make test` runs the `lexical` part. An "
+             "experiment marked optional needs data that may be absent (`../shared`), and is reported as skipped, "
+             "never as passed. This page is generated from the file.", "",
+             "| experiment | collection | split | tags | run | expected | tolerance | command |",
+             "|:--|:--|:--|:--|:--|:--|--:|:--|"]
+    for e in matrix["experiments"]:
+        tags = e.get("tags", [])
+        command = f"`make regressions TAGS={tags[0]}`" if tags else "`make regressions`"
+        for i, (run, figures) in enumerate(e.get("expect", {}).items()):
+            figures = ", ".join(f"{m} {v}" for m, v in figures.items())
+            head = [e["name"] + (" (optional)" if e.get("optional") else ""), f"`{e['collection']}`",
+                    e.get("test_split", "test"), ", ".join(tags)] if i == 0 else ["", "", "", ""]
+            lines.append(f"| {' | '.join(head)} | `{run}` | {figures} | {e.get('tolerance', default)} | "
+                         f"{command if i == 0 else ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def tutorial_markdown() -> str:
+    notebook = json.loads((ROOT / "docs" / "tutorial.ipynb").read_text(encoding="utf-8"))
+    parts = ["<!-- generated from docs/tutorial.ipynb: run the notebook for its outputs -->", "",
+             "*This page is `docs/tutorial.ipynb` (open it in Jupyter to run it); CI executes it on every change.*", ""]
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        parts.append(source if cell["cell_type"] == "markdown" else f"```python\n{source}\n```")
+        parts.append("")
+    return "\n".join(parts)
+
+
+PAGES = {"reference/settings.md": settings_markdown, "reference/cli.md": cli_markdown,
+         "reference/api.md": api_markdown, "reproductions.md": reproductions_markdown,
+         "tutorial.md": tutorial_markdown}
+
+
+def main() -> None:
+    import mkdocs_gen_files
+
+    for path, make in PAGES.items():
+        with mkdocs_gen_files.open(path, "w") as f:
+            f.write(make())
+
+
+if __name__ != "gen_pages":  # run by mkdocs-gen-files; imported by the tests under its own name
+    main()

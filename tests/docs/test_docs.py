@@ -1,0 +1,150 @@
+"""Issue 62: the documentation site is built from the code and checked like it — it builds with no warning, offline,
+and opens in a browser; every command and declared setting is in its reference; no page names a file, a setting or
+a section that does not exist; the tutorial runs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+QUIET = {"NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}  # the tools' own banners
+
+
+def _gen_pages():
+    spec = importlib.util.spec_from_file_location("gen_pages", ROOT / "docs" / "gen_pages.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pages() -> dict[Path, str]:
+    """What a reader reads: the README, the hand-written pages and the tutorial's cells."""
+    pages = {p: p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
+    notebook = json.loads((ROOT / "docs" / "tutorial.ipynb").read_text(encoding="utf-8"))
+    pages[ROOT / "docs" / "tutorial.ipynb"] = "\n".join("".join(c["source"]) for c in notebook["cells"])
+    return pages
+
+
+def _declared() -> dict[str, set[str]]:
+    """Every settings section and its keys: the declared tables and the settings classes."""
+    from irglow import settings
+    from irglow.commands.reference import _settings_classes
+
+    sections = {name: set(table) for name, table in settings.DECLARED.items()}
+    for name, cls in _settings_classes().items():
+        sections.setdefault(name, set()).update(settings.declared_fields(name, cls))
+    for kind in ("monobert", "nrmf"):  # [rerank.<kind>] is each kind's table
+        sections[f"rerank.{kind}"] = sections["rerank.<kind>"]
+    return sections
+
+
+def test_every_command_and_every_option_is_in_the_cli_reference():
+    gen = _gen_pages()
+    text = gen.cli_markdown()
+    found = gen.commands()
+    assert {" ".join(path) for path, _, _ in found} >= {"index", "search", "compare", "run", "zero-shot", "settings",
+                                                       "twbert train", "glow search", "rerank", "nrmf train"}
+    for path, parser, _ in found:
+        assert f"## `irglow {' '.join(path)}`" in text, path
+        for action in parser._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                assert f"`{action.option_strings[0]}`" in text.split(f"## `irglow {' '.join(path)}`", 1)[1], \
+                    (path, action.option_strings)
+
+
+def test_every_declared_setting_is_in_the_settings_reference():
+    text = _gen_pages().settings_markdown()
+    for section, keys in _declared().items():
+        if section.startswith("rerank.") and section.count(".") == 1 and section != "rerank.<kind>":
+            continue  # the kinds' tables are [rerank.<kind>]'s
+        assert f"### [{section}]" in text, section
+        body = text.split(f"### [{section}]", 1)[1].split("\n### ", 1)[0]
+        for key in keys:
+            assert f"| `{key}` |" in body, f"[{section}] {key}"
+
+
+def test_no_page_names_a_file_or_a_setting_that_does_not_exist():
+    declared = _declared()
+    missing = []
+    for page, text in _pages().items():
+        where = page.relative_to(ROOT)
+        for m in re.finditer(r"(?<![\w/.-])irglow/[A-Za-z0-9_./\-]+", text):
+            path = m.group(0).rstrip(".,;:)")
+            if not (ROOT / path).exists():
+                missing.append(f"{where}: {path}")
+        for m in re.finditer(r"\[([a-z_]+(?:\.[a-z_<>]+)*)\] ([a-z_]+)\b", text):
+            section, key = m.groups()
+            if section in declared and key not in declared[section]:
+                missing.append(f"{where}: [{section}] {key}")
+            elif section not in declared and section not in ("pyterrier", "section"):  # an extra; this test's own
+                missing.append(f"{where}: [{section}] (no such section)")
+    assert not missing, missing
+
+
+def test_the_readme_is_a_front_page():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 200
+    for command in ("make run", "make test", "make run-msmarco", "make docs"):
+        assert command in readme
+
+
+def test_the_site_builds_offline_with_no_warning_and_opens_in_a_browser(tmp_path):
+    site = tmp_path / "site"
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, **QUIET, "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY":
+                                "http://127.0.0.1:9"})  # offline: a fetch would fail, and fail the build
+    assert built.returncode == 0 and "WARNING" not in built.stderr, built.stderr[-3000:]
+    for page in ("index.html", "tutorial/index.html", "reproductions/index.html", "reference/api/index.html"):
+        assert (site / page).is_file(), page
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.integration.test_report import _driver
+
+    driver = _driver()
+    try:
+        driver.get((site / "index.html").as_uri())
+        WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.TAG_NAME, "h1"))
+        assert driver.find_element(By.TAG_NAME, "h1").text == "irglow"
+        driver.get((site / "reference" / "settings" / "index.html").as_uri())
+        WebDriverWait(driver, 30).until(lambda d: "rerank_also" in d.find_element(By.TAG_NAME, "body").text)
+        assert "other runs the trained models re-rank" in driver.find_element(By.TAG_NAME, "body").text
+        driver.get((site / "reference" / "cli" / "index.html").as_uri())
+        WebDriverWait(driver, 30).until(lambda d: "--config" in d.find_element(By.TAG_NAME, "body").text)
+        assert "irglow zero-shot" in driver.find_element(By.TAG_NAME, "body").text
+    finally:
+        driver.quit()
+
+
+@pytest.mark.slow
+def test_the_tutorial_runs(tmp_path):
+    """The notebook end to end, as a reader runs it (its outputs are never stored: docs/tutorial.ipynb has none)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    notebook = nbformat.read(ROOT / "docs" / "tutorial.ipynb", as_version=4)
+    assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+    env = {"IRGLOW_TUTORIAL_OUT": str(tmp_path / "out"), "IRGLOW_DATA": str(tmp_path / "data")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    printed = "\n".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
+    assert "| bm25f+twbert " in printed and "#/query/" in printed
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "bm25f+twbert.run").is_file()
