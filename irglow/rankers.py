@@ -109,8 +109,8 @@ class Listed(StageRun):
 
 @dataclass(frozen=True)
 class Lexical(Ranker):
-    """A Lucene run of ``[lexical]``: ``bm25``, ``bm25f``, ``bm25-mf``, ``tfidf``, each also with RM3
-    (``Lexical("bm25", rm3=True)``, the run ``bm25-rm3``)."""
+    """A Lucene run of ``[lexical]``: ``bm25``, ``bm25f``, ``bm25-mf``, ``tfidf``, ``qld`` (query likelihood), and
+    ``bm25`` and ``bm25-mf`` with RM3 (``Lexical("bm25", rm3=True)``, the run ``bm25-rm3``)."""
 
     system: str = "bm25"
     rm3: bool = False

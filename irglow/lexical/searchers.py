@@ -36,7 +36,7 @@ from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
-SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
+SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf", "qld")  # qld: query likelihood, Dirichlet smoothing (Pyserini's name)
 MAX_PYSERINI_CLAUSES = 1024
 
 
@@ -51,6 +51,7 @@ class LexicalConfig:
     threads: int = setting(2, "search threads", low=1)
     field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight} (empty: 1.0 per "
                                               "field)")
+    mu: float = setting(1000.0, "qld: the Dirichlet prior μ (Lucene's LMDirichletSimilarity)", above=0)
     rm3: bool = setting(False, "expand the query by RM3")
     rm3_fb_terms: int = setting(10, "RM3's expansion terms", low=1)
     rm3_fb_docs: int = setting(10, "RM3's feedback documents", low=1)
@@ -139,6 +140,9 @@ class LexicalSearcher:
             weights = self.field_weights()
             build = lambda terms: lq.bm25f(terms, weights)  # noqa: E731
             similarity = lq.J("org.apache.lucene.search.similarities.BM25Similarity")(self.config.k1, self.config.b)
+        elif self.config.system == "qld":  # Pyserini's set_qld: the same similarity, analysis and rounding
+            build = lq.bag_of_words
+            similarity = lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(self.config.mu))
         else:
             build = lq.bag_of_words
             similarity = lq.J("org.apache.lucene.search.similarities.ClassicSimilarity")()

@@ -21,8 +21,9 @@ from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
-LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf")
+LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf", "qld")  # qld: query likelihood (Dirichlet)
 DEFAULT_SYSTEMS = ["bm25", "bm25-mf", "bm25f", "tfidf"]
+RM3_SYSTEMS = ("bm25", "bm25-mf")  # expanded by Pyserini's RM3 (its searcher's)
 MULTI_FIELD = ("bm25f", "bm25-mf")
 # the weights each multi-field system's tuning tries per field: CombinedFieldQuery needs weights >= 1; the sum of
 # per-field scores takes any positive weight (only their ratios matter)
@@ -35,11 +36,12 @@ class LexicalSettings:
     threads, and the field weights (configured, or tuned per system with ``tune_bm25f``)."""
 
     systems: list[str] = setting(factory=lambda: list(DEFAULT_SYSTEMS), doc="the lexical runs written (bm25, bm25f, "
-                                 "bm25-mf, tfidf, each also with RM3: bm25-rm3 …)")
+                                 "bm25-mf, tfidf, qld; bm25 and bm25-mf also with RM3: bm25-rm3 …)")
     k1: float = setting(BM25_K1, "BM25's k1 (Anserini's MS MARCO default)", low=0)
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
     threads: int = setting(2, "search threads", low=1)
+    mu: float = setting(1000.0, "qld's Dirichlet prior μ (query likelihood, Lucene's LMDirichletSimilarity)", above=0)
     tune_bm25f: bool = setting(False, "tune the BM25F field weights on the training queries")
     field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight}, fixed (unset: "
                                               "tuned or 1.0 each)")
@@ -63,7 +65,10 @@ class LexicalSettings:
                                  f"is written {str(system).replace('+', '-')!r}")
             if str(system).removesuffix("-rm3") not in LEXICAL_SYSTEMS:
                 raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: "
-                                 f"{', '.join(LEXICAL_SYSTEMS)}, each also with RM3 ('bm25-rm3')")
+                                 f"{', '.join(LEXICAL_SYSTEMS)}; with RM3: {', '.join(s + '-rm3' for s in RM3_SYSTEMS)}")
+            if str(system).endswith("-rm3") and system.removesuffix("-rm3") not in RM3_SYSTEMS:
+                raise ValueError(f"lexical.systems: {system!r}: RM3 is offered for {', '.join(RM3_SYSTEMS)} "
+                                 f"(Pyserini's implementation)")
             settings.config(system, {}).check()
         return settings
 
@@ -76,7 +81,7 @@ class LexicalSettings:
         from irglow.lexical.searchers import LexicalConfig
 
         name = system.removesuffix("-rm3")
-        return LexicalConfig(system=name, k1=self.k1, b=self.b, depth=self.depth, threads=self.threads,
+        return LexicalConfig(system=name, k1=self.k1, b=self.b, depth=self.depth, threads=self.threads, mu=self.mu,
                              field_weights=dict(weights.get(name, self.field_weights)) if name in MULTI_FIELD else {},
                              rm3=system.endswith("-rm3"))
 

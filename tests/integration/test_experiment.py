@@ -169,6 +169,36 @@ def test_query_likelihood_stage_equals_pyserini_qld(tmp_path, monkeypatch):
         assert {d: s for d, s in mine if d in unique} == pytest.approx(unique, abs=2e-4)
 
 
+def test_the_lexical_qld_system_equals_pyserini_qld_and_is_tuned_in_a_fusion(tmp_path, monkeypatch):
+    """Issue 61: query likelihood as a [lexical] system (``qld``, Pyserini's name) ranks as Pyserini's ``set_qld``
+    searcher, and has a lexical run's rights: a fusion with it tunes its weight on the training queries."""
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import IndexConfig, build_index
+    from irglow.outputs import read_results
+    from irglow.pipeline import run_pipeline
+    from irglow.runs.trec import Run
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="RM3 is offered for bm25, bm25-mf"):
+        run_pipeline(small_pipeline(tmp_path / "out", tmp_path / "data", systems=("qld-rm3",)))
+    config = small_pipeline(tmp_path / "out", tmp_path / "data", systems=("bm25", "qld"), depth=20,
+                            fusion={"enabled": True, "runs": ["bm25+qld"]})
+    config["lexical"]["mu"] = 500.0
+    run_pipeline(config)
+    ours = Run.read(tmp_path / "out" / "qld.run")
+    searcher = build_index(load_collection(SMALL_DEMO), IndexConfig(threads=1), root=tmp_path / "data").searcher()
+    searcher.set_qld(500.0)
+    for q in load_collection(SMALL_DEMO).queries("test"):
+        theirs = [(h.docid, round(h.score, 4)) for h in searcher.search(q.text, 20)]
+        mine = [(d, round(s, 4)) for d, s in ours.ranking.get(q.query_id, [])]
+        assert sorted(s for _, s in mine) == pytest.approx(sorted(s for _, s in theirs), abs=2e-4)
+        scores = [s for _, s in theirs]
+        unique = {d: s for d, s in theirs if scores.count(s) == 1}
+        assert {d: s for d, s in mine if d in unique} == pytest.approx(unique, abs=2e-4)
+    fused = read_results(tmp_path / "out")["fusion:bm25+qld"]
+    assert fused.method == "wsum" and fused.tuning_set == "training" and fused.tuning_queries > 0
+
+
 @pytest.mark.slow
 def test_experiment_example_runs_and_is_cached_like_irglow_run(tmp_path, monkeypatch):
     """The README's Experiment example, on the demo collection (TW-BERT trained for one short epoch)."""
