@@ -200,6 +200,22 @@ class FusionStage(Stage):
         return {"runs": [h.entry() for h in s.hybrids], "method": s.method, "norm": s.norm, "step": s.step,
                 "measure": s.measure, "optional": s.optional, "zero_shot": s.zero_shot}
 
+    def transformer(self, ranker, folder):
+        """Its parts' transformers fused with the method and weights the run tuned (its result); a fusion whose
+        settings differ from the one the folder made is refused (those weights are not its)."""
+        from irglow.runs.pt import Fusion
+
+        info = folder.result(f"fusion:{ranker.tag}")
+        if info is None:
+            raise ValueError(f"{ranker.tag}: the run in {folder.out} made no such fusion (its weights are tuned there)")
+        made = next((h for h in hybrids(folder.config) if h.tag == ranker.tag), None)
+        if made is not None and made != ranker.hybrid:
+            raise ValueError(f"{ranker.tag}: the run in {folder.out} fused it with {made.settings_text()} "
+                             f"({info.method}, weights {info.weights}), not {ranker.hybrid.settings_text()}: run "
+                             f"an experiment with this fusion")
+        return Fusion(*(folder.build(p) for p in ranker.rankers), method=info.method, norm=info.norm or "min-max",
+                      weights=info.weights, depth=folder.lexical.depth)
+
     def ranker(self, name, config, parse):
         """``a+b`` (``+``: fusion, and nothing else): the fusion of the rankers its parts name."""
         from irglow.rankers import Fusion

@@ -19,7 +19,7 @@ same runs, and ``irglow.pyterrier.transformer`` builds PyTerrier pipelines from 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from irglow import settings as declared
 from irglow.runs.wanted import Hybrid, _entries, fusion_tag, reranked_tag
@@ -29,8 +29,10 @@ TWBERT_RUNS = ("twbert", "twbert-rm3", "bm25-ngram")  # TW-BERT's stage writes t
 
 
 class Ranker:
-    """A run of an experiment.  Subclasses say its :attr:`tag` (its run file's name), write what makes it into a
-    configuration (:meth:`configure`) and list the rankers it is made of (:attr:`parts`)."""
+    """A run of an experiment.  Subclasses say its :attr:`tag` (its run file's name), the :attr:`stage` that makes
+    it (and builds its PyTerrier transformer: :meth:`irglow.stage.Stage.transformer`), write what makes it into a
+    configuration (:meth:`configure`) and list the rankers it is made of (:attr:`parts`).  (``stage`` is each
+    subclass's own: a class constant, or :class:`StageRun`'s field.)"""
 
     @property
     def tag(self) -> str:
@@ -112,6 +114,8 @@ class Lexical(Ranker):
     """A Lucene run of ``[lexical]``: ``bm25``, ``bm25f``, ``bm25-mf``, ``tfidf``, ``qld`` (query likelihood), and
     ``bm25`` and ``bm25-mf`` with RM3 (``Lexical("bm25", rm3=True)``, the run ``bm25-rm3``)."""
 
+    stage: ClassVar[str] = "lexical"
+
     system: str = "bm25"
     rm3: bool = False
 
@@ -129,6 +133,8 @@ class Lexical(Ranker):
 class TWBert(Ranker):
     """TW-BERT's runs: ``twbert`` (learned term weights in Lucene), ``twbert-rm3`` (with RM3) or ``bm25-ngram``
     (the same uni- and bi-gram query, unweighted: what the weights add)."""
+
+    stage: ClassVar[str] = "twbert"
 
     run: str = "twbert"
 
@@ -151,6 +157,8 @@ class TWBert(Ranker):
 class Dense(Ranker):
     """A GLOW/BERT encoder's faiss run: a trained ``variant`` (``bert``, ``glow``, the ablations ``glow-idf`` …)
     or the untrained checkpoint (``minilm``, ``minilm-fields``, ``minilm-glow``)."""
+
+    stage: ClassVar[str] = "glow"
 
     variant: str = "glow"
 
@@ -197,6 +205,8 @@ class Rerank(Ranker):
     (``monobert(bm25f+glow)``), unless ``name`` gives one.  The model learns from ``first``'s run of the training
     queries where its stage writes one (lexical runs, QL, TW-BERT's), else from BM25's."""
 
+    stage: ClassVar[str] = "rerank"
+
     first: Ranker
     model: Model
     name: str | None = None
@@ -237,6 +247,8 @@ class Fusion(Ranker):
     """The fusion of ``rankers`` (tag ``a+b``; a part that is itself a fusion in parentheses): the weighted sum of
     normalised scores with weights tuned on training queries no fused model saw (``[fusion]``), or this fusion's
     own ``method`` (``rrf`` / ``wsum``), ``norm`` or fixed ``weights`` (then nothing is tuned)."""
+
+    stage: ClassVar[str] = "fusion"
 
     rankers: tuple[Ranker, ...]
     method: str | None = None

@@ -209,6 +209,13 @@ class Stage:
         return [Unit(self.name, self.resolved(ctx.settings), lambda: ctx.runs.of(ctx.runs), lambda: self.run(ctx),
                      tuple(self.tags(ctx.settings)), collective=self.collective)]
 
+    def transformer(self, ranker, folder) -> Any:
+        """``ranker`` — a run this stage made in the run folder ``folder`` (:class:`irglow.pyterrier.RunFolder`: its
+        index, bound settings, each unit's :class:`Result`, ``folder.build(part)`` for the rankers it is made of) —
+        as a PyTerrier transformer that ranks as its run file.  A stage that cannot says so, naming the file."""
+        raise ValueError(f"{ranker.tag}: the {self.name} stage builds no PyTerrier transformer; take its run file "
+                         f"({Path(folder.out) / (ranker.tag + '.run')})")
+
     def run(self, ctx: Context) -> "Mapping[Any, Any] | Produced":
         """Its runs (``{tag or RunKey: run}``, each written at ``RunKey.of(key).path(ctx.out)``), or them and its
         :class:`Result` as :class:`Produced`."""

@@ -57,18 +57,13 @@ class QueryLikelihoodStage(Stage):
             runs.update([held_out("ql").write(ctx.out, self.search(ctx, ctx.source.index, queries))])
         return runs
 
+    def transformer(self, ranker, folder):
+        from irglow.lexical.pt import QL
+
+        return QL(folder.index, folder.settings["ql"]["mu"], folder.lexical.depth, folder.lexical.threads)
+
     @staticmethod
     def search(ctx, index, queries):
+        from irglow.lexical.searchers import ql_search
+
         return ql_search(index, queries, ctx.settings.mu, ctx.lexical.depth, ctx.lexical.threads)
-
-
-def ql_search(index, queries, mu: float, depth: int, threads: int = 2):
-    """The ``ql`` run of ``queries`` on ``index`` (the stage's, and irglow.pyterrier's ``QL``)."""
-    from irglow.lexical import queries as lq
-    from irglow.lexical.searchers import LexicalSearcher, index_searcher, search_queries
-    from irglow.runs.trec import Run
-
-    searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(mu)))
-    items = [(q.query_id, lq.bag_of_words(terms) if terms else None)
-             for q, terms in LexicalSearcher(index).analyzed(queries)]
-    return Run(search_queries(index, searcher, items, depth, threads, "ql"), "ql")

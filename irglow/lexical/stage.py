@@ -154,6 +154,11 @@ class LexicalStage(Stage):
     def tags(self, settings: LexicalSettings, produced=()) -> list[str]:
         return settings.tags()
 
+    def transformer(self, ranker, folder):
+        from irglow.lexical.pt import Lexical
+
+        return Lexical(folder.index, config=folder.lexical.config(ranker.tag, folder.field_weights))
+
     def units(self, ctx) -> list[Unit]:
         from irglow.lexical.searchers import LexicalSearcher
         from irglow.runs.trec import gather_runs

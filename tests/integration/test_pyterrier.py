@@ -102,7 +102,7 @@ def test_each_transformer_computes_what_irglows_own_command_does(setting):
 
 def test_a_qid_with_two_query_texts_is_refused():
     """Issue 50: a repeated qid with another text was scored as its first text, silently."""
-    from irglow.pyterrier import _queries
+    from irglow.runs.frames import queries_of as _queries
 
     frame = pd.DataFrame({"qid": ["1", "1", "2"], "query": ["apple pie", "apple pie", "fig"], "docno": ["a", "b", "c"]})
     assert [(q.query_id, q.text) for q in _queries(frame)] == [("1", "apple pie"), ("2", "fig")]

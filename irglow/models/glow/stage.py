@@ -163,6 +163,16 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def tags(self, s: GlowSettings, produced=()) -> list[str]:
         return [*s.untrained, *s.variants]
 
+    def transformer(self, ranker, folder):
+        """A trained encoder's faiss retrieval over the corpus encoding the run kept."""
+        from irglow.models.glow.pt import Dense
+
+        done = folder.result("glow")
+        if done is None or ranker.tag not in done.models:
+            return super().transformer(ranker, folder)
+        return Dense(done.models[ranker.tag], folder.index, folder.out / f"{ranker.tag}.embeddings",
+                     folder.lexical.depth)
+
     def ranker(self, name, config, parse):
         from irglow.models.glow import VARIANTS
         from irglow.rankers import Dense

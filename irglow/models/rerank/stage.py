@@ -250,6 +250,21 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def tags(self, s: RerankSettings, produced=()) -> list[str]:
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
+    def transformer(self, ranker, folder):
+        """Its first stage's transformer cut to the re-ranked depth, then the model the run used (irglow's kinds
+        or a registered one); a re-ranker a configuration names (a variant) re-ranks the first stage it recorded."""
+        from irglow.models.rerank.kinds import kind_of, plugin_kind
+        from irglow.models.rerank.pt import CrossEncoder, KindReranker
+        from irglow.rankers import Rerank
+
+        done = folder.result(f"rerank:{ranker.tag}")
+        if done is None:
+            return super().transformer(ranker, folder)
+        first = ranker.first if isinstance(ranker, Rerank) else folder.ranker(done.first_stage)
+        model = KindReranker(done.model, folder.docs) if plugin_kind(kind_of(done.model)) else \
+            CrossEncoder(done.model, folder.docs)
+        return (folder.build(first) % done.depth) >> model
+
     def ranker(self, name, config, parse):
         """A kind (``monobert``: over ``[rerank] first_stage``), ``kind(first)`` (the kind re-ranking the run ``first``
         names), or a re-ranker the configuration already defines (a variant)."""

@@ -89,6 +89,15 @@ class TWBertStage(Stage):
     def tags(self, s: TWBertSettings, produced=()) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
 
+    def transformer(self, ranker, folder):
+        """``twbert``: its weighted queries in Lucene, with the model the run used."""
+        from irglow.models.twbert.pt import TWBert
+
+        if ranker.tag != "twbert":
+            return super().transformer(ranker, folder)
+        return TWBert(folder.result("twbert").models["twbert"], folder.index, folder.lexical.depth,
+                      folder.lexical.threads)
+
     def ranker(self, name, config, parse):
         from irglow.rankers import TWBERT_RUNS, TWBert
 

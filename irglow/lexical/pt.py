@@ -1,0 +1,50 @@
+"""irglow's Lucene runs as PyTerrier transformers (``irglow.pyterrier`` re-exports them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from irglow.defaults import DEPTH
+from irglow.index.lucene_index import LuceneIndex
+from irglow.runs.frames import open_index, queries_of, run_to_frame
+from irglow.runs.pt import pt
+
+class Lexical(pt.Transformer):
+    """Lucene retrieval through irglow (``bm25``, ``bm25f``, ``tfidf``, ``bm25-rm3`` …, as ``irglow search``):
+    a query frame in, a result frame of the top ``depth`` out."""
+
+    def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = DEPTH, config=None,
+                 **overrides: Any):
+        from irglow.lexical.searchers import LexicalConfig
+
+        self.index = open_index(index)
+        self.config = config if config is not None else LexicalConfig(system=system, depth=depth, **overrides)
+        self.config.check()
+        self.system = self.config.system + ("-rm3" if self.config.rm3 else "")
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        from irglow.lexical.searchers import LexicalSearcher
+
+        return run_to_frame(LexicalSearcher(self.index, self.config).search(queries_of(topics), self.system), topics)
+
+    def __repr__(self) -> str:
+        return f"irglow.Lexical({self.system})"
+
+
+class QL(pt.Transformer):
+    """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run."""
+
+    def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
+                 threads: int = 2):
+        from irglow import settings as declared
+
+        self.mu = declared.value({}, "ql", "mu") if mu is None else mu  # [ql] mu's default: Anserini's 1000
+        self.index, self.depth, self.threads = open_index(index), depth, threads
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        from irglow.lexical.searchers import ql_search
+
+        return run_to_frame(ql_search(self.index, queries_of(topics), self.mu, self.depth, self.threads), topics)

@@ -1,0 +1,39 @@
+"""PyTerrier itself, imported in one place (the ``[pyterrier]`` extra; its message says how to install it), and
+irglow's fusion as a transformer."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+try:
+    import pyterrier as pt
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError("irglow.pyterrier needs PyTerrier: pip install 'irglow[pyterrier]' (PyPI's pyterrier; no "
+                      "Terrier jar or Java start is needed for irglow's transformers)") from exc
+
+from irglow.defaults import DEPTH
+from irglow.runs.frames import frame_to_run, run_to_frame
+
+class Fusion(pt.Transformer):
+    """irglow's fusion of several pipelines' results (``irglow fuse``): reciprocal-rank fusion (``rrf``) or a
+    weighted sum of normalised scores (``wsum`` with ``weights``, equal if none)."""
+
+    def __init__(self, *parts: pt.Transformer, method: str = "rrf", norm: str = "min-max",
+                 weights: Sequence[float] | None = None, depth: int = DEPTH):
+        from irglow.runs.fusion import check_fusion
+
+        if len(parts) < 2:
+            raise ValueError("Fusion needs at least two transformers")
+        if weights is not None and len(weights) != len(parts):
+            raise ValueError(f"{len(weights)} weights for {len(parts)} transformers")
+        check_fusion(method, norm, 60.0, depth)
+        self.parts, self.method, self.norm, self.weights, self.depth = parts, method, norm, weights, depth
+
+    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        from irglow.runs.fusion import fuse
+
+        runs = [frame_to_run(part.transform(topics), f"part{i}") for i, part in enumerate(self.parts)]
+        fused = fuse(runs, method=self.method, norm=self.norm, weights=self.weights, depth=self.depth, tag="fusion")
+        return run_to_frame(fused, topics)
