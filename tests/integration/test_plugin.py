@@ -32,7 +32,7 @@ def registered(tmp_path, monkeypatch):
 def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tmp_path):
     """Issue 61: the plugin re-ranker after ``>>`` — over BM25, under another re-ranking, inside a fusion tuned on the
     queries its training held out — and each run equal to the PyTerrier pipeline built from the same object."""
-    from irglow import NRMF, Experiment, Lexical
+    from irglow import NRMF, Experiment, Lexical, TWBert
     from irglow.models.rerank.kinds import kind_of
     from irglow.outputs import read_results
     from irglow.plan import check_config
@@ -40,10 +40,12 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
     linear = Lexical("bm25") >> registered.LinearRerank()
     nested = linear >> NRMF(epochs=1, val_depth=10, negatives=2, batch_queries=4)
     fused = Lexical("bm25f") + linear
-    settings = {"data_dir": str(tmp_path / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0}
-    exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), linear, nested, fused], out=tmp_path / "out",
+    with_twbert = TWBert() + linear
+    settings = {"data_dir": str(tmp_path / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0,
+                "twbert.epochs": 1, "twbert.candidates": 10}
+    exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), linear, nested, fused, with_twbert], out=tmp_path / "out",
                      settings=settings)
-    assert exp.systems == ["bm25", "linear", "nrmf(linear)", "bm25f+linear"]
+    assert exp.systems == ["bm25", "linear", "nrmf(linear)", "bm25f+linear", "twbert+linear"]
     assert exp.config["rerank"]["models"] == ["linear", "nrmf(linear)"]
     with pytest.raises(ValueError, match=r"unknown \[rerank.linear\] setting\(s\) \['stesp'\]"):
         check_config({**exp.config, "rerank": {**exp.config["rerank"], "linear": {"stesp": 5}}})
@@ -65,6 +67,7 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
     held = set(json.loads((model.parent / "training.json").read_text())["val_query_ids"])
     assert held and set(Run.read(out / "tuning" / "linear.run").ranking) == held
     assert results["fusion:bm25f+linear"].method == "wsum" and results["fusion:bm25f+linear"].tuning_queries == len(held)
+    assert results["fusion:twbert+linear"].method == "wsum"  # tuned on what both held out (one split for every trainer)
     exp.run()  # cached by content like irglow's own kinds
     assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
 
@@ -76,10 +79,10 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
 
     queries = load_collection(SMALL_DEMO).queries("test")
     topics = pd.DataFrame({"qid": [q.query_id for q in queries], "query": [q.text for q in queries]})
-    for ranker in (linear, nested, fused):
+    for ranker in (linear, nested, fused, with_twbert):
         made = frame_to_run(transformer(ranker, out).transform(topics)).ranking
         wrote = Run.read(out / f"{ranker.tag}.run").ranking
-        depth = 10 if ranker is not fused else 30
+        depth = 10 if ranker in (linear, nested) else 30
         assert {q: [d for d, _ in r[:depth]] for q, r in made.items()} == \
             {q: [d for d, _ in r[:depth]] for q, r in wrote.items() if q in made}, ranker.tag
 

@@ -24,8 +24,9 @@ def experiment(module_tmp):
     nrmf = NRMF(**tiny, model={"embedding_dim": 8, "filters": 8, "dim": 8, "hidden": 8, "hash_buckets": 1000})
     over_ql = Rerank(QL(), nrmf)
     mix = Lexical("bm25") + over_ql + Dense("glow")
-    rankers = [Lexical("bm25"), QL(), TWBert(), Dense("glow"), over_ql, TWBert() + QL(), mix,
-               Rerank(mix, MonoBERT(max_steps=2, val_depth=5))]
+    mono = MonoBERT(max_steps=2, val_depth=5)
+    rankers = [Lexical("bm25"), QL(), TWBert(), Dense("glow"), over_ql, TWBert() + QL(), mix, Rerank(mix, mono),
+               Rerank(QL(), mono), Rerank(over_ql, nrmf)]  # issue 61: monobert(ql), nrmf(nrmf(ql))
     exp = Experiment(SMALL_DEMO, systems=rankers, out=tmp / "out", settings={
         "data_dir": str(tmp / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0,
         "twbert.epochs": 1, "twbert.candidates": 10, "twbert.batch_queries": 4, "twbert.model.base_model": bert,
@@ -40,7 +41,7 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
 
     exp, cmp, out = experiment
     assert exp.systems == ["bm25", "ql", "twbert", "glow", "nrmf(ql)", "twbert+ql", "bm25+nrmf(ql)+glow",
-                           "monobert(bm25+nrmf(ql)+glow)"]
+                           "monobert(bm25+nrmf(ql)+glow)", "monobert(ql)", "nrmf(nrmf(ql))"]
     assert list(cmp.means.index) == exp.systems
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     order = list(stages)  # the re-ranking of the fusion ran once the fusion existed, after the re-ranking it holds
