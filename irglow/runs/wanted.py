@@ -1,6 +1,7 @@
-"""Which extra runs the stages write for the ones after them: a fusion's tuning runs (the held-out training
-queries of each model it names) and a re-ranker's training runs.  Read from ``[fusion]`` alone, so the stage
-interface and every model stage can ask without importing the fusion stage (no import circle)."""
+"""Run tags and hybrids: the grammar of a fusion's tag (``a+b``) and a re-ranking's (``monobert(a)``), the configured
+hybrids as :class:`Hybrid` objects, and whether a fusion asks for a run's held-out queries.  Read from ``[fusion]``
+alone, so the rankers, the stage interface and every model stage can ask without importing the fusion stage (no
+import circle); the runs themselves pass between stages keyed by :class:`irglow.runs.keys.RunKey`."""
 
 from __future__ import annotations
 
