@@ -90,6 +90,21 @@ def test_no_page_names_a_file_or_a_setting_that_does_not_exist():
     assert not missing, missing
 
 
+def test_every_command_and_make_target_a_page_names_exists():
+    """``irglow <command>`` and ``make <target>`` as a page writes them (in code) are commands and targets there are."""
+    commands = {path[0] for path, _, _ in _gen_pages().commands()}
+    targets = set(re.findall(r"(?m)^([a-z][\w-]*):", (ROOT / "Makefile").read_text()))
+    missing = []
+    for page, text in _pages().items():
+        for pattern, known, what in ((r"irglow ([a-z][\w-]*)", commands, "command"),
+                                     (r"make ([a-z][\w-]*)", targets, "make target")):
+            for m in re.finditer(rf"(?m)`{pattern}|^\s*{pattern}", text):
+                name = m.group(1) or m.group(2)
+                if name not in known:
+                    missing.append(f"{page.relative_to(ROOT)}: {what} {name}")
+    assert not missing, missing
+
+
 def test_the_readme_is_a_front_page():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
