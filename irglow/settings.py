@@ -25,6 +25,7 @@ from irglow.defaults import CORRECTIONS, MEASURES, PERMUTATIONS, SIGNIFICANCE_TE
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
 FUSION_NORMS = ("min-max", "z-score", "none")
+FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq")  # irglow.dense.encode.faiss_index
 
 
 @dataclass(frozen=True)
@@ -245,7 +246,10 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("precision", "str", "fp32", "int8: corpus and queries encoded through ONNX Runtime with int8 weights on "
          "the CPU, kept where its nDCG@10 over held-out training queries' BM25 pools is within 0.002 of fp32's "
          "(else fp32, said once; needs irglow[int8])", {"choices": ("fp32", "int8")}),
-        ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True})),
+        ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True}),
+        ("faiss", "str", "flat", "the faiss index the corpus encoding is searched with: flat (exact), hnsw (a graph, "
+         "~1.3x flat's memory), ivf (clusters), ivfpq (product-quantised: 1/16 of flat's memory, for corpora whose "
+         "flat index would not fit)", {"choices": FAISS_KINDS})),
     "rerank": _section(
         "rerank",
         ("enabled", "bool", False, "train re-rankers and re-rank a first-stage run"),

@@ -15,6 +15,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import torch
+
+from irglow import settings as declared
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import Document, Query
@@ -209,7 +211,7 @@ def load_embeddings(folder: str | Path) -> tuple[np.ndarray, list[str]]:
 ADD_ROWS = 65_536  # vectors handed to faiss at once: its index holds the only full copy
 
 
-FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq")
+FAISS_KINDS = declared.FAISS_KINDS  # declared with [glow] faiss
 
 
 def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 256,

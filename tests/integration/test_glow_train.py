@@ -346,3 +346,31 @@ def test_search_time_token_budgets(trained, demo_index):
         model.with_token_budgets({"body": 600})
     with pytest.raises(ValueError, match="'body': expected FIELD=N"):
         parse_field_tokens(["body"])
+
+
+def test_the_stage_searches_with_the_configured_faiss_index(tmp_path, monkeypatch):
+    """``[glow] faiss``: the corpus encoding is searched with that index kind (HNSW here), and a kind faiss irglow
+    does not build is refused when the configuration is bound."""
+    import irglow.models.glow.runner as runner
+    from irglow.data.collection import load_collection
+    from irglow.index.lucene_index import IndexConfig, build_index
+    from irglow.lexical.stage import LexicalSettings
+    from irglow.models.glow.stage import GlowStage
+    from irglow.models.source import TrainSource
+    from irglow.stage import Context
+
+    kinds = []
+    built = runner.faiss_index
+    monkeypatch.setattr(runner, "faiss_index", lambda vectors, kind="flat": kinds.append(kind) or built(vectors, kind))
+    coll = load_collection("demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
+    index = build_index(coll, IndexConfig(threads=1), root=tmp_path / "data")
+    config = {"glow": {"enabled": True, "variants": ["bert"], "batch_size": 4, "max_steps": 1, "val_max_docs": 0,
+                       "val_pool_depth": 5, "faiss": "hnsw", "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}}}
+    stage = GlowStage()
+    with pytest.raises(ValueError, match="glow.faiss = 'ann' must be one of 'flat', 'hnsw', 'ivf', 'ivfpq'"):
+        stage.bind({"glow": {**config["glow"], "faiss": "ann"}})
+    stats = CollectionStats.load(index)
+    ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
+                  LexicalSettings(systems=["bm25"], depth=20), {}, "test", settings=stage.bind(config))
+    run = stage.run(ctx).runs["bert"]
+    assert kinds == ["hnsw"] and set(run.ranking) == {q.query_id for q in coll.queries("test")}

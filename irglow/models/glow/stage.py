@@ -46,7 +46,7 @@ def settings(config) -> tuple[dict, list[str], dict]:
     options = {"untrained": as_names(declared.take(gcfg, "glow", "untrained")),
                "zero_shot_tokens": declared.take(gcfg, "glow", "zero_shot_tokens"),
                "model_dir": declared.take(gcfg, "glow", "model_dir"), "token_budget": budget,
-               "precision": declared.take(gcfg, "glow", "precision")}
+               "precision": declared.take(gcfg, "glow", "precision"), "faiss": declared.take(gcfg, "glow", "faiss")}
     return gcfg, variants, options
 
 
@@ -126,6 +126,7 @@ class GlowSettings:
     token_budget: dict | None
     validate_elsewhere: bool
     precision: str = "fp32"
+    faiss: str = "flat"  # the faiss index kind the trained encoders' corpus encodings are searched with
 
     @property
     def starting_checkpoints(self) -> dict[str, str]:
@@ -151,7 +152,8 @@ class GlowSettings:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
         return cls(GlowTrainConfig.from_dict(gcfg), frozenset(gcfg.get("model", {})), tuple(variants),
                    tuple(options["untrained"]), options["zero_shot_tokens"], options["model_dir"],
-                   options["token_budget"], uses_other_sources(config, "glow"), options["precision"])
+                   options["token_budget"], uses_other_sources(config, "glow"), options["precision"],
+                   options["faiss"])
 
 
 class GlowStage(ChoosesOnOtherSources, Stage):
@@ -243,7 +245,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                                                             name, depth))
             else:
                 run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.out, name, depth=depth, also=also,
-                                     precision=used)
+                                     precision=used, faiss_kind=s.faiss)
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
