@@ -158,7 +158,7 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
                data_dir: str | None = None) -> Matrix:
     """Run every experiment of ``spec_path`` (those with one of ``tags``, when given) and check its figures."""
     from irglow.config import load_config
-    from irglow.lexical.stage import LEXICAL_SYSTEMS
+    from irglow.lexical.systems import lexical_systems
     from irglow.pipeline import run_pipeline
 
     matrix = Matrix()
@@ -183,7 +183,7 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         config["eval"].update({"measures": measures, "permutations": 100, "pairs": None})
         if not e.get("config"):
             config["lexical"] = {**config.get("lexical", {}),
-                                 "systems": [s for s in e["expect"] if s.removesuffix("-rm3") in LEXICAL_SYSTEMS]}
+                                 "systems": [s for s in e["expect"] if s.removesuffix("-rm3") in lexical_systems()]}
             config["eval"]["baseline"] = config["lexical"]["systems"][0]
         if data_dir:
             config["data_dir"] = data_dir

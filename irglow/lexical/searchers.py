@@ -28,6 +28,7 @@ from irglow.data.records import Query
 from irglow.index.jvm import bulk_search_available
 from irglow.index.lucene_index import LuceneIndex, doc_ids  # noqa: F401 (doc_ids re-exported)
 from irglow.lexical import queries as lq
+from irglow.lexical.systems import lexical_system, lexical_systems
 from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
@@ -36,7 +37,6 @@ from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
-SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf", "qld")  # qld: query likelihood, Dirichlet smoothing (Pyserini's name)
 MAX_PYSERINI_CLAUSES = 1024
 
 
@@ -44,7 +44,7 @@ MAX_PYSERINI_CLAUSES = 1024
 class LexicalConfig:
     """Parameters of a lexical run (saved in every run's manifest)."""
 
-    system: str = setting("bm25", "the lexical system (irglow.lexical.searchers.SYSTEMS)")
+    system: str = setting("bm25", "the lexical system (irglow.lexical.systems: irglow's and the registered ones)")
     k1: float = setting(BM25_K1, "BM25's k1", low=0)
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
@@ -65,8 +65,7 @@ class LexicalConfig:
 
         from irglow.config import check_values
 
-        if self.system not in SYSTEMS:
-            raise ValueError(f"unknown lexical system {self.system!r}; choose from {', '.join(SYSTEMS)}")
+        spec = lexical_system(self.system)  # an unknown name is named, with the systems there are
         check_values(self, "lexical")
         for key in ("k1", "b"):  # Lucene keeps them as 32-bit floats: a larger value becomes infinite there
             if getattr(self, key) > JAVA_FLOAT_MAX:
@@ -79,9 +78,9 @@ class LexicalConfig:
         for f, w in self.field_weights.items():
             if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w <= 0:
                 raise ValueError(f"field weight {f} = {w!r} must be a finite number > 0")
-            if self.system == "bm25f" and w < 1:
-                raise ValueError(f"field weight {f} = {w!r}: Lucene's CombinedFieldQuery (bm25f) needs weights "
-                                 f">= 1; scale every weight up instead")
+            if w < spec.min_field_weight:
+                raise ValueError(f"field weight {f} = {w!r}: {spec.name} ({spec.meaning}) needs weights >= "
+                                 f"{spec.min_field_weight:g}; scale every weight up instead")
         return self
 
 
@@ -128,28 +127,21 @@ class LexicalSearcher:
     # -- entry point ------------------------------------------------------------------------------
     def search(self, queries: Sequence[Query], tag: str | None = None) -> Run:
         tag = tag or self.config.system
-        if self.config.system == "bm25-mf" or (self.config.system == "bm25" and self.config.rm3):
+        spec = lexical_system(self.config.system)
+        if self.config.rm3 and not spec.rm3:
+            raise ValueError(f"RM3 is offered for {', '.join(n for n, s in lexical_systems().items() if s.rm3)} "
+                             f"(Pyserini's implementation), not {spec.name}")
+        if spec.similarity is None or self.config.rm3:  # Pyserini's searcher scores it (and expands it by RM3)
             return self._batch_pyserini(queries, tag)
-        if self.config.rm3:
-            raise ValueError("RM3 is offered for bm25 and bm25-mf (Pyserini's implementation)")
-        build: Callable[[list[str]], object]
-        if self.config.system == "bm25":
-            build = lq.bag_of_words
-            similarity = lq.J("org.apache.lucene.search.similarities.BM25Similarity")(self.config.k1, self.config.b)
-        elif self.config.system == "bm25f":
-            weights = self.field_weights()
-            build = lambda terms: lq.bm25f(terms, weights)  # noqa: E731
-            similarity = lq.J("org.apache.lucene.search.similarities.BM25Similarity")(self.config.k1, self.config.b)
-        elif self.config.system == "qld":  # Pyserini's set_qld: the same similarity, analysis and rounding
-            build = lq.bag_of_words
-            similarity = lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(self.config.mu))
+        if spec.build is None:  # a bag of words on contents: analyzed, built and searched in bulk
+            build: Callable[[list[str]], object] = lq.bag_of_words
         else:
-            build = lq.bag_of_words
-            similarity = lq.J("org.apache.lucene.search.similarities.ClassicSimilarity")()
-        return self._loop(queries, build, similarity, tag)
+            weights = self.field_weights()
+            build = lambda terms: spec.build(terms, weights)  # noqa: E731
+        return self._loop(queries, build, spec.similarity(self.config), tag)
 
     def _batch_pyserini(self, queries: Sequence[Query], tag: str) -> Run:
-        fields = self.field_weights() if self.config.system == "bm25-mf" else {}
+        fields = self.field_weights() if lexical_system(self.config.system).multi_field else {}
         ranking = PackedRanking(self.index.ids)
         analyzed = self.analyzed(queries)
         # Pyserini's batch fails as a whole on a query over Lucene's clause limit; such a query is

@@ -15,19 +15,14 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from irglow.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.lexical.systems import lexical_system, lexical_systems
 from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
-LEXICAL_SYSTEMS = ("bm25", "bm25-mf", "bm25f", "tfidf", "qld")  # qld: query likelihood (Dirichlet)
 DEFAULT_SYSTEMS = ["bm25", "bm25-mf", "bm25f", "tfidf"]
-RM3_SYSTEMS = ("bm25", "bm25-mf")  # expanded by Pyserini's RM3 (its searcher's)
-MULTI_FIELD = ("bm25f", "bm25-mf")
-# the weights each multi-field system's tuning tries per field: CombinedFieldQuery needs weights >= 1; the sum of
-# per-field scores takes any positive weight (only their ratios matter)
-TUNING_GRID = {"bm25f": (1.0, 2.0, 4.0), "bm25-mf": (0.25, 0.5, 1.0, 2.0, 4.0)}
 
 
 @dataclass
@@ -63,12 +58,13 @@ class LexicalSettings:
             if "+" in str(system):  # one meaning for "+": the runs of a fusion
                 raise ValueError(f"lexical.systems: {system!r}: '+' joins the runs of a fusion; a system with RM3 "
                                  f"is written {str(system).replace('+', '-')!r}")
-            if str(system).removesuffix("-rm3") not in LEXICAL_SYSTEMS:
-                raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: "
-                                 f"{', '.join(LEXICAL_SYSTEMS)}; with RM3: {', '.join(s + '-rm3' for s in RM3_SYSTEMS)}")
-            if str(system).endswith("-rm3") and system.removesuffix("-rm3") not in RM3_SYSTEMS:
-                raise ValueError(f"lexical.systems: {system!r}: RM3 is offered for {', '.join(RM3_SYSTEMS)} "
-                                 f"(Pyserini's implementation)")
+            known = lexical_systems()
+            if str(system).removesuffix("-rm3") not in known:
+                raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: {', '.join(known)}; "
+                                 f"with RM3: {', '.join(n + '-rm3' for n, s in known.items() if s.rm3)}")
+            if str(system).endswith("-rm3") and not known[system.removesuffix("-rm3")].rm3:
+                raise ValueError(f"lexical.systems: {system!r}: RM3 is offered for "
+                                 f"{', '.join(n for n, s in known.items() if s.rm3)} (Pyserini's implementation)")
             settings.config(system, {}).check()
         return settings
 
@@ -82,7 +78,8 @@ class LexicalSettings:
 
         name = system.removesuffix("-rm3")
         return LexicalConfig(system=name, k1=self.k1, b=self.b, depth=self.depth, threads=self.threads, mu=self.mu,
-                             field_weights=dict(weights.get(name, self.field_weights)) if name in MULTI_FIELD else {},
+                             field_weights=dict(weights.get(name, self.field_weights))
+                             if lexical_system(name).multi_field else {},
                              rm3=system.endswith("-rm3"))
 
     def key(self) -> dict[str, Any]:
@@ -96,7 +93,8 @@ class LexicalSettings:
         split is asked for one only when weights are tuned."""
         import time
 
-        multi = [s for s in MULTI_FIELD if s in {t.removesuffix("-rm3") for t in self.systems}]
+        used = {t.removesuffix("-rm3") for t in self.systems}
+        multi = [n for n, s in lexical_systems().items() if s.multi_field and n in used]
         if not self.tune_bm25f:
             return {s: dict(self.field_weights) for s in multi}
         t = time.perf_counter()
@@ -117,7 +115,7 @@ def tune_field_weights(index, queries, qrels, fields, system: str = "bm25f", gri
     from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
     m = parse_measures([measure])
-    grid = grid or TUNING_GRID[system]
+    grid = grid or lexical_system(system).tuning_grid
     weights = {f: 1.0 for f in fields}
 
     def score(w):
@@ -149,7 +147,7 @@ class LexicalStage(Stage):
     def ranker(self, name, config, parse):
         from irglow.rankers import Lexical
 
-        return Lexical(name) if name.removesuffix("-rm3") in LEXICAL_SYSTEMS else None
+        return Lexical(name) if name.removesuffix("-rm3") in lexical_systems() else None
 
     def tags(self, settings: LexicalSettings, produced=()) -> list[str]:
         return settings.tags()

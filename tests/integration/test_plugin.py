@@ -113,3 +113,46 @@ def test_a_bad_plugin_is_one_line_naming_its_entry_point(tmp_path, target, modul
                           text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert re.search(message, proc.stderr), proc.stderr
+
+
+def test_a_registered_lexical_system_has_every_right_of_irglows_own(tmp_path, monkeypatch):
+    """Issue 61: a Lucene similarity another package registers (entry-point group irglow.lexical) is a [lexical]
+    system: searched, fused with its weight tuned on the training queries, and a PyTerrier pipeline equal to its run."""
+    from irglow import Experiment, Lexical
+    from irglow.outputs import read_results
+
+    site = tmp_path / "site"
+    dist = site / "irglow_jm-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: irglow-jm\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[irglow.lexical]\njm = jm_system:JELINEK_MERCER\n")
+    (site / "jm_system.py").write_text(
+        "from irglow.lexical.systems import LexicalSystem\n\n\n"
+        "def _jm(config):\n"
+        "    from irglow.lexical import queries as lq\n\n"
+        "    return lq.J('org.apache.lucene.search.similarities.LMJelinekMercerSimilarity')(0.7)\n\n\n"
+        "JELINEK_MERCER = LexicalSystem('jm', 'query likelihood, Jelinek-Mercer smoothing (0.7)', _jm)\n")
+    monkeypatch.syspath_prepend(str(site))
+    fused = Lexical("bm25") + Lexical("jm")
+    exp = Experiment(SMALL_DEMO, systems=["bm25", "jm", fused], out=tmp_path / "out",
+                     settings={"data_dir": str(tmp_path / "data"), "lexical.depth": 30, "output.clusters": 0})
+    assert exp.config["lexical"]["systems"] == ["bm25", "jm"]
+    exp.run()
+    out = tmp_path / "out"
+    bm25, jm = Run.read(out / "bm25.run"), Run.read(out / "jm.run")
+    assert any([d for d, _ in jm.ranking[q]] != [d for d, _ in bm25.ranking[q]] for q in bm25.ranking)
+    tuned = read_results(out)["fusion:bm25+jm"]
+    assert tuned.method == "wsum" and tuned.tuning_set == "training" and tuned.tuning_queries > 0
+
+    pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
+    import pandas as pd
+
+    from irglow.data.collection import load_collection
+    from irglow.pyterrier import frame_to_run, transformer
+
+    queries = load_collection(SMALL_DEMO).queries("test")
+    topics = pd.DataFrame({"qid": [q.query_id for q in queries], "query": [q.text for q in queries]})
+    for ranker in (Lexical("jm"), fused):
+        made = frame_to_run(transformer(ranker, out).transform(topics)).ranking
+        assert {q: [d for d, _ in r] for q, r in made.items()} == \
+            {q: [d for d, _ in r] for q, r in Run.read(out / f"{ranker.tag}.run").ranking.items()}, ranker.tag

@@ -56,7 +56,7 @@ def test_shipped_configs_pass(path):
 @pytest.mark.parametrize("override, message", [
     ("lexcal.depth=10", r"unknown top-level setting\(s\) \['lexcal'\] \(did you mean 'lexical'\?\); known: .*lexical"),
     ("lexical.k2=1.2", r"unknown \[lexical\] setting\(s\) \['k2'\].*; known: .*k1"),
-    ("lexical.systems=['bm25', 'bm26']", r"'bm26' is not a lexical system; known: bm25, bm25-mf, bm25f, tfidf"),
+    ("lexical.systems=['bm25', 'bm26']", r"'bm26' is not a lexical system; known: bm25, bm25f, bm25-mf, tfidf, qld"),
     ("lexical.systems=['bm25-rm4']", r"'bm25-rm4' is not a lexical system"),
     ("lexical.systems=['bm25+rm3']", r"'\+' joins the runs of a fusion; a system with RM3 is written 'bm25-rm3'"),
     ("collection.test_splt='dev'", r"\['test_splt'\]"),
