@@ -46,6 +46,11 @@ def _settings_classes() -> dict:
     classes = {"index": IndexConfig, "lexical": LexicalSettings, "twbert": TrainConfig, "twbert.model": TWBertConfig,
                "glow": GlowTrainConfig, "glow.model": GlowConfig, "rerank.<kind>": RerankTrainConfig,
                "rerank.monobert.model": MonoBERTConfig, "rerank.nrmf.model": NRMFConfig}
+    from irglow.models.rerank.kinds import plugin_kinds
+
+    for name, kind in plugin_kinds().items():  # a registered re-ranker kind's [rerank.<kind>] table
+        if is_dataclass(kind.settings_class):
+            classes[f"rerank.{name}"] = kind.settings_class
     for stage in STAGES:  # a plugin's section, where its settings class declares every field (irglow.settings.setting)
         if stage.name not in classes and stage.name not in DECLARED and is_dataclass(stage.settings_class):
             try:

@@ -70,6 +70,9 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
     assert results["fusion:twbert+linear"].method == "wsum"  # tuned on what both held out (one split for every trainer)
     exp.run()  # cached by content like irglow's own kinds
     assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
+    from irglow.commands.reference import settings_reference
+
+    assert "gradient steps over every training pair" in settings_reference(["rerank.linear"])  # `irglow settings`
 
     pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
     import pandas as pd
