@@ -148,7 +148,8 @@ def test_the_tutorial_runs(tmp_path):
     nbclient = pytest.importorskip("nbclient")
     notebook = nbformat.read(ROOT / "docs" / "tutorial.ipynb", as_version=4)
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
-    env = {"IRGLOW_TUTORIAL_OUT": str(tmp_path / "out"), "IRGLOW_DATA": str(tmp_path / "data")}
+    env = {"IRGLOW_TUTORIAL_OUT": str(tmp_path / "out"), "IRGLOW_DATA": str(tmp_path / "data"),
+           "IRGLOW_TUTORIAL_COLLECTION": "demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10"}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel inherits this process's environment
     try:
