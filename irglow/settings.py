@@ -339,9 +339,9 @@ def registered_subsections(section: str) -> tuple[str, ...]:
     group = REGISTERED_SUBSECTIONS.get(section)
     if group is None:
         return ()
-    from importlib.metadata import entry_points
+    from irglow.utils.plugins import registered
 
-    return tuple(point.name for point in entry_points(group=group))
+    return tuple(point.name for point in registered(group))
 
 
 def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:

@@ -20,10 +20,10 @@ ENTRY_POINTS = "irglow.stages"
 def plugins(built_in: list[Stage]) -> list[Stage]:
     """The stages other packages register under the entry point group ``irglow.stages``; a name irglow's stages
     (or another plugin) already use is an error naming both."""
-    from importlib.metadata import entry_points
+    from irglow.utils.plugins import registered
 
     found: list[Stage] = []
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
+    for point in registered(ENTRY_POINTS):
         where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS}"
         try:
             loaded = point.load()

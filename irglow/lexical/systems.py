@@ -63,10 +63,10 @@ BUILT_IN: dict[str, LexicalSystem] = {s.name: s for s in (
 def lexical_systems() -> dict[str, LexicalSystem]:
     """irglow's systems, then the registered ones; a registered name irglow's (or another plugin) uses, or an entry
     point that is no :class:`LexicalSystem`, is an error naming the entry point."""
-    from importlib.metadata import entry_points
+    from irglow.utils.plugins import registered
 
     found = dict(BUILT_IN)
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
+    for point in registered(ENTRY_POINTS):
         where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS})"
         try:
             system = point.load()

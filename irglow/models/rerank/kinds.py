@@ -59,10 +59,10 @@ class RerankerKind:
 def plugin_kinds() -> dict[str, RerankerKind]:
     """The kinds other packages register (entry-point group ``irglow.rerankers``); a name irglow's kinds (or another
     plugin) use is an error naming both, as is an entry point that is no :class:`RerankerKind`."""
-    from importlib.metadata import entry_points
+    from irglow.utils.plugins import registered
 
     found: dict[str, RerankerKind] = {}
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
+    for point in registered(ENTRY_POINTS):
         where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS})"
         try:
             loaded = point.load()
