@@ -57,7 +57,7 @@ readme-check: run
 # Every test, slow ones included, on as many workers as cores (pytest-xdist; tests/conftest.py gives each worker
 # one torch thread); `make test-fast` leaves out the tests marked slow (multi-process training, the miniature
 # MS MARCO pipeline, the lexical reproduction matrix, the end-to-end runs over ~4 s) for the edit-test loop:
-# about 70 s against 4.5-5 min on 2 cores.
+# about 75 s against 4-5 min on 2 cores.
 test: venv browser
 	$(BIN)/python -m pytest -q -n auto --dist loadscope tests
 
