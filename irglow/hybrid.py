@@ -237,14 +237,15 @@ class FusionStage(Stage):
         def parts() -> list[str]:
             return self.all_parts(ctx) if every else list(hybrid.runs)
 
+        def cut() -> dict[str, int]:  # the re-ranked parts and the depth of their re-ranked block
+            return {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
+
         def settings() -> dict[str, Any]:
-            cut = {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
             return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
-                    "cut": cut, "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options()}
+                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options()}
 
         def produce():
-            cut = {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
-            run, info = fuse_entry(ctx, parts(), cut, hybrid)
+            run, info = fuse_entry(ctx, parts(), cut(), hybrid)
             run.write(ctx.out / f"{tag}.run")
             log.info("%s: %s", tag, info)
             return Produced({tag: run}, FusionResult.of(tag, info, fs.measure))
