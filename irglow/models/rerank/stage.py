@@ -474,7 +474,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         s, source, depth = ctx.settings, ctx.source, ctx.settings.depth
         first = self.first_stage(ctx, s.first_stages[name])[0]
         first_training = self._training_run(ctx, s.first_stages[name])
-        model_dir = self._trained_kind(ctx, s.models_of[name], registered)
+        owner = s.models_of[name]  # its own first stage's training run where the model is its own (searched once)
+        model_dir = self._trained_kind(ctx, owner, registered,
+                                       first_training if s.first_stages[owner] == s.first_stages[name] else None)
         docs = docs_store(ctx.collection)
         t = time.perf_counter()
         produced = {name: registered.rerank(model_dir, first, ctx.test_queries, docs, depth, name)}
@@ -502,9 +504,10 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             return LexicalSearcher(ctx.source.index, ctx.lexical_config("bm25")).search(ctx.source.queries(), tag="bm25")
         return self.first_stage(ctx, tag)[1]
 
-    def _trained_kind(self, ctx, owner: str, registered) -> Path:
+    def _trained_kind(self, ctx, owner: str, registered, first=None) -> Path:
         """``owner``'s model of a registered kind: reused from ``model_dir``, found trained, or trained on its first
-        stage's run of the training queries, the queries every trainer holds out left out (they tune fusions)."""
+        stage's run of the training queries (``first``, where the caller has it), the queries every trainer holds
+        out left out (they tune fusions)."""
         import json
 
         from irglow.defaults import SEED
@@ -520,7 +523,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         if owner in reused:
             return reused[owner]
         # a first stage with no run of the training queries (a dense run, a fusion): it learns from BM25's
-        first = self._training_run(ctx, s.first_stages[owner]) or self._training_run(ctx, "bm25")
+        first = first or self._training_run(ctx, s.first_stages[owner]) or self._training_run(ctx, "bm25")
         settings = registered.settings_dict(s.trainers[owner].settings)
         folder = keyed_train_dir(Path(ctx.train_root) / f"{owner}-train", {
             "kind": registered.name, "settings": settings, "source": source.digest, "seed": ctx.seed,
