@@ -28,7 +28,7 @@ from irglow.data.records import Query
 from irglow.index.jvm import bulk_search_available
 from irglow.index.lucene_index import LuceneIndex, doc_ids  # noqa: F401 (doc_ids re-exported)
 from irglow.lexical import queries as lq
-from irglow.lexical.systems import lexical_system, lexical_systems
+from irglow.lexical.systems import lexical_system, rm3_systems
 from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
@@ -129,8 +129,8 @@ class LexicalSearcher:
         tag = tag or self.config.system
         spec = lexical_system(self.config.system)
         if self.config.rm3 and not spec.rm3:
-            raise ValueError(f"RM3 is offered for {', '.join(n for n, s in lexical_systems().items() if s.rm3)} "
-                             f"(Pyserini's implementation), not {spec.name}")
+            raise ValueError(f"RM3 is offered for {', '.join(rm3_systems())} (Pyserini's implementation), not "
+                             f"{spec.name}")
         if spec.similarity is None or self.config.rm3:  # Pyserini's searcher scores it (and expands it by RM3)
             return self._batch_pyserini(queries, tag)
         if spec.build is None:  # a bag of words on contents: analyzed, built and searched in bulk

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from irglow.defaults import BM25_B, BM25_K1, DEPTH
-from irglow.lexical.systems import lexical_system, lexical_systems
+from irglow.lexical.systems import lexical_system, lexical_systems, rm3_systems
 from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
 from irglow.settings import setting
@@ -58,13 +58,13 @@ class LexicalSettings:
             if "+" in str(system):  # one meaning for "+": the runs of a fusion
                 raise ValueError(f"lexical.systems: {system!r}: '+' joins the runs of a fusion; a system with RM3 "
                                  f"is written {str(system).replace('+', '-')!r}")
-            known = lexical_systems()
+            known, rm3 = lexical_systems(), rm3_systems()
             if str(system).removesuffix("-rm3") not in known:
                 raise ValueError(f"lexical.systems: {system!r} is not a lexical system; known: {', '.join(known)}; "
-                                 f"with RM3: {', '.join(n + '-rm3' for n, s in known.items() if s.rm3)}")
-            if str(system).endswith("-rm3") and not known[system.removesuffix("-rm3")].rm3:
-                raise ValueError(f"lexical.systems: {system!r}: RM3 is offered for "
-                                 f"{', '.join(n for n, s in known.items() if s.rm3)} (Pyserini's implementation)")
+                                 f"with RM3: {', '.join(n + '-rm3' for n in rm3)}")
+            if str(system).endswith("-rm3") and system.removesuffix("-rm3") not in rm3:
+                raise ValueError(f"lexical.systems: {system!r}: RM3 is offered for {', '.join(rm3)} (Pyserini's "
+                                 f"implementation)")
             settings.config(system, {}).check()
         return settings
 

@@ -86,3 +86,8 @@ def lexical_system(name: str) -> LexicalSystem:
     if name not in systems:
         raise ValueError(f"unknown lexical system {name!r}; choose from {', '.join(systems)}")
     return systems[name]
+
+
+def rm3_systems() -> list[str]:
+    """The systems Pyserini's RM3 expands (``<name>-rm3``)."""
+    return [n for n, s in lexical_systems().items() if s.rm3]
