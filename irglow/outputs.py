@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 from typing import Mapping
 
+import irglow.stages  # noqa: F401 - every stage's Result kinds registered, a plugin's too (read_results)
 from irglow.hybrid import FusionResult
 from irglow.models.rerank.stage import RerankResult
 from irglow.plan import Plan
@@ -36,7 +37,8 @@ def diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list
 
 
 def read_results(folder: Path) -> dict[str, Result]:
-    """What each unit of a finished run folder's pipeline did (the manifest's ``results``), as typed results."""
+    """What each unit of a finished run folder's pipeline did (the manifest's ``results``), as typed results: every
+    stage's module is loaded (:mod:`irglow.stages`, plugins too), so each result's class has registered its kind."""
     manifest = Path(folder) / "manifest.json"
     recorded = json.loads(manifest.read_text()).get("results", {}) if manifest.is_file() else {}
     return {name: r for name, r in ((n, result_of(v)) for n, v in recorded.items()) if r is not None}

@@ -234,7 +234,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     check_index_config(config)
     keep_data_dir(collection, data_dir(root))  # its document store's tables beside its indexes
     target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
-    start_jvm(data_dir(root))  # its logs and helper beside the indexes of this data folder, not $IRGLOW_DATA's
+    start_jvm(data_dir(root))  # its crash logs beside the indexes of this data folder, not $IRGLOW_DATA's
     if target.exists() and not force:
         cached = _verified(target)
         if cached is not None:
