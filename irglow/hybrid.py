@@ -26,15 +26,16 @@ cached) as soon as the runs it fuses exist, so a later stage can re-rank it (``r
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from irglow import settings
 from irglow.config import flag
-from irglow.runs.fusion import convex_grid, fuse, fuse_tuned
+from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
 from irglow.runs.trec import Run
-from irglow.runs.keys import held_out
+from irglow.runs.keys import Runs, held_out
 from irglow.runs.wanted import ALL, Hybrid, _entries, fusion_tag, hybrids, split_fusion
 from irglow.stage import Produced, Result, Stage, Unit
 
@@ -114,7 +115,8 @@ def check(s: FusionSettings, produced: list[str]) -> None:
             continue
         if len(parts) < 2:
             raise ValueError(f"fusion.runs: {parts} fuses nothing; name two runs or more")
-        missing = [p for p in parts if p not in produced]
+        others = [h.tag for h in s.hybrids if h is not hybrid and list(h.runs) != [ALL]]  # a fusion fuses fusions
+        missing = [p for p in parts if p not in produced and p not in others]
         if missing and s.optional:
             log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
                         fusion_tag(parts), missing)
@@ -125,11 +127,18 @@ def check(s: FusionSettings, produced: list[str]) -> None:
             raise ValueError(f"fusion.runs: {fusion_tag(parts)} is already a run of another stage; rename or drop one")
 
 
-def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None = None) -> tuple[Run, dict]:
+def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None = None,
+               held_out_too: bool = False) -> tuple[Run, dict, Run | None]:
     """One configured hybrid of the runs in ``ctx.runs``: weights tuned on the held-out training queries every
     fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
     zero-shot or when a model has no held-out run; ``cut``: re-ranked tags and their depth.  ``hybrid``: its own
-    method and normalisation (else ``[fusion]``'s), or fixed weights (then nothing is tuned)."""
+    method and normalisation (else ``[fusion]``'s), or fixed weights (then nothing is tuned).
+
+    ``held_out_too`` (another fusion tunes on this one): also its run of the tuning queries — cross-fitted where
+    its weights are tuned (:func:`~irglow.runs.fusion.cross_fitted`: no query's run fused with weights its own
+    judgments chose), else its parts' runs of them fused as the test runs are.  Returns the test run, what was
+    done (:class:`FusionResult`'s fields) and that held-out run (``None`` where none was asked or none can be
+    made)."""
     fs = ctx.settings
     method, norm, measure, step = fs.method, fs.norm, fs.measure, fs.step
     if hybrid is not None:
@@ -140,38 +149,51 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None
         return Run({q: d[: cut[name]] for q, d in run.ranking.items()}, run.tag) if name in cut else run
 
     test = [top(runs[p], p) for p in parts]
-    if hybrid is not None and hybrid.weights is not None:
-        return fuse(test, method, norm, list(hybrid.weights), depth=depth, tag=tag), {
-            "method": method, "norm": norm if method == "wsum" else None, "weights": list(hybrid.weights),
-            "why": "fixed weights", "parts": list(parts)}
-    if method == "rrf":  # reciprocal-rank fusion, as the settings reference says: equal weights, nothing tuned
-        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts),
-                                                         "why": "method = rrf (nothing tuned)", "parts": list(parts)}
-    # the trained parts' runs of the queries they held out; a part that learned nothing from the training
-    # queries (a Lucene run) ranks whichever the others held out
+    fixed = hybrid is not None and hybrid.weights is not None
+    if fixed or method == "rrf":  # nothing tuned: its held-out run fuses its parts' as the test runs are
+        weights = list(hybrid.weights) if fixed else [1.0] * len(parts)
+        tuning = _tuning_runs(ctx, parts, top) if held_out_too else None
+        held = fuse(tuning[0], method, norm, weights, depth=depth, tag=tag) if isinstance(tuning, tuple) else None
+        return fuse(test, method, norm, weights, depth=depth, tag=tag), {
+            "method": method, "norm": norm if method == "wsum" else None, "weights": weights,
+            "why": "fixed weights" if fixed else "method = rrf (nothing tuned)", "parts": list(parts)}, held
+    carried = ctx.zero_shot and fs.zero_shot == "carried"
+    tuning = _tuning_runs(ctx, parts, top) if carried or not ctx.zero_shot else None
+    if not isinstance(tuning, tuple):
+        why = "zero-shot (fusion.zero_shot = rrf)" if tuning is None else \
+            ("zero-shot, " if ctx.zero_shot else "") + tuning
+        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
+                                                         "parts": list(parts)}, None
+    tune, qrels, tuning_set = tuning
+    run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
+    info["tuning_set"] = tuning_set
+    if carried:  # tuned on the training collection's held-out queries, used here unchanged
+        info["carried_from"] = f"{ctx.source.collection.name} / {ctx.source.split}"
+    held = cross_fitted(tune, qrels, method, norm, measure, step, depth=depth, tag=tag)[0] if held_out_too else None
+    return run, {**info, "parts": list(parts)}, held
+
+
+def _tuning_runs(ctx, parts: list[str], top) -> "tuple[list[Run], list, str] | str":
+    """The parts' runs of the queries a fusion tunes on, their judgments and which queries they are: the trained
+    parts' runs of the queries they held out, intersected (a part that learned nothing from the training queries
+    — a Lucene run — ranks whichever the others held out), or every judged training query where no part
+    trained.  Where there are none, why (a string)."""
+    runs = ctx.runs
     held = {p: runs.held_out(p) for p in parts if not runs.can_rank_any(p) and runs.held_out(p) is not None}
     missing = [p for p in parts if p not in held and not runs.can_rank_any(p)]
-    carried = ctx.zero_shot and fs.zero_shot == "carried"
-    no_training = len(held) == len(missing) == 0 and _training_queries(ctx) is None
-    if (ctx.zero_shot and not carried) or missing or no_training:
-        why = "zero-shot (fusion.zero_shot = rrf)" if ctx.zero_shot and not carried else \
-            ("zero-shot, " if ctx.zero_shot else "") + ("the training collection has no judged training queries to "
-                                                        "tune on" if no_training else "no held-out runs of " + ", ".join(
-                                                            missing))
-        return fuse(test, "rrf", depth=depth, tag=tag), {"method": "rrf", "weights": [1.0] * len(parts), "why": why,
-                                                         "parts": list(parts)}
+    if missing:
+        return "no held-out runs of " + ", ".join(missing)
     if held:  # a model's held-out queries: the ones no fused model trained on
         qids = set.intersection(*(set(r.ranking) for r in held.values()))
     else:  # runs that learned nothing from the training queries: every judged one tunes the weights
-        qids = {q.query_id for q in _training_queries(ctx)}
+        judged = _training_queries(ctx)
+        if judged is None:
+            return "the training collection has no judged training queries to tune on"
+        qids = {q.query_id for q in judged}
     qrels = [r for r in ctx.source.qrels() if r.query_id in qids]
     queries = [q for q in ctx.source.queries() if q.query_id in qids]
-    tune = [top(_restricted(held[p], qids), p) if p in held else runs.of_training_queries(p, queries) for p in parts]
-    run, info = fuse_tuned(test, tune, qrels, method, norm, measure, step, depth=depth, tag=tag)
-    info["tuning_set"] = "held-out training" if held else "training"
-    if carried:  # tuned on the training collection's held-out queries, used here unchanged
-        info["carried_from"] = f"{ctx.source.collection.name} / {ctx.source.split}"
-    return run, {**info, "parts": list(parts)}
+    tune = [top(restricted(held[p], qids), p) if p in held else runs.of_training_queries(p, queries) for p in parts]
+    return tune, qrels, "held-out training" if held else "training"
 
 
 def _training_queries(ctx):
@@ -242,13 +264,24 @@ class FusionStage(Stage):
 
         def settings() -> dict[str, Any]:
             return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
-                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options()}
+                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options(),
+                    **({"held_out": True} if held_out_too else {})}
+
+        # another hybrid fuses this one: it tunes on this one's run of its tuning queries, unless this one ranks
+        # any query as its parts do (then it searches the queries it wants, as of a Lucene run)
+        part_of_another = any(tag in h.runs for h in fs.hybrids if h.tag != tag)
+        if part_of_another and not every and not hybrid.tuned(fs.method) and all(map(ctx.runs.can_rank_any, parts())):
+            ctx.runs.ranks_any(tag, lambda queries: fuse_entry(
+                dataclasses.replace(ctx, runs=Runs({p: ctx.runs.of_training_queries(p, queries) for p in parts()})),
+                parts(), {}, hybrid)[0])
+        held_out_too = part_of_another and not ctx.runs.can_rank_any(tag)
 
         def produce():
-            run, info = fuse_entry(ctx, parts(), cut(), hybrid)
+            run, info, held = fuse_entry(ctx, parts(), cut(), hybrid, held_out_too)
             run.write(ctx.out / f"{tag}.run")
             log.info("%s: %s", tag, info)
-            return Produced({tag: run}, FusionResult.of(tag, info, fs.measure))
+            written = dict([held_out(tag).write(ctx.out, held)]) if held is not None else {}
+            return Produced({tag: run, **written}, FusionResult.of(tag, info, fs.measure))
 
         return Unit(f"fusion:{tag}", settings, lambda: ctx.runs.of([*parts(), *map(held_out, parts())]), produce,
                     (tag,), loads={}, reads=() if every else tuple(hybrid.runs), reads_every_run=every)
@@ -267,7 +300,3 @@ class FusionStage(Stage):
                               (len(tunable) < len(every) and all(runs.can_rank_any(t) for t in tunable))):
             return every
         return tunable
-
-
-def _restricted(run: Run, qids: set[str]) -> Run:
-    return Run({q: d for q, d in run.ranking.items() if q in qids}, run.tag)

@@ -246,7 +246,9 @@ class Rerank(Ranker):
 class Fusion(Ranker):
     """The fusion of ``rankers`` (tag ``a+b``; a part that is itself a fusion in parentheses): the weighted sum of
     normalised scores with weights tuned on training queries no fused model saw (``[fusion]``), or this fusion's
-    own ``method`` (``rrf`` / ``wsum``), ``norm`` or fixed ``weights`` (then nothing is tuned)."""
+    own ``method`` (``rrf`` / ``wsum``), ``norm`` or fixed ``weights`` (then nothing is tuned).  A part may be a
+    fusion: a tuned one gives this one its cross-fitted run of the tuning queries (no query fused with weights its
+    own judgments chose: :func:`irglow.runs.fusion.cross_fitted`)."""
 
     stage: ClassVar[str] = "fusion"
 

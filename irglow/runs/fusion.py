@@ -184,3 +184,38 @@ def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: l
     info = {"method": method, "norm": norm if method == "wsum" else None, "weights": list(weights),
             f"tuning_{measure}": score, "tuning_queries": len({q.query_id for q in tune_qrels})}
     return fuse(test_runs, method, norm, weights, k, depth, tag), info
+
+
+CROSS_FIT_FOLDS = 5
+
+
+def cross_fitted(tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = "wsum", norm: str = "min-max",
+                 measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0, depth: int = DEPTH,
+                 tag: str = "fused", folds: int = CROSS_FIT_FOLDS) -> tuple[Run, list[tuple[float, ...]]]:
+    """A tuned fusion's run of the very queries it is tuned on, each query fused with weights tuned on the other
+    folds' queries only (stacking's out-of-fold predictions): another fusion can then tune on it without the
+    weights having seen the judgments they are scored against.  The queries are those every run ranks, dealt
+    into ``folds`` in sorted order (a query's fold never depends on the runs); a fold whose other folds hold no
+    relevant judgment takes equal weights.  Returns the run and each fold's weights."""
+    qids = sorted(set.intersection(*(set(r.ranking) for r in tune_runs)))
+    n = max(1, min(folds, len(qids)))
+    fold_of = {q: i % n for i, q in enumerate(qids)}
+    ranking: dict[str, list] = {}
+    chosen = []
+    for f in range(n):
+        rest = {q for q in qids if fold_of[q] != f}
+        rest_qrels = [r for r in tune_qrels if r.query_id in rest]
+        if any(r.relevance > 0 for r in rest_qrels):
+            weights = tune_weights([restricted(r, rest) for r in tune_runs], rest_qrels, method, norm, measure, step, k,
+                                   depth)[0]
+        else:
+            weights = tuple([1.0 / len(tune_runs)] * len(tune_runs))
+        mine = {q for q in qids if fold_of[q] == f}
+        ranking.update(fuse([restricted(r, mine) for r in tune_runs], method, norm, weights, k, depth, tag).ranking)
+        chosen.append(tuple(weights))
+    return Run(ranking, tag), chosen
+
+
+def restricted(run: Run, qids: set[str]) -> Run:
+    """``run`` of the queries ``qids`` only."""
+    return Run({q: d for q, d in run.ranking.items() if q in qids}, run.tag)

@@ -73,6 +73,10 @@ class Hybrid:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
                 (("method", self.method), ("norm", self.norm), ("weights", self.weights)) if v is not None}
 
+    def tuned(self, default_method: str) -> bool:
+        """Whether its weights are tuned: no fixed weights and not reciprocal-rank (``default_method``: [fusion]'s)."""
+        return self.weights is None and (self.method or default_method) != "rrf"
+
     def settings_text(self) -> str:
         """Its own settings as an error message names them (``{'weights': [1, 0]}``, or the [fusion] defaults)."""
         return str(self.options() or "the [fusion] defaults")

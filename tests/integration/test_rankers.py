@@ -16,7 +16,7 @@ from tests.integration.torchrun import tiny_bert
 
 @pytest.fixture(scope="module")
 def experiment(module_tmp):
-    from irglow import NRMF, QL, Dense, Experiment, Lexical, MonoBERT, Rerank, TWBert
+    from irglow import NRMF, QL, Dense, Experiment, Fusion, Lexical, MonoBERT, Rerank, TWBert
 
     tmp = module_tmp
     bert = tiny_bert(tmp / "bert")
@@ -26,7 +26,10 @@ def experiment(module_tmp):
     mix = Lexical("bm25") + over_ql + Dense("glow")
     mono = MonoBERT(max_steps=2, val_depth=5)
     rankers = [Lexical("bm25"), QL(), TWBert(), Dense("glow"), over_ql, TWBert() + QL(), mix, Rerank(mix, mono),
-               Rerank(QL(), mono), Rerank(over_ql, nrmf)]  # issue 61: monobert(ql), nrmf(nrmf(ql))
+               Rerank(QL(), mono), Rerank(over_ql, nrmf),  # issue 61: monobert(ql), nrmf(nrmf(ql))
+               # issue 61: fusions as tuned parts of fusions, one tuned (twbert+ql), one reciprocal-rank (bm25+bm25f)
+               Fusion([TWBert() + QL(), Dense("glow")]),
+               Fusion([Fusion([Lexical("bm25"), Lexical("bm25f")], method="rrf"), TWBert()])]
     exp = Experiment(SMALL_DEMO, systems=rankers, out=tmp / "out", settings={
         "data_dir": str(tmp / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0,
         "twbert.epochs": 1, "twbert.candidates": 10, "twbert.batch_queries": 4, "twbert.model.base_model": bert,
@@ -41,7 +44,8 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
 
     exp, cmp, out = experiment
     assert exp.systems == ["bm25", "ql", "twbert", "glow", "nrmf(ql)", "twbert+ql", "bm25+nrmf(ql)+glow",
-                           "monobert(bm25+nrmf(ql)+glow)", "monobert(ql)", "nrmf(nrmf(ql))"]
+                           "monobert(bm25+nrmf(ql)+glow)", "monobert(ql)", "nrmf(nrmf(ql))", "(twbert+ql)+glow",
+                           "(bm25+bm25f)+twbert"]
     assert list(cmp.means.index) == exp.systems
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     order = list(stages)  # the re-ranking of the fusion ran once the fusion existed, after the re-ranking it holds
@@ -52,9 +56,16 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     # a fusion's: none
     assert read_training(results["rerank:monobert(bm25+nrmf(ql)+glow)"].model)["first_stage"] == "bm25"
     # QL is tuned like any ranker (its run of the judged training queries), not left to reciprocal rank
-    for tag in ("twbert+ql", "bm25+nrmf(ql)+glow"):
+    for tag in ("twbert+ql", "bm25+nrmf(ql)+glow", "(twbert+ql)+glow", "(bm25+bm25f)+twbert"):
         info = results[f"fusion:{tag}"]
-        assert info.method == "wsum" and info.tuning_queries > 0, info
+        assert info.method == "wsum" and info.tuning_queries > 0 and info.tuning_set == "held-out training", info
+    # a tuned fusion inside another gives it its cross-fitted run of the queries TW-BERT held out (no query fused
+    # with weights its own judgments chose: tests/unit/test_fusion.py); a reciprocal-rank one searches any query
+    # as its Lucene parts do, so it writes none
+    held = Run.read(out / "tuning" / "twbert+ql.run")
+    assert set(held.ranking) == set(Run.read(out / "tuning" / "twbert.run").ranking)
+    assert results["fusion:(twbert+ql)+glow"].tuning_queries <= len(held.ranking)
+    assert not (out / "tuning" / "bm25+bm25f.run").exists() and results["fusion:bm25+bm25f"].method == "rrf"
 
 
 def test_pyterrier_pipelines_built_from_the_same_rankers_rank_as_the_runs(experiment):

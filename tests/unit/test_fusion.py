@@ -6,7 +6,7 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel
-from irglow.runs.fusion import convex_grid, fuse, tune_weights
+from irglow.runs.fusion import convex_grid, cross_fitted, fuse, tune_weights
 from irglow.runs.trec import Run
 from tests.files import write_trec
 
@@ -158,3 +158,23 @@ def test_a_long_tuning_shows_its_progress(tmp_path, capsys):
     assert "fusion weights" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "coarse.run"), "--step", "0.5"]) == 0
     assert "fusion weights" not in capsys.readouterr().err
+
+
+def test_a_cross_fitted_run_fuses_each_query_with_weights_its_own_judgments_did_not_choose():
+    """Issue 61: a tuned fusion that is part of another fusion gives it a run of its tuning queries.  Both queries
+    rank a: d1 2, d2 1 and b: d2 2, d1 1 (min-max: a gives d1 1 and d2 0, b the reverse); q1 judges d1, q2 d2.
+    Two folds, in sorted order: q1 alone, q2 alone.  On q2 alone the grid (0, 1), (0.5, 0.5), (1, 0) first reaches
+    nDCG 1 at (0, 1); on q1 alone only (1, 0) does (at (0.5, 0.5) d1 and d2 tie at 0.5 and trec_eval's order puts
+    d2 first).  So q1 is fused with (0, 1): d2 1.0, d1 0.0; q2 with (1, 0): d1 1.0, d2 0.0 — each ranks its relevant
+    document last, where in-sample weights would have ranked it first."""
+    a = Run({q: [("d1", 2.0), ("d2", 1.0)] for q in ("q1", "q2")}, "a")
+    b = Run({q: [("d2", 2.0), ("d1", 1.0)] for q in ("q1", "q2")}, "b")
+    qrels = [Qrel("q1", "d1", 1, "0"), Qrel("q2", "d2", 1, "0")]
+    run, weights = cross_fitted([a, b], qrels, step=0.5, folds=2, tag="a+b")
+    assert weights == [(0.0, 1.0), (1.0, 0.0)]
+    assert run.ranking == {"q1": [("d2", 1.0), ("d1", 0.0)], "q2": [("d1", 1.0), ("d2", 0.0)]}
+    assert run.tag == "a+b"
+    # a fold whose other folds judge nothing relevant takes equal weights: (0.5, 0.5) ties d1 and d2 at 0.5
+    run, weights = cross_fitted([a, b], [Qrel("q1", "d1", 1, "0"), Qrel("q2", "d2", 0, "0")], step=0.5, folds=2)
+    assert weights == [(0.5, 0.5), (1.0, 0.0)]
+    assert run.ranking["q1"] == [("d2", 0.5), ("d1", 0.5)]

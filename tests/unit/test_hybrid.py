@@ -49,6 +49,13 @@ def test_bad_fusion_settings_stop_before_work(runs, more, message):
         _check(_config(runs, **more), ["bm25", "twbert", "bm25+twbert2"])
 
 
+def test_a_hybrid_may_fuse_another_hybrid_of_the_section_but_not_one_it_does_not_define():
+    """Issue 61: a fusion is a part like any run: ``(bm25+twbert)+glow`` fuses the hybrid ``bm25+twbert``."""
+    _check(_config(["bm25+twbert", "(bm25+twbert)+glow"]), ["bm25", "twbert", "glow"])
+    with pytest.raises(ValueError, match=r"\(bm25\+twbert\)\+glow needs runs .* \['bm25\+twbert'\]"):
+        _check(_config(["(bm25+twbert)+glow"]), ["bm25", "twbert", "glow"])
+
+
 def test_a_hybrid_may_not_shadow_another_stage_run():
     with pytest.raises(ValueError, match="bm25f\\+glow is already a run of another stage"):
         _check(_config([["bm25f", "glow"]]), ["bm25f", "glow", "bm25f+glow"])
@@ -91,20 +98,20 @@ def test_weights_are_tuned_on_the_queries_every_model_held_out(tmp_path):
                                lexical=LexicalSettings(systems=["bm25"], depth=10),
                                zero_shot=zero_shot, source=source, lexical_config=None)
 
-    fused, info = fuse_entry(ctx({**test, **tuning}), ["a", "b"], {})
+    fused, info, _ = fuse_entry(ctx({**test, **tuning}), ["a", "b"], {})
     weights = info["weights"]
     assert weights[0] > weights[1] and info["tuning_queries"] == 1 and info["tuning_nDCG@10"] == 1.0
     assert [d for d, _ in fused.ranking["t"]] == ["d1", "d2"]
-    fused, info = fuse_entry(ctx({**test, **tuning}, zero_shot=True), ["a", "b"], {})
+    fused, info, _ = fuse_entry(ctx({**test, **tuning}, zero_shot=True), ["a", "b"], {})
     assert info["weights"] == weights and info["method"] == "wsum" and info["tuning_queries"] == 1
     assert info["carried_from"] == "training-collection / train"
     assert [d for d, _ in fused.ranking["t"]] == ["d1", "d2"]
-    fused, info = fuse_entry(ctx({**test, **tuning}, zero_shot=True, scheme="rrf"), ["a", "b"], {})
+    fused, info, _ = fuse_entry(ctx({**test, **tuning}, zero_shot=True, scheme="rrf"), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "zero-shot (fusion.zero_shot = rrf)"
     assert [d for d, _ in fused.ranking["t"]] == ["d2", "d1"]  # equal weights: the tie goes to docid order
-    fused, info = fuse_entry(ctx({**test, held_out("a"): tuning[held_out("a")]}), ["a", "b"], {})
+    fused, info, _ = fuse_entry(ctx({**test, held_out("a"): tuning[held_out("a")]}), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "no held-out runs of b"
-    fused, info = fuse_entry(ctx({**test, held_out("a"): tuning[held_out("a")]}, zero_shot=True), ["a", "b"], {})
+    fused, info, _ = fuse_entry(ctx({**test, held_out("a"): tuning[held_out("a")]}, zero_shot=True), ["a", "b"], {})
     assert info["method"] == "rrf" and info["why"] == "zero-shot, no held-out runs of b"
 
 

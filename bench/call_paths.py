@@ -1,0 +1,194 @@
+"""How far a ranker and a configuration travel through irglow's code (issue 61's structure targets), measured by
+running them, not by reading the code.
+
+* **A ranker's path**: from ``Experiment`` to its run file.  The stacks of irglow frames at the three moments the
+  ranker is handled — it writes itself into the configuration (``Ranker.configure``), its stage binds its settings
+  (``Stage.bind``), its run file is written (``Run.write`` of ``<tag>.run``) — and the files they cross together.
+* **The configuration's stops**: from ``irglow run --config`` to the bound plan (the configuration is sealed
+  after binding, so nothing reads it later): every irglow function that is handed the configuration or one of
+  its tables as an argument, and the files they are in.
+* **Climbs**: a call, in one of those stacks, from a module of a lower layer of the import-linter contract
+  (``pyproject.toml``) into one of a higher layer — a callback that reaches back up.
+
+    python bench/call_paths.py --collection demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10 --ranker 'Lexical("bm25") >> LinearRerank()' \\
+        --config configs/demo.toml
+
+``--ranker`` is Python over ``irglow``'s rankers and ``examples/linear_rerank.py``'s ``LinearRerank``; the
+collection is any ``Experiment`` takes (a BEIR folder, an ir_datasets id, a generated ``demo…``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import tomllib
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "irglow"
+
+
+def layers() -> list[list[str]]:
+    """The import-linter contract's layers, top first, each a list of module prefixes."""
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    return [[m.strip() for m in layer.split(":")] for layer in contract["layers"]]
+
+
+def module_of(filename: str) -> str | None:
+    path = Path(filename).resolve()
+    if PACKAGE not in path.parents:
+        return None
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(module: str, contract: list[list[str]]) -> int | None:
+    for i, layer in enumerate(contract):
+        if any(module == m or module.startswith(m + ".") for m in layer):
+            return i
+    return None
+
+
+def irglow_frames(stack) -> list[tuple[str, str]]:
+    """``(module, function)`` of each irglow frame, outermost first."""
+    return [(m, f.name) for f in stack if (m := module_of(f.filename)) is not None]
+
+
+def climbs(frames: list[tuple[str, str]], contract) -> list[str]:
+    """Calls from a lower layer's module into a higher layer's."""
+    found = []
+    for (caller, fn), (callee, gn) in zip(frames, frames[1:]):
+        a, b = layer_of(caller, contract), layer_of(callee, contract)
+        if a is not None and b is not None and b < a:
+            found.append(f"{caller}.{fn} → {callee}.{gn}")
+    return found
+
+
+def files(frames: list[tuple[str, str]]) -> list[str]:
+    """The modules a stack crosses, in order, a module once."""
+    return list(dict.fromkeys(m for m, _ in frames))
+
+
+def ranker_path(collection: str, spec: str, out: Path, settings: dict) -> dict[str, list[tuple[str, str]]]:
+    """Run an Experiment of BM25 and ``spec``; the irglow stacks where the ranker is configured, bound and written."""
+    import irglow
+    from irglow import Experiment, rankers
+    from irglow.runs import trec
+    from irglow.stages import STAGES
+
+    # examples/linear_rerank.py registered as its package would register it: an entry point
+    dist = out.parent / "site" / "irglow_linear-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: irglow-linear\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[irglow.rerankers]\nlinear = linear_rerank:LinearReranker\n")
+    sys.path[:0] = [str(out.parent / "site"), str(ROOT / "examples")]
+    from linear_rerank import LinearRerank  # noqa: F401 (the plugin a --ranker may name)
+
+    namespace = {name: getattr(irglow, name) for name in irglow.__all__}
+    namespace["LinearRerank"] = LinearRerank
+    ranker = eval(spec, namespace)  # a benchmark's own argument, as a shell command line
+    stacks: dict[str, list[tuple[str, str]]] = {}
+
+    def watch(owner, name: str, moment: str, when=lambda *a, **k: True):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            if moment not in stacks and when(*args, **kwargs):
+                stacks[moment] = irglow_frames(traceback.extract_stack()[:-1])
+            return original(*args, **kwargs)
+
+        setattr(owner, name, wrapper)
+        return lambda: setattr(owner, name, original)
+
+    stage = next(s for s in STAGES if s.name == ranker.stage)
+    undo = [watch(type(ranker), "configure", "configure", lambda self, *a: self is ranker),
+            watch(type(stage), "bind", "bind", lambda self, *a, **k: self is stage),
+            watch(trec.Run, "write", "write", lambda self, path, *a, **k: Path(path).name == f"{ranker.tag}.run")]
+    try:
+        Experiment(collection, systems=[rankers.Lexical("bm25"), ranker], out=out, settings=settings).run()
+    finally:
+        for u in undo:
+            u()
+    return stacks
+
+
+def config_stops(config: str, overrides: list[str]) -> list[tuple[str, str]]:
+    """Every irglow function handed the configuration (or one of its tables) from ``irglow run``'s loading to
+    the bound plan, in the order first reached."""
+    from irglow.config import SealedConfig, load_config
+    from irglow.plan import bind_plan
+
+    reached: dict[tuple[str, str], None] = {}
+    tables: set[int] = set()
+
+    def collect(value) -> None:
+        if isinstance(value, dict):
+            tables.add(id(value))
+            for v in value.values():
+                collect(v)
+        elif isinstance(value, list):
+            for v in value:
+                collect(v)
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        module = module_of(frame.f_code.co_filename)
+        if module is None:
+            return
+        code = frame.f_code
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if any(id(frame.f_locals.get(n)) in tables for n in names):
+            reached.setdefault((module, code.co_qualname), None)
+
+    import irglow.commands.experiment  # noqa: F401 (what `irglow run` runs: loaded before the clock)
+
+    reached[("irglow.commands.experiment", "cmd_run")] = None
+    sys.setprofile(profile)
+    try:
+        config_object = SealedConfig(load_config(config, overrides))
+        collect(config_object)
+        bind_plan(config_object)
+    finally:
+        sys.setprofile(None)
+    return list(reached)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--collection", default="demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
+    ap.add_argument("--ranker", default='Lexical("bm25") >> LinearRerank()')
+    ap.add_argument("--config", default=str(ROOT / "configs" / "demo.toml"))
+    ap.add_argument("--set", action="append", default=[], help="overrides of --config, as irglow run takes them")
+    args = ap.parse_args(argv)
+    contract = layers()
+    with tempfile.TemporaryDirectory() as tmp:
+        stacks = ranker_path(args.collection, args.ranker, Path(tmp) / "out", {"data_dir": str(Path(tmp) / "data"),
+                                                                               "output.page": False})
+    print(f"## The ranker {args.ranker} from Experiment to its run file\n")
+    every: list[str] = []
+    for moment in ("configure", "bind", "write"):
+        frames = stacks.get(moment, [])
+        every += files(frames)
+        print(f"- {moment}: {' → '.join(files(frames)) or '(not reached)'}")
+        for c in climbs(frames, contract):
+            print(f"  - climb: {c}")
+    crossed = list(dict.fromkeys(every))
+    n_climbs = sum(len(climbs(stacks.get(m, []), contract)) for m in stacks)
+    print(f"\n| files crossed | climbs |\n|---:|---:|\n| {len(crossed)} | {n_climbs} |\n")
+    print("files: " + ", ".join(crossed))
+    stops = config_stops(args.config, args.set)
+    modules = list(dict.fromkeys(m for m, _ in stops))
+    up = sum(1 for (a, _), (b, _) in zip(stops, stops[1:]) if (la := layer_of(a, contract)) is not None
+             and (lb := layer_of(b, contract)) is not None and lb < la)
+    print(f"\n## The configuration from `irglow run --config {args.config}` to the bound plan\n")
+    print("| stops | files | climbs |\n|---:|---:|---:|\n" f"| {len(stops)} | {len(modules)} | {up} |\n")
+    for module, fn in stops:
+        print(f"- {module}.{fn}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
