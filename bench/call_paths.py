@@ -92,19 +92,21 @@ def ranker_path(collection: str, spec: str, out: Path, settings: dict) -> dict[s
     stacks: dict[str, list[tuple[str, str]]] = {}
 
     def watch(owner, name: str, moment: str, when=lambda *a, **k: True):
-        original = getattr(owner, name)
+        original = owner.__dict__[name]
+        function = getattr(owner, name)
+        callee = (module_of(function.__code__.co_filename), function.__qualname__)
 
         def wrapper(*args, **kwargs):
-            if moment not in stacks and when(*args, **kwargs):
-                stacks[moment] = irglow_frames(traceback.extract_stack()[:-1])
-            return original(*args, **kwargs)
+            if moment not in stacks and when(*args, **kwargs):  # the callers' frames, then the watched function's
+                stacks[moment] = irglow_frames(traceback.extract_stack()[:-1]) + [callee]
+            return function(*args, **kwargs)
 
         setattr(owner, name, wrapper)
         return lambda: setattr(owner, name, original)
 
     stage = next(s for s in STAGES if s.name == ranker.stage)
     undo = [watch(type(ranker), "configure", "configure", lambda self, *a: self is ranker),
-            watch(type(stage), "bind", "bind", lambda self, *a, **k: self is stage),
+            watch(stage.settings_class, "from_config", "bind"),
             watch(trec.Run, "write", "write", lambda self, path, *a, **k: Path(path).name == f"{ranker.tag}.run")]
     try:
         Experiment(collection, systems=[rankers.Lexical("bm25"), ranker], out=out, settings=settings).run()
@@ -114,13 +116,14 @@ def ranker_path(collection: str, spec: str, out: Path, settings: dict) -> dict[s
     return stacks
 
 
-def config_stops(config: str, overrides: list[str]) -> list[tuple[str, str]]:
+def config_stops(config: str, overrides: list[str]) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
     """Every irglow function handed the configuration (or one of its tables) from ``irglow run``'s loading to
-    the bound plan, in the order first reached."""
+    the bound plan, in the order first reached; and the (caller's module, its module) of each call to one."""
     from irglow.config import SealedConfig, load_config
     from irglow.plan import bind_plan
 
     reached: dict[tuple[str, str], None] = {}
+    calls: set[tuple[str, str]] = set()  # (caller's module, callee's module) of each stop reached from irglow
     tables: set[int] = set()
 
     def collect(value) -> None:
@@ -140,8 +143,14 @@ def config_stops(config: str, overrides: list[str]) -> list[tuple[str, str]]:
             return
         code = frame.f_code
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if code.co_qualname.startswith("SealedConfig."):  # the configuration's own methods: not a stop
+            return
         if any(id(frame.f_locals.get(n)) in tables for n in names):
             reached.setdefault((module, code.co_qualname), None)
+            caller = module_of(frame.f_back.co_filename if hasattr(frame.f_back, "co_filename")
+                               else frame.f_back.f_code.co_filename) if frame.f_back else None
+            if caller is not None:
+                calls.add((caller, module))
 
     import irglow.commands.experiment  # noqa: F401 (what `irglow run` runs: loaded before the clock)
 
@@ -153,7 +162,7 @@ def config_stops(config: str, overrides: list[str]) -> list[tuple[str, str]]:
         bind_plan(config_object)
     finally:
         sys.setprofile(None)
-    return list(reached)
+    return list(reached), calls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,14 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     n_climbs = sum(len(climbs(stacks.get(m, []), contract)) for m in stacks)
     print(f"\n| files crossed | climbs |\n|---:|---:|\n| {len(crossed)} | {n_climbs} |\n")
     print("files: " + ", ".join(crossed))
-    stops = config_stops(args.config, args.set)
+    stops, calls = config_stops(args.config, args.set)
     modules = list(dict.fromkeys(m for m, _ in stops))
-    up = sum(1 for (a, _), (b, _) in zip(stops, stops[1:]) if (la := layer_of(a, contract)) is not None
-             and (lb := layer_of(b, contract)) is not None and lb < la)
+    upward = sorted(f"{a} → {b}" for a, b in calls if (la := layer_of(a, contract)) is not None
+                    and (lb := layer_of(b, contract)) is not None and lb < la)
+    up = len(upward)
     print(f"\n## The configuration from `irglow run --config {args.config}` to the bound plan\n")
     print("| stops | files | climbs |\n|---:|---:|---:|\n" f"| {len(stops)} | {len(modules)} | {up} |\n")
     for module, fn in stops:
         print(f"- {module}.{fn}")
+    for climb in upward:
+        print(f"- climb: {climb}")
     return 0
 
 

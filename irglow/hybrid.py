@@ -245,6 +245,16 @@ class FusionStage(Stage):
         parts = split_fusion(name)
         return Fusion([parse(p) for p in parts]) if len(parts) > 1 else None
 
+    def node(self, tag, s: FusionSettings, node_of):
+        """``Fusion(its parts' nodes, its own settings)``; ``all``, whose parts are known once the other runs exist,
+        a run of its own (its unit reads every run not made from it)."""
+        from irglow.rankers import Fusion
+
+        hybrid = next(h for h in s.hybrids if h.tag == tag)
+        if list(hybrid.runs) == [ALL]:
+            return super().node(tag, s, node_of)
+        return Fusion([node_of(p) for p in hybrid.runs], hybrid.method, hybrid.norm, hybrid.weights)
+
     def check_inputs(self, s: FusionSettings, produced: list[str]) -> None:
         check(s, produced)
 
@@ -284,7 +294,7 @@ class FusionStage(Stage):
             return Produced({tag: run, **written}, FusionResult.of(tag, info, fs.measure))
 
         return Unit(f"fusion:{tag}", settings, lambda: ctx.runs.of([*parts(), *map(held_out, parts())]), produce,
-                    (tag,), loads={}, reads=() if every else tuple(hybrid.runs), reads_every_run=every)
+                    (tag,), loads={}, reads_every_run=every)
 
     @staticmethod
     def all_parts(ctx) -> list[str]:

@@ -74,11 +74,42 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
     # each stage's work gets the shared context with its own settings object (the runs are shared)
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
-    for stage, unit in run_order([(s, u) for s, _ in plan.stages for u in s.units(contexts[s])]):
+    for stage, unit in run_order([(s, u) for s, _ in plan.stages for u in s.units(contexts[s])], plan.graph):
         t = time.perf_counter()
-        ctx.runs.update(cache.run_unit(stage, unit, contexts[stage]))
+        ctx.runs.update(run_unit(cache, stage, unit, contexts[stage]))
         timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + time.perf_counter() - t
     return write_outputs(plan, p, ctx, cache, timings, notes)
+
+
+def run_unit(cache: StageCache, stage, unit, ctx) -> dict:
+    """One unit of the graph: its recorded runs where nothing it depends on changed, else made and recorded.  Under
+    ``torchrun`` a collective unit runs on every rank (it splits its work and rank 0 writes), any other on rank 0
+    while the others wait; then every rank reads the files."""
+    from irglow.utils.distributed import barrier, from_main
+
+    entry = cache.entry(stage, unit, ctx)
+    if entry.reused is not None:
+        return entry.reused
+    if unit.collective:
+        made = _made(unit)
+    else:
+        with from_main() as shared:
+            if shared.here:
+                shared.value = _made(unit)
+        made = shared.value
+    barrier()  # rank 0's files are on disk
+    return cache.record(entry, *made)
+
+
+def _made(unit) -> tuple[list, dict | None]:
+    """A unit run: what every rank needs to know of it, the keys of its runs (written where ``RunKey.path`` says)
+    and its result as the record keeps it."""
+    from irglow.runs.keys import RunKey
+    from irglow.stage import Produced
+
+    out = unit.produce()
+    out = out if isinstance(out, Produced) else Produced(out)
+    return [RunKey.of(k) for k in out.runs], out.result.to_json() if out.result is not None else None
 
 
 def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
@@ -95,12 +126,14 @@ def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
                    reranked_depths=plan.reranked_depths)
 
 
-def run_order(units: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-    """The units in an order that runs each after the units writing what it reads (``Unit.reads``; a unit that
-    reads every run, after every unit not made from its own run), otherwise in the order given (the stages'
-    order); units that read each other are refused, naming them."""
-    writer = {tag: i for i, (_, u) in enumerate(units) for tag in u.writes}
-    after = [{writer[t] for t in u.reads if t in writer and writer[t] != i} for i, (_, u) in enumerate(units)]
+def run_order(units: list[tuple[Any, Any]], graph) -> list[tuple[Any, Any]]:
+    """The units in the order of the plan's graph (``{run: node}``): each after the units making the parts of the
+    nodes it makes (``node.parts``: objects of the graph, matched by identity); a unit that reads every run, after
+    every unit not made from its own; otherwise in the order given (the stages').  Units whose nodes are parts of
+    each other are refused, naming them."""
+    maker = {id(graph[t]): i for i, (_, u) in enumerate(units) for t in u.writes if t in graph}
+    parts = [[p for t in u.writes if t in graph for p in graph[t].parts] for _, u in units]
+    after = [{maker[id(p)] for p in ps if id(p) in maker and maker[id(p)] != i} for i, ps in enumerate(parts)]
     for i, (_, u) in enumerate(units):
         if u.reads_every_run:
             downstream = _downstream(i, after)
@@ -109,9 +142,9 @@ def run_order(units: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     while len(done) < len(units):
         ready = next((i for i in range(len(units)) if i not in done and after[i] <= set(done)), None)
         if ready is None:
-            left = [units[i][1] for i in range(len(units)) if i not in done]
+            left = [i for i in range(len(units)) if i not in done]
             raise RuntimeError("runs that wait on each other (a re-ranking of a fusion that contains it?): " + "; ".join(
-                f"{u.name} reads {[t for t in u.reads if t in writer]}" for u in left))
+                f"{units[i][1].name} reads {[p.tag for p in parts[i] if id(p) in maker]}" for i in left))
         done.append(ready)
     return [units[i] for i in done]
 

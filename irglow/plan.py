@@ -3,7 +3,7 @@
 work.  This module is the only reader of the raw dictionary downstream of loading: every section is checked here
 (misspelt keys anywhere, wrong types, out-of-range values, invalid choices — one error naming the full key, the
 value and what is allowed) and bound into its settings object; the pipeline, the grid and zero-shot read the plan,
-and each stage gets its own settings object (:meth:`irglow.stage.Stage.bind`).
+and each stage gets its own settings object (its ``settings_class.from_config``).
 """
 
 from __future__ import annotations
@@ -148,6 +148,10 @@ class Plan:
     tuning_runs: frozenset[str]
     training_runs: frozenset[str]
     reranked_depths: Mapping[str, int]  # {re-ranked run: its re-ranked block's depth}, from the stages' settings
+    # the bound ranker tree: {run: its node}, each node a Ranker whose parts are the graph's own nodes (object
+    # edges), made by the stage writing it from its bound settings (Stage.node).  The pipeline runs its units in
+    # the graph's order
+    graph: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
@@ -200,7 +204,30 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
     depths = {t: d for _, b in bound for t, d in getattr(b, "reranked_depths", {}).items()}
     return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
             "training_runs": frozenset().union(*(getattr(b, "training_runs_read", ()) for _, b in bound)),
-            "reranked_depths": depths}
+            "reranked_depths": depths, "graph": _graph(bound, own, tags)}
+
+
+def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> dict[str, Any]:
+    """``{run: node}``: each run's :class:`~irglow.rankers.Ranker` as the stage writing it binds it
+    (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  A part no stage of the plan writes is
+    BM25 searched by the re-ranker itself, a node outside the graph."""
+    from irglow.rankers import Lexical
+
+    writer = {t: (s, b) for (s, b), mine in zip(bound, own) for t in mine}
+    nodes: dict[str, Any] = {}
+    making: list[str] = []
+
+    def node_of(tag: str):
+        if tag not in nodes:
+            if tag in making:
+                raise ValueError(f"runs made of each other: {' → '.join([*making[making.index(tag):], tag])}")
+            making.append(tag)
+            s, b = writer.get(tag, (None, None))
+            nodes[tag] = s.node(tag, b, node_of) if s is not None else Lexical(tag)
+            making.pop()
+        return nodes[tag]
+
+    return {t: node_of(t) for t in tags}
 
 
 def ranker(spec, config: dict[str, Any] | None = None):
@@ -229,7 +256,7 @@ def _stage_runs() -> list[str]:
     names = []
     for stage in STAGES:
         try:
-            names += stage.tags(stage.bind({stage.name: {"enabled": True}}))
+            names += stage.tags(stage.settings_class.from_config({stage.name: {"enabled": True}}))
         except (ValueError, TypeError, KeyError):
             continue
     return list(dict.fromkeys(names))
@@ -286,11 +313,11 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
         if not enabled and isinstance(config.get(s.name), dict) and set(config[s.name]) - {"enabled"}:
             try:  # a disabled section is checked all the same, whatever its size: a misspelt key would surface the
                 # day it is enabled
-                s.bind({**config, s.name: {**config[s.name], "enabled": True}})
+                s.settings_class.from_config({**config, s.name: {**config[s.name], "enabled": True}})
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"[{s.name}] (disabled): {e}") from None
         if enabled:
-            bound.append((s, s.bind(config)))
+            bound.append((s, s.settings_class.from_config(config)))
     baseline = ev.get("baseline", "bm25")
     wanted = ev.get("runs")
     if isinstance(wanted, str):  # "bm25,bm25f" (--set eval.runs=…), as the settings reference allows

@@ -178,14 +178,17 @@ class Dense(Ranker):
 @dataclass(frozen=True)
 class Model:
     """A re-ranking model to train: ``kind`` (``monobert`` or ``nrmf``) and training settings that differ from
-    its kind's section (``NRMF(epochs=3, model={"dim": 64})``)."""
+    its kind's section (``NRMF(epochs=3, model={"dim": 64})``).  ``of``: the re-ranking whose trained model this
+    one uses (a configuration's ``model_of``), a node of the plan's graph: its training comes first."""
 
     kind: str
     settings: dict = field(default_factory=dict)
+    of: "Rerank | None" = None
 
-    def __init__(self, kind: str, **settings: Any):
+    def __init__(self, kind: str, of: "Rerank | None" = None, **settings: Any):
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "settings", settings)
+        object.__setattr__(self, "of", of)
 
 
 def MonoBERT(**settings: Any) -> Model:  # noqa: N802 (a constructor, as PyTerrier's)
@@ -220,7 +223,7 @@ class Rerank(Ranker):
 
     @property
     def parts(self) -> tuple[Ranker, ...]:
-        return (self.first,)
+        return (self.first,) if self.model.of is None else (self.first, self.model.of)
 
     def configure(self, config: dict[str, Any]) -> None:
         self.first.configure(config)

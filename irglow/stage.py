@@ -1,7 +1,7 @@
 """The interface of a pipeline stage: each stage an object, given a :class:`Context`, cached in :class:`Unit` s.
 
 A stage has a name (its configuration section, its cache record and its notes), binds its section into its
-settings object before any work (:meth:`Stage.bind`, called by :mod:`irglow.plan`), says which runs it writes,
+settings object before any work (its ``settings_class.from_config``, called by :mod:`irglow.plan`), says which runs it writes,
 and turns a :class:`Context` — what the pipeline prepared: collection, index, statistics, the training source,
 the lexical settings and tuned field weights, the runs of the stages before it, its own settings object — into
 run files, as :class:`Unit` s whose cache key the pipeline builds.  The stages are listed once, in
@@ -91,7 +91,7 @@ class Context:
     test_split: str
     seed: int | None = None
     runs: Runs = field(default_factory=Runs)  # the runs the stages before produced (test runs by tag; held-out, training)
-    settings: Any = None  # the running stage's own settings object (Stage.bind), set by the pipeline
+    settings: Any = None  # the running stage's own settings object (bound by irglow.plan), set by the pipeline
     # runs a later stage learns from (a re-ranker's first stage): their stages also write the training queries'
     training_runs: frozenset[str] = frozenset()
     # runs a fusion tunes on held-out training queries: their stages also write those queries' runs
@@ -133,10 +133,8 @@ class Unit:
     # under torchrun: ``produce`` runs on every rank, splits its work (irglow.utils.distributed) and leaves the
     # writing to rank 0; False: rank 0 runs it alone while the others wait
     collective: bool = False
-    # the runs it reads: the edges of the pipeline's graph.  It runs once the units writing them have (a run no
-    # unit writes is its own to make: a re-ranker searches BM25 itself); so rankers nest to any depth
-    reads: tuple[str, ...] = ()
-    # it reads every run not made from its own (the fusion ``all``): it runs once every such unit has
+    # it reads every run not made from its own (the fusion ``all``, whose parts are known only then): it runs once
+    # every such unit has.  Any other unit runs once the units making its nodes' parts have (the plan's graph)
     reads_every_run: bool = False
 
 
@@ -145,9 +143,10 @@ class Stage:
     ``settings_class`` and implements :meth:`tags` and :meth:`run` (and :meth:`train`, with ``trains``, when it
     trains); checking, the manifest's settings, the cache key and ``Experiment`` come from those.
 
-    :meth:`bind` is the one place a stage reads the configuration: it turns its section (and what it needs of
-    the others) into its settings object, stopping on a wrong setting before any work.  Every other method is
-    given that object (``settings``) or a :class:`Context` holding it.
+    Its ``settings_class.from_config(config)`` is the one place a stage reads the configuration (called by
+    :mod:`irglow.plan`): it turns its section (and what it needs of the others) into its settings object, stopping
+    on a wrong setting before any work.  Every other method is given that object (``settings``) or a
+    :class:`Context` holding it.
 
     What only some stages have is said by their settings object, where it applies (read with ``getattr``):
     ``with_fields(fields)`` (settings that depend on the training index's fields), ``bm25_parameters`` (the k1
@@ -157,7 +156,9 @@ class Stage:
     their run of every training query, :attr:`Context.training_runs`)."""
 
     name = ""
-    # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work
+    # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work;
+    # settings that depend on the training index's fields give a typed copy for them once it is built (a
+    # ``with_fields(fields)`` method: :meth:`irglow.plan.Plan.with_fields`)
     settings_class: type | None = None
     trains = False  # whether it trains models (the grid scores those on validation)
     validates_elsewhere = False  # whether its trainers also choose checkpoints on [validation] also
@@ -166,19 +167,21 @@ class Stage:
     collective = False
     always_enabled = False  # runs without ``enabled = true`` in its section (the lexical runs)
 
-    def bind(self, config: dict[str, Any]) -> Any:
-        """Its settings object; a wrong setting stops here, naming the key.  Settings that depend on the training
-        index's fields give a typed copy for them once it is built (a ``with_fields(fields)`` method:
-        :meth:`irglow.plan.Plan.with_fields`)."""
-        return self.settings_class.from_config(config)
-
     def ranker(self, name: str, config: dict[str, Any], parse: Callable[[str], Any]):
         """The :class:`~irglow.rankers.Ranker` a run's name stands for where this stage writes it, else ``None``
         (``Experiment(systems=["ql"])`` and the tags of a file ask every stage; ``parse`` reads a name inside this
         one).  By default: a run of its default settings, made by switching it on."""
         from irglow.rankers import StageRun
 
-        return StageRun(self.name, name) if name in self.tags(self.bind({self.name: {"enabled": True}})) else None
+        return StageRun(self.name, name) if name in self.tags(self.settings_class.from_config({self.name: {"enabled": True}})) else None
+
+    def node(self, tag: str, settings, node_of: Callable[[str], Any]):
+        """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
+        ``settings`` make, each part the graph's own node (``node_of(part's tag)``), so the graph's edges are
+        objects.  By default a run of its own with no parts."""
+        from irglow.rankers import StageRun
+
+        return StageRun(self.name, tag)
 
     def tags(self, settings, produced: Sequence[str] = ()) -> list[str]:
         """The runs it writes, known from its settings (``produced``: the runs of the stages before it, for a

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 from irglow.runs.keys import RunKey
 from irglow.runs.trec import Run
-from irglow.stage import Produced, Result, result_of
+from irglow.stage import Result, result_of
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, value_digest
 
@@ -44,50 +44,46 @@ class StageCache:
         self.digests: dict[RunKey, str] = {}  # run → digest of its file, as recorded or checked here
         self.results: dict[str, Result] = {}  # unit name → its result, this run's units only
 
-    def run_unit(self, stage, unit, ctx) -> dict[RunKey, Run]:
+    def entry(self, stage, unit, ctx) -> "Entry":
+        """A unit's cache entry: its key (its settings, the context and the digests of the runs it reads) and, when
+        a record under that key finds its files as it recorded them, those runs read back.  Under ``torchrun`` rank
+        0 decides and every rank reads the files."""
+        from irglow.utils import distributed
+
         inputs = unit.inputs() if callable(unit.inputs) else unit.inputs
         if callable(unit.settings):  # known once the runs it reads exist
             unit = dataclasses.replace(unit, settings=unit.settings())
-        return self.run(unit.name, unit_key(stage, unit, ctx), inputs, unit.produce, unit.collective)
-
-    def run(self, name: str, settings: Any, inputs, produce, collective: bool = False) -> dict[RunKey, Run]:
-        """``produce``'s runs, or the recorded ones when nothing they depend on changed.  Under ``torchrun`` rank 0
-        decides and writes the record; a ``collective`` unit's ``produce`` runs on every rank (it splits its work
-        and rank 0 writes), any other on rank 0 alone while the others wait; then every rank reads the files."""
-        from irglow.utils import distributed
-
         read = sorted((RunKey.of(k) for k in inputs), key=RunKey.record)
-        key = value_digest({"stage": name, "settings": settings, "context": self.context,
+        key = value_digest({"stage": unit.name, "settings": unit_key(stage, unit, ctx), "context": self.context,
                             "inputs": [[*k.record(), self.digests.get(k) or file_digest(k.path(self.out))]
                                        for k in read]})
-        record = self.out / ".stages" / f"{name.replace(':', '-')}.json"
-        reused = distributed.on_main(lambda: self._recorded(record, key))
-        if reused is not None:
-            log.info("%s: settings and inputs unchanged, its runs are reused (%s)", name, record)
-            self.report[name] = "reused"
-            digests, result = reused
-            self.digests.update(digests)
-            self._keep(name, result)
-            return {k: Run.read(k.path(self.out)) for k in digests}
-        # a stage writes its runs where RunKey.path says; what is on disk is read back
-        def made() -> tuple[list[RunKey], dict | None]:  # what every rank needs to know of it: its runs and result
-            out = produce()
-            out = out if isinstance(out, Produced) else Produced(out)
-            return [RunKey.of(k) for k in out.runs], out.result.to_json() if out.result is not None else None
+        entry = Entry(unit.name, key, self.out / ".stages" / f"{unit.name.replace(':', '-')}.json")
+        with distributed.from_main() as shared:
+            if shared.here:
+                shared.value = self._recorded(entry.record, key)
+        if shared.value is None:
+            return entry
+        log.info("%s: settings and inputs unchanged, its runs are reused (%s)", unit.name, entry.record)
+        self.report[unit.name] = "reused"
+        digests, result = shared.value
+        self.digests.update(digests)
+        self._keep(unit.name, result)
+        return dataclasses.replace(entry, reused={k: Run.read(k.path(self.out)) for k in digests})
 
-        produced, result = made() if collective else distributed.on_main(made)
-        distributed.barrier()  # rank 0's files are on disk
+    def record(self, entry: "Entry", produced: list[RunKey], result: dict | None) -> dict[RunKey, Run]:
+        """Record what a unit made (rank 0 writes the record, once its run files are on disk); its runs read back."""
+        from irglow.utils import distributed
 
-        def write_record():
-            record.parent.mkdir(parents=True, exist_ok=True)
-            digests = {k: file_digest(k.path(self.out)) for k in produced}
-            atomic_write_text(record, json.dumps({"stage": name, "key": key, "result": result, "runs": [
-                [*k.record(), d] for k, d in digests.items()]}, indent=1))
-            return digests
-
-        self.digests.update(distributed.on_main(write_record))
-        self.report[name] = "ran"
-        self._keep(name, result)
+        with distributed.from_main() as shared:
+            if shared.here:
+                entry.record.parent.mkdir(parents=True, exist_ok=True)
+                shared.value = {k: file_digest(k.path(self.out)) for k in produced}
+                atomic_write_text(entry.record, json.dumps({"stage": entry.name, "key": entry.key, "result": result,
+                                                            "runs": [[*k.record(), d] for k, d in shared.value.items()]},
+                                                           indent=1))
+        self.digests.update(shared.value)
+        self.report[entry.name] = "ran"
+        self._keep(entry.name, result)
         return {k: Run.read(k.path(self.out)) for k in produced}
 
     def _keep(self, name: str, result: dict | None) -> None:
@@ -106,6 +102,16 @@ class StageCache:
         if all(k.path(self.out).is_file() and file_digest(k.path(self.out)) == d for k, d in digests.items()):
             return digests, saved.get("result")
         return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A unit's place in the cache: its name, its key, its record file and, where the record is valid, its runs."""
+
+    name: str
+    key: str
+    record: Path
+    reused: dict[RunKey, Run] | None = None
 
 
 def unit_key(stage, unit, ctx) -> dict[str, Any]:

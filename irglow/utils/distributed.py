@@ -167,26 +167,54 @@ def agree(what: str, value: Any) -> None:
                          f"rank with the same command, settings and files")
 
 
+class FromMain:
+    """A block rank 0 runs alone (:func:`solo`) and whose ``value`` every rank gets (``share=False``: only rank 0)::
+
+        with from_main() as shared:
+            if shared.here:
+                shared.value = work()
+        shared.value
+
+    An error on rank 0 stops every rank with its message instead of leaving them waiting.  The work stays in the
+    caller's own frame (no callback handed down to this module)."""
+
+    def __init__(self, share: bool = True):
+        w = current()
+        self.here, self.value, self._share, self._size = w.main or w.size == 1, None, share, w.size
+        self._solo = solo()
+
+    def __enter__(self) -> "FromMain":
+        if self._size > 1 and self.here:
+            self._solo.__enter__()
+        return self
+
+    def __exit__(self, kind, error, tb) -> bool:
+        if self._size == 1:
+            return False
+        if self.here:
+            self._solo.__exit__(kind, error, tb)
+        failed = broadcast(None if error is None else f"{type(error).__name__}: {error}")
+        if error is not None:  # raised on rank 0 as it was, once the others know
+            return False
+        if failed is not None:
+            raise SystemExit(f"rank {current().rank}: stopped because rank 0 failed: {failed}")
+        if self._share:
+            self.value = broadcast(self.value)
+        return False
+
+
+def from_main(share: bool = True) -> FromMain:
+    return FromMain(share)
+
+
 def on_main(make: Callable[[], T], share: bool = True) -> T:
     """``make()`` run by rank 0 alone (inside :func:`solo`), its result sent to every rank (``share=False``: not
     sent, the others get ``None``); an error there stops every rank with rank 0's message instead of leaving
     them waiting."""
-    w = current()
-    if w.size == 1:
-        return make()
-    result, error = None, None
-    if w.main:
-        try:
-            with solo():
-                result = make()
-        except BaseException as e:  # sent on, then raised on rank 0 as it was
-            error = e
-    failed = broadcast(None if error is None else f"{type(error).__name__}: {error}")
-    if error is not None:
-        raise error
-    if failed is not None:
-        raise SystemExit(f"rank {w.rank}: stopped because rank 0 failed: {failed}")
-    return broadcast(result) if share else result
+    with from_main(share) as shared:
+        if shared.here:
+            shared.value = make()
+    return shared.value
 
 
 def main_first(make: Callable[[], T]) -> T:

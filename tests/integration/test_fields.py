@@ -27,6 +27,6 @@ def test_the_packaged_glow_config_trains_at_the_devices_budget(tmp_path):
     config = {"glow": {"enabled": True, "config": str(__import__("pathlib").Path(__file__).parents[2] / "configs"
                                                        / "glow.toml"), "device": "cpu"}}
     stage = GlowStage()
-    resolved = stage.resolved(stage.bind(config))
+    resolved = stage.resolved(stage.settings_class.from_config(config))
     assert resolved["train"]["model"]["field_max_tokens"]["text"] == 96
     assert resolved["token_budget"]["tokens"] == 96 and resolved["token_budget"]["device"] == "cpu"

@@ -119,11 +119,11 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     stage = GlowStage()
     ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
                   LexicalSettings(systems=["bm25f"], depth=20), {"bm25f": {}}, "test",
-                  settings=stage.bind(config), tuning_runs=frozenset({"bert", "glow"}))
+                  settings=stage.settings_class.from_config(config), tuning_runs=frozenset({"bert", "glow"}))
     from irglow.runs.keys import Runs
 
     runs = dict(Runs(stage.run(ctx).runs))  # the test runs (the held-out ones are the fusion's)
-    assert ctx.settings == stage.bind(config)  # training changed nothing of the bound settings (a later split reads them)
+    assert ctx.settings == stage.settings_class.from_config(config)  # training changed nothing of the bound settings (a later split reads them)
     assert set(runs) == {"bert", "glow"}  # the hybrids are the fusion stage's: the held-out runs are written for it
     assert (tmp_path / "tuning" / "bert.run").is_file() and (tmp_path / "tuning" / "glow.run").is_file()
     test_ids = {q.query_id for q in coll.queries("test")}
@@ -368,9 +368,9 @@ def test_the_stage_searches_with_the_configured_faiss_index(tmp_path, monkeypatc
                        "val_pool_depth": 5, "faiss": "hnsw", "model": {"num_layers": 1, "field_max_tokens": {"body": 8}}}}
     stage = GlowStage()
     with pytest.raises(ValueError, match="glow.faiss = 'ann' must be one of 'flat', 'hnsw', 'ivf', 'ivfpq'"):
-        stage.bind({"glow": {**config["glow"], "faiss": "ann"}})
+        stage.settings_class.from_config({"glow": {**config["glow"], "faiss": "ann"}})
     stats = CollectionStats.load(index)
     ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
-                  LexicalSettings(systems=["bm25"], depth=20), {}, "test", settings=stage.bind(config))
+                  LexicalSettings(systems=["bm25"], depth=20), {}, "test", settings=stage.settings_class.from_config(config))
     run = stage.run(ctx).runs["bert"]
     assert kinds == ["hnsw"] and set(run.ranking) == {q.query_id for q in coll.queries("test")}

@@ -68,6 +68,28 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     assert not (out / "tuning" / "bm25+bm25f.run").exists() and results["fusion:bm25+bm25f"].method == "rrf"
 
 
+def _shape(ranker) -> tuple:
+    return type(ranker).__name__, ranker.tag, tuple(_shape(p) for p in ranker.parts)
+
+
+def test_binding_the_experiment_yields_its_ranker_tree_with_object_edges(experiment):
+    """Issue 61.1: the plan's graph is the experiment's rankers, rebuilt by each stage from its bound settings
+    (a node of each kind as the user wrote it, parts and all), and a part is the graph's own node, not a copy:
+    the scheduler follows those objects."""
+    from irglow.config import SealedConfig
+    from irglow.plan import bind_plan
+
+    exp, _, _ = experiment
+    graph = bind_plan(SealedConfig(exp.config)).graph
+    assert list(graph) == list(dict.fromkeys([*graph]))  # one node per run
+    for ranker in exp.rankers:
+        assert _shape(graph[ranker.tag]) == _shape(ranker)
+    assert graph["monobert(bm25+nrmf(ql)+glow)"].first is graph["bm25+nrmf(ql)+glow"]
+    assert graph["bm25+nrmf(ql)+glow"].rankers[1] is graph["nrmf(ql)"]
+    assert graph["nrmf(nrmf(ql))"].first is graph["nrmf(ql)"] and graph["nrmf(ql)"].first is graph["ql"]
+    assert graph["(twbert+ql)+glow"].rankers[0] is graph["twbert+ql"]
+
+
 def test_pyterrier_pipelines_built_from_the_same_rankers_rank_as_the_runs(experiment):
     pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
     import pandas as pd

@@ -59,10 +59,10 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     # the evaluated collection's judgments are unreadable while any stage works: the carried fusion weights
     # (and every run) come from the training collection alone; the evaluation reads them afterwards
     from irglow.data.demo import DemoCollection
-    from irglow.stage_cache import StageCache
+    from irglow import pipeline
 
     in_stage, blocked_reads, evaluated_reads = [False], [], []
-    real_qrels, real_unit = DemoCollection.qrels, StageCache.run_unit
+    real_qrels, real_unit = DemoCollection.qrels, pipeline.run_unit
 
     def guarded_qrels(self, split):
         if self.name.startswith("demo-s7-"):  # the target (the source is demo-s13-…)
@@ -72,15 +72,15 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
             evaluated_reads.append(split)
         return real_qrels(self, split)
 
-    def unit_with_qrels_unreadable(self, *args, **kwargs):
+    def unit_with_qrels_unreadable(*args, **kwargs):
         in_stage[0] = True
         try:
-            return real_unit(self, *args, **kwargs)
+            return real_unit(*args, **kwargs)
         finally:
             in_stage[0] = False
 
     monkeypatch.setattr(DemoCollection, "qrels", guarded_qrels)
-    monkeypatch.setattr(StageCache, "run_unit", unit_with_qrels_unreadable)
+    monkeypatch.setattr(pipeline, "run_unit", unit_with_qrels_unreadable)
     out = run_zero_shot(_config(tmp_path / "zs", tmp_path / "data", _broken_beir(tmp_path / "broken")))
 
     # trained in one place, for both evaluated collections (the second call resumes a finished training)

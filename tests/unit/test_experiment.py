@@ -106,11 +106,11 @@ def test_a_stage_with_a_settings_class_is_checked_and_keyed_by_it():
 
     ql = QueryLikelihoodStage()
     with pytest.raises(ValueError, match=r"ql.mu = -1.0 must be"):
-        ql.bind({"ql": {"enabled": True, "mu": -1.0}})
+        ql.settings_class.from_config({"ql": {"enabled": True, "mu": -1.0}})
     with pytest.raises(ValueError, match="muu"):
-        ql.bind({"ql": {"enabled": True, "muu": 1.0}})
-    assert ql.bind({"ql": {"enabled": True}}) == QLSettings(enabled=True, mu=1000.0)
-    assert ql.resolved(ql.bind({"ql": {"enabled": True, "mu": 500}})) == {"enabled": True, "mu": 500}
+        ql.settings_class.from_config({"ql": {"enabled": True, "muu": 1.0}})
+    assert ql.settings_class.from_config({"ql": {"enabled": True}}) == QLSettings(enabled=True, mu=1000.0)
+    assert ql.resolved(ql.settings_class.from_config({"ql": {"enabled": True, "mu": 500}})) == {"enabled": True, "mu": 500}
     from irglow.plan import ranker
     from irglow.lexical.ql import QL
 

@@ -27,7 +27,7 @@ import math
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from irglow.data.trec import FormatError, read_qrels
 from irglow.runs.columns import read_ranked
@@ -99,6 +99,17 @@ def trec_eval_qrels(data: bytes) -> tuple[dict[tuple[str, str], int], bool]:
         plain &= bool(_PLAIN_INT.fullmatch(rel))
         out[(qid.decode(), doc.decode())] = atol(rel)
     return out, plain
+
+
+def beir_qrels(data: bytes) -> tuple[dict[tuple[str, str], int] | None, bool]:
+    """A headerless BEIR qrels file as irglow reads one (every record ``query-id corpus-id score``, labels as
+    trec_eval's atol reads them); ``(None, False)`` for anything else."""
+    records = [cols for line in data.split(b"\n") if not line.startswith(b"#")
+               and (cols := [c for c in _SPLIT.split(line) if c])]
+    if not records or any(len(cols) != 3 for cols in records):
+        return None, False
+    return ({(q.decode(), d.decode()): atol(rel) for q, d, rel in records},
+            all(_PLAIN_INT.fullmatch(rel) for _, _, rel in records))
 
 
 ID_CHARS = st.sampled_from(["a", "b", "7", "#", ".", "é", "\u00a0", "\x1c", "_", "Q"])
@@ -190,13 +201,14 @@ def test_every_run_reader_reads_a_file_as_trec_eval_or_refuses_it(tmp_path, data
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=qrels_files(), compressed=st.booleans())
+@example(data=b"1 0 7\n", compressed=False)  # found by this test: a BEIR record (query 1, document 0, label 7)
 def test_qrels_read_as_trec_eval_reads_them_or_refused(tmp_path, data, compressed):
     path = tmp_path / "x.qrels"
     path.write_bytes(gzip.compress(data) if compressed else data)
     try:
         expected, plain = trec_eval_qrels(data)
-    except Malformed:
-        expected, plain = None, False
+    except Malformed:  # trec_eval's refusal; a file of 3-column records is BEIR's query-id corpus-id score, read so
+        expected, plain = beir_qrels(data)
     try:
         got = {(q.query_id, q.doc_id): q.relevance for q in read_qrels(path)}
     except FormatError:

@@ -250,6 +250,17 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def tags(self, s: RerankSettings, produced=()) -> list[str]:
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
+    def node(self, tag, s: RerankSettings, node_of):
+        """``Rerank(first stage's node, the model)``; a model whose trained weights are another re-ranker's
+        (``model_of``) holds that re-ranker's node: it learns nothing before that one has trained."""
+        from irglow.rankers import Model, Rerank
+
+        name = next(m for m in s.models if tag == m or tag in (reranked_tag(m, a) for a in s.rerank_also))
+        first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
+        owner = s.models_of[name]
+        model = Model(s.trainers[name].kind, **({"of": node_of(owner)} if owner != name else {}))
+        return Rerank(node_of(first), model, name=tag)
+
     def transformer(self, ranker, folder):
         """Its first stage's transformer cut to the re-ranked depth, then the model the run used (irglow's kinds
         or a registered one); a re-ranker a configuration names (a variant) re-ranks the first stage it recorded."""
@@ -383,8 +394,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                               lambda reads=reads: ctx.runs.of(reads),
                               lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
                               loads={owner: reused[owner]} if owner in reused else {},
-                              collective=plugin_kind(trainers[owner].kind) is None,
-                              reads=tuple(dict.fromkeys([firsts[name], firsts[owner], *also]))))
+                              collective=plugin_kind(trainers[owner].kind) is None))
         return units
 
     def rerank_with(self, ctx, name: str) -> dict:
