@@ -116,13 +116,15 @@ def ranker_path(collection: str, spec: str, out: Path, settings: dict) -> dict[s
     return stacks
 
 
-def config_stops(config: str, overrides: list[str]) -> tuple[list[tuple[str, str]], set[tuple[str, str]]]:
-    """Every irglow function handed the configuration (or one of its tables) from ``irglow run``'s loading to
-    the bound plan, in the order first reached; and the (caller's module, its module) of each call to one."""
+def config_stops(config: str, overrides: list[str]):
+    """Every irglow function handed the configuration (or one of its tables) by the binding of ``irglow run``'s
+    loaded configuration, in the order first reached; those handed the configuration itself; and the (caller's
+    module, its module) of each call to one."""
     from irglow.config import SealedConfig, load_config
     from irglow.plan import bind_plan
 
     reached: dict[tuple[str, str], None] = {}
+    whole: dict[tuple[str, str], None] = {}  # those handed the configuration itself, not one of its tables
     calls: set[tuple[str, str]] = set()  # (caller's module, callee's module) of each stop reached from irglow
     tables: set[int] = set()
 
@@ -147,6 +149,8 @@ def config_stops(config: str, overrides: list[str]) -> tuple[list[tuple[str, str
             return
         if any(id(frame.f_locals.get(n)) in tables for n in names):
             reached.setdefault((module, code.co_qualname), None)
+            if any(frame.f_locals.get(n) is config_object for n in names):
+                whole.setdefault((module, code.co_qualname), None)
             caller = module_of(frame.f_back.co_filename if hasattr(frame.f_back, "co_filename")
                                else frame.f_back.f_code.co_filename) if frame.f_back else None
             if caller is not None:
@@ -154,15 +158,15 @@ def config_stops(config: str, overrides: list[str]) -> tuple[list[tuple[str, str
 
     import irglow.commands.experiment  # noqa: F401 (what `irglow run` runs: loaded before the clock)
 
-    reached[("irglow.commands.experiment", "cmd_run")] = None
+    reached[("irglow.commands.experiment", "cmd_run")] = whole[("irglow.commands.experiment", "cmd_run")] = None
+    config_object = SealedConfig(load_config(config, overrides))
+    collect(config_object)
     sys.setprofile(profile)
     try:
-        config_object = SealedConfig(load_config(config, overrides))
-        collect(config_object)
         bind_plan(config_object)
     finally:
         sys.setprofile(None)
-    return list(reached), calls
+    return list(reached), list(whole), calls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,15 +192,16 @@ def main(argv: list[str] | None = None) -> int:
     n_climbs = sum(len(climbs(stacks.get(m, []), contract)) for m in stacks)
     print(f"\n| files crossed | climbs |\n|---:|---:|\n| {len(crossed)} | {n_climbs} |\n")
     print("files: " + ", ".join(crossed))
-    stops, calls = config_stops(args.config, args.set)
+    stops, whole, calls = config_stops(args.config, args.set)
     modules = list(dict.fromkeys(m for m, _ in stops))
     upward = sorted(f"{a} → {b}" for a, b in calls if (la := layer_of(a, contract)) is not None
                     and (lb := layer_of(b, contract)) is not None and lb < la)
     up = len(upward)
     print(f"\n## The configuration from `irglow run --config {args.config}` to the bound plan\n")
-    print("| stops | files | climbs |\n|---:|---:|---:|\n" f"| {len(stops)} | {len(modules)} | {up} |\n")
+    print("| stops (the configuration or a table of it) | files | climbs | stops (the configuration itself) |\n"
+          "|---:|---:|---:|---:|\n" f"| {len(stops)} | {len(modules)} | {up} | {len(whole)} |\n")
     for module, fn in stops:
-        print(f"- {module}.{fn}")
+        print(f"- {module}.{fn}" + (" (the configuration itself)" if (module, fn) in whole else ""))
     for climb in upward:
         print(f"- climb: {climb}")
     return 0

@@ -76,10 +76,12 @@ class EvalSettings:
 
 @dataclasses.dataclass(frozen=True)
 class ValidationSettings:
-    """``[validation]`` bound: the other sources checkpoints are also chosen on, and how many queries of each."""
+    """``[validation]`` bound: the other sources checkpoints are also chosen on, how many queries of each, and the
+    stages whose trainers choose on them (``None``: every stage that can)."""
 
     also: tuple[str, ...]
     queries: int
+    stages: tuple[str, ...] | None = None
 
 
 def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
@@ -277,18 +279,13 @@ def index_config(config: dict[str, Any]) -> IndexConfig:
     return IndexConfig(**icfg)
 
 
-def comparison_settings(ev: dict[str, Any]) -> dict[str, Any]:
-    """The ``[eval]`` settings that shape a comparison (test, correction, CI, condensed view, risk, pairs)."""
-    return {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}
-
-
 def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
     named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
     Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
     :meth:`Plan.with_fields`)."""
     from irglow.config import as_names, check_settings, flag
-    from irglow.models.validation import check as check_validation
+    from irglow.models.validation import check_stages
     from irglow.stages import STAGES
 
     check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
@@ -302,7 +299,11 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
         raise ValueError(f"seed = {config['seed']!r} must be an integer")
     index = index_config(config)
     check_index_config(index)
-    check_validation(config, [s.name for s in STAGES if s.validates_elsewhere])
+    chosen_by = settings.value(config, "validation", "stages")
+    validation = ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
+                                    settings.value(config, "validation", "queries"),
+                                    None if chosen_by is None else tuple(as_names(chosen_by)))
+    check_stages(validation.stages, [s.name for s in STAGES if s.validates_elsewhere])
     ev = config.get("eval", {})
     # each measure once, by its ir_measures name: "NDCG@10 nDCG@10" or "MRR@10 RR@10" is one column, not a failure
     # after every stage has run
@@ -336,11 +337,13 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     plan = Plan(recorded=json.dumps(config, default=str), seed=config.get("seed"), data_dir=config.get("data_dir"),
                 collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
                 eval=EvalSettings(measures, baseline,
-                                  None if wanted is None else tuple(wanted), comparison_settings(ev)),
+                                  None if wanted is None else tuple(wanted),
+                                  {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}),
                 output_dir=Path(settings.value(config, "output", "dir")),
                 report_clusters=settings.value(config, "output", "clusters"),
                 report_page=settings.value(config, "output", "page"),
-                validation=ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
-                                              settings.value(config, "validation", "queries")),
+                validation=validation,
                 zero_shot=zero_shot, **planned)
+    for s, bound_settings in plan.stages:
+        s.check_plan(bound_settings, plan)
     return plan if fields is None else plan.with_fields(fields)

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from irglow.runs.keys import RunKey, Runs
+from irglow.runs.keys import Runs
 
 
 class Result:
@@ -190,6 +190,11 @@ class Stage:
 
     def check_inputs(self, settings, produced: list[str]) -> None:
         """Stop before any work if it needs a run that the stages before it do not produce."""
+
+    def check_plan(self, settings, plan) -> None:
+        """Stop before any work if it cannot do what the bound plan (:class:`irglow.plan.Plan`: the collection, the
+        runs a fusion tunes on …) asks of it; what it needs of another section comes from there, not from the
+        configuration."""
 
     def resolved(self, settings) -> Any:
         """Its settings as plain values (the manifest and the cache key)."""

@@ -67,28 +67,22 @@ class ChoosesOnOtherSources:
         return chosen_on(ctx.source, ctx.settings.validate_elsewhere)[1]
 
 
-def check(config: dict[str, Any], capable: list[str]) -> None:
+def check_stages(stages: tuple[str, ...] | None, capable: list[str]) -> None:
     """Stop on a ``validation.stages`` entry that is not one of the ``capable`` stages (those with
     :attr:`~irglow.stage.Stage.validates_elsewhere`, which the pipeline reads from its stage list), naming it."""
-    wrong = [s for s in used_by(config) or () if s not in capable]
+    wrong = [s for s in stages or () if s not in capable]
     if wrong:
         raise ValueError(f"validation.stages: {wrong} cannot choose checkpoints on other sources; "
                          f"those that can: {', '.join(capable)}")
 
 
-def used_by(config: dict[str, Any]) -> list[str] | None:
-    """The stages whose trainers also validate on ``[validation] also`` (``None``: every stage that can)."""
-    from irglow.config import as_names
-
-    stages = settings.value(config, "validation", "stages")
-    return None if stages is None else as_names(stages)
-
-
 def uses_other_sources(config: dict[str, Any], stage: str) -> bool:
     """Whether ``stage``'s trainers choose their checkpoint on the other sources too: yes, unless
     ``validation.stages`` names other stages only (bound into the stage's settings)."""
-    stages = used_by(config)
-    return stages is None or stage in stages
+    from irglow.config import as_names
+
+    stages = settings.value(config, "validation", "stages")
+    return stages is None or stage in as_names(stages)
 
 
 def chosen_on(source, used: bool) -> tuple[tuple, dict[str, Any]]:

@@ -136,17 +136,7 @@ def hybrids(config: dict[str, Any]) -> list[Hybrid]:
     return out
 
 
-def components(config: dict[str, Any]) -> list[list[str]]:
-    """The configured hybrids, each as its list of run tags (``["all"]`` for the all-runs fusion)."""
-    return [list(h.runs) for h in hybrids(config)]
-
-
 def _entries(fs: dict[str, Any]):
     """``fusion.runs`` as written: a list, or one ``"a+b,a+b+c"`` string (``--set``, ``FUSE=``)."""
     entries = fs.get("runs", [])
     return as_names(entries) if isinstance(entries, str) else entries
-
-
-def wants_tuning(config: dict[str, Any], tag: str) -> bool:
-    """Whether a stage should also write ``tag``'s run of its held-out training queries (a fusion uses it)."""
-    return any(tag in parts or parts == [ALL] for parts in components(config))

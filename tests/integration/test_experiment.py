@@ -67,7 +67,7 @@ def test_the_pipeline_reports_each_systems_weights_and_writes_nothing_into_the_c
 def test_lexical_k1_reaches_every_system_that_claims_it():
     """31.2: --set lexical.k1=1.2 changed bm25, bm25f and RM3 but not bm25-ngram and twbert."""
     from irglow.lexical.stage import LexicalSettings
-    from irglow.models.twbert.stage import TWBertStage, settings
+    from irglow.models.twbert.stage import TWBertStage
 
     config = {"lexical": {"systems": ["bm25", "bm25-rm3", "bm25-mf", "bm25f", "tfidf"], "k1": 1.2, "b": 0.7},
               "twbert": {"enabled": True}}
@@ -76,7 +76,7 @@ def test_lexical_k1_reaches_every_system_that_claims_it():
         cfg = lexical.config(system, {})
         assert (cfg.k1, cfg.b) == (1.2, 0.7)
     stage = TWBertStage()
-    assert settings(config)[0]["model"]["k1"] == 1.2
+    assert stage.settings_class.from_config(config).train.model.k1 == 1.2
     assert stage.settings_class.from_config(config).bm25_parameters == {"k1": 1.2, "b": 0.7}
     # a model section with its own values keeps them, and the caption says so
     config["twbert"]["model"] = {"k1": 2.0}

@@ -37,7 +37,7 @@ def test_nothing_after_the_binding_reads_the_configuration(tmp_path, monkeypatch
     from irglow.lexical.stage import LexicalSettings
     from irglow.pipeline import evaluate_split
     from irglow.preparation import prepare
-    from irglow.stage import Stage
+    from irglow.stages import STAGES
 
     monkeypatch.setenv("IRGLOW_DATA", str(tmp_path / "data"))
     config = small_pipeline(tmp_path / "out", tmp_path / "data", ql={"enabled": True},
@@ -48,8 +48,8 @@ def test_nothing_after_the_binding_reads_the_configuration(tmp_path, monkeypatch
     def read(*args, **kwargs):
         raise AssertionError("the configuration was read after the binding")
 
-    for owner, name in ((Stage, "bind"), (irglow.settings, "value"), (irglow.settings, "check"),
-                        (LexicalSettings, "from_config")):
+    for owner, name in ((irglow.settings, "value"), (irglow.settings, "check"), (LexicalSettings, "from_config"),
+                        *((s.settings_class, "from_config") for s in STAGES)):
         monkeypatch.setattr(owner, name, read)
     config.clear()  # and the dictionary itself is gone
     cmp = evaluate_split(p.plan, p, "test", tmp_path / "out")

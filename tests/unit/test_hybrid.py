@@ -11,7 +11,7 @@ from irglow.cli import main
 from irglow.data.records import Qrel, Query
 from irglow.hybrid import FusionSettings, check, fuse_entry
 from irglow.runs.keys import Runs, held_out
-from irglow.runs.wanted import components, hybrids, wants_tuning
+from irglow.runs.wanted import hybrids
 from irglow.runs.trec import Run
 from tests.files import write_trec
 
@@ -25,15 +25,16 @@ def _check(config, produced) -> None:
     check(FusionSettings.from_config(config), produced)
 
 
-def test_components_read_lists_and_plus_joined_strings():
+def test_hybrids_read_lists_and_plus_joined_strings():
+    def parts(config):
+        return [list(h.runs) for h in hybrids(config)]
+
     config = _config([["twbert", "glow"], "bm25+glow+monobert"])
-    assert components(config) == [["twbert", "glow"], ["bm25", "glow", "monobert"]]
+    assert parts(config) == [["twbert", "glow"], ["bm25", "glow", "monobert"]]
     assert [h.tag for h in hybrids(config)] == ["twbert+glow", "bm25+glow+monobert"]
-    assert wants_tuning(config, "glow") and not wants_tuning(config, "bert")
-    assert components({"fusion": {"enabled": False, "runs": [["a", "b"]]}}) == []
+    assert parts({"fusion": {"enabled": False, "runs": [["a", "b"]]}}) == []
     # make bench-… FUSE=twbert+glow,twbert+glow+monobert passes one string
-    assert components(_config("twbert+glow, twbert+glow+monobert")) == [["twbert", "glow"],
-                                                                       ["twbert", "glow", "monobert"]]
+    assert parts(_config("twbert+glow, twbert+glow+monobert")) == [["twbert", "glow"], ["twbert", "glow", "monobert"]]
     _check(_config("twbert+glow"), ["twbert", "glow"])
 
 

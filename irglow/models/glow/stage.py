@@ -31,25 +31,6 @@ WEIGHT_ONLY_MODEL = ("attention", "weights", "weight_alpha")
 WEIGHT_ONLY_TRAINING = ("alpha_ramp",)
 
 
-def settings(config) -> tuple[dict, list[str], dict]:
-    """The ``[glow]`` section as (training settings, model variants, the stage's own options: untrained runs,
-    zero-shot token budget, a folder of trained models to reuse, the ``"auto"`` token budget as chosen for this
-    device — :func:`irglow.models.fields.resolve_auto_budgets`)."""
-    from irglow.models.fields import resolve_auto_budgets
-
-    gcfg = stage_settings(config.get("glow", {}), "glow")
-    declared.check_table("glow", {**gcfg, "enabled": config.get("glow", {}).get("enabled", False)})
-    model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
-    if budget is not None:
-        gcfg["model"] = model
-    variants = as_names(declared.take(gcfg, "glow", "variants"))
-    options = {"untrained": as_names(declared.take(gcfg, "glow", "untrained")),
-               "zero_shot_tokens": declared.take(gcfg, "glow", "zero_shot_tokens"),
-               "model_dir": declared.take(gcfg, "glow", "model_dir"), "token_budget": budget,
-               "precision": declared.take(gcfg, "glow", "precision"), "faiss": declared.take(gcfg, "glow", "faiss")}
-    return gcfg, variants, options
-
-
 def model_config(train, chosen: frozenset[str], fields, variant: str):
     """The :class:`~irglow.models.glow.model.GlowConfig` a variant trains with: ``[glow.model]`` as bound, with the
     training collection's ``fields`` unless the configuration chose them (``chosen``: the keys it set), and a
@@ -143,7 +124,19 @@ class GlowSettings:
         from irglow.models.glow.train import GlowTrainConfig
         from irglow.models.validation import uses_other_sources
 
-        gcfg, variants, options = settings(config)
+        from irglow.models.fields import resolve_auto_budgets
+
+        # the section laid on the file its `config` names; the "auto" token budget as chosen for this device
+        gcfg = stage_settings(config.get("glow", {}), "glow")
+        declared.check_table("glow", {**gcfg, "enabled": config.get("glow", {}).get("enabled", False)})
+        model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
+        if budget is not None:
+            gcfg["model"] = model
+        variants = as_names(declared.take(gcfg, "glow", "variants"))
+        options = {"untrained": as_names(declared.take(gcfg, "glow", "untrained")),
+                   "zero_shot_tokens": declared.take(gcfg, "glow", "zero_shot_tokens"),
+                   "model_dir": declared.take(gcfg, "glow", "model_dir"),
+                   "precision": declared.take(gcfg, "glow", "precision"), "faiss": declared.take(gcfg, "glow", "faiss")}
         for v in variants:
             if v not in VARIANTS:
                 raise ValueError(f"glow.variants: {v!r} is not a GLOW variant; known: {', '.join(VARIANTS)}")
@@ -151,9 +144,8 @@ class GlowSettings:
             if u not in UNTRAINED:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
         return cls(GlowTrainConfig.from_dict(gcfg), frozenset(gcfg.get("model", {})), tuple(variants),
-                   tuple(options["untrained"]), options["zero_shot_tokens"], options["model_dir"],
-                   options["token_budget"], uses_other_sources(config, "glow"), options["precision"],
-                   options["faiss"])
+                   tuple(options["untrained"]), options["zero_shot_tokens"], options["model_dir"], budget,
+                   uses_other_sources(config, "glow"), options["precision"], options["faiss"])
 
 
 class GlowStage(ChoosesOnOtherSources, Stage):

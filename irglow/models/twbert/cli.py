@@ -78,7 +78,6 @@ def cmd_search(args) -> int:
     run = twbert_search(model, _index(args), load_collection(args.data).queries(args.split), depth=args.depth,
                         tag="twbert-rm3" if args.rm3 else "twbert", expansion="rm3" if args.rm3 else None)
     run.write(args.output)
-    from pathlib import Path
 
     write_run_manifest(args.output, {"twbert_search": vars(args) | {"func": None}})
     print(f"{len(run)} queries → {args.output}")

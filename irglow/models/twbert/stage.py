@@ -13,47 +13,6 @@ from irglow.config import stage_settings
 from irglow.stage import Stage
 
 
-def settings(config) -> tuple[dict, bool, str | None]:
-    """The ``[twbert]`` section as (training settings, whether to add the RM3 run, a trained model to reuse);
-    the model's k1 and b default to ``[lexical]``'s, so ``--set lexical.k1=…`` reaches bm25-ngram and twbert."""
-    from irglow.lexical.stage import LexicalSettings
-
-    tcfg = stage_settings(config.get("twbert", {}), "twbert")
-    declared.check_table("twbert", {**tcfg, "enabled": config.get("twbert", {}).get("enabled", False)})
-    lexical = LexicalSettings.from_config(config)
-    model = dict(tcfg.get("model", {}))
-    model.setdefault("k1", lexical.k1)
-    model.setdefault("b", lexical.b)
-    tcfg["model"] = model
-    return tcfg, declared.take(tcfg, "twbert", "rm3"), declared.take(tcfg, "twbert", "model_dir")
-
-
-def check_reused_model_can_tune(config, model_dir: str | None) -> None:
-    """Before any work: a fusion tunes twbert's weight on the training queries TW-BERT held out; a reused
-    ``model_dir`` holds out queries of the collection it was trained on, which may not be this one's (the
-    fusion used to fail after every stage had run, on tuning runs sharing no query)."""
-    from irglow.runs.wanted import wants_tuning
-
-    c = config.get("collection", {})
-    tuned = [t for t in ("twbert", "bm25-ngram") if wants_tuning(config, t)]
-    if not model_dir or not tuned or not c.get("name") or config.get("zero_shot", {}).get("train"):
-        return
-    from irglow.data.collection import load_collection
-    from irglow.models.checkpoints import read_training
-
-    held_out = set(read_training(model_dir).get("val_query_ids") or [])
-    train = c.get("train") or c["name"]
-    split = declared.value(config, "collection", "train_split")
-    ours = {q.query_id for q in load_collection(train).queries(split)}
-    if not held_out & ours:
-        why = ("its training.json names no held-out query" if not held_out else
-               f"none of its {len(held_out)} held-out queries is among {train}'s {split} "
-               f"queries")
-        raise ValueError(f"twbert.model_dir = {model_dir!r} reuses a trained model and fusion.runs tunes "
-                         f"{' and '.join(tuned)}'s weight on the queries its training held out, but {why}: nothing "
-                         f"to tune on. Train TW-BERT here (drop twbert.model_dir) or leave it out of fusion.runs")
-
-
 @dataclass(frozen=True)
 class TWBertSettings:
     """``[twbert]`` bound: its training settings (a :class:`~irglow.models.twbert.train.TrainConfig` table, the
@@ -72,12 +31,18 @@ class TWBertSettings:
 
     @classmethod
     def from_config(cls, config) -> "TWBertSettings":
+        from irglow.lexical.stage import LexicalSettings
         from irglow.models.twbert.train import TrainConfig
 
-        tcfg, rm3, model_dir = settings(config)
-        train = TrainConfig.from_dict(tcfg)
-        check_reused_model_can_tune(config, model_dir)
-        return cls(train, rm3, model_dir, config.get("seed"))
+        # the model's k1 and b default to [lexical]'s, so `--set lexical.k1=…` reaches bm25-ngram and twbert
+        tcfg = stage_settings(config.get("twbert", {}), "twbert")
+        declared.check_table("twbert", {**tcfg, "enabled": config.get("twbert", {}).get("enabled", False)})
+        lexical = LexicalSettings.from_config(config)
+        model = tcfg["model"] = dict(tcfg.get("model", {}))
+        model.setdefault("k1", lexical.k1)
+        model.setdefault("b", lexical.b)
+        rm3, model_dir = declared.take(tcfg, "twbert", "rm3"), declared.take(tcfg, "twbert", "model_dir")
+        return cls(TrainConfig.from_dict(tcfg), rm3, model_dir, config.get("seed"))
 
 
 class TWBertStage(Stage):
@@ -88,6 +53,29 @@ class TWBertStage(Stage):
 
     def tags(self, s: TWBertSettings, produced=()) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
+
+    def check_plan(self, s: TWBertSettings, plan) -> None:
+        """A fusion tunes twbert's weight on the training queries TW-BERT held out; a reused ``model_dir`` holds
+        out queries of the collection it was trained on, which may not be this one's (the fusion used to fail
+        after every stage had run, on tuning runs sharing no query)."""
+        tuned = [t for t in ("twbert", "bm25-ngram") if t in plan.tuning_runs]
+        if not s.model_dir or not tuned or (plan.zero_shot is not None and plan.zero_shot.train):
+            return
+        from irglow.data.collection import load_collection
+        from irglow.models.checkpoints import read_training
+
+        held_out = set(read_training(s.model_dir).get("val_query_ids") or [])
+        c = plan.collection
+        train = c.train or c.name
+        ours = {q.query_id for name in ([train] if isinstance(train, str) else train)
+                for q in load_collection(name).queries(c.train_split)}
+        if not held_out & ours:
+            why = ("its training.json names no held-out query" if not held_out else
+                   f"none of its {len(held_out)} held-out queries is among {train}'s {c.train_split} queries")
+            raise ValueError(f"twbert.model_dir = {s.model_dir!r} reuses a trained model and fusion.runs tunes "
+                             f"{' and '.join(tuned)}'s weight on the queries its training held out, but {why}: "
+                             f"nothing to tune on. Train TW-BERT here (drop twbert.model_dir) or leave it out of "
+                             f"fusion.runs")
 
     def transformer(self, ranker, folder):
         """``twbert``: its weighted queries in Lucene, with the model the run used."""
