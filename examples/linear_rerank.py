@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irglow.defaults import VAL_FRACTION
 from irglow.models.rerank.kinds import RerankerKind
 from irglow.rankers import Model
 from irglow.settings import setting
@@ -35,6 +36,8 @@ class LinearSettings:
     train_depth: int = setting(20, "the first stage's top documents the training pairs come from", low=1)
     steps: int = setting(200, "gradient steps over every training pair", low=1)
     lr: float = setting(0.5, "the step size", above=0)
+    # the share of the training queries held out (irglow's trainers' default: the same queries, a fusion tunes on them)
+    val_fraction: float = setting(VAL_FRACTION, "share of the training queries held out", low=0, high=1)
 
 
 def LinearRerank(**settings) -> Model:  # noqa: N802 (a constructor, as irglow's MonoBERT())

@@ -6,6 +6,8 @@ BM25_K1 = 0.9
 BM25_B = 0.4
 DEPTH = 1000
 SEED = 13
+# the share of the training queries every trainer holds out (the same ones, with the same seed: a fusion tunes on them)
+VAL_FRACTION = 0.1
 MEASURES = ("nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10")  # a table's measures when none are named
 SIGNIFICANCE_TESTS = ("randomization", "t", "bootstrap", "wilcoxon")
 CORRECTIONS = ("holm", "bonferroni", "bh", "none")

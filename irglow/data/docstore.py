@@ -229,16 +229,10 @@ class JsonLinesStore(DocStore):
         return _StoredIds(self)
 
     def position_of(self, doc_id: str) -> int | None:
-        h = id_hash(doc_id)
-        lo = int(np.searchsorted(self.sorted_hashes, h, side="left"))
-        hi = int(np.searchsorted(self.sorted_hashes, h, side="right"))
-        if hi - lo == 1:  # one document with this hash (a 64-bit hash: another id sharing it is ~N / 2^64 likely)
-            return int(self.order[lo])
-        for k in range(lo, hi):  # several: the one whose record holds this id
-            p = int(self.order[k])
-            if self._read(np.asarray([p]))[0].doc_id == doc_id:
-                return p
-        return None
+        """A lone hash is trusted (reading its record costs a read; :meth:`get_many` checks what it reads); of
+        several, the one whose record holds this id."""
+        return position_by_hash(self.sorted_hashes, self.order, doc_id,
+                                lambda p: self._read(np.asarray([p]))[0].doc_id == doc_id, check_lone=False)
 
     def get_many(self, doc_ids: Iterable[str]) -> list[Document]:
         doc_ids = list(doc_ids)
@@ -296,6 +290,20 @@ def id_hash(doc_id: str) -> int:
     import hashlib
 
     return int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def position_by_hash(sorted_hashes: np.ndarray, positions: np.ndarray, doc_id: str, holds: Callable[[int], bool],
+                     check_lone: bool = True) -> int | None:
+    """Where ``doc_id`` lies in a table of id hashes sorted with their ``positions`` (an O(log n) look-up: no table
+    of every id is held): the candidate whose ``holds(position)`` says it is this id, or ``None``.  ``check_lone``
+    False trusts a hash only one position has (a 64-bit hash: another id sharing it is ~N / 2^64 likely) where
+    asking costs a read; the caller then checks what it reads."""
+    h = np.uint64(id_hash(doc_id))
+    lo = int(np.searchsorted(sorted_hashes, h, side="left"))
+    hi = int(np.searchsorted(sorted_hashes, h, side="right"))
+    if hi - lo == 1 and not check_lone:
+        return int(positions[lo])
+    return next((int(positions[k]) for k in range(lo, hi) if holds(int(positions[k]))), None)
 
 
 def _text(n: int, raw: bytes) -> str:

@@ -126,16 +126,9 @@ class IdTable(Sequence):
 
     def position(self, doc_id: str) -> int | None:
         """The doc number of ``doc_id``, or ``None`` (an O(log n) look-up: no table of every id is held)."""
-        from irglow.data.docstore import id_hash
+        from irglow.data.docstore import position_by_hash
 
-        h = np.uint64(id_hash(doc_id))
-        lo = int(np.searchsorted(self.hashes, h, side="left"))
-        hi = int(np.searchsorted(self.hashes, h, side="right"))
-        for k in range(lo, hi):
-            d = int(self.hash_docs[k])
-            if self[d] == doc_id:
-                return d
-        return None
+        return position_by_hash(self.hashes, self.hash_docs, doc_id, lambda d: self[d] == doc_id)
 
     def __contains__(self, doc_id: object) -> bool:
         return isinstance(doc_id, str) and self.position(doc_id) is not None

@@ -70,6 +70,12 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
     assert results["fusion:twbert+linear"].method == "wsum"  # tuned on what both held out (one split for every trainer)
     exp.run()  # cached by content like irglow's own kinds
     assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
+    # the share it holds out is its own setting where it declares one (the default: every trainer's)
+    other = Experiment(SMALL_DEMO, systems=[Lexical("bm25") >> registered.LinearRerank(val_fraction=0.5)],
+                       out=tmp_path / "half", settings=settings)
+    other.run()
+    model = Path(read_results(tmp_path / "half")["rerank:linear(bm25)"].model)
+    assert len(json.loads((model.parent / "training.json").read_text())["val_query_ids"]) > 2 * len(held)
     from irglow.commands.reference import settings_reference
 
     assert "gradient steps over every training pair" in settings_reference(["rerank.linear"])  # `irglow settings`

@@ -55,7 +55,7 @@ from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
 from irglow.utils.distributed import join
-from irglow.defaults import SEED
+from irglow.defaults import SEED, VAL_FRACTION
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class GlowTrainConfig:
     hard_negative_depth: int = setting(30, "BM25 depth the hard negatives are drawn from", low=1)
     in_batch_negatives: int = setting(4, "bce: other queries' documents sampled as negatives", low=0)
     temperature: float = setting(10.0, "bce: in-batch documents sampled in proportion to exp(temperature · cos)", low=0)
-    val_fraction: float = setting(0.1, "share of the training queries held out for early stopping", low=0, high=1)
+    val_fraction: float = setting(VAL_FRACTION, "share of the training queries held out for early stopping", low=0, high=1)
     val_max_docs: int = setting(20000, "validation ranks the whole corpus up to this many documents, else the union "
                                 "of the BM25 top-k lists (0: always the union)", low=0)
     val_pool_depth: int = setting(100, "the BM25 depth of that union", low=1)

@@ -517,10 +517,10 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def _trained_kind(self, ctx, owner: str, registered, first=None) -> Path:
         """``owner``'s model of a registered kind: reused from ``model_dir``, found trained, or trained on its first
         stage's run of the training queries (``first``, where the caller has it), the queries every trainer holds
-        out left out (they tune fusions)."""
+        out left out (they tune fusions; a kind whose settings declare ``val_fraction`` holds out that share)."""
         import json
 
-        from irglow.defaults import SEED
+        from irglow.defaults import SEED, VAL_FRACTION
         from irglow.models.checkpoints import split_validation
         from irglow.models.rerank.kinds import MODEL_FILE, write_kind
         from irglow.models.source import keyed_train_dir
@@ -543,7 +543,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             return model_dir
         qrels = list(source.qrels())
         ids = sorted({r.query_id for r in qrels if r.relevance > 0})
-        val_ids, train_ids = split_validation(ids, 0.1, owner, SEED if ctx.seed is None else ctx.seed)
+        # the queries every trainer holds out: its own val_fraction where its settings have one, else theirs
+        fraction = getattr(s.trainers[owner].settings, "val_fraction", VAL_FRACTION)
+        val_ids, train_ids = split_validation(ids, fraction, owner, SEED if ctx.seed is None else ctx.seed)
         kept = set(train_ids)
         atomic_write_text(folder / "training.json", json.dumps({  # before the model: a model never lacks it
             "kind": registered.name, "settings": settings, "train_queries": len(train_ids),

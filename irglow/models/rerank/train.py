@@ -35,7 +35,7 @@ from irglow.models.rerank.rerank import rerank
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
-from irglow.defaults import SEED
+from irglow.defaults import SEED, VAL_FRACTION
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ class RerankTrainConfig:
                                "NRM-F)", above=0)
     warmup_ratio: float = setting(0.1, "share of the steps over which the learning rate warms up", low=0, high=1)
     weight_decay: float = setting(0.01, "AdamW's weight decay", low=0)
-    val_fraction: float = setting(0.1, "share of the training queries held out for early stopping", low=0, high=1)
+    val_fraction: float = setting(VAL_FRACTION, "share of the training queries held out for early stopping", low=0, high=1)
     val_depth: int = setting(30, "documents of the first stage re-ranked per held-out query in validation", low=1)
     eval_every: int = setting(0, "also validate every N steps (0: epoch ends only)", low=0)
     grad_accum: int = setting(1, "batches per optimizer step, over every process under torchrun "

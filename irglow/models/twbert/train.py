@@ -68,7 +68,7 @@ from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
-from irglow.defaults import SEED
+from irglow.defaults import SEED, VAL_FRACTION
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class TrainConfig:
     candidates: int = setting(50, "BM25 top-k from Lucene per training query", low=1)
     add_unretrieved_relevant: bool = setting(False, "judged-relevant documents Lucene did not retrieve join the "
                                              "candidates (only under the AMSE/ListMLE losses' study)")
-    val_fraction: float = setting(0.1, "share of the training queries held out for early stopping "
+    val_fraction: float = setting(VAL_FRACTION, "share of the training queries held out for early stopping "
                                   "(irglow.models.checkpoints.split_validation)", low=0, high=1)
     batch_queries: int = setting(16, "queries per batch", low=1)
     stage1_epochs: int = setting(0, "epochs that first pull the weights onto the fixed prior (the residual head starts "
