@@ -59,10 +59,10 @@ readme-check: run
 # MS MARCO pipeline, the lexical reproduction matrix, the end-to-end runs over ~4 s) for the edit-test loop:
 # about 75 s against 4-5 min on 2 cores.
 test: venv browser
-	$(BIN)/python -m pytest -q -n auto --dist loadscope tests
+	$(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder tests
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -n auto --dist loadscope -m "not slow" tests
+	$(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder -m "not slow" tests
 
 # The results browser's tests drive Debian's headless Chromium; installed here when missing and possible (root with
 # apt-get), else those tests skip with one line saying how to enable them.

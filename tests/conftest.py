@@ -85,6 +85,15 @@ def module_tmp(tmp_path_factory, request):
     shutil.rmtree(path, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The modules holding slow tests first, in the order collected (the Makefile passes
+    ``--no-loadscope-reorder``): pytest-xdist hands whole modules to its workers, by default the modules with the
+    most tests first, which left the few long end-to-end modules (torchrun, the miniature MS MARCO) to start last,
+    on one worker, while the other had nothing left — a long job started first ends with the short ones."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "pretrained: uses the packaged MiniLM's own weights (a test of what it has "
                             "learned, or of its size); every other test's 'default' checkpoint is a tiny BERT of the "
