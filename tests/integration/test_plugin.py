@@ -68,7 +68,9 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
     assert held and set(Run.read(out / "tuning" / "linear.run").ranking) == held
     assert results["fusion:bm25f+linear"].method == "wsum" and results["fusion:bm25f+linear"].tuning_queries == len(held)
     assert results["fusion:twbert+linear"].method == "wsum"  # tuned on what both held out (one split for every trainer)
-    exp.run()  # cached by content like irglow's own kinds
+    from irglow.cli import main  # cached by content like irglow's own kinds, and `irglow run` makes the same runs
+
+    assert main(["run", "--config", str(exp.save(tmp_path / "plugin.yaml"))]) == 0
     assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
     # the share it holds out is its own setting where it declares one (the default: every trainer's)
     other = Experiment(SMALL_DEMO, systems=[Lexical("bm25") >> registered.LinearRerank(val_fraction=0.5)],

@@ -66,6 +66,13 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     assert set(held.ranking) == set(Run.read(out / "tuning" / "twbert.run").ranking)
     assert results["fusion:(twbert+ql)+glow"].tuning_queries <= len(held.ranking)
     assert not (out / "tuning" / "bm25+bm25f.run").exists() and results["fusion:bm25+bm25f"].method == "rrf"
+    # `irglow run` on the experiment saved as a file makes the same runs: every unit found made, under its key
+    from irglow.cli import main
+
+    before = {p.name: p.read_bytes() for p in out.glob("*.run")}
+    assert main(["run", "--config", str(exp.save(out.parent / "every-kind.yaml"))]) == 0
+    assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
+    assert {p.name: p.read_bytes() for p in out.glob("*.run")} == before
 
 
 def _shape(ranker) -> tuple:
