@@ -34,17 +34,19 @@ class Lexical(pt.Transformer):
         return f"irglow.Lexical({self.system})"
 
 
-class QL(pt.Transformer):
-    """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run."""
+class QL(Lexical):
+    """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run: the
+    ``qld`` system with the ``[ql]`` stage's ``mu``."""
 
     def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
                  threads: int = 2):
         from irglow import settings as declared
+        from irglow.lexical.searchers import LexicalConfig
 
         self.mu = declared.value({}, "ql", "mu") if mu is None else mu  # [ql] mu's default: Anserini's 1000
-        self.index, self.depth, self.threads = open_index(index), depth, threads
+        super().__init__(index, config=LexicalConfig("qld", mu=self.mu, depth=depth, threads=threads))
+        self.system = "ql"
 
-    def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        from irglow.lexical.searchers import ql_search
+    def __repr__(self) -> str:
+        return f"irglow.QL(mu={self.mu})"
 
-        return run_to_frame(ql_search(self.index, queries_of(topics), self.mu, self.depth, self.threads), topics)

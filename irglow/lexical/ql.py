@@ -64,6 +64,8 @@ class QueryLikelihoodStage(Stage):
 
     @staticmethod
     def search(ctx, index, queries):
-        from irglow.lexical.searchers import ql_search
+        """The ``[lexical]`` system ``qld`` with this stage's ``mu``: one query-likelihood path, whichever door."""
+        from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
-        return ql_search(index, queries, ctx.settings.mu, ctx.lexical.depth, ctx.lexical.threads)
+        config = LexicalConfig("qld", mu=ctx.settings.mu, depth=ctx.lexical.depth, threads=ctx.lexical.threads)
+        return LexicalSearcher(index, config).search(queries, tag="ql")

@@ -295,11 +295,3 @@ def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: 
 def run_lexical(index: LuceneIndex, queries: Sequence[Query], system: str = "bm25", **overrides) -> Run:
     """Convenience: ``run_lexical(index, queries, "bm25f", field_weights={"title": 2, "text": 1})``."""
     return LexicalSearcher(index, LexicalConfig(system=system, **overrides)).search(queries)
-
-
-def ql_search(index, queries, mu: float, depth: int, threads: int = 2):
-    """The ``ql`` run of ``queries`` on ``index`` (the ``[ql]`` stage's, and irglow.pyterrier's ``QL``)."""
-    searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.LMDirichletSimilarity")(float(mu)))
-    items = [(q.query_id, lq.bag_of_words(terms) if terms else None)
-             for q, terms in LexicalSearcher(index).analyzed(queries)]
-    return Run(search_queries(index, searcher, items, depth, threads, "ql"), "ql")
