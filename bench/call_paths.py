@@ -6,7 +6,7 @@ running them, not by reading the code.
   (``Stage.bind``), its run file is written (``Run.write`` of ``<tag>.run``) — and the files they cross together.
 * **The configuration's stops**: from ``irglow run --config`` to the bound plan (the configuration is sealed
   after binding, so nothing reads it later): every irglow function that is handed the configuration or one of
-  its tables as an argument, and the files they are in.
+  its tables or lists as an argument, and the files they are in (and, apart, those handed the whole of it).
 * **Climbs**: a call, in one of those stacks, from a module of a lower layer of the import-linter contract
   (``pyproject.toml``) into one of a higher layer — a callback that reaches back up.
 
@@ -133,7 +133,8 @@ def config_stops(config: str, overrides: list[str]):
             tables.add(id(value))
             for v in value.values():
                 collect(v)
-        elif isinstance(value, list):
+        elif isinstance(value, list):  # a list of it (fusion.runs, lexical.systems) is the configuration too
+            tables.add(id(value))
             for v in value:
                 collect(v)
 

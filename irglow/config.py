@@ -51,7 +51,27 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: 
             config = merged(load_config(base, (), (*_chain, path.resolve())), config)
     for item in overrides:
         apply_override(config, item)
+    return include_sections(config)
+
+
+def include_sections(config: dict[str, Any]) -> dict[str, Any]:
+    """Each table with a ``config = "file"`` key laid on that file's table of its name — ``[glow] config =
+    "glow-paper.toml"`` starts from that file's ``[glow]``, ``[rerank.monobert] config = "rerank.toml"`` from its
+    ``[monobert]`` — when the configuration is loaded (after ``--set``), so binding reads one complete
+    configuration and no file."""
+    for name, table in list(config.items()):
+        if not isinstance(table, dict):
+            continue
+        for sub, inner in list(table.items()):
+            if isinstance(inner, dict) and isinstance(inner.get("config"), str):
+                table[sub] = _included(inner, sub)
+        if isinstance(table.get("config"), str):
+            config[name] = _included(table, name)
     return config
+
+
+def _included(table: dict[str, Any], name: str) -> dict[str, Any]:
+    return merged(load_config(table["config"]).get(name, {}), {k: v for k, v in table.items() if k != "config"})
 
 
 class SealedConfig(dict):
@@ -174,15 +194,6 @@ def flag(config: dict[str, Any], section: str, key: str = "enabled", default: bo
     if not isinstance(value, bool):
         raise ValueError(f"{section}.{key} = {value!r} must be true or false (a boolean, not a string)")
     return value
-
-
-def stage_settings(settings: dict[str, Any], section: str) -> dict[str, Any]:
-    """A stage's settings without ``enabled``, laid on the ``[section]`` of the file its ``config`` key names
-    (if any) — e.g. ``[glow] config = "configs/glow-paper.toml"`` starts from that file's ``[glow]``."""
-    settings = dict(settings)
-    settings.pop("enabled", None)
-    base = settings.pop("config", None)
-    return merged(load_config(base).get(section, {}), settings) if base else settings
 
 
 def check_values(obj: Any, section: str) -> Any:

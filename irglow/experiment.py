@@ -31,7 +31,7 @@ class Experiment:
                  baseline: Any = None, *, train: str | Sequence[str] | None = None, train_split: str = "train",
                  test_split: str = "test", config: str | Path | dict | None = None,
                  settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int | None = None):
-        from irglow.config import apply_override, load_config
+        from irglow.config import apply_override, include_sections, load_config
         from irglow.plan import ranker
 
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
@@ -61,7 +61,7 @@ class Experiment:
                             f"not {settings!r}")
         for key, value in (settings or {}).items():
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
-        self.config = cfg
+        self.config = include_sections(cfg)  # a section's config = "file", as loading a file lays it
 
     def check(self) -> list[str]:
         """Every setting checked (as ``irglow run`` does before any work); the runs it will produce."""

@@ -266,6 +266,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("nrmf", "table", {}, "NRM-F's training settings (and [rerank.nrmf.model])")),
 }
 # keys that were renamed or moved: one line naming the new place, not "unknown key"
+_INCLUDED = ("is laid when the configuration is loaded (irglow.config.load_config: binding reads no file); a "
+             "configuration built in Python lays it with irglow.config.include_sections(config)")
 MOVED = {
     "rerank.fuse": "moved to the one fusion stage: write [fusion] runs = ['bm25+monobert', 'bm25+nrmf', …] (the "
                    "re-ranked block fused with BM25, weights tuned on held-out queries)",
@@ -327,6 +329,8 @@ def check_table(section: str, node: Any) -> None:
     for name, setting in settings.items():
         if name in node:
             setting.check(node[name])
+    if "config" in settings and "config" in node:  # a file to start from, not laid on: not loaded as a file is
+        raise ValueError(f"{section}.config {_INCLUDED}")
 
 
 # sections whose sub-tables other packages add: [rerank.<kind>] for each re-ranker kind registered under the

@@ -78,8 +78,14 @@ def test_every_shipped_configuration_binds(path):
 @pytest.mark.parametrize("section, name", [("glow", "glow.toml"), ("glow", "glow-paper.toml"),
                                            ("twbert", "twbert.toml")])
 def test_every_shipped_stage_file_binds_through_its_stage(section, name):
-    plan = bind_plan({section: {"enabled": True, "config": str(ROOT / "configs" / name)}})
+    """A section's ``config = "file"`` is laid when the configuration is loaded (binding reads no file); a
+    configuration built in Python lays it with ``include_sections``, and one that does not is told so."""
+    from irglow.config import include_sections
+
+    plan = bind_plan(include_sections({section: {"enabled": True, "config": str(ROOT / "configs" / name)}}))
     assert any(stage.name == section for stage, _ in plan.stages)
+    with pytest.raises(ValueError, match=rf"{section}.config is laid when the configuration is loaded"):
+        bind_plan({section: {"enabled": True, "config": str(ROOT / "configs" / name)}})
 
 
 def test_the_rerank_file_binds_through_the_rerank_stage():

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from irglow import settings as declared
-from irglow.config import as_names, stage_settings
+from irglow.config import as_names
 from irglow.data.docstore import docs_store
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
@@ -126,9 +126,10 @@ class GlowSettings:
 
         from irglow.models.fields import resolve_auto_budgets
 
-        # the section laid on the file its `config` names; the "auto" token budget as chosen for this device
-        gcfg = stage_settings(config.get("glow", {}), "glow")
-        declared.check_table("glow", {**gcfg, "enabled": config.get("glow", {}).get("enabled", False)})
+        # the "auto" token budget as chosen for this device
+        gcfg = dict(config.get("glow", {}))
+        declared.check_table("glow", gcfg)
+        gcfg.pop("enabled", None)
         model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
         if budget is not None:
             gcfg["model"] = model

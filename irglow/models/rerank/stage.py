@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from irglow import settings as declared
-from irglow.config import as_names, merged, stage_settings
+from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
 from irglow.models.rerank.kinds import kind_names, plugin_kind
 from irglow.models.validation import ChoosesOnOtherSources
@@ -51,7 +51,7 @@ def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
     change.pop("model_of", None)  # whose trained model it uses, not a training setting
     if kind not in kind_names():
         raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(kind_names())}, not {kind!r}")
-    return {**merged(stage_settings(rcfg.get(kind, {}), kind), change), "kind": kind}
+    return {**merged(rcfg.get(kind, {}), change), "kind": kind}
 
 
 @dataclass(frozen=True)
@@ -221,7 +221,7 @@ class RerankSettings:
         for name in listed:
             table = variants.get(name, {})
             if name in kind_names():
-                trainer = {**stage_settings(rcfg.get(name, {}), name), "kind": name}
+                trainer = {**rcfg.get(name, {}), "kind": name}
             elif name in variants:
                 trainer = _variant_trainer(name, table, rcfg)
             elif "{field}" in name:

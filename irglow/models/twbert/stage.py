@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from irglow import settings as declared
-from irglow.config import stage_settings
 from irglow.stage import Stage
 
 
@@ -35,8 +34,9 @@ class TWBertSettings:
         from irglow.models.twbert.train import TrainConfig
 
         # the model's k1 and b default to [lexical]'s, so `--set lexical.k1=…` reaches bm25-ngram and twbert
-        tcfg = stage_settings(config.get("twbert", {}), "twbert")
-        declared.check_table("twbert", {**tcfg, "enabled": config.get("twbert", {}).get("enabled", False)})
+        tcfg = dict(config.get("twbert", {}))
+        declared.check_table("twbert", tcfg)
+        tcfg.pop("enabled", None)
         lexical = LexicalSettings.from_config(config)
         model = tcfg["model"] = dict(tcfg.get("model", {}))
         model.setdefault("k1", lexical.k1)
