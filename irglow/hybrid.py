@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from irglow import settings
-from irglow.config import flag
 from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
 from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
@@ -57,12 +56,11 @@ class FusionSettings:
     def from_config(cls, config: dict[str, Any]) -> "FusionSettings":
         from irglow.eval.measures import parse_measures
 
-        fs = config.get("fusion", {})
-        if flag(config, "fusion"):
-            entries = _entries(fs)
+        settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
+        if settings.value(config, "fusion", "enabled"):
+            entries = _entries(config.get("fusion", {}))
             if not isinstance(entries, list) or not entries:
                 raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
-        settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
         keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
         bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k) for k in keys))
         parse_measures([bound.measure])

@@ -83,6 +83,11 @@ class ValidationSettings:
     queries: int
     stages: tuple[str, ...] | None = None
 
+    def uses(self, stage: str) -> bool:
+        """Whether ``stage``'s trainers choose their checkpoints on the other sources too: yes, unless ``stages``
+        names other stages only."""
+        return self.stages is None or stage in self.stages
+
 
 def collection_specs(items: list[Any]) -> list[tuple[str, str]]:
     """``["beir/nfcorpus", "x@dev", {name = …, split = …}]`` → ``[(name, split), …]``; a string without
@@ -310,7 +315,10 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     measures = tuple(str(m) for m in parse_measures(ev.get("measures", DEFAULT_MEASURES)))
     bound = []
     for s in STAGES:  # in the order they run
-        enabled = s.always_enabled or flag(config, s.name)
+        # a declared section's `enabled` is read as declared (settings.check refused a non-boolean above); a
+        # plugin's section strictly by flag
+        enabled = s.always_enabled or (settings.value(config, s.name, "enabled") if "enabled" in
+                                       settings.DECLARED.get(s.name, {}) else flag(config, s.name))
         if not enabled and isinstance(config.get(s.name), dict) and set(config[s.name]) - {"enabled"}:
             try:  # a disabled section is checked all the same, whatever its size: a misspelt key would surface the
                 # day it is enabled
@@ -318,7 +326,10 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"[{s.name}] (disabled): {e}") from None
         if enabled:
-            bound.append((s, s.settings_class.from_config(config)))
+            bound_settings = s.settings_class.from_config(config)
+            if s.validates_elsewhere:  # [validation] bound once, here: the stage's copy says what it means for it
+                bound_settings = dataclasses.replace(bound_settings, validate_elsewhere=validation.uses(s.name))
+            bound.append((s, bound_settings))
     baseline = ev.get("baseline", "bm25")
     wanted = ev.get("runs")
     if isinstance(wanted, str):  # "bm25,bm25f" (--set eval.runs=…), as the settings reference allows

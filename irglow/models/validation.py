@@ -27,7 +27,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from irglow import settings
 from irglow.data.docstore import docs_store
 from irglow.data.records import Document, Qrel, Query
 from irglow.defaults import SEED
@@ -76,17 +75,8 @@ def check_stages(stages: tuple[str, ...] | None, capable: list[str]) -> None:
                          f"those that can: {', '.join(capable)}")
 
 
-def uses_other_sources(config: dict[str, Any], stage: str) -> bool:
-    """Whether ``stage``'s trainers choose their checkpoint on the other sources too: yes, unless
-    ``validation.stages`` names other stages only (bound into the stage's settings)."""
-    from irglow.config import as_names
-
-    stages = settings.value(config, "validation", "stages")
-    return stages is None or stage in as_names(stages)
-
-
 def chosen_on(source, used: bool) -> tuple[tuple, dict[str, Any]]:
-    """The other sources a stage's trainers choose on (``used``: :func:`uses_other_sources`) and what they add to
+    """The other sources a stage's trainers choose on (``used``: its settings' ``validate_elsewhere``, from :meth:`irglow.plan.ValidationSettings.uses`) and what they add to
     a key: ``{"validated_on": [digests]}``, or nothing when there are none (so that keys written before
     ``[validation]`` existed stay valid)."""
     also = tuple(source.validation) if used else ()

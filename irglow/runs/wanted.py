@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from irglow.config import as_names, flag
+from irglow import settings as declared
+from irglow.config import as_names
 from irglow.settings import FUSION_METHODS, FUSION_NORMS
 
 ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
@@ -121,7 +122,7 @@ class Hybrid:
 
 def hybrids(config: dict[str, Any]) -> list[Hybrid]:
     """The configured hybrids (``Hybrid(["all"])`` for the all-runs fusion)."""
-    if not flag(config, "fusion"):
+    if not declared.value(config, "fusion", "enabled"):
         return []
     out: list[Hybrid] = []
     for i, entry in enumerate(_entries(config.get("fusion", {}))):

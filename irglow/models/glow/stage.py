@@ -105,7 +105,8 @@ class GlowSettings:
     zero_shot_tokens: int
     model_dir: str | None
     token_budget: dict | None
-    validate_elsewhere: bool
+    # whether its trainers also choose checkpoints on [validation] also: the plan says so (ValidationSettings.uses)
+    validate_elsewhere: bool = True
     precision: str = "fp32"
     faiss: str = "flat"  # the faiss index kind the trained encoders' corpus encodings are searched with
 
@@ -122,7 +123,6 @@ class GlowSettings:
     def from_config(cls, config) -> "GlowSettings":
         from irglow.models.glow.model import VARIANTS
         from irglow.models.glow.train import GlowTrainConfig
-        from irglow.models.validation import uses_other_sources
 
         from irglow.models.fields import resolve_auto_budgets
 
@@ -146,7 +146,7 @@ class GlowSettings:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
         return cls(GlowTrainConfig.from_dict(gcfg), frozenset(gcfg.get("model", {})), tuple(variants),
                    tuple(options["untrained"]), options["zero_shot_tokens"], options["model_dir"], budget,
-                   uses_other_sources(config, "glow"), options["precision"], options["faiss"])
+                   precision=options["precision"], faiss=options["faiss"])
 
 
 class GlowStage(ChoosesOnOtherSources, Stage):

@@ -139,7 +139,8 @@ class RerankSettings:
     depth: int
     rerank_also: tuple[str, ...]
     model_dir: str | None
-    validate_elsewhere: bool
+    # whether its trainers also choose checkpoints on [validation] also: the plan says so (ValidationSettings.uses)
+    validate_elsewhere: bool = True
     precision: str = "fp32"
     fields: tuple[str, ...] | None = None  # the training index's, once known
 
@@ -209,8 +210,6 @@ class RerankSettings:
     @classmethod
     def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
         """``fields``: the training index's where known; else ``index.fields`` where configured."""
-        from irglow.models.validation import uses_other_sources
-
         rcfg = dict(config.get("rerank", {}))
         declared.check_table("rerank", rcfg)  # misspelt keys, a negative or string depth: named before any work
         rcfg.pop("enabled", None)
@@ -238,7 +237,7 @@ class RerankSettings:
         fields = fields if fields is not None else config.get("index", {}).get("fields")
         bound = cls(tuple(listed), rerankers, declared.value(config, "rerank", "depth"),
                     tuple(as_names(declared.value(config, "rerank", "rerank_also"))), rcfg.get("model_dir"),
-                    uses_other_sources(config, "rerank"), declared.value(config, "rerank", "precision"))
+                    precision=declared.value(config, "rerank", "precision"))
         return bound.with_fields(fields) if fields else (bound.check() or bound)
 
 
