@@ -2,8 +2,8 @@
 running them, not by reading the code.
 
 * **A ranker's path**: from ``Experiment`` to its run file.  The stacks of irglow frames at the three moments the
-  ranker is handled — it writes itself into the configuration (``Ranker.configure``), its stage binds its settings
-  (``Stage.bind``), its run file is written (``Run.write`` of ``<tag>.run``) — and the files they cross together.
+  ranker is handled — it writes itself into the configuration (``Ranker.configure``), its stage's settings class binds
+  its section (``from_config``), its run file is written (``Run.write`` of ``<tag>.run``) — and the files they cross together.
 * **The configuration's stops**: from ``irglow run --config`` to the bound plan (the configuration is sealed
   after binding, so nothing reads it later): every irglow function that is handed the configuration or one of
   its tables or lists as an argument, and the files they are in (and, apart, those handed the whole of it).
