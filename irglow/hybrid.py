@@ -35,7 +35,7 @@ from irglow import settings
 from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
 from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
-from irglow.runs.wanted import ALL, Hybrid, _entries, fusion_tag, hybrids, split_fusion
+from irglow.runs.wanted import ALL, Hybrid, fusion_tag, hybrids, split_fusion
 from irglow.stage import Produced, Result, Stage, Unit
 
 log = logging.getLogger(__name__)
@@ -57,10 +57,6 @@ class FusionSettings:
         from irglow.eval.measures import parse_measures
 
         settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
-        if settings.value(config, "fusion", "enabled"):
-            entries = _entries(config.get("fusion", {}))
-            if not isinstance(entries, list) or not entries:
-                raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
         keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
         bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k) for k in keys))
         parse_measures([bound.measure])
@@ -270,11 +266,6 @@ class FusionStage(Stage):
         def cut() -> dict[str, int]:  # the re-ranked parts and the depth of their re-ranked block
             return {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
 
-        def settings() -> dict[str, Any]:
-            return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
-                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options(),
-                    **({"held_out": True} if held_out_too else {})}
-
         # another hybrid fuses this one: it tunes on this one's run of its tuning queries, unless this one ranks
         # any query as its parts do (then it searches the queries it wants, as of a Lucene run)
         part_of_another = any(tag in h.runs for h in fs.hybrids if h.tag != tag)
@@ -283,6 +274,11 @@ class FusionStage(Stage):
                 dataclasses.replace(ctx, runs=Runs({p: ctx.runs.of_training_queries(p, queries) for p in parts()})),
                 parts(), {}, hybrid)[0])
         held_out_too = part_of_another and not ctx.runs.can_rank_any(tag)
+
+        def settings() -> dict[str, Any]:
+            return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
+                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options(),
+                    **({"held_out": True} if held_out_too else {})}
 
         def produce():
             run, info, held = fuse_entry(ctx, parts(), cut(), hybrid, held_out_too)

@@ -263,7 +263,7 @@ def _stage_runs() -> list[str]:
     names = []
     for stage in STAGES:
         try:
-            names += stage.tags(stage.settings_class.from_config({stage.name: {"enabled": True}}))
+            names += stage.default_tags()
         except (ValueError, TypeError, KeyError):
             continue
     return list(dict.fromkeys(names))
@@ -315,10 +315,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     measures = tuple(str(m) for m in parse_measures(ev.get("measures", DEFAULT_MEASURES)))
     bound = []
     for s in STAGES:  # in the order they run
-        # a declared section's `enabled` is read as declared (settings.check refused a non-boolean above); a
-        # plugin's section strictly by flag
-        enabled = s.always_enabled or (settings.value(config, s.name, "enabled") if "enabled" in
-                                       settings.DECLARED.get(s.name, {}) else flag(config, s.name))
+        enabled = s.always_enabled or flag(config, s.name)
         if not enabled and isinstance(config.get(s.name), dict) and set(config[s.name]) - {"enabled"}:
             try:  # a disabled section is checked all the same, whatever its size: a misspelt key would surface the
                 # day it is enabled

@@ -173,7 +173,11 @@ class Stage:
         one).  By default: a run of its default settings, made by switching it on."""
         from irglow.rankers import StageRun
 
-        return StageRun(self.name, name) if name in self.tags(self.settings_class.from_config({self.name: {"enabled": True}})) else None
+        return StageRun(self.name, name) if name in self.default_tags() else None
+
+    def default_tags(self) -> list[str]:
+        """The runs it writes when switched on with its default settings."""
+        return self.tags(self.settings_class.from_config({self.name: {"enabled": True}}))
 
     def node(self, tag: str, settings, node_of: Callable[[str], Any]):
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound

@@ -9,8 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from irglow import settings as declared
-from irglow.config import as_names
+from irglow.config import as_names, flag
 from irglow.settings import FUSION_METHODS, FUSION_NORMS
 
 ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
@@ -121,11 +120,15 @@ class Hybrid:
 
 
 def hybrids(config: dict[str, Any]) -> list[Hybrid]:
-    """The configured hybrids (``Hybrid(["all"])`` for the all-runs fusion)."""
-    if not declared.value(config, "fusion", "enabled"):
+    """The configured hybrids (``Hybrid(["all"])`` for the all-runs fusion); ``fusion.runs`` that is not a
+    non-empty list of entries is an error."""
+    if not flag(config, "fusion"):
         return []
+    entries = _entries(config.get("fusion", {}))
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
     out: list[Hybrid] = []
-    for i, entry in enumerate(_entries(config.get("fusion", {}))):
+    for i, entry in enumerate(entries):
         hybrid = Hybrid.of(entry, f"fusion.runs[{i}]")
         same = next((h for h in out if h.tag == hybrid.tag), None)
         if same is not None and same != hybrid:  # one tag names one run file: one of them would be dropped

@@ -121,32 +121,28 @@ class GlowSettings:
 
     @classmethod
     def from_config(cls, config) -> "GlowSettings":
+        from irglow.models.fields import resolve_auto_budgets
         from irglow.models.glow.model import VARIANTS
         from irglow.models.glow.train import GlowTrainConfig
 
-        from irglow.models.fields import resolve_auto_budgets
-
-        # the "auto" token budget as chosen for this device
         gcfg = dict(config.get("glow", {}))
         declared.check_table("glow", gcfg)
         gcfg.pop("enabled", None)
-        model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))
+        model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))  # for this device
         if budget is not None:
             gcfg["model"] = model
-        variants = as_names(declared.take(gcfg, "glow", "variants"))
-        options = {"untrained": as_names(declared.take(gcfg, "glow", "untrained")),
-                   "zero_shot_tokens": declared.take(gcfg, "glow", "zero_shot_tokens"),
-                   "model_dir": declared.take(gcfg, "glow", "model_dir"),
-                   "precision": declared.take(gcfg, "glow", "precision"), "faiss": declared.take(gcfg, "glow", "faiss")}
+        # the stage's own keys taken out; what is left is the trainer's
+        variants, untrained = (as_names(declared.take(gcfg, "glow", k)) for k in ("variants", "untrained"))
+        zero_shot_tokens, model_dir, precision, faiss = (declared.take(gcfg, "glow", k) for k in (
+            "zero_shot_tokens", "model_dir", "precision", "faiss"))
         for v in variants:
             if v not in VARIANTS:
                 raise ValueError(f"glow.variants: {v!r} is not a GLOW variant; known: {', '.join(VARIANTS)}")
-        for u in options["untrained"]:
+        for u in untrained:
             if u not in UNTRAINED:
                 raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
         return cls(GlowTrainConfig.from_dict(gcfg), frozenset(gcfg.get("model", {})), tuple(variants),
-                   tuple(options["untrained"]), options["zero_shot_tokens"], options["model_dir"], budget,
-                   precision=options["precision"], faiss=options["faiss"])
+                   tuple(untrained), zero_shot_tokens, model_dir, budget, precision=precision, faiss=faiss)
 
 
 class GlowStage(ChoosesOnOtherSources, Stage):

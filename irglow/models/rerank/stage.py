@@ -481,8 +481,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from irglow.stage import Produced
 
         s, source, depth = ctx.settings, ctx.source, ctx.settings.depth
-        first = self.first_stage(ctx, s.first_stages[name])[0]
-        first_training = self._training_run(ctx, s.first_stages[name])
+        first, first_training = self.first_stage(ctx, s.first_stages[name])  # a Lucene run's: searched once
+        first_training = first_training or self._training_run(ctx, s.first_stages[name])  # BM25's own
         owner = s.models_of[name]  # its own first stage's training run where the model is its own (searched once)
         model_dir = self._trained_kind(ctx, owner, registered,
                                        first_training if s.first_stages[owner] == s.first_stages[name] else None)
