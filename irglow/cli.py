@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # under torchrun an error names the rank that met it (torchrun's own summary names the rank that exited)
     rank_note = f" (rank {os.environ.get('RANK')} of {os.environ.get('WORLD_SIZE')})" if distributed.launched() else ""
+    where = f"irglow {args.command}{rank_note}"
     try:
         if distributed.launched():
             distributed.join()
@@ -48,19 +49,43 @@ def main(argv: list[str] | None = None) -> int:
             if not getattr(args.func, "collective", False):  # its work does not split: rank 0's alone
                 return distributed.on_main(lambda: args.func(args))
         return args.func(args)
-    except (FormatError, JavaNotFoundError, DatasetUnavailableError, FileNotFoundError, NotADirectoryError, KeyError,
-            ValueError) as e:
-        print(f"irglow {args.command}{rank_note}: error: {e}", file=sys.stderr)
+    except (FormatError, JavaNotFoundError, DatasetUnavailableError, KeyError, ValueError) as e:
+        print(f"{where}: error: {e}", file=sys.stderr)
         return 2
+    except SystemExit as e:  # a command's own refusal: one line with the same prefix as every other error
+        if isinstance(e.code, str):
+            raise SystemExit(f"{where}: error: {_without_prefix(e.code, args.command)}") from None
+        raise
+    except BrokenPipeError:  # the reader left (`irglow compare … | head`): entry() exits quietly
+        raise
     except OSError as e:
-        if e.errno != errno.ENOSPC:
-            raise
-        where = e.filename or "the output folder"
-        message = e.strerror if e.strerror and "no space left" in e.strerror.lower() and e.strerror != \
-            "No space left on device" else f"no space left on the device holding {where}"
-        print(f"irglow {args.command}{rank_note}: error: {message}; outputs are written atomically, so nothing half-written "
-              f"was left", file=sys.stderr)
+        print(f"{where}: error: {os_error(e)}", file=sys.stderr)
         return 2
+
+
+def _without_prefix(message: str, command: str) -> str:
+    """A message that already names the command (``irglow fuse: …``) without that name: the caller adds it."""
+    for prefix in (f"irglow {command}: error: ", f"irglow {command}: ", "irglow: error: ", "irglow: "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
+
+
+def os_error(e: OSError) -> str:
+    """What a failed read or write is told: the file and the reason in words, and what to do where that is known
+    (a read-only or unwritable place, a full disk, a folder where a file belongs)."""
+    if e.filename is None and e.errno != errno.ENOSPC:
+        return str(e)
+    where = e.filename or "the output folder"
+    reason = e.strerror or str(e)
+    if e.errno == errno.ENOSPC:
+        reason = e.strerror if e.strerror and "no space left" in e.strerror.lower() and \
+            e.strerror != "No space left on device" else f"no space left on the device holding {where}"
+        return f"{reason}; outputs are written atomically, so nothing half-written was left"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return (f"{where}: {reason}: irglow cannot write there; choose a writable place (-o, [output] dir, "
+                f"--data-dir or $IRGLOW_DATA) or change its permissions; nothing half-written was left")
+    return f"{where}: {reason}"
 
 
 def entry() -> None:

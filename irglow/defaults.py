@@ -5,6 +5,7 @@ collections, samples), the measures of a table and the significance tests.  Ever
 BM25_K1 = 0.9
 BM25_B = 0.4
 DEPTH = 1000
+QLD_MU = 1000.0  # query likelihood's Dirichlet prior (Anserini's and Pyserini's default)
 SEED = 13
 # the share of the training queries every trainer holds out (the same ones, with the same seed: a fusion tunes on them)
 VAL_FRACTION = 0.1
@@ -12,3 +13,4 @@ MEASURES = ("nDCG@10", "RR@10", "R@100", "R@1000", "AP", "NCG@10")  # a table's 
 SIGNIFICANCE_TESTS = ("randomization", "t", "bootstrap", "wilcoxon")
 CORRECTIONS = ("holm", "bonferroni", "bh", "none")
 PERMUTATIONS = 10_000  # randomization test's sign flips, bootstrap's resamples
+MAX_PERMUTATIONS = 1_000_000  # more sharpen p no further than its printed digits, at minutes of CPU

@@ -233,11 +233,18 @@ class FusionStage(Stage):
                       weights=info.weights, depth=folder.lexical.depth)
 
     def ranker(self, name, config, parse):
-        """``a+b`` (``+``: fusion, and nothing else): the fusion of the rankers its parts name."""
+        """``a+b`` (``+``: fusion, and nothing else): the fusion of the rankers its parts name, with the method,
+        normalisation or fixed weights the configuration gives that hybrid (a run folder's own rrf or fixed-weight
+        fusion, a saved experiment's)."""
         from irglow.rankers import Fusion
 
         parts = split_fusion(name)
-        return Fusion([parse(p) for p in parts]) if len(parts) > 1 else None
+        if len(parts) < 2:
+            return None
+        made = next((h for h in hybrids(config) if h.tag == name), None)
+        if made is None:
+            return Fusion([parse(p) for p in parts])
+        return Fusion([parse(p) for p in made.runs], made.method, made.norm, made.weights)
 
     def node(self, tag, s: FusionSettings, node_of):
         """``Fusion(its parts' nodes, its own settings)``; ``all``, whose parts are known once the other runs exist,

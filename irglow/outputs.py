@@ -12,6 +12,7 @@ import irglow.stages  # noqa: F401 - every stage's Result kinds registered, a pl
 from irglow.hybrid import FusionResult
 from irglow.models.rerank.stage import RerankResult
 from irglow.plan import Plan
+from irglow.rankers import Fusion
 from irglow.preparation import Prepared
 from irglow.runs.trec import Run
 from irglow.stage import ModelsResult, Result, result_of
@@ -106,7 +107,24 @@ def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
                 runs = [t for t in stage.tags(bound) if t in tags]
                 text += (f"{', '.join(f'`{t}`' for t in runs)} score BM25 with k1 {values['k1']:g}, b {values['b']:g} "
                          f"([{stage.name}.model]), not [lexical]'s k1 {lx.k1:g}, b {lx.b:g}.\n")
-    return text
+    return text + cut_fusions_note(plan, tags)
+
+
+def cut_fusions_note(plan: Plan, tags: list[str]) -> str:
+    """The hybrids that fuse a re-ranking's re-ranked block alone (its top ``depth``, not the first stage's tail
+    below it, which the re-ranker never scored): a fusion of two re-rankings ranks no deeper than their blocks."""
+    lines = []
+    for node in plan.graph.values():
+        if not isinstance(node, Fusion) or node.tag not in tags:
+            continue
+        cut = {p.tag: plan.reranked_depths[p.tag] for p in node.parts if p.tag in plan.reranked_depths}
+        if cut:
+            blocks = ", ".join(f"`{t}` (top {d})" for t, d in cut.items())
+            deepest = (f"; it ranks at most {sum(cut.values())} documents per query" if len(cut) == len(node.parts)
+                       else "")
+            lines.append(f"`{node.tag}` fuses the re-ranked block of {blocks} only, not the first stage below "
+                         f"it{deepest}.")
+    return "".join(line + "\n" for line in lines)
 
 
 def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, results: Mapping[str, Result], title: str,

@@ -168,6 +168,7 @@ def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict
         return None
     # the judgments are read only now, once every run is written: no stage can have read them (zero-shot, a
     # fusion's weights come from the training collection)
+    cache.sweep()  # an earlier configuration's runs in this folder are not this one's: they go
     test_qrels = collection.qrels(test_split)
     qrels_path = write_qrels(test_qrels, Path("qrels") / f"{collection.name}.{test_split}.qrels")
     # the test runs in the plan's order (the stages', hybrids last), whatever order the graph ran them in

@@ -19,6 +19,7 @@ from irglow.eval.compare import COMPARISON_SETTINGS
 from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
+from irglow.runs.keys import check_run_name
 from irglow.runs.wanted import ALL
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
@@ -194,8 +195,16 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
 
     tags: list[str] = []
     own: list[list[str]] = []
+    writer: dict[str, str] = {}
     for s, settings_object in bound:  # in the order they run
         own.append(s.tags(settings_object, tags))
+        for tag in own[-1]:  # one run, one name: a second writer of a tag would replace the first one's file
+            check_run_name(tag, f"[{s.name}]'s run")
+            if tag in writer:
+                also = "twice" if writer[tag] == s.name else f"by [{writer[tag]}] and by [{s.name}]"
+                raise ValueError(f"run {tag!r} is made {also}: one name names one run file, and one would replace the "
+                                 f"other; rename one (a re-ranking's or variant's name, Rerank(…, name=…))")
+            writer[tag] = s.name
         tags += own[-1]
     for (s, settings_object), mine in zip(bound, own):  # what each reads: any run of the plan but its own
         s.check_inputs(settings_object, [t for t in tags if t not in mine])

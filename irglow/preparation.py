@@ -9,7 +9,7 @@ import logging
 import time
 from pathlib import Path
 from typing import Any
-from irglow.data.collection import load_collection
+from irglow.data.collection import input_digests, load_collection
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.stage import LexicalSettings
@@ -84,7 +84,7 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
-    from irglow.utils.distributed import agree, check_shared_folder
+    from irglow.utils.distributed import agree, check_shared_folder, launched
 
     agree("settings", json.loads(plan.recorded))  # under torchrun: one plan on every rank, or nothing starts
     check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
@@ -95,9 +95,13 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
 
         collection = SampledCollection(collection, splits if c.trains_elsewhere else [c.train_split, *splits],
                                        c.max_docs, dict(c.max_queries or {}), seed=SEED if plan.seed is None else plan.seed)
+    if launched():  # under torchrun: one corpus, one set of queries and judgments on every rank, or nothing starts
+        agree("inputs", input_digests(collection, splits if c.trains_elsewhere else [c.train_split, *splits]))
     timings: dict[str, float] = {}
     index, stats = index_and_stats(collection, plan, timings)
     source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
+    if launched():
+        agree("training data", source.digest)  # another collection's corpus, queries and judgments too
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
     plan = plan.with_fields(list(source.index.fields))
     return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from irglow.defaults import CORRECTIONS, MEASURES, PERMUTATIONS, SIGNIFICANCE_TESTS
+from irglow.defaults import CORRECTIONS, MAX_PERMUTATIONS, MEASURES, PERMUTATIONS, QLD_MU, SIGNIFICANCE_TESTS
 
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
@@ -184,8 +184,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("runs", "names", None, "the runs in the tables (unset: every run)", {"optional": True}),
         ("test", "str", SIGNIFICANCE_TESTS[0], "the paired significance test", {"choices": SIGNIFICANCE_TESTS}),
         ("correction", "str", "holm", "the multiple-comparison correction", {"choices": CORRECTIONS}),
-        ("permutations", "int", PERMUTATIONS, "the randomization test's sign flips (bootstrap: resamples)",
-         {"low": 1}),
+        ("permutations", "int", PERMUTATIONS, "the randomization test's sign flips (bootstrap: resamples); a "
+         "million give p to ±0.0005", {"low": 1, "high": MAX_PERMUTATIONS}),
         ("seed", "int", 0, "the significance tests' seed"),
         ("ci", "bool", False, "95% confidence intervals of each difference"),
         ("judged_only", "bool", False, "also the condensed lists: unjudged documents removed (trec_eval -J)"),
@@ -216,7 +216,7 @@ DECLARED: dict[str, dict[str, Setting]] = {
     "ql": _section(
         "ql",
         ("enabled", "bool", False, "query likelihood with Dirichlet smoothing (the new-ranker example)"),
-        ("mu", "number", 1000.0, "Dirichlet μ", {"above": 0})),
+        ("mu", "number", QLD_MU, "Dirichlet μ", {"above": 0})),
     "validation": _section(
         "validation",
         ("also", "names", [], "other collection@split sources a checkpoint is also chosen on"),
@@ -298,7 +298,24 @@ def option(section: str, name: str, **more: Any) -> dict[str, Any]:
         kwargs["type"] = float
     elif setting.kind == "int":
         kwargs["type"] = positive_int if (setting.low or 0) >= 1 else int
+    if setting.kind in ("int", "number") and setting.high is not None:  # a bound the option keeps as the file does
+        kwargs["type"] = _bounded(kwargs["type"], setting)
     return {**kwargs, **more}
+
+
+def _bounded(convert: Callable[[str], Any], setting: Setting) -> Callable[[str], Any]:
+    import argparse
+
+    def checked(text: str):
+        value = convert(text)
+        try:
+            setting.check(value, f"--{setting.name.replace('_', '-')}")
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return value
+
+    checked.__name__ = getattr(convert, "__name__", "value")
+    return checked
 
 
 def take(table: dict[str, Any], section: str, name: str) -> Any:

@@ -13,6 +13,7 @@ from irglow.runs.trec import Run
 from irglow.stage import Result, result_of
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import file_digest, value_digest
+from irglow.utils.plugins import module_code
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +55,10 @@ class StageCache:
         if callable(unit.settings):  # known once the runs it reads exist
             unit = dataclasses.replace(unit, settings=unit.settings())
         read = sorted((RunKey.of(k) for k in inputs), key=RunKey.record)
+        code = module_code(type(stage).__module__)  # another package's stage: its code (None: irglow's own)
         key = value_digest({"stage": unit.name, "settings": unit_key(stage, unit, ctx), "context": self.context,
                             "inputs": [[*k.record(), self.digests.get(k) or file_digest(k.path(self.out))]
-                                       for k in read]})
+                                       for k in read], **({"code": code} if code else {})})
         entry = Entry(unit.name, key, self.out / ".stages" / f"{unit.name.replace(':', '-')}.json")
         with distributed.from_main() as shared:
             if shared.here:
@@ -85,6 +87,32 @@ class StageCache:
         self.report[entry.name] = "ran"
         self._keep(entry.name, result)
         return {k: Run.read(k.path(self.out)) for k in produced}
+
+    def sweep(self) -> list[Path]:
+        """Remove the runs (and records) of units this run did not make: an earlier experiment's in the same folder
+        would otherwise lie beside this run's manifest as if it had made them.  Only files a record lists, and
+        only as it recorded them (a file changed since is left, and said); trained models are kept elsewhere and
+        stay.  Rank 0's (it alone writes)."""
+        removed: list[Path] = []
+        for record in sorted((self.out / ".stages").glob("*.json")):
+            try:
+                saved = json.loads(record.read_text())
+            except (OSError, ValueError):
+                continue
+            if saved.get("stage") in self.report:
+                continue
+            for r in saved.get("runs") or []:
+                path = RunKey.from_record(r[:2]).path(self.out)
+                if path.is_file() and file_digest(path) == r[2]:
+                    path.unlink()
+                    removed.append(path)
+                elif path.is_file():
+                    log.warning("%s: left in place; it changed since the unit %s wrote it", path, saved.get("stage"))
+            record.unlink()
+        if removed:
+            log.warning("removed %d run(s) an earlier configuration made in %s that this one does not: %s", len(removed),
+                        self.out, ", ".join(p.name for p in removed[:8]) + (" …" if len(removed) > 8 else ""))
+        return removed
 
     def _keep(self, name: str, result: dict | None) -> None:
         typed = result_of(result) if result else None

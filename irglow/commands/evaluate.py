@@ -183,8 +183,10 @@ def cmd_compare(args) -> int:
 
 
 def _stem(path: str) -> str:
-    """``runs/bm25.run.gz`` → ``bm25``: the file name without ``.gz`` and its extension."""
-    name = Path(path).name
+    """``runs/bm25.run.gz`` → ``bm25``: the file name without ``.gz`` and its extension (``-``: ``stdin``)."""
+    from irglow.data.sources import display_name
+
+    name = Path(display_name(path)).name
     return Path(name[:-3] if name.endswith(".gz") else name).stem
 
 

@@ -1,10 +1,13 @@
-"""``irglow search``: a lexical run (BM25, BM25-MF, BM25F, TF-IDF, ± RM3) through Pyserini."""
+"""``irglow search``: a lexical run (BM25, BM25-MF, BM25F, TF-IDF, QLD, a registered system, ± RM3) through
+Pyserini."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from irglow.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU
+from irglow.lexical.systems import BUILT_IN
 from irglow.settings import positive_int
 from irglow.commands.common import add_data_options, add_index_options, open_index
 
@@ -13,6 +16,18 @@ def _weights(items) -> dict[str, float]:
     from irglow.settings import field_values
 
     return field_values(items, float, "--field-weight {item} must look like FIELD=NUMBER")
+
+
+def _system(name: str) -> str:
+    """``--system``: irglow's lexical systems and the registered ones (loaded only when a name is not irglow's)."""
+    if name in BUILT_IN:
+        return name
+    from irglow.lexical.systems import lexical_systems
+
+    known = lexical_systems()
+    if name not in known:
+        raise argparse.ArgumentTypeError(f"{name!r} is not a lexical system; choose from {', '.join(known)}")
+    return name
 
 
 def cmd_search(args) -> int:
@@ -46,8 +61,8 @@ def cmd_search(args) -> int:
     from irglow.index.lucene_index import available_cores
 
     threads = args.threads or available_cores()  # --threads 0 (the default): every core this process may use
-    cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=threads,
-                        field_weights=_weights(args.field_weight), rm3=args.rm3)
+    cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=threads, mu=args.mu,
+                        field_weights=_weights(args.field_weight), rm3=args.rm3).check()
     run = LexicalSearcher(index, cfg).search(queries, tag=args.tag or args.system + ("-rm3" if args.rm3 else ""))
     if args.query:
         for rank, (doc_id, score) in enumerate(run.ranking["q"][:args.show], 1):
@@ -65,12 +80,16 @@ def cmd_search(args) -> int:
 
 def register(sub) -> None:
     """Add this module's commands to ``irglow``'s sub-commands."""
-    p = sub.add_parser("search", help="lexical run: bm25, bm25-mf, bm25f, tfidf (+ --rm3)")
+    p = sub.add_parser("search", help="lexical run: bm25, bm25-mf, bm25f, tfidf, qld or a registered system "
+                                        "(+ --rm3)")
     add_data_options(p)
     add_index_options(p)
-    p.add_argument("--system", default="bm25", choices=["bm25", "bm25-mf", "bm25f", "tfidf"])
+    p.add_argument("--system", default="bm25", type=_system,
+                   help=f"the lexical system: {', '.join(BUILT_IN)} or one another package registers "
+                        f"(irglow.lexical entry points) (default: bm25)")
     p.add_argument("--k1", type=float, default=BM25_K1)
     p.add_argument("--b", type=float, default=BM25_B)
+    p.add_argument("--mu", type=float, default=QLD_MU, help="qld's Dirichlet prior μ (default: %(default)s)")
     p.add_argument("--depth", type=positive_int, default=DEPTH)
     p.add_argument("--field-weight", action="append", metavar="FIELD=W", help="bm25-mf/bm25f field weight")
     p.add_argument("--rm3", action="store_true")

@@ -37,6 +37,8 @@ def load_collection(spec: str) -> Collection:
         for item in filter(None, spec.partition(":")[2].split(",")):
             key, _, value = item.partition("=")
             known = {f.name: f for f in dataclasses.fields(DemoConfig)}
+            if key in overrides:  # one setting, one value: the last would silently win
+                raise ValueError(f"demo collection: {key} is given twice in {spec!r}; give it once")
             if key not in known:
                 raise ValueError(f"demo collection: unknown setting {key!r} in {spec!r}; known: {', '.join(known)}")
             try:
@@ -115,3 +117,22 @@ class SampledCollection:
 
     def docs_count(self) -> int | None:
         return None
+
+
+def input_digests(collection: Collection, splits, qrels: bool = True) -> dict[str, str]:
+    """What a job reads of ``collection``, by content: its name (which carries its corpus's digest: a BEIR folder's
+    corpus.jsonl, a demo's settings, an ir_datasets id) and each split's queries and judgments.  Ranks of one
+    ``torchrun`` job compare these before any work (:func:`irglow.utils.distributed.agree`): a node whose corpus,
+    queries or qrels differ would otherwise do its share of another job."""
+    from irglow.utils.digest import qrels_digest, queries_digest
+
+    out = {"collection": collection.name}
+    for split in dict.fromkeys(splits):
+        try:
+            out[f"queries:{split}"] = queries_digest(collection.queries(split))
+            if qrels:
+                out[f"qrels:{split}"] = qrels_digest(collection.qrels(split))
+        except (KeyError, ValueError, FileNotFoundError) as e:  # a split this collection lacks: said where it is read
+            out[f"split:{split}"] = f"absent ({type(e).__name__})"
+    return out
+

@@ -23,6 +23,7 @@ encoding, ``store.ids()`` the ids in corpus order.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from array import array
 import tempfile
@@ -34,6 +35,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from irglow.data.records import Document, make_document
+
+log = logging.getLogger(__name__)
 
 
 class MissingDocument(KeyError):
@@ -194,9 +197,7 @@ class JsonLinesStore(DocStore):
                 (Path(tmp) / "format.json").write_text(json.dumps({"format": self.TABLE_FORMAT, "meta": self.meta,
                                                                    "documents": len(self.offsets)}))
         except OSError as e:  # a read-only data folder: the pass is made again next time, nothing is lost
-            import logging
-
-            logging.getLogger(__name__).warning("document store of %s not kept in %s (%s)", self.name, folder, e)
+            log.warning("document store of %s not kept in %s (%s)", self.name, folder, e)
 
     @classmethod
     def _kept(cls, path: Path, name: str, parse, folder: Path) -> "JsonLinesStore | None":
@@ -205,7 +206,15 @@ class JsonLinesStore(DocStore):
             if info.get("format") != cls.TABLE_FORMAT:
                 return None
             arrays = {key: np.load(folder / f"{key}.npy", mmap_mode="r") for key in cls.TABLES}
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:  # absent, or cut short ("mmap length is greater than file size")
+            if (folder / "format.json").is_file():
+                log.warning("document store tables in %s are damaged (%s); the corpus is scanned again", folder, e)
+            return None
+        n, size = info.get("documents"), path.stat().st_size
+        lengths = {key: len(a) for key, a in arrays.items()}
+        if set(lengths.values()) != {n} or (n and not 0 <= int(arrays["offsets"][-1]) < size):
+            log.warning("document store tables in %s are damaged (%s for %s documents of a %d-byte file); the corpus "
+                        "is scanned again", folder, lengths, n, size)
             return None
         return cls(path, name, parse, None, arrays["offsets"], arrays["lines"], arrays["order"],
                    arrays["sorted_hashes"], info.get("meta"))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import Qrel, Query
+from irglow.data.sources import readable
 
 
 class FormatError(ValueError):
@@ -37,14 +38,15 @@ def split_fields(line: str) -> list[str]:
 
 def is_gzip(path: str | Path) -> bool:
     """Whether the file starts with gzip's magic bytes (whatever its name)."""
-    with open(path, "rb") as f:
+    with open(readable(path), "rb") as f:
         return f.read(2) == b"\x1f\x8b"
 
 
 def open_binary(path: str | Path):
     """A file opened for reading bytes; gzip decompressed transparently, since TREC runs and qrels are
-    often shipped compressed."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    often shipped compressed.  ``-``, a pipe or a FIFO is read once (:func:`~irglow.data.sources.readable`)."""
+    source = readable(path)
+    return gzip.open(source, "rb") if is_gzip(source) else open(source, "rb")
 
 
 def truncated_gzip(error: Exception) -> str:
@@ -88,16 +90,30 @@ LABEL = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _DECIMAL_LABEL = re.compile(r"([+-]?[0-9]*)\.[0-9]*", re.ASCII)
 
 
+# trec_eval (and pytrec_eval inside ir_measures) size their per-query label counts by the largest label: 1e9 asks
+# for 8 GB and silently scores NumRel 0, 3e9 for 24 GB, 2^63 overflows numpy.  No graded scale comes near this.
+MAX_LABEL = 1_000_000
+
+
+def check_label(label: int) -> int:
+    """A label trec_eval's arrays can hold (``|label| <= MAX_LABEL``), else ``ValueError`` saying why."""
+    if not -MAX_LABEL <= label <= MAX_LABEL:
+        raise ValueError(f"relevance {label} is beyond ±{MAX_LABEL:,}: trec_eval and pytrec_eval size an array by the "
+                         f"largest label (this one would ask for {8 * (abs(label) + 1) / 2**30:,.1f} GiB and score "
+                         f"wrongly where it cannot get it); write the labels on a graded scale (0, 1, 2 …)")
+    return label
+
+
 def parse_label(text: str) -> tuple[int, bool]:
     """``(label, was_decimal)``: an integer label, or a decimal one rounded toward zero as atol reads it ("2.7" →
-    2, "-0.5" → 0).  Anything else (exponents, inf, NaN, underscores, non-ASCII digits) raises ``ValueError``
-    saying what trec_eval would read."""
+    2, "-0.5" → 0).  Anything else (exponents, inf, NaN, underscores, non-ASCII digits) or a label beyond
+    :data:`MAX_LABEL` raises ``ValueError`` saying what trec_eval would read."""
     if LABEL.fullmatch(text):
-        return int(text), False
+        return check_label(int(text)), False
     m = _DECIMAL_LABEL.fullmatch(text)
     if m and any(c.isdigit() for c in text):
         head = m.group(1)
-        return (int(head) if head.strip("+-") else 0), True
+        return check_label(int(head) if head.strip("+-") else 0), True
     prefix = LABEL.match(text)
     atol = int(prefix.group()) if prefix else 0
     raise ValueError(f"relevance {text!r} is not a plain integer or decimal in ASCII digits (trec_eval's atol "

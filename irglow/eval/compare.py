@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from irglow.data.records import Qrel
+from irglow.data.sources import readable
 from irglow.eval import significance as sig, vectorized
 from irglow.eval.measures import computable, parse_measures, per_query, summary, summed
 from irglow.runs.columns import RankedRun, read_ranked
@@ -191,8 +192,10 @@ class Comparison:
             draws = "zero differences dropped (Wilcoxon's method), normal approximation above 50 queries"
         else:
             draws = "Student's t with n − 1 degrees of freedom"
-        return (f"{TEST_NAMES[self.test]} ({draws}), two-sided, {CORRECTION_NAMES[self.correction]} over "
-                f"{len(self.means) - 1} comparison{'s' if len(self.means) != 2 else ''} per measure, p < {self.alpha}")
+        others = len(self.means) - 1
+        corrected = ("one comparison per measure (nothing to correct)" if others == 1 else
+                     f"{CORRECTION_NAMES[self.correction]} over {others} comparisons per measure")
+        return f"{TEST_NAMES[self.test]} ({draws}), two-sided, {corrected}, p < {self.alpha}"
 
     def ci_description(self) -> str:
         if self.test == "t":
@@ -214,7 +217,7 @@ class Comparison:
             note += (f" `group`: runs sharing a letter cannot be told apart on {self.means.columns[0]} (randomized "
                      f"Tukey HSD over all pairs, {self.permutations:,} permutations, p ≥ {self.alpha}).")
         queries = f"{self.n_queries} quer{'y' if self.n_queries == 1 else 'ies'}."
-        if self.baseline is None:
+        if self.baseline is None or len(self.means) < 2:  # one run: nothing was compared, nothing to say of tests
             return f"{queries}{note}"
         if not self.tested:
             return (f"{queries} No significance marks: fewer than {sig.min_queries(self.alpha)} queries, the fewest "
@@ -390,6 +393,8 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
 
     from irglow.utils.forked import forked_map
 
+    for p in paths:  # "-", a pipe or a FIFO read once, here: the forked workers inherit the copy
+        readable(p)
     workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
     shared = _FileEvaluation(qrels, list(measures), judged, judged_only, workers > 1)
     return list(forked_map(_evaluate_file, shared, [(str(p), duplicates) for p in paths], workers))
@@ -533,7 +538,8 @@ def _risk(first: np.ndarray, names: list[str], baseline: str, risk_alphas, can_t
 def _coverage_notes(answered: dict[str, set[str]], judged_ids: set[str], judged_only: bool, qrels) -> list[str]:
     """Warnings on what the runs answer: a run answering no judged query is refused (an all-zero row is no
     result), one answering few is named; condensed lists without judged non-relevant documents are named."""
-    strangers = [n for n in answered if answered[n] and not answered[n] & judged_ids]
+    # an empty run (an empty file, or a split whose every query had no searchable term) answers none either
+    strangers = [n for n in answered if not answered[n] & judged_ids]
     if strangers:  # say so, with the likely cause, instead of printing it
         raise ValueError("; ".join(query_overlap_warning(n, answered[n], judged_ids) for n in strangers)
                          + " — nothing to compare")
@@ -550,8 +556,11 @@ def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | N
     """A warning when a run (``ran``: the query ids it has documents for) shares few or none of the judged
     query ids (it would score ~0 silently), naming the likely cause: ids that differ only by leading
     zeros, or another split's queries."""
-    if not ran or not judged:
+    if not judged:
         return None
+    if not ran:
+        return (f"run `{name}` ranks no document for any query (an empty run file, or queries with no searchable "
+                f"term after analysis: empty or all stopwords)")
     shared = len(ran & judged)
     if shared >= 0.5 * len(judged) or shared >= 0.5 * len(ran):
         return None

@@ -20,6 +20,7 @@ from ir_measures.measures.base import SumAgg
 from ir_measures.providers import registry
 
 from irglow.data.records import Qrel
+from irglow.data.trec import MAX_LABEL, check_label
 from irglow.eval import vectorized
 from irglow.runs.columns import Columns, RankedRun
 from irglow.runs.trec import Run
@@ -153,8 +154,15 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
     The common measures are computed on the run's columns (:mod:`irglow.eval.vectorized`, the values
     pytrec_eval gives, at a fraction of its cost); any other goes to ir_measures."""
     qids = sorted({q.query_id for q in qrels})
-    # NumQ counts every judged query, as ``trec_eval -c`` does (its one measure that is not 0 for a missed query)
-    out: dict[str, dict[str, float]] = {str(m): {q: float(m.NAME == "NumQ") for q in qids} for m in measures}
+    for q in qrels:  # qrels from Python or ir_datasets, not only from a file (read_qrels checks those by line)
+        if not -MAX_LABEL <= q.relevance <= MAX_LABEL:
+            try:
+                check_label(q.relevance)
+            except ValueError as e:
+                raise ValueError(f"query {q.query_id}, document {q.doc_id}: {e}") from None
+    # a query the run misses, as ``trec_eval -c`` scores it: NumQ counts it and NumRel its relevant documents (both
+    # follow the judgments alone); every other measure is 0
+    out: dict[str, dict[str, float]] = {str(m): missed_values(m, qrels, qids) for m in measures}
     if not len(run):
         return out
     fast = [m for m in measures if vectorized.supports(m)]
@@ -177,6 +185,20 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
         for measure, qid, value in _scored_parts(ranked, rest, judged, parallel):
             if qid in out[measure]:
                 out[measure][qid] = value
+    return out
+
+
+def missed_values(measure, qrels: list[Qrel], qids: list[str]) -> dict[str, float]:
+    """``{qid: value}`` of ``measure`` for a judged query the run does not rank (``trec_eval -c``): 1 for NumQ, the
+    relevant judgments (label >= the measure's ``rel``) for NumRel, else 0."""
+    if measure.NAME == "NumQ":
+        return dict.fromkeys(qids, 1.0)
+    out = dict.fromkeys(qids, 0.0)
+    if measure.NAME == "NumRel":
+        level = measure.params.get("rel", 1)
+        for q in qrels:
+            if q.relevance >= level:
+                out[q.query_id] += 1.0
     return out
 
 

@@ -103,18 +103,29 @@ def _bootstrap_means(diffs: np.ndarray, resamples: int, seed: int) -> np.ndarray
     return np.concatenate(out) if out else np.zeros((0, diffs.shape[1]))
 
 
+BOOTSTRAP_FLOATS = 1 << 24  # resampled means held at once (128 MB)
+
+
 def bootstrap(diffs: np.ndarray, resamples: int = DEFAULT_PERMUTATIONS, seed: int = 0, level: float = 0.95
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(p, CI low, CI high) per column: percentile CI of the mean difference, and the two-sided p of
     the shift method (resampled means centred on the observed mean, compared with |observed|)."""
     diffs = np.asarray(diffs, dtype=np.float64)
-    means = _bootstrap_means(diffs, resamples, seed)
-    observed = diffs.mean(axis=0)
-    shifted = np.abs(means - observed)
-    tol = 1e-12 * np.maximum(1.0, np.abs(observed))
-    p = ((shifted >= np.abs(observed) - tol).sum(axis=0) + 1) / (len(means) + 1)
-    tail = (1 - level) / 2
-    return p, np.quantile(means, tail, axis=0), np.quantile(means, 1 - tail, axis=0)
+    # the resampled means of a few columns at a time, each block drawn from the same seed (the same resamples for
+    # every column: common random numbers), so memory is bounded by BOOTSTRAP_FLOATS whatever the resamples
+    block = max(1, BOOTSTRAP_FLOATS // max(1, resamples))
+    out = [np.zeros(0)] * 3
+    for a in range(0, diffs.shape[1], block):
+        part = diffs[:, a:a + block]
+        means = _bootstrap_means(part, resamples, seed)
+        observed = part.mean(axis=0)
+        shifted = np.abs(means - observed)
+        tol = 1e-12 * np.maximum(1.0, np.abs(observed))
+        p = ((shifted >= np.abs(observed) - tol).sum(axis=0) + 1) / (len(means) + 1)
+        tail = (1 - level) / 2
+        got = (p, np.quantile(means, tail, axis=0), np.quantile(means, 1 - tail, axis=0))
+        out = [np.concatenate([o, g]) for o, g in zip(out, got)]
+    return out[0], out[1], out[2]
 
 
 def t_interval(d: np.ndarray, level: float = 0.95) -> tuple[float, float]:

@@ -19,6 +19,7 @@ Files (folder ``irglow-ids/`` inside the index):
 from __future__ import annotations
 
 import json
+import logging
 import mmap
 import os
 from collections.abc import Sequence
@@ -29,6 +30,16 @@ import numpy as np
 
 FOLDER = "irglow-ids"
 FORMAT = 1
+ARRAYS = ("ids.offsets.npy", "tie-rank.npy", "hashes.npy", "hash-docs.npy")
+log = logging.getLogger(__name__)
+
+
+class DamagedTable(ValueError):
+    """A file of an id table that disagrees with the rest of it (cut short, extended, replaced): named, with how."""
+
+    def __init__(self, path: Path, problem: str):
+        super().__init__(f"{path} {problem}: the table is damaged")
+        self.path = path
 
 
 class IdTable(Sequence):
@@ -38,15 +49,36 @@ class IdTable(Sequence):
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         # plain ndarrays over the mapped files (np.memmap's own indexing is several times slower)
-        self.offsets, self.tie_rank, self.hashes, self.hash_docs = (
-            np.asarray(np.load(self.folder / name, mmap_mode="r"))
-            for name in ("ids.offsets.npy", "tie-rank.npy", "hashes.npy", "hash-docs.npy"))
+        arrays = []
+        for name in ARRAYS:
+            try:
+                arrays.append(np.asarray(np.load(self.folder / name, mmap_mode="r")))
+            except (ValueError, EOFError) as e:  # cut short: "mmap length is greater than file size"
+                raise DamagedTable(self.folder / name, f"unreadable ({e})") from None
+        self.offsets, self.tie_rank, self.hashes, self.hash_docs = arrays
         size = (self.folder / "ids.utf8").stat().st_size
+        self._check(size)
         if size:
             with open(self.folder / "ids.utf8", "rb") as f:
                 self._bytes = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         else:
             self._bytes = b""
+
+    def _check(self, size: int) -> None:
+        """The files agree with each other and with ``format.json`` (O(1): sizes and end points, no pass over the
+        ids): a truncated, extended or swapped file would otherwise map hits to wrong ids without a word."""
+        try:
+            documents = json.loads((self.folder / "format.json").read_text()).get("documents")
+        except (OSError, ValueError) as e:
+            raise DamagedTable(self.folder / "format.json", f"unreadable ({e})") from None
+        n = len(self.offsets) - 1
+        if documents is not None and n != documents:
+            raise DamagedTable(self.folder / "ids.offsets.npy", f"holds {n} documents, format.json says {documents}")
+        for name, array in zip(ARRAYS[1:], (self.tie_rank, self.hashes, self.hash_docs)):
+            if len(array) != n:
+                raise DamagedTable(self.folder / name, f"holds {len(array)} entries for {n} documents")
+        if n >= 0 and (int(self.offsets[0]) != 0 or int(self.offsets[-1]) != size):
+            raise DamagedTable(self.folder / "ids.utf8", f"is {size} bytes; its offsets say {int(self.offsets[-1])}")
 
     def __reduce__(self):  # to another process: the folder, mapped again there (an mmap does not pickle)
         return (IdTable, (self.folder,))
@@ -91,8 +123,11 @@ class IdTable(Sequence):
         existed): ``read_ids()`` gives the stored ids in doc-number order, once."""
         folder = Path(index_path) / FOLDER
         marker = folder / "format.json"
-        if marker.is_file() and json.loads(marker.read_text()).get("format") == FORMAT:
-            return cls(folder)
+        try:
+            if marker.is_file() and json.loads(marker.read_text()).get("format") == FORMAT:
+                return cls(folder)
+        except (DamagedTable, ValueError, OSError) as e:  # rebuilt from the index, as a damaged index is rebuilt
+            log.warning("%s; the id table is written again from the index's stored ids", e)
         return cls.write(folder, read_ids())  # a table of another format is replaced whole (atomic_dir)
 
     # -- reading ----------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from irglow.data.sources import remove_spooled
+
 MIN_JAVA = 21
 SYSTEM_JVM_DIRS = ("/usr/lib/jvm", "/usr/java", "/opt/java", "/Library/Java/JavaVirtualMachines")
 _OPENAI_PLACEHOLDER = "irglow-placeholder-openai-key-not-used"
@@ -367,6 +369,7 @@ def exit_process(code: int) -> None:
     """
     sys.stdout.flush()
     sys.stderr.flush()
+    remove_spooled()  # os._exit skips atexit: the copies of piped inputs go now
     if jvm_running():
         os._exit(code)
     sys.exit(code)

@@ -14,6 +14,7 @@ so a torch BM25 built on them reproduces Lucene's scores.
 from __future__ import annotations
 
 import json
+import os
 import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -144,9 +145,22 @@ def _field_norms(reader, field: str, max_doc: int) -> np.ndarray:
     return out
 
 
+def stats_dir(index: LuceneIndex) -> Path:
+    """Where ``index``'s statistics are: beside it, or — for an index in a read-only place (a shared or prebuilt
+    index) that has none — under ``$IRGLOW_CACHE/stats/<index folder>`` (its name carries the corpus digest and the
+    analysis settings, so the copy means that index alone)."""
+    beside = index.path / STATS_DIR
+    if (beside / "meta.json").is_file() or os.access(index.path, os.W_OK):
+        return beside
+    from irglow.utils.paths import cache_dir
+
+    return cache_dir("stats") / index.path.name
+
+
 def export_stats(index: LuceneIndex, force: bool = False) -> Path:
-    """Export statistics beside the index (once); returns the statistics directory."""
-    target = index.path / STATS_DIR
+    """Export statistics beside the index (once; elsewhere where the index is read-only, :func:`stats_dir`);
+    returns the statistics directory."""
+    target = stats_dir(index)
     if (target / "meta.json").is_file() and not force:
         return target
     reader = index.reader.reader
@@ -259,7 +273,7 @@ class CollectionStats:
         """The exported statistics; the per-document columns memory-mapped (:class:`DocColumns`), with no id
         column (a Python string per document): a document's row is its Lucene doc number, found in the index's
         memory-mapped id table."""
-        path = export_stats(index) if export else index.path / STATS_DIR
+        path = export_stats(index) if export else stats_dir(index)
         meta = json.loads((path / "meta.json").read_text())
         return cls(path, meta, DocColumns(path), index.ids)
 

@@ -32,7 +32,7 @@ from irglow.lexical.systems import lexical_system, rm3_systems
 from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
-from irglow.defaults import BM25_B, BM25_K1, DEPTH
+from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class LexicalConfig:
     threads: int = setting(2, "search threads", low=1)
     field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight} (empty: 1.0 per "
                                               "field)")
-    mu: float = setting(1000.0, "qld: the Dirichlet prior μ (Lucene's LMDirichletSimilarity)", above=0)
+    mu: float = setting(QLD_MU, "qld: the Dirichlet prior μ (Lucene's LMDirichletSimilarity)", above=0)
     rm3: bool = setting(False, "expand the query by RM3")
     rm3_fb_terms: int = setting(10, "RM3's expansion terms", low=1)
     rm3_fb_docs: int = setting(10, "RM3's feedback documents", low=1)

@@ -14,10 +14,11 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from irglow.defaults import BM25_B, BM25_K1, DEPTH
-from irglow.lexical.systems import lexical_system, lexical_systems, rm3_systems
+from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU
+from irglow.lexical.systems import ENTRY_POINTS, lexical_system, lexical_systems, rm3_systems
 from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
+from irglow.utils.plugins import entry_point_code
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ class LexicalSettings:
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
     threads: int = setting(2, "search threads", low=1)
-    mu: float = setting(1000.0, "qld's Dirichlet prior μ (query likelihood, Lucene's LMDirichletSimilarity)", above=0)
+    mu: float = setting(QLD_MU, "qld's Dirichlet prior μ (query likelihood, Lucene's LMDirichletSimilarity)", above=0)
     tune_bm25f: bool = setting(False, "tune the BM25F field weights on the training queries")
     field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight}, fixed (unset: "
                                               "tuned or 1.0 each)")
@@ -178,6 +179,7 @@ class LexicalStage(Stage):
             # learning from its run) has it rank whichever of them it asks for, on the training index
             ctx.runs.ranks_any(tag, lambda queries, tag=tag, cfg=cfg: LexicalSearcher(ctx.source.index, cfg).search(
                 queries, tag=tag))
-            units.append(Unit(f"lexical:{tag}", asdict(cfg), {}, lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,),
-                              self_contained=True, collective=True))
+            code = entry_point_code(ENTRY_POINTS, cfg.system)  # a registered system's code (None: irglow's own)
+            units.append(Unit(f"lexical:{tag}", {**asdict(cfg), **({"code": code} if code else {})}, {},
+                              lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,), self_contained=True, collective=True))
         return units

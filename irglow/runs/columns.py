@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from irglow.data.sources import readable
 from irglow.data.trec import is_gzip
 from irglow.runs.trec import Run
 
@@ -159,19 +160,25 @@ _OTHER_WHITESPACE = (b"\t", b"\v", b"\f")
 def _single_spaced(path: Path, block: int = 1 << 24) -> bool:
     """Whether every separator in the file is a space or a line's end (LF, CRLF): Arrow's CSV parser splits on
     the one delimiter and takes a bare CR as a line's end, while trec_eval splits on every C ``isspace`` byte
-    and ends lines at LF only.  A few memchr-speed passes over the bytes."""
+    and ends lines at LF only.  Two spaces in a row, or a space that starts or ends a line, give Arrow an empty
+    column that whitespace splitting does not see (``1 Q0 d1  3 r``: five fields, refused by the strict reader
+    and trec_eval), so such a file is read strictly too.  A few memchr-speed passes over the bytes."""
     with open(path, "rb") as f:
-        carry_cr = False
+        carry_cr, last = False, b"\n"
         while chunk := f.read(block):
             if any(c in chunk for c in _OTHER_WHITESPACE):
                 return False
+            joined = last + chunk  # a pair split between two blocks
+            if any(p in joined for p in (b"  ", b"\n ", b" \n", b" \r")):
+                return False
+            last = chunk[-1:]
             if carry_cr and not chunk.startswith(b"\n"):
                 return False
             crs = chunk.count(b"\r")
             carry_cr = chunk.endswith(b"\r")
             if crs - carry_cr != chunk.count(b"\r\n"):
                 return False
-    return not carry_cr
+    return not carry_cr and last != b" "
 
 
 def _fast(path: Path) -> RankedRun | None:
@@ -242,11 +249,11 @@ def _fast(path: Path) -> RankedRun | None:
 def read_ranked(path: str | Path, duplicates: str = "error") -> RankedRun:
     """A run file as a :class:`RankedRun`: the columnar fast path, or ``Run.read``'s strict one (gzip,
     other whitespace, duplicates with ``keep-max``, and every error message naming file and line)."""
-    path = Path(path)
-    fast = None if is_gzip(path) else _fast(path)  # gzip goes through the strict reader, which decompresses
+    source = readable(path)  # "-", a pipe or a FIFO: read once, into a file every pass below reads
+    fast = None if is_gzip(source) else _fast(source)  # gzip goes through the strict reader, which decompresses
     if fast is not None:
         if not fast.tag:
-            fast.tag = path.stem
+            fast.tag = Path(path).stem
         return fast
     run = Run.read(path, duplicates=duplicates)
     return RankedRun(None, run.tag, Columns.from_run(run))

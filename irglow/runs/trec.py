@@ -132,10 +132,10 @@ class Run:
                     parts = run_fields(line)
                     if not parts or parts[0].startswith("#"):  # blank, or a comment (trec_eval skips both)
                         continue
-                    if len(parts) != 6:
+                    if len(parts) < 6:  # what follows the tag trec_eval ignores (get_trec_results.c), and so do we
                         raise FormatError(path, n, f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
                                           line)
-                    qid, _, doc_id, rank, score, line_tag = parts
+                    qid, _, doc_id, rank, score, line_tag = parts[:6]
                     tag = tag or line_tag  # the first line's tag names the run (as the columnar reader reads it)
                     if not (_INTEGER.fullmatch(rank) and _NUMBER.fullmatch(score)):
                         raise FormatError(path, n, "rank must be an integer and score a number (ASCII digits, '.', "
@@ -161,7 +161,7 @@ class Run:
         if dropped:
             log.warning("%s: %d duplicate (query, document) lines dropped, highest score kept", path, dropped)
         if not ranking:
-            log.warning("%s is an empty run: every judged query will score 0", path)
+            log.warning("%s is an empty run: it ranks no document for any query", path)
         return cls({q: [(d, v) for d, (v, _) in docs.items()] for q, docs in ranking.items()}, tag or Path(path).stem)
 
 

@@ -71,6 +71,18 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return path
 
 
+@contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An ``OSError`` met while preparing to write ``path`` (its folder made, its temporary file created) names
+    ``path``, not the hidden temporary name the user never gave (a read-only place, a folder under /proc)."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno is None:
+            raise
+        raise type(e)(e.errno, e.strerror, str(path)) from None
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -86,9 +98,10 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     was killed (a trainer checkpoint can be hundreds of MB) is swept by the next write of ``path``.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(path.parent, f".{path.name}.")
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale(path.parent, f".{path.name}.")
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -141,9 +154,10 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     and no reader ever sees a half-written directory.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(path.parent, f".{path.name}.", target=path)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale(path.parent, f".{path.name}.", target=path)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent))
     aside: list[Path] = []  # earlier versions moved out of the way, removed once the new one is in place
     try:
         yield tmp

@@ -118,7 +118,8 @@ def test_fused_run_keeps_its_order_through_the_file(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--step", "0"], "weight grid step"), (["--step", "2"], "weight grid step"),
+    (["--step", "0"], "argument --step: --step = 0.0 must be a number > 0 and <= 0.5"),
+    (["--step", "2"], "argument --step: --step = 2.0 must be a number > 0 and <= 0.5"),
     (["--k", "-1"], "RRF constant"), (["--depth", "-1"], "argument --depth: -1 must be >= 1"),
     (["--depth", "0"], "argument --depth: 0 must be >= 1"),
 ])

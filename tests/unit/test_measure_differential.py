@@ -7,7 +7,8 @@ themselves: every measure and parameter ir_measures computes through pytrec_eval
 (summed over the queries, as trec_eval sums them). The reference is ir_measures given what the files mean; where
 trec_eval and ir_measures disagree, trec_eval's source decides and the difference is written down here:
 
-- a query the run misses scores 0 and NumQ counts it (``trec_eval -c``); ir_measures leaves such a query out;
+- a query the run misses scores 0, NumQ counts it and NumRel its relevant documents (``trec_eval -c``: 3 for
+  judged queries with 1 and 2 relevant documents and a run of the first only); ir_measures leaves such a query out;
 - a negative label is "in the pool, not judged" (``form_res_rels.c``: ``RELVALUE_UNJUDGED``): never relevant,
   dropped by ``-J``, and told apart from an unpooled document by infAP alone — so the reference gives infAP the
   negative labels and every other measure the others, which trec_eval scores the same;
@@ -64,7 +65,7 @@ NUMBERS = itertools.count(10**6)
 def ir_measures_values(measures: list[str], run: dict, qrels: dict) -> dict[str, dict[str, float]]:
     """measure text → judged query → ir_measures' value, with the conventions of the module's docstring."""
     parsed = {m: ir_measures.parse_measure(m) for m in measures}
-    out = {m: {q: float(parsed[m].NAME == "NumQ") for q in qrels} for m in measures}
+    out = {m: {q: missed(parsed[m], judged) for q, judged in qrels.items()} for m in measures}
     labelled = {q: judged for q, judged in qrels.items() if any(g >= 0 for g in judged.values())}
     scored = {q: {d: g for d, g in judged.items() if g >= 0} for q, judged in labelled.items()}
     for text, measure in parsed.items():
@@ -87,6 +88,16 @@ def ir_measures_values(measures: list[str], run: dict, qrels: dict) -> dict[str,
             if back[metric.query_id] in out[text] and run.get(back[metric.query_id]):  # -c: a missed query is 0
                 out[text][back[metric.query_id]] = float(metric.value)
     return out
+
+
+def missed(measure, judged: dict) -> float:
+    """A query the run misses, as ``trec_eval -c`` scores it (trec_eval.c fills every missed query from the qrels
+    alone): NumQ 1, NumRel its judgments at or above the relevance level, everything else 0."""
+    if measure.NAME == "NumQ":
+        return 1.0
+    if measure.NAME == "NumRel":
+        return float(sum(g >= measure.params.get("rel", 1) for g in judged.values()))
+    return 0.0
 
 
 def ncg_by_hand(run: dict, qrels: dict, k: int | None) -> dict[str, float]:
@@ -144,7 +155,7 @@ def test_every_measure_agrees_with_ir_measures(data):
         evaluated = _read_runs(args, qrels)["a"]
         want = reference(run, qrels_model)
         check(evaluated.values, want, "eval")
-        if run and not set(run) & set(qrels_model):
+        if not set(run) & set(qrels_model):  # an error (trec_eval's exit 7), not a table: test_evaluation_differential
             return
         table = compare({"a": evaluated}, qrels, MEASURES, judged_only=True)
         for m in MEASURES:
@@ -154,7 +165,8 @@ def test_every_measure_agrees_with_ir_measures(data):
             total = sum(values) if m.startswith("Num") else sum(values) / len(values)
             assert (math.isnan(got) and math.isnan(total)) or math.isclose(got, total, rel_tol=1e-9, abs_tol=1e-12), \
                 f"{m}: {got} against {total}"
-            if m.startswith("Num") and m != "NumQ":  # ir_measures' own sum over the queries both hold
+            if m in ("NumRet", "NumRet(rel=2)", "NumRelRet"):  # ir_measures' own sum over the queries both hold (NumQ
+                # and NumRel also count the queries the run misses, as trec_eval -c does)
                 aggregate = ir_measures.calc_aggregate([measure], [q for q in _qrels_list(qrels_model) if q[2] >= 0],
                                                        {q: d for q, d in as_trec_eval_reads(run).items() if d})
                 assert math.isclose(got, aggregate.get(measure, 0.0), abs_tol=1e-9), m
@@ -198,17 +210,17 @@ def test_judged_only_drops_minus_one_documents(tmp_path):
 
 def test_counts_are_summed_over_queries(tmp_path):
     """Query 1 retrieves a (relevant) and b, query 2 retrieves a (its relevant is b), query 3 is missed: NumRet
-    2 + 1 = 3, NumRel 1 + 1 = 2 (query 3 is not evaluated, as trec_eval -c), NumRelRet 1, NumQ 3 (every judged
-    query, -c); AP averages (1 + 0 + 0) / 3."""
+    2 + 1 = 3, NumRel 1 + 1 + 1 = 3 (query 3's relevant document counts: trec_eval -c fills a missed query from the
+    qrels), NumRelRet 1, NumQ 3 (every judged query, -c); AP averages (1 + 0 + 0) / 3."""
     (tmp_path / "c.run").write_text("1 Q0 a 1 3 r\n1 Q0 b 2 2 r\n2 Q0 a 1 3 r\n")
     (tmp_path / "c.qrels").write_text("1 0 a 1\n2 0 b 1\n3 0 a 1\n")
     qrels = read_qrels(tmp_path / "c.qrels")
     args = build_parser().parse_args(["eval", str(tmp_path / "c.run"), "--qrels", str(tmp_path / "c.qrels"),
                                       "-m", "NumRet NumRel NumRelRet NumQ AP"])
     table = compare(_read_runs(args, qrels), qrels, "NumRet NumRel NumRelRet NumQ AP")
-    assert table.means.loc["c"].to_dict() == {"NumRet": 3.0, "NumRel": 2.0, "NumRet(rel=1)": 1.0, "NumQ": 3.0,
+    assert table.means.loc["c"].to_dict() == {"NumRet": 3.0, "NumRel": 3.0, "NumRet(rel=1)": 1.0, "NumQ": 3.0,
                                               "AP": pytest.approx(1 / 3)}
-    assert table.to_markdown().splitlines()[2].split("|")[2:6] == [" 3        ", " 2        ", " 1               ",
+    assert table.to_markdown().splitlines()[2].split("|")[2:6] == [" 3        ", " 3        ", " 1               ",
                                                                    " 3      "]
 
 

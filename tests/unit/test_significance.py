@@ -221,7 +221,7 @@ def test_captions_name_draws_sidedness_and_the_ci_method():
     qrels, runs = _tiny(30)
     cmp = compare(runs, qrels, ["RR@10"], baseline="base", ci=True, permutations=1000)
     cap = cmp.caption()
-    assert "(1,000 random sign flips), two-sided, Holm-corrected over 1 comparison per measure" in cap
+    assert "(1,000 random sign flips), two-sided, one comparison per measure (nothing to correct)" in cap
     assert "paired bootstrap percentile interval (1,000 resamples), not adjusted for multiple comparisons" in cap
     boot = compare(runs, qrels, ["RR@10"], baseline="base", test="bootstrap", permutations=1000).caption()
     assert "1,000 resamples, shift method" in boot and "permutations" not in boot

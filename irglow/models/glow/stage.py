@@ -182,7 +182,8 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         return {"train": asdict(s.train), "variants": list(s.variants),
                 "untrained": list(s.untrained), "zero_shot_tokens": s.zero_shot_tokens, "model_dir": s.model_dir,
-                "token_budget": s.token_budget, **({"precision": s.precision} if s.precision != "fp32" else {})}
+                "token_budget": s.token_budget, **({"precision": s.precision} if s.precision != "fp32" else {}),
+                **({"faiss": s.faiss} if s.faiss != "flat" else {})}  # the defaults: the keys of before
 
     def reused_models(self, s: GlowSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""

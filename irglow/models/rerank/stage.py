@@ -40,6 +40,7 @@ from irglow.models.rerank.kinds import kind_names, plugin_kind
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
 from irglow.stage import Result, Stage
+from irglow.utils.plugins import module_code
 
 log = logging.getLogger(__name__)
 
@@ -386,9 +387,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         for name in s.models:
             owner = owners[name]
             reads = {firsts[name], training(firsts[name]), firsts[owner], training(firsts[owner]), *also}
+            registered = plugin_kind(trainers[owner].kind)
+            code = module_code(type(registered).__module__) if registered is not None else None
             settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
                         "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
-                        **({"precision": s.precision} if s.precision != "fp32" else {})}  # fp32: the keys of before
+                        **({"precision": s.precision} if s.precision != "fp32" else {}),  # fp32: the keys of before
+                        **({"code": code} if code else {})}  # a registered kind's code: edited, it runs again
             units.append(Unit(f"rerank:{name}", settings,
                               lambda reads=reads: ctx.runs.of(reads),
                               lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
@@ -535,7 +539,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         first = first or self._training_run(ctx, s.first_stages[owner]) or self._training_run(ctx, "bm25")
         settings = registered.settings_dict(s.trainers[owner].settings)
         folder = keyed_train_dir(Path(ctx.train_root) / f"{owner}-train", {
-            "kind": registered.name, "settings": settings, "source": source.digest, "seed": ctx.seed,
+            "kind": registered.name, "code": module_code(type(registered).__module__), "settings": settings,
+            "source": source.digest, "seed": ctx.seed,
             "first_stage": records_digest((q, d, x) for q, ranked in sorted(first.ranking.items()) for d, x in ranked)})
         model_dir = folder / "best"
         if (model_dir / MODEL_FILE).is_file():
