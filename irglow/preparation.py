@@ -9,7 +9,7 @@ import logging
 import time
 from pathlib import Path
 from typing import Any
-from irglow.data.collection import input_digests, load_collection
+from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.stage import LexicalSettings
@@ -95,8 +95,8 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
 
         collection = SampledCollection(collection, splits if c.trains_elsewhere else [c.train_split, *splits],
                                        c.max_docs, dict(c.max_queries or {}), seed=SEED if plan.seed is None else plan.seed)
-    if launched():  # under torchrun: one corpus, one set of queries and judgments on every rank, or nothing starts
-        agree("inputs", input_digests(collection, splits if c.trains_elsewhere else [c.train_split, *splits]))
+    # under torchrun: one corpus, one set of queries and judgments on every rank, or nothing starts
+    agree_on_inputs(collection, splits if c.trains_elsewhere else [c.train_split, *splits])
     timings: dict[str, float] = {}
     index, stats = index_and_stats(collection, plan, timings)
     source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)

@@ -59,14 +59,10 @@ class Setting:
                  "table": "a table of settings", "counts": "a table of split = integer",
                  "any": "see the description"}[self.kind]
         bounds = []
-        if self.above is not None:
-            bounds.append(f"> {self.above:g}")
-        if self.low is not None:
-            bounds.append(f">= {self.low:g}")
-        if self.high is not None:
-            bounds.append(f"<= {self.high:g}")
-        if self.below is not None:
-            bounds.append(f"< {self.below:g}")
+        for sign, bound in ((">", self.above), (">=", self.low), ("<=", self.high), ("<", self.below)):
+            if bound is not None:  # a whole bound in digits (1,000,000, not 1e+06)
+                bounds.append(f"{sign} {int(bound):,}" if float(bound).is_integer() and abs(bound) >= 1e4 else
+                              f"{sign} {bound:g}")
         return words + (" " + " and ".join(bounds) if bounds else "")
 
     def check(self, value: Any, key: str | None = None) -> None:

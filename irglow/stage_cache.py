@@ -33,6 +33,15 @@ def _irglow_version() -> str:
 STAGE_FORMAT = 5
 
 
+# settings a unit's key leaves out, each with why (tests/integration/test_cache_keys.py changes every other setting of
+# every stage and checks that some unit's key moves)
+NOT_IN_KEY: dict[str, str] = {
+    "rerank.variants": "a variant defines a model; listed in [rerank] models it is a unit whose key holds its settings",
+    "fusion.optional": "which hybrids are made, not what a made hybrid's run holds",
+    "fusion.zero_shot": "read where the models trained on another collection: there it is in each fusion's key",
+}
+
+
 class StageCache:
     """Skip a stage whose inputs are unchanged: its settings, the collection and index, and the exact
     run files it was given.  A record ``<out>/.stages/<name>.json`` is written only after the stage's

@@ -136,3 +136,14 @@ def input_digests(collection: Collection, splits, qrels: bool = True) -> dict[st
             out[f"split:{split}"] = f"absent ({type(e).__name__})"
     return out
 
+
+def agree_on_inputs(collection: Collection, splits, files=()) -> None:
+    """Under ``torchrun``: stop before any work unless every rank reads the same collection, queries and judgments
+    (:func:`input_digests`) and the same ``files`` (a run to re-rank), by content."""
+    from irglow.utils import distributed
+    from irglow.utils.digest import file_digest
+
+    if distributed.launched():
+        distributed.agree("inputs", {**input_digests(collection, splits),
+                                     **{f"file {f}": file_digest(f) for f in files}})
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,18 @@ def test_a_registered_lexical_system_has_every_right_of_irglows_own(tmp_path, mo
     assert any([d for d, _ in jm.ranking[q]] != [d for d, _ in bm25.ranking[q]] for q in bm25.ranking)
     tuned = read_results(out)["fusion:bm25+jm"]
     assert tuned.method == "wsum" and tuned.tuning_set == "training" and tuned.tuning_queries > 0
+
+    # issue 67.6: its code edited (the version unchanged), its run is made again, not reused
+    (site / "jm_system.py").write_text((site / "jm_system.py").read_text().replace("(0.7)", "(0.05)"))
+    importlib.reload(sys.modules["jm_system"])  # what the next process would load
+    exp.run()
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["lexical:jm"] == "ran" and stages["lexical:bm25"] == "reused"
+    assert Run.read(out / "jm.run").ranking != jm.ranking
+    (site / "jm_system.py").write_text((site / "jm_system.py").read_text().replace("(0.05)", "(0.7)"))
+    importlib.reload(sys.modules["jm_system"])
+    exp.run()  # back to the first code: its run again, equal to the first one
+    assert Run.read(out / "jm.run").ranking == jm.ranking
 
     pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
     import pandas as pd

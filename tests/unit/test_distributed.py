@@ -223,3 +223,38 @@ def test_ranks_holding_different_settings_stop_before_any_work_naming_the_ranks(
                                      f"from rank 0"), g
     (tmp_path / "same").mkdir()
     assert [g["ok"] for g in on_ranks(tmp_path / "same", _agree, [0.9, 0.9])] == ["agreed", "agreed"]
+
+
+def _prepare_in(folders, out, data):
+    """Each rank in its own working folder, where the relative collection path names another corpus (or queries)."""
+    from irglow.preparation import prepare
+
+    os.chdir(folders[distributed.current().rank])
+    prepare({"collection": {"name": "coll"}, "output": {"dir": out}, "data_dir": data})
+    return "prepared"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("differs", ["corpus.jsonl", "queries.jsonl"])
+def test_ranks_reading_different_inputs_stop_before_any_work(tmp_path, differs):
+    """Issue 67.2: the same command and settings on two nodes whose corpus.jsonl (or queries.jsonl) differ made one
+    run with q0–q3 from node A and q4–q7 from node B, exit 0.  The ranks compare the inputs' digests first."""
+    from tests.files import write_beir
+
+    folders = []
+    for rank in range(2):
+        folder = tmp_path / f"node{rank}"
+        docs = ['{"_id": "d1", "title": "lyme", "text": "lyme disease ticks"}',
+                '{"_id": "d2", "title": "flu", "text": "influenza season"}']
+        queries = ['{"_id": "q1", "text": "lyme ticks"}']
+        if rank == 1 and differs == "corpus.jsonl":
+            docs[1] = '{"_id": "d2", "title": "flu", "text": "influenza winter"}'
+        if rank == 1 and differs == "queries.jsonl":
+            queries = ['{"_id": "q1", "text": "lyme disease"}']
+        write_beir(folder / "coll", docs, queries)
+        folders.append(str(folder))
+    got = on_ranks(tmp_path, _prepare_in, folders, str(tmp_path / "out"), str(tmp_path / "data"))
+    for rank, g in enumerate(got):
+        assert g.get("error", "").startswith(f"SystemExit: rank {rank}: the ranks hold different inputs: rank(s) 1 "
+                                             f"differ from rank 0"), g
+    assert not (tmp_path / "data" / "indexes").exists()  # nothing was indexed

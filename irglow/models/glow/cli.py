@@ -6,6 +6,7 @@ import argparse
 
 from irglow.defaults import DEPTH
 from irglow.settings import positive_int
+from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.utils.distributed import collective
 from irglow.data.docstore import docs_store
 from irglow.models.cli import add_train_parser
@@ -51,17 +52,19 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
 
 def _load(args):
     """Collection, index and statistics; under ``torchrun`` rank 0 builds them while the others wait."""
-    from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
     from irglow.index.stats import CollectionStats
     from irglow.utils.distributed import main_first
 
-    def load():
-        coll = load_collection(args.data)
-        index = build_index(coll, root=args.data_dir)
-        return coll, index, CollectionStats.load(index)
+    coll = load_collection(args.data)
+    if getattr(args, "split", None):  # under torchrun: the same corpus, queries and judgments on every rank
+        agree_on_inputs(coll, [args.split])
 
-    return main_first(load)
+    def load():
+        index = build_index(coll, root=args.data_dir)
+        return index, CollectionStats.load(index)
+
+    return (coll, *main_first(load))
 
 
 @collective

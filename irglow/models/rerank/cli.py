@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from irglow import settings as declared
+from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.utils.distributed import collective
 from irglow.data.docstore import docs_store
 from irglow.models.cli import add_duplicates_option, add_train_parser
@@ -53,13 +54,13 @@ def train_config(kind: str, config_path: str, overrides: list[str]):
 @collective
 def cmd_train(args) -> int:
     from irglow.config import write_manifest
-    from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
     from irglow.models.rerank.train import RerankTrainer
     from irglow.utils.distributed import is_main, main_first
 
     config, raw = train_config(args.kind, args.config, args.set)
     coll = load_collection(args.data)
+    agree_on_inputs(coll, [args.split])  # under torchrun: the same corpus, queries and judgments on every rank
     index = main_first(lambda: build_index(coll, root=args.data_dir))
     best = RerankTrainer(config, args.out).train(index, docs_store(coll),
                                                  coll.queries(args.split), coll.qrels(args.split),
@@ -76,7 +77,6 @@ def cmd_rerank(args) -> int:
     writes the whole run."""
 
     from irglow.config import write_run_manifest
-    from irglow.data.collection import load_collection
     from irglow.data.records import Query
     from irglow.models.rerank.rerank import load_reranker, rerank
     from irglow.runs.trec import Run, check_token, gather_runs
@@ -90,6 +90,7 @@ def cmd_rerank(args) -> int:
     run = Run.read(args.run, args.duplicates)
     model = load_reranker(args.model)
     coll = load_collection(args.data)
+    agree_on_inputs(coll, [args.split], files=[args.run])  # under torchrun: every rank re-ranks the same run
     queries = coll.queries(args.split)
     docs = docs_store(coll)  # by id: a query's top documents at a time
     order = [Query(q, "") for q in run.ranking]
@@ -106,7 +107,6 @@ def cmd_rerank(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from irglow.data.collection import load_collection
     from irglow.models.rerank.explain import explain_table
     from irglow.models.rerank.rerank import load_reranker
 

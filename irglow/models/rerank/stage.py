@@ -221,7 +221,12 @@ class RerankSettings:
         for name in listed:
             table = variants.get(name, {})
             if name in kind_names():
-                trainer = {**rcfg.get(name, {}), "kind": name}
+                own = rcfg.get(name, {})
+                if own.get("kind", name) != name:  # the table's name is its kind: another would be dropped unseen
+                    raise ValueError(f"rerank.{name}.kind = {own['kind']!r}: [rerank.{name}] holds {name}'s settings; "
+                                     f"to train a {own['kind']} model, list it (or a [rerank.variants] entry) in "
+                                     f"rerank.models")
+                trainer = {**own, "kind": name}
             elif name in variants:
                 trainer = _variant_trainer(name, table, rcfg)
             elif "{field}" in name:

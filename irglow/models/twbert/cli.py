@@ -6,6 +6,7 @@ import argparse
 
 from irglow.defaults import DEPTH
 from irglow.settings import positive_int
+from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.utils.distributed import collective
 from irglow.models.cli import add_train_parser
 
@@ -36,7 +37,6 @@ def add_twbert_command(sub: argparse._SubParsersAction) -> None:
 
 
 def _index(args):
-    from irglow.data.collection import load_collection
     from irglow.index.lucene_index import build_index
 
     return build_index(load_collection(args.data), root=args.data_dir)
@@ -45,7 +45,6 @@ def _index(args):
 @collective
 def cmd_train(args) -> int:
     from irglow.config import apply_override, load_config, write_manifest
-    from irglow.data.collection import load_collection
     from irglow.index.stats import CollectionStats
     from irglow.models.twbert.train import TrainConfig, Trainer
     from irglow.utils.distributed import is_main, main_first
@@ -55,6 +54,8 @@ def cmd_train(args) -> int:
         apply_override(cfg, item)
     config = TrainConfig.from_dict({k: v for k, v in cfg.items() if k != "enabled"})
     collection = load_collection(args.data)
+    agree_on_inputs(collection, [args.split])  # under torchrun: the same corpus, queries and judgments on every rank
+
     def index_and_stats():  # under torchrun rank 0 builds them, the others open them
         index = _index(args)
         return index, CollectionStats.load(index)
@@ -70,7 +71,6 @@ def cmd_train(args) -> int:
 
 def cmd_search(args) -> int:
     from irglow.config import write_run_manifest
-    from irglow.data.collection import load_collection
     from irglow.models.twbert.model import TWBert
     from irglow.models.twbert.search import twbert_search
 
