@@ -5,6 +5,16 @@ collections, samples), the measures of a table and the significance tests.  Ever
 BM25_K1 = 0.9
 BM25_B = 0.4
 DEPTH = 1000
+FUSION_METHOD = "wsum"  # a hybrid's fusion: the weighted sum of normalised scores, weights tuned (rrf: none tuned)
+FUSION_NORM = "min-max"  # score normalisation before a weighted sum
+FUSION_MEASURE = "nDCG@10"  # what tuned fusion weights maximise
+FUSION_STEP = 0.05  # the convex weight grid's step
+RRF_K = 60.0  # reciprocal-rank fusion's constant (Cormack et al., 2009)
+THREADS = 2  # search threads where a setting does not say
+BASELINE = "bm25"  # the run every other is compared with
+STEMMER = "porter"  # the analyzer's stemmer
+STEMMERS = ("porter", "krovetz", "none")
+DEVICE = "auto"  # CUDA where there is one
 QLD_MU = 1000.0  # query likelihood's Dirichlet prior (Anserini's and Pyserini's default)
 SEED = 13
 # the share of the training queries every trainer holds out (the same ones, with the same seed: a fusion tunes on them)

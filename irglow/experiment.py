@@ -21,7 +21,7 @@ import copy
 from pathlib import Path
 from typing import Any, Sequence
 
-from irglow.defaults import SEED
+from irglow.defaults import BASELINE, SEED
 
 
 class Experiment:
@@ -100,7 +100,7 @@ class Experiment:
         ev = config.get("eval", {})
         exp = cls.__new__(cls)
         exp.config = config
-        exp.baseline = ev.get("baseline", "bm25")
+        exp.baseline = ev.get("baseline", BASELINE)
         exp.rankers = [ranker(s, config) for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
         return exp
 

@@ -31,6 +31,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from irglow.defaults import FUSION_METHOD, FUSION_NORM
 from irglow import settings
 from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
 from irglow.runs.trec import Run
@@ -80,7 +81,7 @@ class FusionResult(Result):
     kind: ClassVar[str] = "fusion"
     tag: str
     parts: list = field(default_factory=list)
-    method: str = "rrf"
+    method: str = FUSION_METHOD
     weights: list = field(default_factory=list)
     norm: str | None = None
     why: str | None = None
@@ -229,7 +230,7 @@ class FusionStage(Stage):
             raise ValueError(f"{ranker.tag}: the run in {folder.out} fused it with {made.settings_text()} "
                              f"({info.method}, weights {info.weights}), not {ranker.hybrid.settings_text()}: run "
                              f"an experiment with this fusion")
-        return Fusion(*(folder.build(p) for p in ranker.rankers), method=info.method, norm=info.norm or "min-max",
+        return Fusion(*(folder.build(p) for p in ranker.rankers), method=info.method, norm=info.norm or FUSION_NORM,
                       weights=info.weights, depth=folder.lexical.depth)
 
     def ranker(self, name, config, parse):

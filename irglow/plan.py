@@ -336,7 +336,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
             if s.validates_elsewhere:  # [validation] bound once, here: the stage's copy says what it means for it
                 bound_settings = dataclasses.replace(bound_settings, validate_elsewhere=validation.uses(s.name))
             bound.append((s, bound_settings))
-    baseline = ev.get("baseline", "bm25")
+    baseline = settings.value(config, "eval", "baseline")
     wanted = ev.get("runs")
     if isinstance(wanted, str):  # "bm25,bm25f" (--set eval.runs=…), as the settings reference allows
         wanted = as_names(wanted)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from irglow.defaults import CORRECTIONS, MAX_PERMUTATIONS, MEASURES, PERMUTATIONS, QLD_MU, SIGNIFICANCE_TESTS
+from irglow.defaults import (BASELINE, CORRECTIONS, FUSION_MEASURE, FUSION_METHOD, FUSION_NORM, FUSION_STEP,
+                             MAX_PERMUTATIONS, MEASURES, PERMUTATIONS, QLD_MU, SIGNIFICANCE_TESTS)
 
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
@@ -176,7 +177,7 @@ DECLARED: dict[str, dict[str, Setting]] = {
     "eval": _section(
         "eval",
         ("measures", "names", list(MEASURES), "the tables' measures: any ir_measures name, and NCG@k"),
-        ("baseline", "str", "bm25", "the run every other is compared with"),
+        ("baseline", "str", BASELINE, "the run every other is compared with"),
         ("runs", "names", None, "the runs in the tables (unset: every run)", {"optional": True}),
         ("test", "str", SIGNIFICANCE_TESTS[0], "the paired significance test", {"choices": SIGNIFICANCE_TESTS}),
         ("correction", "str", "holm", "the multiple-comparison correction", {"choices": CORRECTIONS}),
@@ -200,11 +201,11 @@ DECLARED: dict[str, dict[str, Setting]] = {
         "fusion",
         ("enabled", "bool", False, "fuse runs into hybrids"),
         ("runs", "any", [], "the hybrids: ['a+b', ['a', 'b', 'c'], 'all'] or one 'a+b,a+b+c' string"),
-        ("method", "str", "wsum", "wsum: weighted sum of normalised scores (weights tuned on held-out training "
+        ("method", "str", FUSION_METHOD, "wsum: weighted sum of normalised scores (weights tuned on held-out training "
          "queries); rrf: reciprocal-rank fusion (nothing tuned)", {"choices": FUSION_METHODS}),
-        ("norm", "str", "min-max", "score normalisation before a weighted sum", {"choices": FUSION_NORMS}),
-        ("step", "number", 0.05, "the convex weight grid's step", {"above": 0, "high": 0.5}),
-        ("measure", "str", "nDCG@10", "what the weights maximise on the tuning queries"),
+        ("norm", "str", FUSION_NORM, "score normalisation before a weighted sum", {"choices": FUSION_NORMS}),
+        ("step", "number", FUSION_STEP, "the convex weight grid's step", {"above": 0, "high": 0.5}),
+        ("measure", "str", FUSION_MEASURE, "what the weights maximise on the tuning queries"),
         ("optional", "bool", False, "leave out (with a warning) a hybrid naming a run not produced"),
         ("zero_shot", "str", "carried", "models trained on another collection: carried: the weights tuned on the "
          "training collection's held-out queries, used unchanged (nothing of the evaluated collection's judgments "

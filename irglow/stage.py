@@ -208,8 +208,10 @@ class Stage:
         """Trained models it loads from a path instead of training (the cache keys on their content)."""
         return {}
 
-    def train(self, settings, source, train_root: Path) -> dict[str, Path]:
-        """Train (or find trained) its models: ``{name: model directory}``."""
+    def train(self, settings, source, train_root: Path, bm25=None) -> dict[str, Path]:
+        """Train (or find trained) its models: ``{name: model directory}``.  ``bm25``: the experiment's BM25 (its
+        bound ``[lexical]`` k1 and b, a :class:`~irglow.lexical.searchers.LexicalConfig`), which every BM25 pool
+        a trainer searches (negatives, validation candidates) takes."""
         return {}
 
     def chosen_on_key(self, ctx: Context) -> dict[str, Any]:

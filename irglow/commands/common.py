@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from irglow.defaults import STEMMER, STEMMERS
 from irglow.settings import positive_int
 
 
@@ -16,7 +17,7 @@ def add_data_options(p: argparse.ArgumentParser, split: bool = True) -> None:
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fields", nargs="*", default=None, help="document fields to index (default: all)")
-    p.add_argument("--stemmer", default="porter", choices=["porter", "krovetz", "none"])
+    p.add_argument("--stemmer", default=STEMMER, choices=list(STEMMERS), help=f"the analyzer's stemmer (default {STEMMER})")
     p.add_argument("--keep-stopwords", action="store_true")
     p.add_argument("--threads", type=lambda t: positive_int(t, 0), default=0,
                    help="indexing threads (0, the default: every core this process may use)")

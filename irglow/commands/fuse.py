@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from irglow import settings as declared
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, RRF_K
 from irglow.models.cli import add_duplicates_option
 from irglow.settings import positive_int
 from irglow.commands.common import numbers
@@ -96,7 +96,7 @@ def register(sub) -> None:
                    help="RRF with each query's run weights from the runs' own scores, no judgments: qpp (each run's "
                         "NQC or top-similarity spread, as a percentile of its own), diverse (runs repeating each "
                         "other share one say), or both; the weights go beside the run (<run>.weights.tsv)")
-    p.add_argument("--k", type=float, default=60.0, help="RRF constant")
+    p.add_argument("--k", type=float, default=RRF_K, help=f"RRF constant (default {RRF_K:g})")
     p.add_argument("--tune-runs", nargs="+", help="runs of the *training* queries, same systems and order as RUNS: "
                    "the convex weights that maximise --measure on them fuse RUNS")
     p.add_argument("--tune-qrels", help="qrels of the training queries")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
+from irglow.defaults import STEMMER
 from irglow.index.forward import ForwardIndex
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
@@ -37,7 +38,7 @@ class TermMatcher:
 
     def describe(self) -> str:
         cfg = self.index.meta.get("config", {})
-        stem = cfg.get("stemmer", "porter")
+        stem = cfg.get("stemmer", STEMMER)
         stop = "stop words kept" if cfg.get("keep_stopwords") else "stop words removed"
         return (f"Lucene's English analyzer as the index was built ({stem} stemming, {stop}); shade: the term's "
                 f"BM25 score in the document ({self.field}, k1 {self.k1:g}, b {self.b:g})")

@@ -19,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from irglow.defaults import STEMMER, STEMMERS
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
@@ -45,7 +46,7 @@ class IndexConfig:
     """How to analyze and what to store; part of the cache key."""
 
     fields: tuple[str, ...] | None = setting(None, "the fields indexed (unset: every field of the collection)")
-    stemmer: str = setting("porter", "the analyzer's stemmer", choices=("porter", "krovetz", "none"))
+    stemmer: str = setting(STEMMER, "the analyzer's stemmer", choices=STEMMERS)
     keep_stopwords: bool = setting(False, "index stopwords too")
     threads: int = setting(0, "indexing threads (0: every core this process may use)", low=0)
 
@@ -109,7 +110,7 @@ class LuceneIndex:
         start_jvm()
         cfg = self.meta.get("config", {})
         analyzer_cls = autoclass("io.anserini.analysis.DefaultEnglishAnalyzer")
-        return analyzer_cls.fromArguments(cfg.get("stemmer", "porter"), bool(cfg.get("keep_stopwords", False)), None)
+        return analyzer_cls.fromArguments(cfg.get("stemmer", STEMMER), bool(cfg.get("keep_stopwords", False)), None)
 
     def analyze(self, text: str) -> list[str]:
         """Text → analyzed terms exactly as Lucene indexed them."""
@@ -374,7 +375,6 @@ def _source(collection) -> str:
     return str(getattr(base, "path", None) or getattr(base, "dataset_id", None) or base.name)
 
 
-STEMMERS = ("porter", "krovetz", "none")
 
 
 def check_index_config(config: IndexConfig) -> None:

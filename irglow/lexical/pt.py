@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, THREADS
 from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.frames import open_index, queries_of, run_to_frame
 from irglow.runs.pt import pt
@@ -39,7 +39,7 @@ class QL(Lexical):
     ``qld`` system with the ``[ql]`` stage's ``mu``."""
 
     def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
-                 threads: int = 2):
+                 threads: int = THREADS):
         from irglow import settings as declared
         from irglow.lexical.searchers import LexicalConfig
 

@@ -32,12 +32,28 @@ from irglow.lexical.systems import lexical_system, rm3_systems
 from irglow.runs.packed import PackedRanking
 from irglow.runs.trec import Run
 
-from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU
+from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU, THREADS
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
 MAX_PYSERINI_CLAUSES = 1024
+
+
+def pool_config(bm25: "LexicalConfig | None", depth: int) -> "LexicalConfig":
+    """The BM25 a trainer's candidate pool searches with: the experiment's (``bm25``: its bound ``[lexical]`` BM25,
+    k1 and b), else the defaults (a trainer run alone, ``irglow glow train``), to ``depth`` documents."""
+    from dataclasses import replace
+
+    return replace(bm25 or LexicalConfig("bm25"), system="bm25", rm3=False, depth=depth)
+
+
+def pool_inputs(bm25: "LexicalConfig | None") -> dict:
+    """What a trainer's BM25 pool adds to what its model depends on (a checkpoint's inputs, a training folder's
+    key): its k1 and b, where they are not the defaults (so the models trained before keep their keys)."""
+    if bm25 is None or (bm25.k1, bm25.b) == (BM25_K1, BM25_B):
+        return {}
+    return {"bm25": {"k1": bm25.k1, "b": bm25.b}}
 
 
 @dataclass
@@ -48,7 +64,7 @@ class LexicalConfig:
     k1: float = setting(BM25_K1, "BM25's k1", low=0)
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
-    threads: int = setting(2, "search threads", low=1)
+    threads: int = setting(THREADS, "search threads", low=1)
     field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight} (empty: 1.0 per "
                                               "field)")
     mu: float = setting(QLD_MU, "qld: the Dirichlet prior μ (Lucene's LMDirichletSimilarity)", above=0)
@@ -244,7 +260,7 @@ BULK_BATCH = 2000  # queries per bulk call: bounds the hit arrays held at once
 
 
 def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, object | None]], depth: int,
-                   threads: int = 2, desc: str = "search", bulk: bool | None = None, anserini: bool = False
+                   threads: int = THREADS, desc: str = "search", bulk: bool | None = None, anserini: bool = False
                    ) -> Mapping[str, list[tuple[str, float]]]:
     """Lucene queries (``None``: an empty ranking) → ``{qid: [(doc_id, score)]}`` in trec_eval's order.
 
@@ -272,7 +288,7 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
     return packed
 
 
-def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: int, threads: int = 2,
+def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: int, threads: int = THREADS,
                  desc: str = "search", anserini: bool = False) -> PackedRanking:
     """Bag-of-words queries from their texts, analyzed, built and searched in Java in one call per batch (the
     bulk helper's ``searchTextsPacked``): the query :func:`irglow.lexical.queries.bag_of_words` builds from the

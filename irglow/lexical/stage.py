@@ -14,7 +14,7 @@ import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU
+from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU, THREADS
 from irglow.lexical.systems import ENTRY_POINTS, lexical_system, lexical_systems, rm3_systems
 from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
@@ -36,7 +36,7 @@ class LexicalSettings:
     k1: float = setting(BM25_K1, "BM25's k1 (Anserini's MS MARCO default)", low=0)
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
-    threads: int = setting(2, "search threads", low=1)
+    threads: int = setting(THREADS, "search threads", low=1)
     mu: float = setting(QLD_MU, "qld's Dirichlet prior μ (query likelihood, Lucene's LMDirichletSimilarity)", above=0)
     tune_bm25f: bool = setting(False, "tune the BM25F field weights on the training queries")
     field_weights: dict[str, float] = setting(factory=dict, doc="bm25-mf / bm25f: {field = weight}, fixed (unset: "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from irglow.defaults import DEVICE
 from irglow.models.glow.weights import split_words
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 AUTO_TOKENS = {"cuda": 256, "cpu": 96}
 
 
-def resolve_auto_budgets(model: dict, device: str = "auto") -> tuple[dict, dict | None]:
+def resolve_auto_budgets(model: dict, device: str = DEVICE) -> tuple[dict, dict | None]:
     """``model`` settings with every ``"auto"`` budget (``field_max_tokens`` values, ``default_field_tokens``) made
     a number for the device that will run it: ``(settings, what was chosen)`` — ``None`` when nothing was
     ``"auto"`` (torch is not even imported then)."""

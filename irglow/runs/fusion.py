@@ -31,7 +31,7 @@ from irglow.eval.measures import aggregate, parse_measures
 from irglow.runs.trec import Run, trec_order
 
 from irglow.settings import FUSION_METHODS as METHODS, FUSION_NORMS as NORMS  # declared once
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, FUSION_MEASURE, FUSION_METHOD, FUSION_NORM, FUSION_STEP, RRF_K
 
 
 def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
@@ -46,8 +46,8 @@ def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
     raise ValueError(f"fusion norm must be one of {NORMS}, not {norm!r}")
 
 
-def fuse(runs: Sequence[Run], method: str = "rrf", norm: str = "min-max", weights: Sequence[float] | None = None,
-         k: float = 60.0, depth: int = DEPTH, tag: str = "fused") -> Run:
+def fuse(runs: Sequence[Run], method: str = FUSION_METHOD, norm: str = FUSION_NORM, weights: Sequence[float] | None = None,
+         k: float = RRF_K, depth: int = DEPTH, tag: str = "fused") -> Run:
     """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents."""
     check_fusion(method, norm, k, depth)
     if not runs:
@@ -130,8 +130,8 @@ def check_tuning_overlap(runs: Sequence[Run], qrels: list[Qrel]) -> int:
     return len(shared)
 
 
-def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = "wsum", norm: str = "min-max",
-                 measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
+def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = FUSION_METHOD, norm: str = FUSION_NORM,
+                 measure: str = FUSION_MEASURE, step: float = FUSION_STEP, k: float = RRF_K,
                  depth: int = DEPTH) -> tuple[tuple[float, ...], float, list[tuple[tuple[float, ...], float]]]:
     """(best weights, best score, every (weights, score)) over the convex grid; ties keep the first.
     Refused when no tuning query has a relevant judgment (every point would score 0 and the "tuned" weights
@@ -176,7 +176,7 @@ def scaled_ascent(n: int, score, factors=(0.0, 0.5, 2.0, 4.0), passes: int = 3):
 
 
 def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = "wsum",
-               norm: str = "min-max", measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0,
+               norm: str = FUSION_NORM, measure: str = FUSION_MEASURE, step: float = FUSION_STEP, k: float = RRF_K,
                depth: int = DEPTH, tag: str = "fused") -> tuple[Run, dict]:
     """Fuse ``test_runs`` with the convex weights that do best on ``tune_runs`` (the same systems, in the same
     order, on held-out *training* queries).  RRF is tuned too: its weights, with ``k`` fixed."""
@@ -189,8 +189,8 @@ def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: l
 CROSS_FIT_FOLDS = 5
 
 
-def cross_fitted(tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = "wsum", norm: str = "min-max",
-                 measure: str = "nDCG@10", step: float = 0.05, k: float = 60.0, depth: int = DEPTH,
+def cross_fitted(tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str = FUSION_METHOD, norm: str = FUSION_NORM,
+                 measure: str = FUSION_MEASURE, step: float = FUSION_STEP, k: float = RRF_K, depth: int = DEPTH,
                  tag: str = "fused", folds: int = CROSS_FIT_FOLDS) -> tuple[Run, list[tuple[float, ...]]]:
     """A tuned fusion's run of the very queries it is tuned on, each query fused with weights tuned on the other
     folds' queries only (stacking's out-of-fold predictions): another fusion can then tune on it without the

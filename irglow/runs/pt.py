@@ -13,14 +13,14 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("irglow.pyterrier needs PyTerrier: pip install 'irglow[pyterrier]' (PyPI's pyterrier; no "
                       "Terrier jar or Java start is needed for irglow's transformers)") from exc
 
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, FUSION_METHOD, FUSION_NORM, RRF_K
 from irglow.runs.frames import frame_to_run, run_to_frame
 
 class Fusion(pt.Transformer):
     """irglow's fusion of several pipelines' results (``irglow fuse``): reciprocal-rank fusion (``rrf``) or a
     weighted sum of normalised scores (``wsum`` with ``weights``, equal if none)."""
 
-    def __init__(self, *parts: pt.Transformer, method: str = "rrf", norm: str = "min-max",
+    def __init__(self, *parts: pt.Transformer, method: str = FUSION_METHOD, norm: str = FUSION_NORM,
                  weights: Sequence[float] | None = None, depth: int = DEPTH):
         from irglow.runs.fusion import check_fusion
 
@@ -28,7 +28,7 @@ class Fusion(pt.Transformer):
             raise ValueError("Fusion needs at least two transformers")
         if weights is not None and len(weights) != len(parts):
             raise ValueError(f"{len(weights)} weights for {len(parts)} transformers")
-        check_fusion(method, norm, 60.0, depth)
+        check_fusion(method, norm, RRF_K, depth)
         self.parts, self.method, self.norm, self.weights, self.depth = parts, method, norm, weights, depth
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:

@@ -18,7 +18,7 @@ are read: nothing of the evaluated collection's judgments.
 from __future__ import annotations
 
 import math
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, RRF_K
 from typing import Mapping, Sequence
 
 
@@ -112,7 +112,7 @@ def qpp_weights(runs: Sequence, dense: Sequence[bool], scheme: str = "qpp", k: i
     return out
 
 
-def fuse_weighted(runs: Sequence, weights: Mapping[str, Sequence[float]], k: float = 60.0, depth: int = DEPTH,
+def fuse_weighted(runs: Sequence, weights: Mapping[str, Sequence[float]], k: float = RRF_K, depth: int = DEPTH,
                   tag: str = "fused"):
     """Reciprocal-rank fusion with each query's own run weights: Σ_r w_r(q) / (k + rank_r(d)), ranks in
     trec_eval's order; a query without weights fuses with equal ones."""

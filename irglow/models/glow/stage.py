@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from irglow.defaults import DEVICE
 from irglow import settings as declared
 from irglow.config import as_names
 from irglow.data.docstore import docs_store
+from irglow.lexical.searchers import pool_inputs
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.stage import Stage
 
@@ -128,7 +130,7 @@ class GlowSettings:
         gcfg = dict(config.get("glow", {}))
         declared.check_table("glow", gcfg)
         gcfg.pop("enabled", None)
-        model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", "auto"))  # for this device
+        model, budget = resolve_auto_budgets(gcfg.get("model", {}), gcfg.get("device", DEVICE))  # for this device
         if budget is not None:
             gcfg["model"] = model
         # the stage's own keys taken out; what is left is the trainer's
@@ -191,8 +193,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         return {v: reused_model(s.model_dir, v) for v in s.variants} if s.model_dir else {}
 
-    def train(self, s: GlowSettings, source, train_root: Path) -> dict[str, Path]:
-        """Train (or find trained, or reuse from ``model_dir``) every variant: ``{variant: model directory}``."""
+    def train(self, s: GlowSettings, source, train_root: Path, bm25=None) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) every variant: ``{variant: model directory}``;
+        ``bm25``: the experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the
+        hard negatives and validation pools."""
         import copy
         from dataclasses import replace
 
@@ -208,10 +212,11 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         for variant in s.variants:
             model = s.model_config(source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
-                                        training_inputs(s.train, model, variant, source.digest, chosen))
+                                        {**training_inputs(s.train, model, variant, source.digest, chosen),
+                                         **pool_inputs(bm25)})
             docs = docs if docs is not None else docs_store(source.collection)
             trained[variant] = GlowTrainer(replace(copy.deepcopy(s.train), model=model), train_dir).train(
-                source.index, source.stats, docs, source.queries(), source.qrels(), validation=also)
+                source.index, source.stats, docs, source.queries(), source.qrels(), validation=also, bm25=bm25)
         return trained
 
     def run(self, ctx) -> dict:
@@ -223,7 +228,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         s = ctx.settings
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
-        trained = self.train(s, source, ctx.train_root)
+        trained = self.train(s, source, ctx.train_root, ctx.lexical_config("bm25"))
         tune_q, _ = ([], []) if not trained else validation_queries(
             next(iter(trained.values())), source.queries(), source.qrels())
         docs = docs_store(ctx.collection).sequence()  # read a batch at a time as the corpus is encoded

@@ -45,7 +45,7 @@ from irglow.dense.encode import dense_search, encode, faiss_index
 from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
-from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher, pool_config, pool_inputs
 from irglow.models.checkpoints import (fit_batch, pick_device, seed_everything, training_inputs,
                                       validation_score)
 from irglow.models.glow.model import Featurizer, GlowConfig, GlowEncoder, featurizer_for
@@ -55,7 +55,7 @@ from irglow.models.mixing import check_mixes, choose_mix
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
 from irglow.utils.distributed import join
-from irglow.defaults import SEED, VAL_FRACTION
+from irglow.defaults import DEVICE, SEED, VAL_FRACTION
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class GlowTrainConfig:
     val_pool_depth: int = setting(100, "the BM25 depth of that union", low=1)
     patience: int = setting(2, "evaluations without a gain before training stops", low=0)
     seed: int = setting(SEED, "the seed of the validation split, the batches and every draw", low=0)
-    device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
+    device: str = setting(DEVICE, "auto (CUDA where there is one), cpu or cuda[:n]")
     amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
     encode_batch: int = setting(64, "documents per batch when the corpus is encoded", low=1)
     # L2-SP (Li et al., ICML 2018): λ·Σ‖θ − θ₀‖² pulls the encoder toward the checkpoint it started from, so a
@@ -131,7 +131,7 @@ class GlowTrainConfig:
         from irglow.models.fields import resolve_auto_budgets
 
         d = copy.deepcopy(d)  # training sets model.weights' query-length normaliser: never in the bound settings
-        model = resolve_auto_budgets(d.pop("model", {}), d.get("device", "auto"))[0]
+        model = resolve_auto_budgets(d.pop("model", {}), d.get("device", DEVICE))[0]
         check_settings(model, GlowConfig.__dataclass_fields__, "[glow.model]")
         model = GlowConfig(**model)
         check_settings(d, set(cls.__dataclass_fields__) - {"model"}, "[glow]", ignore={"enabled", "variants"})
@@ -197,10 +197,13 @@ class GlowTrainer:
             else pick_device(config.device)
 
     def train(self, index: LuceneIndex, stats: CollectionStats, docs: dict[str, Document],
-              queries: list[Query], qrels: list[Qrel], resume: bool = True, validation: tuple = ()) -> Path:
+              queries: list[Query], qrels: list[Qrel], resume: bool = True, validation: tuple = (),
+              bm25: LexicalConfig | None = None) -> Path:
         """``validation``: other collections' held-out queries (:mod:`irglow.models.validation`) the checkpoint
-        is also chosen on — each searched in its own corpus with its own statistics, the mean over sources kept."""
-        cfg = self.config
+        is also chosen on — each searched in its own corpus with its own statistics, the mean over sources kept.
+        ``bm25``: the experiment's BM25 (``[lexical]`` k1 and b), which the hard negatives and validation pools are
+        searched with (``None``: the defaults)."""
+        cfg, pool = self.config, bm25
         seed_everything(cfg.seed)
         model = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
         freeze_lower(model, cfg.freeze_layers)
@@ -218,12 +221,12 @@ class GlowTrainer:
             cfg.model.weights["avg_query_len"] = weighter.set_avg_query_len([q.text for q in queries])
         featurizer = Featurizer(cfg.model, model.tokenizer, weighter)
         ex = Examples.split(docs, queries, qrels, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training", cfg.seed)
-        bm25 = LexicalSearcher(index, LexicalConfig("bm25", depth=max(cfg.hard_negative_depth, cfg.val_pool_depth))
+        bm25 = LexicalSearcher(index, pool_config(pool, max(cfg.hard_negative_depth, cfg.val_pool_depth))
                                ).search([ex.queries[q] for q in ex.ids])
         ex.mine(bm25, cfg.hard_negative_depth)
         val = _Validation(featurizer, validation_docs(docs, bm25, ex.val_ids, cfg.val_max_docs, cfg.val_pool_depth),
                           [ex.queries[q] for q in ex.val_ids], ex.held_out_qrels(qrels), ex.val_ids,
-                          [_OtherSource(v, model, bm25_depth=cfg.val_pool_depth, max_docs=cfg.val_max_docs)
+                          [_OtherSource(v, model, pool_config(pool, cfg.val_pool_depth), max_docs=cfg.val_max_docs)
                            for v in validation])
         batch_size = fit_batch(cfg.batch_size, len(ex.train_ids), f"GLOW[{cfg.model.variant}] training",
                                "batch_size", cfg.grad_accum)  # grad_accum batches a step, over every process
@@ -237,6 +240,7 @@ class GlowTrainer:
             groups.append({"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         inputs = training_inputs(cfg, queries, qrels, index)
+        inputs["data"].update(pool_inputs(pool))
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
         task = _GlowTask(self, model, scorer, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), ex, val,
@@ -410,11 +414,10 @@ class _OtherSource:
     would rank (its whole corpus up to ``max_docs``, else the queries' BM25 pools) and word weights from its own
     statistics (the test-time rule)."""
 
-    def __init__(self, source, model: GlowEncoder, bm25_depth: int, max_docs: int):
-
+    def __init__(self, source, model: GlowEncoder, bm25: LexicalConfig, max_docs: int):
         self.label, self.queries, self.qrels = source.label, list(source.queries), list(source.qrels)
-        bm25 = LexicalSearcher(source.index, LexicalConfig("bm25", depth=bm25_depth)).search(self.queries)
-        self.docs = validation_docs(source.docs, bm25, [q.query_id for q in self.queries], max_docs, bm25_depth)
+        pool = LexicalSearcher(source.index, bm25).search(self.queries)
+        self.docs = validation_docs(source.docs, pool, [q.query_id for q in self.queries], max_docs, bm25.depth)
         self.featurizer = featurizer_for(model, source.index, source.stats)
 
 

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Mapping
 from irglow import settings as declared
 from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
+from irglow.lexical.searchers import pool_inputs
 from irglow.models.rerank.kinds import kind_names, plugin_kind
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
@@ -332,10 +333,12 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             if s.model_dir else {}
 
     def train(self, s: RerankSettings, source, train_root: Path, first_stage=None, only: list[str] | None = None,
-              docs: dict | None = None) -> dict[str, Path]:
+              docs: dict | None = None, bm25=None) -> dict[str, Path]:
         """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named): ``{name: model
         directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's);
-        ``docs``: the training collection's documents when the caller has read them already."""
+        ``docs``: the training collection's documents when the caller has read them already; ``bm25``: the
+        experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the negatives and
+        validation candidates where no first stage gives them."""
         import copy
         from dataclasses import asdict
 
@@ -353,7 +356,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         docs = docs if docs is not None else docs_store(source.collection)
         # the checkpoint may be chosen on other sources too (irglow.models.validation)
         also, validated_on = chosen_on(source, s.validate_elsewhere)
-        inputs = {"source": source.digest, **validated_on}
+        inputs = {"source": source.digest, **validated_on, **pool_inputs(bm25)}
         if first_stage is not None:
             inputs["first_stage"] = [first_stage.tag, records_digest(
                 (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
@@ -363,7 +366,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                                                                               **inputs})
             trained[name] = RerankTrainer(copy.deepcopy(trainers[name]), train_dir).train(
                 source.index, docs, source.queries(), source.qrels(), first_stage=first_stage,
-                validation=also)
+                validation=also, bm25=bm25)
         return trained
 
     def first_stage(self, ctx, tag: str = "bm25"):
@@ -433,7 +436,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                      "reciprocal-rank", name, firsts[name], name)
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
         model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
-                               docs=None if ctx.zero_shot else docs)[owner]  # in domain: the same documents
+                               docs=None if ctx.zero_shot else docs,  # in domain: the same documents
+                               bm25=ctx.lexical_config("bm25"))[owner]
         model = load_reranker(model_dir)
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]

@@ -29,13 +29,13 @@ from irglow.config import check_settings, check_values
 from irglow.data.records import Document, Qrel, Query
 from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
-from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher, pool_config, pool_inputs
 from irglow.models.checkpoints import fit_batch, pick_device, seed_everything, training_inputs, validation_score
 from irglow.models.rerank.rerank import rerank
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
 from irglow.runs.trec import Run
-from irglow.defaults import SEED, VAL_FRACTION
+from irglow.defaults import DEVICE, SEED, VAL_FRACTION
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class RerankTrainConfig:
     patience: int = setting(2, "evaluations without a gain before training stops", low=0)
     score_batch: int = setting(64, "query–document pairs scored per batch", low=1)
     seed: int = setting(SEED, "the seed of the validation split, the batches and every draw", low=0)
-    device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
+    device: str = setting(DEVICE, "auto (CUDA where there is one), cpu or cuda[:n]")
     amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
 
     def __post_init__(self):
@@ -137,21 +137,22 @@ class RerankTrainer:
 
     def train(self, index: LuceneIndex, docs: dict[str, Document], queries: list[Query], qrels: list[Qrel],
               fields: list[str] | None = None, resume: bool = True, first_stage: Run | None = None,
-              validation: tuple = ()) -> Path:
+              validation: tuple = (), bm25: LexicalConfig | None = None) -> Path:
         """``first_stage``: the run of the training queries the model will re-rank (TW-BERT's, a hybrid …):
         hard negatives and validation candidates come from it, so the model learns the mistakes of the
         ranking it corrects; ``None``: BM25's.  ``validation``: other collections' held-out queries
         (:mod:`irglow.models.validation`) the checkpoint is also chosen on, each re-ranking its own BM25 top
-        ``val_depth``; the mean over sources is kept."""
+        ``val_depth``; the mean over sources is kept.  ``bm25``: the experiment's BM25 (``[lexical]`` k1 and b),
+        which those BM25 pools are searched with (``None``: the defaults)."""
         cfg = self.config
         seed_everything(cfg.seed)
         model = cfg.build_model(list(fields or index.fields)).to(self.device)
         ex = Examples.split(docs, queries, qrels, cfg.val_fraction, f"{cfg.kind} training", cfg.seed)
         if not ex.train_ids:
             raise ValueError("no training query has a judged-relevant document in the collection")
+        pool = bm25
         bm25 = first_stage if first_stage is not None else LexicalSearcher(
-            index, LexicalConfig("bm25", depth=max(cfg.negative_depth, cfg.val_depth))).search(
-            [ex.queries[q] for q in ex.ids])
+            index, pool_config(pool, max(cfg.negative_depth, cfg.val_depth))).search([ex.queries[q] for q in ex.ids])
         ex.mine(bm25, cfg.negative_depth)
         # an optimizer step takes grad_accum batches over every process: the steps one process takes
         batch = fit_batch(cfg.batch_queries, len(ex.train_ids), f"{cfg.kind} training", "batch_queries",
@@ -159,6 +160,7 @@ class RerankTrainer:
         total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch * cfg.grad_accum)) * cfg.epochs
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         inputs = training_inputs(cfg, queries, qrels, index)
+        inputs["data"].update(pool_inputs(pool))
         if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too
             from irglow.utils.digest import records_digest
 
@@ -166,7 +168,7 @@ class RerankTrainer:
                 (q, d, s) for q, docs in sorted(first_stage.ranking.items()) for d, s in docs)
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
-        others = [(v, LexicalSearcher(v.index, LexicalConfig("bm25", depth=cfg.val_depth)).search(list(v.queries)))
+        others = [(v, LexicalSearcher(v.index, pool_config(pool, cfg.val_depth)).search(list(v.queries)))
                   for v in validation]
         candidates = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in ex.val_ids}, bm25.tag)
         task = _RerankTask(model, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), cfg, self.device, batch,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, THREADS
 from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.frames import candidates_of, open_index, queries_of, run_to_frame
 from irglow.runs.pt import pt
@@ -16,7 +16,7 @@ class TWBert(pt.Transformer):
     on a result frame (``bm25 >> TWBert(...)``) it re-scores those documents with the same weighted query — the
     score each would get in the ``twbert`` run, 0 where no weighted term matches."""
 
-    def __init__(self, model, index: LuceneIndex | str | Path, depth: int = DEPTH, threads: int = 2):
+    def __init__(self, model, index: LuceneIndex | str | Path, depth: int = DEPTH, threads: int = THREADS):
         from irglow.models.twbert.model import TWBert as Model
 
         self.model = model if isinstance(model, Model) else Model.load(model)

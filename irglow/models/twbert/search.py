@@ -26,7 +26,7 @@ from irglow.models.twbert.model import TWBert, TWBertConfig, report_budget
 from irglow.models.twbert.scorer import term_boosts
 from irglow.models.twbert.terms import QueryTerms, extract_terms
 from irglow.runs.trec import Run
-from irglow.defaults import DEPTH
+from irglow.defaults import DEPTH, THREADS
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
                   tag: str = "twbert", expansion: str | None = None, fb_terms: int = 10, fb_docs: int = 10,
                   original_weight: float = 0.5,
                   weighted: list[tuple[QueryTerms, list[float]]] | None = None,
-                  config: TWBertConfig | None = None, threads: int = 2) -> Run:
+                  config: TWBertConfig | None = None, threads: int = THREADS) -> Run:
     """One TREC run of TW-BERT-weighted queries (``expansion="rm3"`` for the two-pass variant).
 
     ``weighted``: :func:`weigh_queries` output for ``queries``, to share it between runs; with
@@ -136,7 +136,7 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
 
 def twbert_rescore(model: TWBert | None, index: LuceneIndex, queries: Sequence[Query],
                    candidates: dict[str, list[str]], tag: str = "twbert", config: TWBertConfig | None = None,
-                   weighted: list[tuple[QueryTerms, list[float]]] | None = None, threads: int = 2) -> Run:
+                   weighted: list[tuple[QueryTerms, list[float]]] | None = None, threads: int = THREADS) -> Run:
     """TW-BERT's weighted queries scored by Lucene over each query's given ``candidates`` only (another run's top
     documents): the score each candidate gets is the one :func:`twbert_search` would give it; a candidate no
     weighted term matches scores 0, and one the index lacks is left out."""

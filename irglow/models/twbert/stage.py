@@ -102,8 +102,10 @@ class TWBertStage(Stage):
     def reused_models(self, s: TWBertSettings) -> dict[str, Path]:
         return {"twbert": Path(s.model_dir)} if s.model_dir else {}
 
-    def train(self, s: TWBertSettings, source, train_root: Path) -> dict[str, Path]:
-        """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``."""
+    def train(self, s: TWBertSettings, source, train_root: Path, bm25=None) -> dict[str, Path]:
+        """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``.  Its
+        candidates are scored with its own declared ``[twbert.model]`` k1 and b (the differentiable BM25 it learns
+        through equals Lucene's with those), not ``bm25``'s."""
         from irglow.models.source import keyed_train_dir
         from irglow.models.twbert.train import Trainer
 

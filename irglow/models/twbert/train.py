@@ -68,7 +68,7 @@ from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.scorer import CandidateFeatures, bm25_scores, build_features, collate
 from irglow.models.twbert.terms import extract_terms
 from irglow.runs.trec import Run
-from irglow.defaults import SEED, VAL_FRACTION
+from irglow.defaults import DEVICE, SEED, VAL_FRACTION
 from irglow.settings import setting
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class TrainConfig:
     delta_l2: float = setting(0.0, "penalty on log(w / prior)², keeping the weights near the fixed prior (0: off)",
                               low=0)
     seed: int = setting(SEED, "the seed of the validation split (or folds), the batch order and every draw", low=0)
-    device: str = setting("auto", "auto (CUDA where there is one), cpu or cuda[:n]")
+    device: str = setting(DEVICE, "auto (CUDA where there is one), cpu or cuda[:n]")
     amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
     grad_accum: int = setting(1, "batches per optimizer step, over every process under torchrun "
                                           "(N processes take the steps one takes)", low=1)
