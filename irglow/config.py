@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from irglow.settings import check_settings  # noqa: F401 (the one unknown-key check, re-exported)
+from irglow.settings import check_fields
+from irglow.utils.atomic import atomic_write_text
+from irglow.utils.distributed import current
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: tuple[Path, ...] = ()
@@ -202,8 +205,6 @@ def check_values(obj: Any, section: str) -> Any:
 
     A config file is not restricted like the CLI: ``k1 = "0.9"``, ``epochs = 1.5`` or ``lr = nan`` would
     otherwise surface as a traceback deep in torch or Java, or not at all."""
-    from irglow.settings import check_fields
-
     return check_fields(obj, section)
 
 
@@ -279,9 +280,6 @@ def write_manifest(out_dir: str | Path, config: dict[str, Any], seed: int | None
                    record: Path | None = None, **extra: Any) -> Path:
     """Write ``manifest.json`` (config, versions, seed, git commit, command line) beside outputs (``record``:
     another file).  Under ``torchrun`` rank 0 writes it, with the number of processes (``world_size``)."""
-    from irglow.utils.atomic import atomic_write_text
-    from irglow.utils.distributed import current
-
     w = current()
     if not w.main:
         return record or Path(out_dir) / "manifest.json"

@@ -22,6 +22,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from irglow.defaults import BASELINE, SEED
+from irglow.config import SealedConfig, apply_override, include_sections, load_config
+from irglow.pipeline import run_pipeline
+from irglow.plan import bind_plan, check_config, ranker
+from irglow.utils.atomic import atomic_write_text
 
 
 class Experiment:
@@ -31,9 +35,6 @@ class Experiment:
                  baseline: Any = None, *, train: str | Sequence[str] | None = None, train_split: str = "train",
                  test_split: str = "test", config: str | Path | dict | None = None,
                  settings: dict[str, Any] | None = None, out: str | Path | None = None, seed: int | None = None):
-        from irglow.config import apply_override, include_sections, load_config
-        from irglow.plan import ranker
-
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
         if not systems:
             raise ValueError("Experiment: name at least one system, e.g. systems=['bm25', 'bm25f']")
@@ -65,17 +66,11 @@ class Experiment:
 
     def check(self) -> list[str]:
         """Every setting checked (as ``irglow run`` does before any work); the runs it will produce."""
-        from irglow.plan import check_config
-
         return check_config(copy.deepcopy(self.config))
 
     def run(self):
         """Run it (every stage cached by content, as ``irglow run``) and return the comparison of the test split
         (``.table()``, ``.per_query(measure)``, ``.pairs()``, ``.to_markdown()`` …)."""
-        from irglow.config import SealedConfig
-        from irglow.pipeline import run_pipeline
-        from irglow.plan import bind_plan
-
         config = SealedConfig(self.config)  # bound, then sealed: nothing reads it after binding
         plan = bind_plan(config)
         config.seal()
@@ -85,17 +80,12 @@ class Experiment:
         """The experiment as a configuration file (``irglow run --config`` runs it; :meth:`load` reads it)."""
         import yaml
 
-        from irglow.utils.atomic import atomic_write_text
-
         path = Path(path)
         return atomic_write_text(path, yaml.safe_dump(self.config, sort_keys=False))
 
     @classmethod
     def load(cls, path: str | Path) -> "Experiment":
         """A saved experiment as it was saved (the file says every setting; nothing is switched on again)."""
-        from irglow.config import load_config
-        from irglow.plan import ranker
-
         config = load_config(path)
         ev = config.get("eval", {})
         exp = cls.__new__(cls)

@@ -26,6 +26,12 @@ from irglow import settings
 from irglow.config import apply_override, flag
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import is_main
+from irglow.eval.plots import plot_training_curves
+from irglow.models.checkpoints import read_training, training_summary
+from irglow.pipeline import run_pipeline
+from irglow.plan import bind_plan
+from irglow.preparation import prepare
+from irglow.stages import model_stages
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +133,6 @@ def _with(config: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
 def trained_sections(points: list[list[str]], config: dict[str, Any]) -> list[str]:
     """The enabled model stages the grid's keys belong to: what each point trains to be scored on validation
     (every point the same stages, so a preset that changes nothing — the default — is scored too)."""
-    from irglow.stages import model_stages
-
     names = [s.name for s in model_stages()]
     named = {o.partition("=")[0].split(".")[0] for overrides in points for o in overrides}
     other = sorted(named - set(names))
@@ -146,12 +150,6 @@ def trained_sections(points: list[list[str]], config: dict[str, Any]) -> list[st
 
 def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = None) -> Path:
     """Run the grid (see the module docstring); returns the output folder."""
-    from irglow.eval.plots import plot_training_curves
-    from irglow.models.checkpoints import read_training, training_summary
-    from irglow.pipeline import run_pipeline
-    from irglow.preparation import prepare
-    from irglow.plan import bind_plan
-
     presets = config.get("presets", {})
     points, labels = grid_points(grid, presets), point_labels(grid, presets)
     if not points:

@@ -38,6 +38,7 @@ from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
 from irglow.runs.wanted import ALL, Hybrid, fusion_tag, hybrids, split_fusion
 from irglow.stage import Produced, Result, Stage, Unit
+from irglow.eval.measures import parse_measures
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,6 @@ class FusionSettings:
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> "FusionSettings":
-        from irglow.eval.measures import parse_measures
-
         settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
         keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
         bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k) for k in keys))

@@ -16,6 +16,11 @@ from irglow.rankers import Fusion
 from irglow.preparation import Prepared
 from irglow.runs.trec import Run
 from irglow.stage import ModelsResult, Result, result_of
+from irglow.eval.plots import plot_per_query, plot_training_curves
+from irglow.eval.report import report_data, write_report
+from irglow.models.checkpoints import training_summary
+from irglow.models.explain import glow_weights, report_analysis, twbert_weights
+from irglow.models.source import trained_models
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +28,6 @@ log = logging.getLogger(__name__)
 def diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list[str]:
     """``per-query.png`` (each system's per-query difference to the baseline, first measure) and
     ``training-curves.png`` (loss and validation per step of every model the stages trained)."""
-    from irglow.eval.plots import plot_per_query, plot_training_curves
-    from irglow.models.source import trained_models
-
     made = [plot_per_query(cmp, str(cmp.means.columns[0]), out / "per-query.png")]
     curves = {}
     if stages:
@@ -49,8 +51,6 @@ def stage_report(results: Mapping[str, Result]) -> str:
     """Markdown lines on what the model stages did: each model's training and validation queries, optimizer
     steps, validation (start → kept, at which step) and training time, fusion weights and throughput, from the
     results of this run's units."""
-    from irglow.models.checkpoints import training_summary
-
     def num(x, fmt="{:.4f}"):
         return "–" if x is None or x != x else fmt.format(x)
 
@@ -132,8 +132,6 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, results
     """``report.html`` beside the tables: the results browser (:mod:`irglow.eval.report`), with TW-BERT's
     learned term weights for its runs and the word weights GLOW's attention used, where those stages ran, the
     index's analysis for highlighting, and ``clusters`` topic clusters of the queries ([output] clusters)."""
-    from irglow.eval.report import report_data, write_report
-    from irglow.models.explain import glow_weights, report_analysis, twbert_weights
     weights = {}
     twbert = results.get("twbert")
     model = twbert.models.get("twbert") if isinstance(twbert, ModelsResult) else None

@@ -23,6 +23,10 @@ from irglow.utils.digest import queries_digest
 from irglow.stage_cache import STAGE_FORMAT, StageCache, _irglow_version
 from irglow.preparation import Prepared, prepare
 from irglow.outputs import diagnostic_plots, settings_note, stage_report, write_results_page
+from irglow.hybrid import FusionSettings
+from irglow.runs.keys import RunKey
+from irglow.stage import Context, Produced
+from irglow.utils.distributed import barrier, from_main, is_main
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +60,6 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     for split in p.splits:
         comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,
                                             notes=notes)
-    from irglow.utils.distributed import barrier
 
     barrier()  # under torchrun: no rank leaves before rank 0 has written the tables
     return PipelineResult(p.out, comparisons)
@@ -85,8 +88,6 @@ def run_unit(cache: StageCache, stage, unit, ctx) -> dict:
     """One unit of the graph: its recorded runs where nothing it depends on changed, else made and recorded.  Under
     ``torchrun`` a collective unit runs on every rank (it splits its work and rank 0 writes), any other on rank 0
     while the others wait; then every rank reads the files."""
-    from irglow.utils.distributed import barrier, from_main
-
     entry = cache.entry(stage, unit, ctx)
     if entry.reused is not None:
         return entry.reused
@@ -104,9 +105,6 @@ def run_unit(cache: StageCache, stage, unit, ctx) -> dict:
 def _made(unit) -> tuple[list, dict | None]:
     """A unit run: what every rank needs to know of it, the keys of its runs (written where ``RunKey.path`` says)
     and its result as the record keeps it."""
-    from irglow.runs.keys import RunKey
-    from irglow.stage import Produced
-
     out = unit.produce()
     out = out if isinstance(out, Produced) else Produced(out)
     return [RunKey.of(k) for k in out.runs], out.result.to_json() if out.result is not None else None
@@ -114,9 +112,6 @@ def _made(unit) -> tuple[list, dict | None]:
 
 def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
     """The :class:`~irglow.stage.Context` every stage of one test split shares."""
-    from irglow.hybrid import FusionSettings
-    from irglow.stage import Context
-
     tuning_runs = plan.tuning_runs
     fusion = next((b for _, b in plan.stages if isinstance(b, FusionSettings)), None)
     if fusion is not None and p.source.is_other_than(p.collection) and fusion.zero_shot == "rrf":
@@ -162,7 +157,6 @@ def _downstream(start: int, after: list[set[int]]) -> set[int]:
 def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict[str, float], notes: str):
     """The comparison of every run of the split against the judgments, its tables, plots, page and manifest."""
     out, collection, test_split, stages = ctx.out, p.collection, ctx.test_split, [s for s, _ in plan.stages]
-    from irglow.utils.distributed import is_main
 
     if not is_main():  # under torchrun the tables, plots, page and manifest are rank 0's
         return None

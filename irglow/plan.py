@@ -14,13 +14,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from irglow import settings
-from irglow.config import check_settings
+from irglow.config import as_names, check_settings, flag
 from irglow.eval.compare import COMPARISON_SETTINGS
 from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
 from irglow.runs.keys import check_run_name
 from irglow.runs.wanted import ALL
+from irglow.hybrid import FusionSettings
+from irglow.models.validation import check_stages
+from irglow.rankers import Lexical, Ranker
+from irglow.stages import STAGES
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
@@ -191,8 +195,6 @@ class Plan:
 def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
     """The runs of the bound stages, each checked against what the stages before produce, and the extra runs the
     later ones want of the earlier (a fusion's tuning runs, a re-ranker's training runs)."""
-    from irglow.hybrid import FusionSettings
-
     tags: list[str] = []
     own: list[list[str]] = []
     writer: dict[str, str] = {}
@@ -227,8 +229,6 @@ def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) 
     """``{run: node}``: each run's :class:`~irglow.rankers.Ranker` as the stage writing it binds it
     (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  A part no stage of the plan writes is
     BM25 searched by the re-ranker itself, a node outside the graph."""
-    from irglow.rankers import Lexical
-
     writer = {t: (s, b) for (s, b), mine in zip(bound, own) for t in mine}
     nodes: dict[str, Any] = {}
     making: list[str] = []
@@ -249,9 +249,6 @@ def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) 
 def ranker(spec, config: dict[str, Any] | None = None):
     """``spec`` as a :class:`~irglow.rankers.Ranker`: a ranker as it is, or a run's name read by the stage that
     writes it (``config``: the configuration it belongs to, for the re-rankers it defines)."""
-    from irglow.rankers import Ranker
-    from irglow.stages import STAGES
-
     if isinstance(spec, Ranker):
         return spec
     if not isinstance(spec, str) or not spec:
@@ -267,8 +264,6 @@ def ranker(spec, config: dict[str, Any] | None = None):
 
 def _stage_runs() -> list[str]:
     """The runs the stages write with their default settings (for the error naming what exists)."""
-    from irglow.stages import STAGES
-
     names = []
     for stage in STAGES:
         try:
@@ -298,10 +293,6 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
     Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
     :meth:`Plan.with_fields`)."""
-    from irglow.config import as_names, check_settings, flag
-    from irglow.models.validation import check_stages
-    from irglow.stages import STAGES
-
     check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
     for section, keys in SECTIONS.items():
         if keys is not None and section in config:

@@ -15,6 +15,11 @@ from irglow.index.stats import CollectionStats
 from irglow.lexical.stage import LexicalSettings
 from irglow.plan import Plan, bind_plan
 from irglow.defaults import SEED
+from irglow.data.union import SPLIT, UnionCollection, parse_sources
+from irglow.models.source import TrainSource
+from irglow.models.validation import sources
+from irglow.utils.atomic import check_not_input
+from irglow.utils.distributed import agree, check_shared_folder, launched, main_first, on_main
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +56,6 @@ def training_side(plan: Plan, timings: dict[str, float], collection=None, index=
     """Where models train and the field weights tuned there: ``collection.train`` (another collection, or several
     as one union) when it names one, else ``collection``'s own train split.  Shared by the pipeline and
     zero-shot: (TrainSource, {system: field weights})."""
-    from irglow.models.source import TrainSource
-    from irglow.models.validation import sources
-
     c, lexical = plan.collection, plan.lexical
     validation = sources(plan.validation.also, plan.validation.queries, plan.seed,
                          lambda coll: index_and_stats(coll, plan, timings))
@@ -67,7 +69,6 @@ def training_side(plan: Plan, timings: dict[str, float], collection=None, index=
     if unknown and not lexical.tune_bm25f:  # configured weights: a misspelt field would be dropped, not weighted
         raise ValueError(f"lexical.field_weights names {unknown}, which {source.collection.name}'s index lacks; its "
                          f"fields: {list(source.index.fields)}")
-    from irglow.utils.distributed import on_main
 
     # tuned once, on rank 0, whatever the number of processes
     return source, on_main(lambda: lexical.field_weights_for(source.index, source.queries, source.qrels, timings))
@@ -79,12 +80,10 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
     by every split."""
     plan = config if isinstance(config, Plan) else bind_plan(config)
     c, out = plan.collection, plan.output_dir
-    from irglow.utils.atomic import check_not_input
 
     for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     out.mkdir(parents=True, exist_ok=True)
-    from irglow.utils.distributed import agree, check_shared_folder, launched
 
     agree("settings", json.loads(plan.recorded))  # under torchrun: one plan on every rank, or nothing starts
     check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
@@ -110,8 +109,6 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
 def training_collection(value, default_split: str):
     """``collection.train`` as (collection, split): one source (``"a"``, ``"a@split"``), or several
     (``["a@train", "b@train"]``, ``"a@train,b@train"``) as one :class:`~irglow.data.union.UnionCollection`."""
-    from irglow.data.union import SPLIT, UnionCollection, parse_sources
-
     sources = parse_sources(list(value) if isinstance(value, tuple) else value, default_split)
     if len(sources) == 1:
         return load_collection(sources[0][0]), sources[0][1]
@@ -121,8 +118,6 @@ def training_collection(value, default_split: str):
 def index_and_stats(collection, plan: Plan, timings: dict[str, float]):
     """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics; under ``torchrun``
     rank 0 builds both while the others wait, then they open what it built."""
-    from irglow.utils.distributed import main_first
-
     def build():
         t = time.perf_counter()
         index = build_index(collection, plan.index, root=plan.data_dir)

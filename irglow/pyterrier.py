@@ -32,6 +32,9 @@ from irglow.models.rerank.pt import CrossEncoder, KindReranker
 from irglow.models.twbert.pt import TWBert
 from irglow.runs.frames import LazyDocuments, frame_to_run, run_to_frame
 from irglow.runs.pt import Fusion, pt
+from irglow.lexical.stage import LexicalSettings
+from irglow.plan import ranker
+from irglow.stages import stage
 
 __all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "KindReranker", "Fusion", "transformer",
            "RunFolder", "run_to_frame", "frame_to_run"]
@@ -54,8 +57,6 @@ class RunFolder:
     field weights, each unit's result, the collection's documents — what the stages build transformers from."""
 
     def __init__(self, out: Path):
-        from irglow.lexical.stage import LexicalSettings
-
         manifest = json.loads((out / "manifest.json").read_text())
         self.out, self.config, self.settings = out, manifest["config"], manifest["settings"]
         self.index = LuceneIndex.open(manifest["index"])
@@ -66,8 +67,6 @@ class RunFolder:
 
     def ranker(self, spec) -> Any:
         """A ranker, or a run's name read as the configuration of this folder reads it."""
-        from irglow.plan import ranker
-
         return ranker(spec, self.config)
 
     def result(self, unit: str):
@@ -88,6 +87,4 @@ class RunFolder:
 
     def build(self, ranker) -> pt.Transformer:
         """``ranker``'s transformer, built by the stage that made its run."""
-        from irglow.stages import stage
-
         return stage(ranker.stage).transformer(ranker, self)

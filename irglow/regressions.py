@@ -15,6 +15,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from irglow.config import load_config
+from irglow.lexical.systems import lexical_systems
+from irglow.pipeline import run_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +160,6 @@ def _available(collection: str) -> str | None:
 def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = None,
                data_dir: str | None = None) -> Matrix:
     """Run every experiment of ``spec_path`` (those with one of ``tags``, when given) and check its figures."""
-    from irglow.config import load_config
-    from irglow.lexical.systems import lexical_systems
-    from irglow.pipeline import run_pipeline
-
     matrix = Matrix()
     out = Path(out)
     for e in load_matrix_spec(spec_path):

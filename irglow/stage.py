@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 from irglow.runs.keys import Runs
+from irglow.rankers import StageRun
 
 
 class Result:
@@ -171,8 +172,6 @@ class Stage:
         """The :class:`~irglow.rankers.Ranker` a run's name stands for where this stage writes it, else ``None``
         (``Experiment(systems=["ql"])`` and the tags of a file ask every stage; ``parse`` reads a name inside this
         one).  By default: a run of its default settings, made by switching it on."""
-        from irglow.rankers import StageRun
-
         return StageRun(self.name, name) if name in self.default_tags() else None
 
     def default_tags(self) -> list[str]:
@@ -183,8 +182,6 @@ class Stage:
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
         ``settings`` make, each part the graph's own node (``node_of(part's tag)``), so the graph's edges are
         objects.  By default a run of its own with no parts."""
-        from irglow.rankers import StageRun
-
         return StageRun(self.name, tag)
 
     def tags(self, settings, produced: Sequence[str] = ()) -> list[str]:

@@ -12,8 +12,9 @@ from irglow.runs.keys import RunKey
 from irglow.runs.trec import Run
 from irglow.stage import Result, result_of
 from irglow.utils.atomic import atomic_write_text
-from irglow.utils.digest import file_digest, value_digest
+from irglow.utils.digest import file_digest, local_paths_digest, tree_digest, value_digest
 from irglow.utils.plugins import module_code
+from irglow.utils import distributed
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,6 @@ class StageCache:
         """A unit's cache entry: its key (its settings, the context and the digests of the runs it reads) and, when
         a record under that key finds its files as it recorded them, those runs read back.  Under ``torchrun`` rank
         0 decides and every rank reads the files."""
-        from irglow.utils import distributed
-
         inputs = unit.inputs() if callable(unit.inputs) else unit.inputs
         if callable(unit.settings):  # known once the runs it reads exist
             unit = dataclasses.replace(unit, settings=unit.settings())
@@ -83,8 +82,6 @@ class StageCache:
 
     def record(self, entry: "Entry", produced: list[RunKey], result: dict | None) -> dict[RunKey, Run]:
         """Record what a unit made (rank 0 writes the record, once its run files are on disk); its runs read back."""
-        from irglow.utils import distributed
-
         with distributed.from_main() as shared:
             if shared.here:
                 entry.record.parent.mkdir(parents=True, exist_ok=True)
@@ -156,8 +153,6 @@ def unit_key(stage, unit, ctx) -> dict[str, Any]:
     index's and the test queries'): its settings; unless they say everything (a lexical run), also the lexical
     settings and field weights, the seed, the training data, the content of every model and file it loads from a
     path, which extra runs later stages want of it, and what else chose its checkpoints."""
-    from irglow.utils.digest import local_paths_digest, tree_digest
-
     if unit.self_contained:
         return {"settings": unit.settings}
     models = unit.loads if unit.loads is not None else stage.reused_models(ctx.settings)

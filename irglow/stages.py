@@ -13,6 +13,7 @@ from irglow.models.rerank.stage import RerankStage
 from irglow.models.twbert.stage import TWBertStage
 from irglow.hybrid import FusionStage
 from irglow.stage import Stage
+from irglow.utils.plugins import registered
 
 ENTRY_POINTS = "irglow.stages"
 
@@ -20,8 +21,6 @@ ENTRY_POINTS = "irglow.stages"
 def plugins(built_in: list[Stage]) -> list[Stage]:
     """The stages other packages register under the entry point group ``irglow.stages``; a name irglow's stages
     (or another plugin) already use is an error naming both."""
-    from irglow.utils.plugins import registered
-
     found: list[Stage] = []
     for point in registered(ENTRY_POINTS):
         where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS}"

@@ -34,7 +34,7 @@ import pandas as pd
 from irglow.config import write_manifest
 from irglow.data.collection import load_collection
 from irglow.eval.cross import CrossCollection
-from irglow.eval.plots import grouped_bars
+from irglow.eval.plots import grouped_bars, plot_forest
 from irglow.hybrid import FusionResult
 from irglow.outputs import read_results
 from irglow.pipeline import evaluate_split
@@ -42,6 +42,8 @@ from irglow.preparation import Prepared, index_and_stats, training_side
 from irglow.plan import CollectionSettings, bind_plan
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import barrier, check_shared_folder, is_main
+from irglow.data.irds import DatasetUnavailableError, UnknownDatasetError
+from irglow.eval.report import add_images
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +74,6 @@ def _load(name: str, split: str, plan, notes: list[str], column: str):
     """(collection, index, statistics), or ``None`` with a note saying why it could not be loaded: no
     network or a licence (what ir_datasets wanted, and where), an unknown id, a missing folder, or
     files a loader cannot read — one such collection must not lose the others."""
-    from irglow.data.irds import DatasetUnavailableError, UnknownDatasetError
-
     try:
         collection = load_collection(name)
         if not collection.qrels(split):  # before the index is built: a collection without judgments is skipped
@@ -183,8 +183,6 @@ def _write_table(out: Path, table: CrossCollection, train_name: str, train_split
     pooled = table.pooled()
     if not pooled:
         return
-    from irglow.eval.plots import plot_forest
-    from irglow.eval.report import add_images
 
     forest = plot_forest(pooled, table.intervals(), out / "zero-shot-forest.png", measure, table.baseline)
     for folder in folders.values():  # each collection's page shows the pooled picture too

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import LUCENE_TERM_LIMIT, Document, Qrel, Query, make_document
-from irglow.data.trec import FormatError, check_unicode, read_qrels, read_topics, record_id, utf8_lines
+from irglow.data.trec import FormatError, check_unicode, is_gzip, read_qrels, read_topics, record_id, utf8_lines
 from irglow.utils.digest import content_digest
 from irglow.utils.paths import collection_data_dir
+from irglow.data.docstore import ExportedStore, JsonLinesStore, docs_store
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +90,6 @@ class BeirCollection:
     def docs_store(self):
         """Documents by id from corpus.jsonl itself: each record's offset, read and parsed on request
         (:mod:`irglow.data.docstore`)."""
-        from irglow.data.docstore import ExportedStore, JsonLinesStore
-        from irglow.data.trec import is_gzip
-
         if is_gzip(self.path / "corpus.jsonl"):  # offsets into compressed bytes read nothing: copy it decompressed
             log.warning("%s/corpus.jsonl is gzip-compressed: its documents are copied once, decompressed, to be read "
                         "by offset (gunzip it to skip the copy)", self.path)
@@ -114,8 +112,6 @@ class BeirCollection:
     def fields(self) -> tuple[str, ...]:
         """Field names in first-seen order over the *whole* corpus (a field first seen late still counts): learnt
         by the document store's one pass over this content, kept with its tables."""
-        from irglow.data.docstore import docs_store
-
         store = docs_store(self)
         if "fields" in getattr(store, "meta", {}):
             return tuple(store.meta["fields"])
@@ -149,7 +145,6 @@ class BeirCollection:
             return
         reported.add(split)
         no_query = {q.query_id for q in qrels} - set(self._all_queries)
-        from irglow.data.docstore import docs_store
 
         docs = docs_store(self)  # a look-up per judgment in the store's kept id hashes, not a corpus scan
         known: dict[str, bool] = {}

@@ -25,6 +25,7 @@ from functools import cached_property
 
 from irglow.data.records import Document, Qrel, Query, make_document
 from irglow.defaults import SEED
+from irglow.utils.digest import value_digest
 
 _ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "gr", "kl", "st", "tr", "sk"]
 _VOWELS = ["a", "e", "i", "o", "u", "ai", "ou"]
@@ -90,8 +91,6 @@ class DemoCollection:
         c = self.config
         # every generator setting (and the generator's version) is in the name, which keys the index cache
         from dataclasses import asdict
-
-        from irglow.utils.digest import value_digest
 
         settings = value_digest({"generator": DEMO_GENERATOR_VERSION, **asdict(c)})[:8]
         self.name = f"demo-s{c.seed}-t{c.n_topics}-d{c.docs_per_topic}-r{c.n_roundups}-b{c.n_background}-{settings}"

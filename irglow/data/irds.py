@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from irglow.data.records import Document, Qrel, Query, make_document
+from irglow.data.docstore import IrdsStore
 
 # dataset-id prefix -> (document attribute -> irglow field). Unlisted ids use every string field.
 FIELD_MAPPINGS: dict[str, dict[str, str]] = {
@@ -140,8 +141,6 @@ class IrdsCollection:
 
     def docs_store(self):
         """Documents by id through ir_datasets' own ``docs_store()`` (:mod:`irglow.data.docstore`)."""
-        from irglow.data.docstore import IrdsStore
-
         return IrdsStore(self)
 
     def docs_count(self) -> int | None:

@@ -11,6 +11,7 @@ from typing import Iterator
 
 from irglow.data.records import Qrel, Query
 from irglow.data.sources import readable
+from irglow.utils.atomic import atomic_write_text
 
 
 class FormatError(ValueError):
@@ -168,8 +169,6 @@ def read_qrels(path: str | Path) -> list[Qrel]:
 
 
 def write_qrels(qrels: list[Qrel], path: str | Path) -> Path:
-    from irglow.utils.atomic import atomic_write_text
-
     text = "".join(f"{q.query_id} 0 {q.doc_id} {q.relevance}\n" for q in qrels)
     return atomic_write_text(path, text)
 

@@ -23,6 +23,8 @@ import re
 from typing import Iterable, Iterator, Sequence, TypeVar
 
 from irglow.data.records import Document, Qrel, Query
+from irglow.data.docstore import UnionStore, docs_store
+from irglow.utils.digest import value_digest
 
 T = TypeVar("T")
 
@@ -112,7 +114,6 @@ class UnionCollection:
     def __init__(self, parts: list[tuple[object, str]]):
         if len(parts) < 2:
             raise ValueError("a union needs two sources or more")
-        from irglow.utils.digest import value_digest
 
         self.parts = list(parts)
         self.name = "union-" + value_digest({"parts": [[c.name, s] for c, s in self.parts],
@@ -130,8 +131,6 @@ class UnionCollection:
 
     def docs_store(self):
         """Each part's store behind its id prefix (:mod:`irglow.data.docstore`)."""
-        from irglow.data.docstore import UnionStore, docs_store
-
         return UnionStore(self, [docs_store(c) for c, _ in self.parts])
 
     def _check(self, split: str) -> None:

@@ -25,6 +25,7 @@ from irglow.utils.atomic import atomic_dir
 from irglow.utils.batching import length_batches
 from irglow.utils.digest import model_digest  # noqa: F401 (re-exported: glow's runner keys shards on it)
 from irglow.defaults import DEPTH
+from irglow.models.checkpoints import load_encoder, pick_device
 
 # a batch encoder: list of items → float tensor [B, H] (not yet normalised)
 BatchEncoder = Callable[[Sequence], torch.Tensor]
@@ -296,8 +297,6 @@ class MeanPoolEncoder:
                  fields: Sequence[str] | None = None, precision: str = "fp32"):
         """``precision``: ``int8`` runs the encoder through ONNX Runtime with int8 weights on the CPU
         (:mod:`irglow.models.int8`; a GPU keeps fp32/autocast)."""
-        from irglow.models.checkpoints import load_encoder, pick_device
-
         self.model, self.tokenizer = load_encoder(model_path)
         self.device = device or pick_device()
         self.model.to(self.device).eval()

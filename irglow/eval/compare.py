@@ -24,6 +24,8 @@ from irglow.eval import significance as sig, vectorized
 from irglow.eval.measures import computable, parse_measures, per_query, summary, summed
 from irglow.runs.columns import RankedRun, read_ranked
 from irglow.runs.trec import Run
+from irglow.settings import DECLARED
+from irglow.utils.forked import forked_map
 
 log = logging.getLogger(__name__)
 
@@ -391,8 +393,6 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
     worker."""
     import os
 
-    from irglow.utils.forked import forked_map
-
     for p in paths:  # "-", a pipe or a FIFO read once, here: the forked workers inherit the copy
         readable(p)
     workers = max(1, min(workers or os.cpu_count() or 1, len(paths)))
@@ -435,8 +435,6 @@ COMPARISON_SETTINGS = ("test", "correction", "permutations", "seed", "ci", "judg
 def check_comparison_settings(prefix: str = "", **values) -> None:
     """Stop on a comparison setting of the wrong type or value, naming it (``prefix``: e.g. ``eval.``), by its
     ``[eval]`` declaration."""
-    from irglow.settings import DECLARED
-
     for key, value in values.items():
         DECLARED["eval"][key].check(value, prefix + key)
 

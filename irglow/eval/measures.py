@@ -26,6 +26,7 @@ from irglow.runs.columns import Columns, RankedRun
 from irglow.runs.trec import Run
 
 from irglow.eval.defaults import DEFAULT_MEASURES  # noqa: E402,F401 (re-exported)
+from irglow.utils.forked import forked_map
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +273,6 @@ def _scored_parts(ranked: RankedRun, measures: list, judged: dict, parallel: boo
         for part in ranked.parts(set(judged), PART_LINES):
             yield from _score_part(part, measures, judged)
         return
-    from irglow.utils.forked import forked_map
 
     chunks = columns.chunks(set(judged), PART_LINES // 2)
     for scored in forked_map(_score_chunk, (columns, measures, judged), chunks, workers, ordered=False):

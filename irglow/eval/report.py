@@ -38,6 +38,8 @@ from irglow.eval.compare import Comparison, JUDGED
 from irglow.eval.contrast import CONTRAST_DEPTH, rbo, tau_ap
 from irglow.eval.matching import TermMatcher
 from irglow.runs.trec import Run
+from irglow.data.docstore import docs_store
+from irglow.utils.atomic import atomic_write_text
 
 CHUNK_QUERIES = 250  # queries per compressed detail chunk
 SNIPPET_CHARS = 320
@@ -69,7 +71,6 @@ def _doc_texts(collection, shown_for: dict[str, set[str]], terms_of: dict[str, s
     fields_of: dict[str, list[list[str]]] = {}
     if collection is None or not shown_for:
         return out, fields_of
-    from irglow.data.docstore import docs_store
 
     store = docs_store(collection)  # the shown documents by id: no pass over the corpus
     shown = sorted((d for d in shown_for if d in store), key=store.position_of)  # in corpus order, as before
@@ -316,8 +317,6 @@ def read_page(path: str | Path) -> dict[str, Any]:
 
 
 def write_report(path: str | Path, data: dict[str, Any]) -> Path:
-    from irglow.utils.atomic import atomic_write_text
-
     return atomic_write_text(Path(path), render(data))
 
 

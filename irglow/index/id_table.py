@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
+from irglow.data.docstore import id_hash, position_by_hash
+from irglow.utils.atomic import atomic_dir
 
 FOLDER = "irglow-ids"
 FORMAT = 1
@@ -87,9 +89,6 @@ class IdTable(Sequence):
     @classmethod
     def write(cls, folder: Path, ids: Iterable[str]) -> "IdTable":
         """Write the table of ``ids`` (in doc-number order) into ``folder`` atomically, and open it."""
-        from irglow.data.docstore import id_hash
-        from irglow.utils.atomic import atomic_dir
-
         folder = Path(folder)
         with atomic_dir(folder) as tmp:
             tmp = Path(tmp)
@@ -161,8 +160,6 @@ class IdTable(Sequence):
 
     def position(self, doc_id: str) -> int | None:
         """The doc number of ``doc_id``, or ``None`` (an O(log n) look-up: no table of every id is held)."""
-        from irglow.data.docstore import position_by_hash
-
         return position_by_hash(self.hashes, self.hash_docs, doc_id, lambda d: self[d] == doc_id)
 
     def __contains__(self, doc_id: object) -> bool:

@@ -23,9 +23,13 @@ from irglow.defaults import STEMMER, STEMMERS
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
-from irglow.index.jvm import autoclass, java_output, lucene_searcher_class, start_jvm
+from irglow.index.jvm import autoclass, bulk_search_available, java_output, lucene_searcher_class, start_jvm
 from irglow.utils.paths import data_dir  # noqa: F401 (re-exported: where caches live)
 from irglow.settings import setting
+from irglow.config import check_values
+from irglow.index.id_table import IdTable
+from irglow.utils.atomic import atomic_dir, sweep_stale
+from irglow.utils.paths import keep_data_dir
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +152,6 @@ class LuceneIndex:
     @cached_property
     def ids(self) -> "IdTable":
         """The index's id table (:mod:`irglow.index.id_table`): written once beside the index, memory-mapped."""
-        from irglow.index.id_table import IdTable
-
         return IdTable.of(self.path, lambda: stored_ids(self))
 
     @cached_property
@@ -227,9 +229,6 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     cached index is reused only after Lucene opens it and counts the documents its metadata records.
     A build is published only when Lucene holds every non-empty document that was exported."""
     import time
-
-    from irglow.utils.atomic import atomic_dir, sweep_stale
-    from irglow.utils.paths import keep_data_dir
 
     config = config or IndexConfig()
     check_index_config(config)
@@ -352,8 +351,6 @@ def _run_anserini(args: list[str], name: str, target: Path) -> None:
 def stored_ids(index: LuceneIndex) -> list[str]:
     """Every Lucene document's stored id in doc-number order, read from the index (once, when its id table is
     written): in one transfer through the bulk helper, else one stored-fields call per document."""
-    from irglow.index.jvm import bulk_search_available
-
     reader = index.reader.reader
     n = reader.maxDoc()
     if bulk_search_available():
@@ -379,8 +376,6 @@ def _source(collection) -> str:
 
 def check_index_config(config: IndexConfig) -> None:
     """Types and allowed values before any work (a config file is not restricted like the CLI)."""
-    from irglow.config import check_values
-
     if config.stemmer not in STEMMERS:
         raise ValueError(f"index.stemmer = {config.stemmer!r}; allowed: {', '.join(STEMMERS)}")
     check_values(config, "index")  # keep_stopwords a boolean, threads a whole number > 0

@@ -26,9 +26,11 @@ import numpy as np
 import pandas as pd
 from irglow.utils.progress import tqdm
 
-from irglow.index.jvm import autoclass
-from irglow.index.lucene_index import LuceneIndex
+from irglow.index.jvm import autoclass, bulk_search_available
+from irglow.index.lucene_index import LuceneIndex, doc_ids
 from irglow.utils.atomic import atomic_dir
+from irglow.index.id_table import IdTable
+from irglow.utils.paths import cache_dir
 
 STATS_DIR = "irglow-stats"
 DOC_COLUMNS = "docs"  # per-document columns as .npy files, rows by Lucene doc number
@@ -152,7 +154,6 @@ def stats_dir(index: LuceneIndex) -> Path:
     beside = index.path / STATS_DIR
     if (beside / "meta.json").is_file() or os.access(index.path, os.W_OK):
         return beside
-    from irglow.utils.paths import cache_dir
 
     return cache_dir("stats") / index.path.name
 
@@ -173,7 +174,6 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
         meta["docCount"][f] = doc_count
         meta["sumTotalTermFreq"][f] = sttf
         meta["avgdl"][f] = sttf / doc_count if doc_count else 0.0
-    from irglow.index.lucene_index import doc_ids
 
     docs = pd.DataFrame({"doc_id": list(doc_ids(index))})
     exact = _exact_lengths(reader, fields, max_doc)
@@ -201,8 +201,6 @@ def _write_term_table(folder: Path) -> None:
     a time, so the export never holds the whole table (``_write_terms`` wrote it in parts for that reason)."""
     import pyarrow.parquet as pq
 
-    from irglow.index.id_table import IdTable
-
     source = folder / "terms.parquet"
     IdTable.write(folder / TERM_TABLE / "table", pq.read_table(source, columns=["term"]).column("term").to_pylist())
     for column in pq.read_schema(source).names:
@@ -214,8 +212,6 @@ def _write_term_table(folder: Path) -> None:
 def _exact_lengths(reader, fields: list[str], max_doc: int) -> dict[str, np.ndarray]:
     """Each document's analyzed length per field: from the postings in one pass per field in Java (the bulk
     helper: fields indexed without document vectors too), else from each document's term vectors."""
-    from irglow.index.jvm import bulk_search_available
-
     if bulk_search_available():
         helper = autoclass("irglow.BulkSearch")
         return {f: np.frombuffer(bytes(helper.fieldLengths(reader, f).tostring()), dtype="<i4").astype(np.int64)

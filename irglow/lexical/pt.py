@@ -11,6 +11,8 @@ from irglow.defaults import DEPTH, THREADS
 from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.frames import open_index, queries_of, run_to_frame
 from irglow.runs.pt import pt
+from irglow import settings as declared
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
 class Lexical(pt.Transformer):
     """Lucene retrieval through irglow (``bm25``, ``bm25f``, ``tfidf``, ``bm25-rm3`` …, as ``irglow search``):
@@ -18,16 +20,12 @@ class Lexical(pt.Transformer):
 
     def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = DEPTH, config=None,
                  **overrides: Any):
-        from irglow.lexical.searchers import LexicalConfig
-
         self.index = open_index(index)
         self.config = config if config is not None else LexicalConfig(system=system, depth=depth, **overrides)
         self.config.check()
         self.system = self.config.system + ("-rm3" if self.config.rm3 else "")
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        from irglow.lexical.searchers import LexicalSearcher
-
         return run_to_frame(LexicalSearcher(self.index, self.config).search(queries_of(topics), self.system), topics)
 
     def __repr__(self) -> str:
@@ -40,9 +38,6 @@ class QL(Lexical):
 
     def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
                  threads: int = THREADS):
-        from irglow import settings as declared
-        from irglow.lexical.searchers import LexicalConfig
-
         self.mu = declared.value({}, "ql", "mu") if mu is None else mu  # [ql] mu's default: Anserini's 1000
         super().__init__(index, config=LexicalConfig("qld", mu=self.mu, depth=depth, threads=threads))
         self.system = "ql"

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from irglow import settings
 from irglow.rankers import StageRun
 from irglow.stage import Stage
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.runs.keys import held_out, training
 
 
 def QL(mu: float | None = None) -> StageRun:  # noqa: N802 (a constructor, as PyTerrier's)
@@ -42,8 +44,6 @@ class QueryLikelihoodStage(Stage):
         return ["ql"]
 
     def run(self, ctx) -> dict:
-        from irglow.runs.keys import held_out, training
-
         run = self.search(ctx, ctx.index, ctx.test_queries)
         run.write(ctx.out / "ql.run")
         runs = {"ql": run}
@@ -65,7 +65,5 @@ class QueryLikelihoodStage(Stage):
     @staticmethod
     def search(ctx, index, queries):
         """The ``[lexical]`` system ``qld`` with this stage's ``mu``: one query-likelihood path, whichever door."""
-        from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-
         config = LexicalConfig("qld", mu=ctx.settings.mu, depth=ctx.lexical.depth, threads=ctx.lexical.threads)
         return LexicalSearcher(index, config).search(queries, tag="ql")

@@ -34,6 +34,7 @@ from irglow.runs.trec import Run
 
 from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU, THREADS
 from irglow.settings import setting
+from irglow.config import check_values
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,6 @@ class LexicalConfig:
         """Types and ranges before any search: Lucene would otherwise answer ``k1 = -1`` or ``b = 2`` with
         an ``IllegalArgumentException`` mid-run, and a NaN field weight with an empty run."""
         import math
-
-        from irglow.config import check_values
 
         spec = lexical_system(self.system)  # an unknown name is named, with the systems there are
         check_values(self, "lexical")

@@ -20,6 +20,11 @@ from irglow.stage import Stage, Unit
 from irglow.utils.ascent import coordinate_ascent
 from irglow.utils.plugins import entry_point_code
 from irglow.settings import setting
+from irglow.config import check_settings, check_values
+from irglow.eval.measures import aggregate, parse_measures
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.runs.trec import gather_runs
+from irglow.utils.distributed import split
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +50,6 @@ class LexicalSettings:
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> "LexicalSettings":
         """Parsed and checked once, before any work: a misspelt key, a wrong type or value is named."""
-        from irglow.config import check_settings, check_values
-
         lx = config.get("lexical", {})
         if not isinstance(lx, dict):
             raise ValueError(f"[lexical] must be a table of settings, not {lx!r}")
@@ -75,8 +78,6 @@ class LexicalSettings:
     def config(self, system: str, weights: dict[str, dict[str, float]]):
         """The :class:`~irglow.lexical.searchers.LexicalConfig` of ``system`` (``bm25-rm3`` …); ``weights``: the
         field weights of each multi-field system (tuned or configured)."""
-        from irglow.lexical.searchers import LexicalConfig
-
         name = system.removesuffix("-rm3")
         return LexicalConfig(system=name, k1=self.k1, b=self.b, depth=self.depth, threads=self.threads, mu=self.mu,
                              field_weights=dict(weights.get(name, self.field_weights))
@@ -112,9 +113,6 @@ def tune_field_weights(index, queries, qrels, fields, system: str = "bm25f", gri
                        k1: float = BM25_K1, b: float = BM25_B, passes: int = 2) -> dict[str, float]:
     """Coordinate ascent over ``system``'s field weights on *training* queries (never the test split), from 1.0
     per field: a weight moves only where the training queries score higher with it."""
-    from irglow.eval.measures import aggregate, parse_measures
-    from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-
     m = parse_measures([measure])
     grid = grid or lexical_system(system).tuning_grid
     weights = {f: 1.0 for f in fields}
@@ -164,10 +162,6 @@ class LexicalStage(Stage):
         return Lexical(folder.index, config=folder.lexical.config(ranker.tag, folder.field_weights))
 
     def units(self, ctx) -> list[Unit]:
-        from irglow.lexical.searchers import LexicalSearcher
-        from irglow.runs.trec import gather_runs
-        from irglow.utils.distributed import split
-
         def search(tag, cfg):  # under torchrun each rank its share of the queries, rank 0 writes the whole run
             run = LexicalSearcher(ctx.index, cfg).search(split(ctx.test_queries), tag=tag)
             return {tag: _written(gather_runs({tag: run}, ctx.test_queries)[tag], ctx.out / f"{tag}.run")}

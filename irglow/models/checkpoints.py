@@ -7,6 +7,10 @@ import os
 import pickle
 import random
 from pathlib import Path
+from irglow.data.union import mean_over_sources
+from irglow.eval.measures import per_query
+from irglow.utils.atomic import atomic_file
+from irglow.utils.digest import qrels_digest, queries_digest
 
 
 def default_checkpoint() -> str:
@@ -104,9 +108,6 @@ def split_validation(ids: list[str], fraction: float, trainer: str, seed: int) -
 def validation_score(measures, qrels, run, name: str = "nDCG@10") -> float:
     """The score every trainer selects its checkpoint on: ``name`` per validation query, averaged per
     training source when the queries come from several (:func:`irglow.data.union.mean_over_sources`)."""
-    from irglow.data.union import mean_over_sources
-    from irglow.eval.measures import per_query
-
     return mean_over_sources(per_query(measures, qrels, run)[name])
 
 
@@ -252,8 +253,6 @@ def save_trainer_checkpoint(folder: str | Path, state: dict, rng: bool = True, *
 
     import torch
 
-    from irglow.utils.atomic import atomic_file
-
     saved = {name: part.state_dict() for name, part in parts.items()}
     saved["state"] = json.dumps(state, default=float)
     if rng:
@@ -304,8 +303,6 @@ def training_inputs(config, queries, qrels, index=None) -> dict:
     queries, judgments and index.  Stored in every checkpoint and compared before resuming, so a folder is
     never continued on other data or settings (:func:`resume_trainer`)."""
     from dataclasses import asdict, is_dataclass
-
-    from irglow.utils.digest import qrels_digest, queries_digest
 
     settings = asdict(config) if is_dataclass(config) else dict(config)
     for key in _RESUMABLE_SETTINGS:

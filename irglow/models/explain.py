@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from irglow.defaults import BM25_B, BM25_K1
+from irglow.dense.clusters import query_clusters
+from irglow.eval.matching import TermMatcher
+from irglow.models.glow.weights import split_words
 
 
 def twbert_weights(model_dir: str | Path, index, queries) -> dict[str, dict[str, Any]]:
@@ -32,7 +36,6 @@ def glow_weights(model_dir: str | Path, index, stats, queries) -> dict[str, dict
     collection's statistics, mean-normalised (stop words 0.5), as the model's weighted attention reads it
     (raised to ``weight_alpha`` inside the attention)."""
     from irglow.models.glow.model import GlowEncoder, featurizer_for
-    from irglow.models.glow.weights import split_words
 
     model = GlowEncoder.load(model_dir)
     weighter = featurizer_for(model, index, stats).weighter
@@ -59,10 +62,6 @@ def report_analysis(index, stats, queries: dict[str, str], clusters: int | None 
     """What the results page needs beyond the runs, as :func:`irglow.eval.report.report_data`'s keywords: the
     index's analyzer and statistics for highlighting and mean IDF (with ``index``), and topic clusters of the
     queries' embeddings (``clusters``: how many; ``None`` about one per 25 queries; 0 none)."""
-    from irglow.dense.clusters import query_clusters
-    from irglow.eval.matching import TermMatcher
-    from irglow.defaults import BM25_B, BM25_K1
-
     out: dict[str, Any] = {}
     if index is not None and stats is not None:
         out["matcher"] = TermMatcher(index, stats, BM25_K1 if k1 is None else k1, BM25_B if b is None else b)

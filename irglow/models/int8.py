@@ -26,6 +26,7 @@ import torch
 
 from irglow.utils.digest import model_digest
 from irglow.utils.paths import cache_dir
+from irglow.utils.atomic import atomic_dir
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +144,6 @@ def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor])
     ``path`` (written atomically: a folder renamed into place)."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    from irglow.utils.atomic import atomic_dir
 
     import inspect
 

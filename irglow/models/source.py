@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from irglow.runs.trec import Run
+from irglow.utils.atomic import atomic_write_text
+from irglow.utils.digest import local_paths_digest, qrels_digest, queries_digest, value_digest
+from irglow.utils.distributed import is_main
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,6 @@ class TrainSource:
         """What a model trained here depends on, by content: the corpus (its index, whose name carries the
         corpus digest and the analysis settings), and the split's queries (ids and text) and judgments.
         Computed once per source object (one pipeline run), never kept across runs."""
-        from irglow.utils.digest import qrels_digest, queries_digest
-
         return {"index": Path(self.index.path).name, "split": self.split,
                 "queries": queries_digest(self.queries()), "qrels": qrels_digest(self.qrels())}
 
@@ -50,13 +52,6 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
     settings (``irglow run --grid``) keeps every point's model side by side.  ``folder/current`` names the
     folder the latest run used (reports and plots read it)."""
     import json
-
-    from irglow.utils.atomic import atomic_write_text
-    from irglow.utils.digest import value_digest
-
-    from irglow.utils.digest import local_paths_digest
-
-    from irglow.utils.distributed import is_main
 
     # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew
     files = local_paths_digest(inputs)
@@ -108,8 +103,6 @@ def held_out_run_on_training_corpus(train_root: str | Path, name: str, key: str,
     model's weights and whatever else the run depends on): ``make(work)`` builds it in the scratch folder
     ``work``, removed once the run is written.  ``fusion.zero_shot = "rrf"`` never asks for it."""
     import shutil
-
-    from irglow.runs.trec import Run
 
     folder = Path(train_root) / "held-out-runs" / f"{name}-{key}"
     path = folder / "held-out.run"

@@ -30,6 +30,9 @@ from typing import Any, Callable, Mapping
 from irglow.data.docstore import docs_store
 from irglow.data.records import Document, Qrel, Query
 from irglow.defaults import SEED
+from irglow.data.collection import load_collection
+from irglow.data.union import parse_sources
+from irglow.utils.digest import qrels_digest, queries_digest
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,6 @@ class ValidationSource:
 
     @cached_property
     def digest(self) -> dict[str, str]:
-        from irglow.utils.digest import qrels_digest, queries_digest
-
         return {"label": self.label, "index": Path(self.index.path).name, "queries": queries_digest(self.queries),
                 "qrels": qrels_digest(self.qrels)}
 
@@ -87,9 +88,6 @@ def sources(also: tuple[str, ...], n: int, seed: int | None, index_and_stats: Ca
     """The ``[validation] also`` sources (``collection@split`` each), loaded and indexed (``index_and_stats(
     collection)``); each keeps ``n`` of its judged queries (those with a relevant document in its corpus), drawn
     with the experiment's seed."""
-    from irglow.data.collection import load_collection
-    from irglow.data.union import parse_sources
-
     if not also:
         return ()
     seed = SEED if seed is None else seed

@@ -32,6 +32,8 @@ from irglow.runs.trec import Run, trec_order
 
 from irglow.settings import FUSION_METHODS as METHODS, FUSION_NORMS as NORMS  # declared once
 from irglow.defaults import DEPTH, FUSION_MEASURE, FUSION_METHOD, FUSION_NORM, FUSION_STEP, RRF_K
+from irglow.utils.ascent import coordinate_ascent
+from irglow.utils.progress import tqdm
 
 
 def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
@@ -144,7 +146,6 @@ def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = FUSION_ME
 
     if len(runs) > GRID_MAX_RUNS:
         return scaled_ascent(len(runs), score)
-    from irglow.utils.progress import tqdm
 
     grid = list(convex_grid(len(runs), step))
     # a long tuning (large runs, a fine grid) shows where it is; a short one draws nothing
@@ -161,8 +162,6 @@ def scaled_ascent(n: int, score, factors=(0.0, 0.5, 2.0, 4.0), passes: int = 3):
     """Weights for many runs (an all-runs fusion): from equal weights, each run's weight is scaled by each
     factor in turn (0 drops the run) and kept where the tuning queries score higher, until a pass changes
     nothing; weights sum to 1.  Returns (weights, score, every (weights, score) tried)."""
-    from irglow.utils.ascent import coordinate_ascent
-
     def move(i, f):
         def scaled(weights):
             trial = list(weights)

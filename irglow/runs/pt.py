@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import pandas as pd
+from irglow.runs.fusion import check_fusion, fuse
 
 try:
     import pyterrier as pt
@@ -22,8 +23,6 @@ class Fusion(pt.Transformer):
 
     def __init__(self, *parts: pt.Transformer, method: str = FUSION_METHOD, norm: str = FUSION_NORM,
                  weights: Sequence[float] | None = None, depth: int = DEPTH):
-        from irglow.runs.fusion import check_fusion
-
         if len(parts) < 2:
             raise ValueError("Fusion needs at least two transformers")
         if weights is not None and len(weights) != len(parts):
@@ -32,8 +31,6 @@ class Fusion(pt.Transformer):
         self.parts, self.method, self.norm, self.weights, self.depth = parts, method, norm, weights, depth
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        from irglow.runs.fusion import fuse
-
         runs = [frame_to_run(part.transform(topics), f"part{i}") for i, part in enumerate(self.parts)]
         fused = fuse(runs, method=self.method, norm=self.norm, weights=self.weights, depth=self.depth, tag="fusion")
         return run_to_frame(fused, topics)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from irglow.defaults import DEPTH, RRF_K
 from typing import Mapping, Sequence
+from irglow.runs.trec import Run, trec_order
 
 
 def _top(scores: Sequence[float], k: int) -> list[float]:
@@ -116,8 +117,6 @@ def fuse_weighted(runs: Sequence, weights: Mapping[str, Sequence[float]], k: flo
                   tag: str = "fused"):
     """Reciprocal-rank fusion with each query's own run weights: Σ_r w_r(q) / (k + rank_r(d)), ranks in
     trec_eval's order; a query without weights fuses with equal ones."""
-    from irglow.runs.trec import Run, trec_order
-
     ranking = {}
     for q in sorted({q for r in runs for q in r.ranking}):
         w = weights.get(q, [1.0] * len(runs))

@@ -22,6 +22,8 @@ from irglow.data.records import ScoredDoc
 from irglow.data.trec import FormatError, open_binary, split_fields, truncated_gzip, utf8_advice
 from irglow.runs.packed import PackedRanking
 from irglow.utils.atomic import atomic_file
+from irglow.utils import distributed
+from irglow.utils.distributed import is_main
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,6 @@ class Run:
     def write(self, path: str | Path) -> Path:
         """The run as a TREC file, atomically.  Under ``torchrun`` only rank 0 writes (every rank holds the same
         run; the others find the file once rank 0 is past the next barrier)."""
-        from irglow.utils.distributed import is_main
-
         path = Path(path)
         if not is_main():
             return path
@@ -168,8 +168,6 @@ class Run:
 def gather_runs(runs: dict[str, Run], queries: Sequence) -> dict[str, Run]:
     """Under ``torchrun``: each rank's runs of its :func:`~irglow.utils.distributed.split` of ``queries`` →
     every rank's whole runs, in query order (what one process produces); one process: ``runs`` as they are."""
-    from irglow.utils import distributed
-
     if distributed.current().size == 1:
         return runs
     parts = distributed.all_gather({tag: (run.tag, dict(run.ranking.items())) for tag, run in runs.items()})

@@ -11,6 +11,7 @@ import hashlib
 import json
 from pathlib import Path
 from typing import Any, Iterable
+from irglow.utils.paths import data_dir
 
 DIGEST_CHARS = 16
 
@@ -47,8 +48,6 @@ def content_digest(path: str | Path) -> str:
     copy (another inode) or any write (a new change time, which no program can set back) is hashed again, so the
     digest is still of the content."""
     import os
-
-    from irglow.utils.paths import data_dir
 
     path = Path(path).resolve()
     st = os.stat(path)

@@ -30,6 +30,7 @@ from irglow.models.glow import VARIANTS, attention  # noqa: F401 (VARIANTS re-ex
 from irglow.models.glow.attention import MODES as ATTENTION_MODES
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 from irglow.settings import check_fields, setting
+from irglow.utils.atomic import atomic_dir
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
@@ -143,8 +144,6 @@ class GlowEncoder(nn.Module):
 
     def save(self, path: str | Path) -> Path:
         from safetensors.torch import save_file
-
-        from irglow.utils.atomic import atomic_dir
 
         with atomic_dir(path) as tmp:
             self.bert.save_pretrained(tmp)

@@ -12,13 +12,14 @@ from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.frames import LazyDocuments, candidates_of, open_index, queries_of, run_to_frame
 from irglow.runs.pt import pt
 from irglow.runs.trec import Run
+from irglow.index.stats import CollectionStats
+from irglow.models.checkpoints import pick_device
 
 class Glow(pt.Transformer):
     """A GLOW/BERT encoder (a saved ``GlowEncoder`` directory) re-scoring a result frame's documents by the cosine
     of query and document embeddings — what its faiss run computes for those documents."""
 
     def __init__(self, model, index: LuceneIndex | str | Path, docs, batch_size: int = 64, device=None):
-        from irglow.index.stats import CollectionStats
         from irglow.models.glow.model import GlowEncoder, featurizer_for
 
         self.model = model if isinstance(model, GlowEncoder) else GlowEncoder.load(model)
@@ -31,7 +32,6 @@ class Glow(pt.Transformer):
         import torch
 
         from irglow.dense.encode import encode
-        from irglow.models.checkpoints import pick_device
         from irglow.models.glow.train import embed
 
         if "docno" not in frame.columns:
@@ -60,7 +60,6 @@ class Dense(pt.Transformer):
 
     def __init__(self, model, index: LuceneIndex | str | Path, embeddings: str | Path, depth: int = DEPTH,
                  batch_size: int = 64, device=None):
-        from irglow.index.stats import CollectionStats
         from irglow.models.glow.model import GlowEncoder, featurizer_for
 
         self.model = model if isinstance(model, GlowEncoder) else GlowEncoder.load(model)
@@ -72,7 +71,6 @@ class Dense(pt.Transformer):
         import torch
 
         from irglow.dense.encode import dense_search, encode, faiss_index, load_embeddings
-        from irglow.models.checkpoints import pick_device
         from irglow.models.glow.runner import glow_encoders
 
         device = self.device or pick_device()

@@ -14,11 +14,13 @@ from irglow.dense.encode import (dense_search, encode, encode_corpus, faiss_inde
                                  model_digest, sharded_search)
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
-from irglow.models.checkpoints import pick_device, read_training
+from irglow.models.checkpoints import pick_device, read_training, validation_score
 from irglow.models.glow.model import Featurizer, GlowEncoder, featurizer_for  # noqa: F401 (re-exported)
 from irglow.models.glow.train import embed
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
+from irglow.eval.measures import parse_measures
+from irglow.utils.distributed import barrier, current, on_main
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,6 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     Under ``torchrun`` every process encodes its shard of the corpus, rank 0 merges the shards and searches,
     and every rank returns rank 0's runs.  ``precision``: fp32, or int8 on the CPU."""
     from irglow.models.int8 import check_precision
-    from irglow.utils.distributed import barrier, current, on_main
 
     device = device or pick_device()
     model.to(device).eval()
@@ -90,9 +91,6 @@ def _search(emb_dir: Path, query_encoder, queries, also, batch_size: int, depth:
 def pool_scores(encoders: dict, queries: list[Query], qrels, pools: dict[str, list[Document]]) -> dict[str, float]:
     """nDCG@10 of each ``encoders[name] = (documents → vectors, queries → vectors)`` ranking each query's own
     pool of documents: what the int8 check compares at a fraction of a corpus encoding."""
-    from irglow.eval.measures import parse_measures
-    from irglow.models.checkpoints import validation_score
-
     pooled = list({d.doc_id: d for docs in pools.values() for d in docs}.values())
     row = {d.doc_id: i for i, d in enumerate(pooled)}
     out = {}

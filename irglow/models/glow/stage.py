@@ -21,9 +21,16 @@ from irglow.defaults import DEVICE
 from irglow import settings as declared
 from irglow.config import as_names
 from irglow.data.docstore import docs_store
-from irglow.lexical.searchers import pool_inputs
-from irglow.models.validation import ChoosesOnOtherSources
-from irglow.stage import Stage
+from irglow.lexical.searchers import LexicalSearcher, pool_inputs
+from irglow.models.validation import ChoosesOnOtherSources, chosen_on
+from irglow.stage import ModelsResult, Produced, Stage
+from irglow.models.checkpoints import pick_device
+from irglow.models.fields import resolve_auto_budgets
+from irglow.models.glow import VARIANTS
+from irglow.models.source import held_out_run_on_training_corpus, keyed_train_dir, reused_model
+from irglow.runs.keys import held_out
+from irglow.utils.digest import model_digest, queries_digest
+from irglow.utils.distributed import on_main
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +130,6 @@ class GlowSettings:
 
     @classmethod
     def from_config(cls, config) -> "GlowSettings":
-        from irglow.models.fields import resolve_auto_budgets
         from irglow.models.glow.model import VARIANTS
         from irglow.models.glow.train import GlowTrainConfig
 
@@ -167,7 +173,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                      folder.lexical.depth)
 
     def ranker(self, name, config, parse):
-        from irglow.models.glow import VARIANTS
         from irglow.rankers import Dense
 
         return Dense(name) if name in (*VARIANTS, *UNTRAINED) else None
@@ -189,8 +194,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
     def reused_models(self, s: GlowSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
-        from irglow.models.source import reused_model
-
         return {v: reused_model(s.model_dir, v) for v in s.variants} if s.model_dir else {}
 
     def train(self, s: GlowSettings, source, train_root: Path, bm25=None) -> dict[str, Path]:
@@ -201,8 +204,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         from dataclasses import replace
 
         from irglow.models.glow.train import GlowTrainer
-        from irglow.models.source import keyed_train_dir
-        from irglow.models.validation import chosen_on
 
         if s.model_dir:
             return self.reused_models(s)
@@ -222,9 +223,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def run(self, ctx) -> dict:
         from irglow.models.glow.model import GlowEncoder
         from irglow.models.glow.runner import glow_run, validation_queries
-        from irglow.runs.keys import held_out
-        from irglow.stage import ModelsResult, Produced
-        from irglow.utils.distributed import on_main
 
         s = ctx.settings
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
@@ -266,9 +264,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         index, the queries and the depth."""
         import copy
 
-        from irglow.models.source import held_out_run_on_training_corpus
-        from irglow.utils.digest import model_digest, queries_digest
-
         source, depth = ctx.source, ctx.lexical.depth
         fields = list(source.index.fields)
         if name == "minilm":  # the checkpoint reads the training collection's own fields
@@ -304,8 +299,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         import torch
 
-        from irglow.lexical.searchers import LexicalSearcher
-        from irglow.models.checkpoints import pick_device
         from irglow.models.glow.runner import featurizer_for, glow_encoders, pool_scores, validation_queries
         from irglow.models.int8 import check_precision, kept_precision
 

@@ -57,6 +57,7 @@ from irglow.models.validation import selection_score
 from irglow.utils.distributed import join
 from irglow.defaults import DEVICE, SEED, VAL_FRACTION
 from irglow.settings import setting
+from irglow.models.fields import resolve_auto_budgets
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,6 @@ class GlowTrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "GlowTrainConfig":
         import copy
-
-        from irglow.models.fields import resolve_auto_budgets
 
         d = copy.deepcopy(d)  # training sets model.weights' query-length normaliser: never in the bound settings
         model = resolve_auto_budgets(d.pop("model", {}), d.get("device", DEVICE))[0]

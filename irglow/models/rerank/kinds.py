@@ -16,6 +16,8 @@ import json
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, Sequence
+from irglow.settings import check_fields, check_settings
+from irglow.utils.plugins import registered
 
 BUILT_IN = ("monobert", "nrmf")  # trained by irglow's training loop (irglow.models.rerank.train)
 ENTRY_POINTS = "irglow.rerankers"
@@ -32,8 +34,6 @@ class RerankerKind:
 
     def bind(self, table: dict[str, Any], where: str) -> Any:
         """Its training settings from a table; a misspelt key or a wrong value is named before any work."""
-        from irglow.settings import check_fields, check_settings
-
         if self.settings_class is None:
             if table:
                 raise ValueError(f"[{where}]: the {self.name} re-ranker takes no settings, not {sorted(table)}")
@@ -59,8 +59,6 @@ class RerankerKind:
 def plugin_kinds() -> dict[str, RerankerKind]:
     """The kinds other packages register (entry-point group ``irglow.rerankers``); a name irglow's kinds (or another
     plugin) use is an error naming both, as is an entry point that is no :class:`RerankerKind`."""
-    from irglow.utils.plugins import registered
-
     found: dict[str, RerankerKind] = {}
     for point in registered(ENTRY_POINTS):
         where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS})"

@@ -22,6 +22,8 @@ from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow.weights import split_words
 from irglow.settings import setting
+from irglow.models.rerank.kinds import write_kind
+from irglow.utils.atomic import atomic_dir
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
@@ -73,9 +75,6 @@ class MonoBERT(nn.Module):
 
     def save(self, path: str | Path) -> Path:
         from safetensors.torch import save_file
-
-        from irglow.models.rerank.kinds import write_kind
-        from irglow.utils.atomic import atomic_dir
 
         with atomic_dir(path) as tmp:
             self.bert.save_pretrained(tmp)

@@ -38,6 +38,8 @@ from irglow.config import check_settings, check_values
 from irglow.models.checkpoints import check_model_dir
 from irglow.models.glow.weights import split_words
 from irglow.settings import setting
+from irglow.models.rerank.kinds import write_kind
+from irglow.utils.atomic import atomic_dir
 
 if TYPE_CHECKING:
     from irglow.data.records import Document
@@ -130,9 +132,6 @@ class NRMF(nn.Module):
 
     def save(self, path: str | Path) -> Path:
         from safetensors.torch import save_file
-
-        from irglow.models.rerank.kinds import write_kind
-        from irglow.utils.atomic import atomic_dir
 
         with atomic_dir(path) as tmp:
             save_file({k: v.detach().cpu().contiguous() for k, v in self.state_dict().items()},

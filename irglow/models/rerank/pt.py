@@ -9,6 +9,7 @@ import pandas as pd
 
 from irglow.runs.frames import LazyDocuments, frame_to_run, queries_of, run_to_frame
 from irglow.runs.pt import pt
+from irglow.models.rerank.kinds import kind_of, plugin_kind
 
 class CrossEncoder(pt.Transformer):
     """A trained monoBERT or NRM-F re-ranker (its directory; the kind is read from it) over a result frame's
@@ -37,8 +38,6 @@ class KindReranker(pt.Transformer):
     result frame's documents, as the re-ranking stage re-ranks a run."""
 
     def __init__(self, model_dir: str | Path, docs):
-        from irglow.models.rerank.kinds import kind_of, plugin_kind
-
         self.kind = plugin_kind(kind_of(model_dir))
         if self.kind is None:
             raise ValueError(f"{model_dir} holds a {kind_of(model_dir)!r} model: irglow.pyterrier.CrossEncoder "

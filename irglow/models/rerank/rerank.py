@@ -20,14 +20,15 @@ from irglow.data.records import Document, Query
 from irglow.dense.encode import text_length
 from irglow.runs.trec import Run, trec_order
 from irglow.utils.batching import length_batches
+from irglow.models.checkpoints import pick_device
+from irglow.models.rerank.kinds import kind_of
+from irglow.utils.digest import model_digest, records_digest
 
 log = logging.getLogger(__name__)
 
 
 def load_reranker(path: str | Path):
     """The model in ``path``, of the kind its folder says (``irglow-model.json``: monoBERT or NRM-F)."""
-    from irglow.models.rerank.kinds import kind_of
-
     kind = kind_of(path)
     if kind == "monobert":
         from irglow.models.rerank.monobert import MonoBERT
@@ -59,7 +60,6 @@ def rerank(model, run: Run, queries: Sequence[Query], docs: Mapping[str, Documen
     ``checkpoint``: a file the finished batches' scores are appended to (every :data:`MARK_SECONDS`), so that a
     re-ranking killed halfway resumes with the batches it had not scored — the same batches, so the same scores
     and run file as an uninterrupted re-ranking (tested); it is removed when the run is complete."""
-    from irglow.models.checkpoints import pick_device
     from irglow.models.int8 import check_precision, int8_scorer
 
     device = device or pick_device()
@@ -116,8 +116,6 @@ MARK_SECONDS = 30.0  # how often finished batches are written to the checkpoint 
 
 def _checkpoint_key(model, precision: str, batch_size: int, pairs: list, text: dict) -> str:
     """What the scores depend on: the model's weights, the precision, the batches (their pairs and size)."""
-    from irglow.utils.digest import model_digest, records_digest
-
     return model_digest(model, precision=precision, batch_size=batch_size,
                         pairs=records_digest((q, text[q], d) for q, d in pairs))
 

@@ -36,12 +36,23 @@ from typing import Any, ClassVar, Mapping
 from irglow import settings as declared
 from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
-from irglow.lexical.searchers import pool_inputs
-from irglow.models.rerank.kinds import kind_names, plugin_kind
-from irglow.models.validation import ChoosesOnOtherSources
+from irglow.lexical.searchers import LexicalSearcher, pool_inputs
+from irglow.models.rerank.kinds import MODEL_FILE, kind_names, kind_of, plugin_kind, write_kind
+from irglow.models.validation import ChoosesOnOtherSources, chosen_on
 from irglow.runs.wanted import reranked_tag
-from irglow.stage import Result, Stage
+from irglow.stage import Produced, Result, Stage, Unit
 from irglow.utils.plugins import module_code
+from irglow.defaults import SEED, VAL_FRACTION
+from irglow.eval.measures import parse_measures
+from irglow.models.checkpoints import read_training, split_validation, validation_score
+from irglow.models.rerank.pt import CrossEncoder, KindReranker
+from irglow.models.source import held_out_run_on_training_corpus, keyed_train_dir, reused_model
+from irglow.rankers import Listed, Model, Rerank
+from irglow.runs.keys import held_out, training
+from irglow.runs.trec import Run, gather_runs
+from irglow.utils.atomic import atomic_dir, atomic_write_text
+from irglow.utils.digest import queries_digest, records_digest, tree_digest, value_digest
+from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +135,6 @@ class Reranker:
 
 def _top(run, depth: int):
     """The re-ranked block only: the kept-below tail's placeholder scores would stretch min-max."""
-    from irglow.runs.trec import Run
-
     return Run({q: d[:depth] for q, d in run.ranking.items()}, run.tag)
 
 
@@ -259,8 +268,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def node(self, tag, s: RerankSettings, node_of):
         """``Rerank(first stage's node, the model)``; a model whose trained weights are another re-ranker's
         (``model_of``) holds that re-ranker's node: it learns nothing before that one has trained."""
-        from irglow.rankers import Model, Rerank
-
         name = next(m for m in s.models if tag == m or tag in (reranked_tag(m, a) for a in s.rerank_also))
         first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
         owner = s.models_of[name]
@@ -270,10 +277,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def transformer(self, ranker, folder):
         """Its first stage's transformer cut to the re-ranked depth, then the model the run used (irglow's kinds
         or a registered one); a re-ranker a configuration names (a variant) re-ranks the first stage it recorded."""
-        from irglow.models.rerank.kinds import kind_of, plugin_kind
-        from irglow.models.rerank.pt import CrossEncoder, KindReranker
-        from irglow.rankers import Rerank
-
         done = folder.result(f"rerank:{ranker.tag}")
         if done is None:
             return super().transformer(ranker, folder)
@@ -285,8 +288,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def ranker(self, name, config, parse):
         """A kind (``monobert``: over ``[rerank] first_stage``), ``kind(first)`` (the kind re-ranking the run ``first``
         names), or a re-ranker the configuration already defines (a variant)."""
-        from irglow.rankers import Listed, Model, Rerank
-
         def named(ranker):  # under this name, where its own tag would be another
             return ranker if ranker.tag == name else replace(ranker, name=name)
 
@@ -327,8 +328,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
     def reused_models(self, s: RerankSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
-        from irglow.models.source import reused_model
-
         return {name: reused_model(s.model_dir, name) for name in s.models if s.models_of[name] == name} \
             if s.model_dir else {}
 
@@ -343,10 +342,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from dataclasses import asdict
 
         from irglow.models.rerank.train import RerankTrainer
-        from irglow.models.source import keyed_train_dir
-        from irglow.utils.digest import records_digest
-
-        from irglow.models.validation import chosen_on
 
         trainers = s.trainers
         # irglow's kinds (a registered kind trains in its own unit, on its first stage's run: _trained_kind)
@@ -373,8 +368,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
         whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking) gives ``None``: the
         model then learns from BM25's, as the notes say."""
-        from irglow.lexical.searchers import LexicalSearcher
-
         if tag == "bm25":
             bm25 = ctx.lexical_config("bm25")
             return ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(ctx.test_queries, tag="bm25"), None
@@ -384,9 +377,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
         runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other model."""
         from dataclasses import asdict
-
-        from irglow.runs.keys import training
-        from irglow.stage import Unit
 
         s = ctx.settings
         depth, also, trainers, firsts, owners = s.depth, list(s.rerank_also), s.trainers, s.first_stages, s.models_of
@@ -412,14 +402,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         """One model's unit: its first stage (and every ``rerank_also`` run) re-ranked by the model ``name``."""
         import time
 
-        from irglow.lexical.searchers import LexicalSearcher
-        from irglow.models.checkpoints import read_training
         from irglow.models.rerank.rerank import load_reranker, rerank
-        from irglow.runs.trec import Run
-        from irglow.runs.trec import gather_runs
-        from irglow.runs.keys import held_out
-        from irglow.stage import Produced
-        from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
 
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
         registered = plugin_kind(s.trainers[s.models_of[name]].kind)
@@ -488,11 +471,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         stage and every ``rerank_also`` run re-ranked, and its held-out training queries' run for a fusion."""
         import time
 
-        from irglow.models.checkpoints import read_training
-        from irglow.runs.keys import held_out
-        from irglow.runs.trec import Run
-        from irglow.stage import Produced
-
         s, source, depth = ctx.settings, ctx.source, ctx.settings.depth
         first, first_training = self.first_stage(ctx, s.first_stages[name])  # a Lucene run's: searched once
         first_training = first_training or self._training_run(ctx, s.first_stages[name])  # BM25's own
@@ -520,8 +498,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
     def _training_run(self, ctx, tag: str):
         """``tag``'s run of every training query (BM25's searched on the training index), or ``None``."""
-        from irglow.lexical.searchers import LexicalSearcher
-
         if tag == "bm25":
             return LexicalSearcher(ctx.source.index, ctx.lexical_config("bm25")).search(ctx.source.queries(), tag="bm25")
         return self.first_stage(ctx, tag)[1]
@@ -531,14 +507,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         stage's run of the training queries (``first``, where the caller has it), the queries every trainer holds
         out left out (they tune fusions; a kind whose settings declare ``val_fraction`` holds out that share)."""
         import json
-
-        from irglow.defaults import SEED, VAL_FRACTION
-        from irglow.models.checkpoints import split_validation
-        from irglow.models.rerank.kinds import MODEL_FILE, write_kind
-        from irglow.models.source import keyed_train_dir
-        from irglow.runs.trec import Run
-        from irglow.utils.atomic import atomic_dir, atomic_write_text
-        from irglow.utils.digest import records_digest
 
         s, source = ctx.settings, ctx.source
         reused = self.reused_models(s)
@@ -585,8 +553,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
         if not ctx.zero_shot:
             return make()
-        from irglow.models.source import held_out_run_on_training_corpus
-        from irglow.utils.digest import queries_digest, records_digest, tree_digest, value_digest
 
         first = records_digest((d.query_id, d.doc_id, d.score) for d in tune_first.scored_docs())
         key = value_digest({"model": tree_digest(model_dir), "first_stage": first, "queries": queries_digest(tune_q),
@@ -599,8 +565,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         int8 is kept only where, on the held-out training queries, its nDCG@10 is within the tolerance of fp32's
         (:func:`~irglow.models.int8.kept_precision`): quantization that moves the ranking is said once and not
         used."""
-        from irglow.eval.measures import parse_measures
-        from irglow.models.checkpoints import validation_score
         from irglow.models.int8 import kept_precision
         from irglow.models.rerank.rerank import rerank
 

@@ -32,6 +32,7 @@ from irglow.defaults import BM25_B, BM25_K1
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.twbert.terms import QueryTerms
 from irglow.settings import check_fields, setting
+from irglow.utils.atomic import atomic_dir
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,6 @@ class TWBert(nn.Module):
     def save(self, path: str | Path) -> Path:
         """Write the model directory atomically (temp dir, then rename)."""
         from safetensors.torch import save_file
-
-        from irglow.utils.atomic import atomic_dir
 
         with atomic_dir(path) as tmp:
             self.encoder.save_pretrained(tmp)

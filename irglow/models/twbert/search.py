@@ -27,6 +27,7 @@ from irglow.models.twbert.scorer import term_boosts
 from irglow.models.twbert.terms import QueryTerms, extract_terms
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH, THREADS
+from irglow.lexical.searchers import index_searcher, search_queries
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,6 @@ def twbert_search(model: TWBert | None, index: LuceneIndex, queries: Sequence[Qu
     config = config or model.config
     if model is None and (weighted is None or expansion):
         raise ValueError("without a model, pass the weights (prior_queries) and no expansion")
-    from irglow.lexical.searchers import index_searcher, search_queries
 
     # exact float scores (Pyserini's hits are rounded to 4 decimals)
     searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
@@ -141,7 +141,6 @@ def twbert_rescore(model: TWBert | None, index: LuceneIndex, queries: Sequence[Q
     documents): the score each candidate gets is the one :func:`twbert_search` would give it; a candidate no
     weighted term matches scores 0, and one the index lacks is left out."""
     config = config or model.config
-    from irglow.lexical.searchers import index_searcher, search_queries
 
     searcher = index_searcher(index, lq.J("org.apache.lucene.search.similarities.BM25Similarity")(config.k1, config.b))
     if weighted is None:

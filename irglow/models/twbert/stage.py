@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from irglow import settings as declared
-from irglow.stage import Stage
+from irglow.stage import ModelsResult, Produced, Stage
+from irglow.data.collection import load_collection
+from irglow.lexical.stage import LexicalSettings
+from irglow.models.checkpoints import read_training
+from irglow.models.source import keyed_train_dir
+from irglow.runs.keys import held_out, training
+from irglow.runs.trec import Run, gather_runs
+from irglow.utils.distributed import split
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,6 @@ class TWBertSettings:
 
     @classmethod
     def from_config(cls, config) -> "TWBertSettings":
-        from irglow.lexical.stage import LexicalSettings
         from irglow.models.twbert.train import TrainConfig
 
         # the model's k1 and b default to [lexical]'s, so `--set lexical.k1=…` reaches bm25-ngram and twbert
@@ -61,8 +67,6 @@ class TWBertStage(Stage):
         tuned = [t for t in ("twbert", "bm25-ngram") if t in plan.tuning_runs]
         if not s.model_dir or not tuned or (plan.zero_shot is not None and plan.zero_shot.train):
             return
-        from irglow.data.collection import load_collection
-        from irglow.models.checkpoints import read_training
 
         held_out = set(read_training(s.model_dir).get("val_query_ids") or [])
         c = plan.collection
@@ -106,7 +110,6 @@ class TWBertStage(Stage):
         """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``.  Its
         candidates are scored with its own declared ``[twbert.model]`` k1 and b (the differentiable BM25 it learns
         through equals Lucene's with those), not ``bm25``'s."""
-        from irglow.models.source import keyed_train_dir
         from irglow.models.twbert.train import Trainer
 
         if s.model_dir:
@@ -123,13 +126,8 @@ class TWBertStage(Stage):
             return self._run(ctx)
 
     def _run(self, ctx) -> dict:
-        from irglow.models.checkpoints import read_training
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
-        from irglow.runs.trec import gather_runs
-        from irglow.runs.keys import held_out, training
-        from irglow.stage import ModelsResult, Produced
-        from irglow.utils.distributed import split
 
         expansion = ctx.settings.rm3
         source, index, queries, depth = ctx.source, ctx.index, ctx.test_queries, ctx.lexical.depth
@@ -160,8 +158,6 @@ class TWBertStage(Stage):
         def out_of_fold(folds: list[dict]):
             """A cross-validated model's tuning run: each training query scored by the fold's model that held it
             out (so a fusion is tuned on runs of queries their model never trained on)."""
-            from irglow.runs.trec import Run
-
             ranking = {}
             for f in folds:
                 held = set(f["held_out"])
