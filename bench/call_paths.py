@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--collection", default="demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
     ap.add_argument("--ranker", default='Lexical("bm25") >> LinearRerank()')
-    ap.add_argument("--config", default=str(ROOT / "configs" / "demo.toml"))
+    ap.add_argument("--config", default=str(ROOT / "irglow" / "configs" / "demo.toml"))
     ap.add_argument("--set", action="append", default=[], help="overrides of --config, as irglow run takes them")
     args = ap.parse_args(argv)
     contract = layers()

@@ -77,7 +77,7 @@ def encoding(out: Path, n: int, device) -> dict:
 def training(out: Path, device, collection: str) -> list[dict]:
     """The demo pipeline on ``device``; each trained model's steps, seconds and peak GPU memory."""
     folder = out / "demo"
-    cmd = [sys.executable, "-m", "irglow", "run", "--config", str(ROOT / "configs" / "demo.toml"),
+    cmd = [sys.executable, "-m", "irglow", "run", "--config", str(ROOT / "irglow" / "configs" / "demo.toml"),
            "--set", f"output.dir={folder}", "--set", f"data_dir={out / 'data'}", "--set", f"collection.name={collection}"]
     for section in ("twbert", "glow", "rerank.monobert", "rerank.nrmf"):
         cmd += ["--set", f"{section}.device={device}"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ def settings_markdown() -> str:
     return ("# Settings reference\n\nEvery setting of a configuration file, and of `--set section.key=value`, as "
             "`irglow settings` prints it: generated from the declarations (`irglow/settings.py` and the settings "
             "classes), so a setting added in code is here with no edit. A wrong type, an out-of-range value or a "
-            "misspelt key stops a run before any work, naming the key.\n\n" + settings_reference())
+            "misspelt key stops a run before any work, naming the key.\n\n" + placeholders_as_text(settings_reference()))
 
 
 def commands(parser: argparse.ArgumentParser | None = None, prefix: tuple[str, ...] = ()):
@@ -48,8 +49,18 @@ def commands(parser: argparse.ArgumentParser | None = None, prefix: tuple[str, .
     return out
 
 
+def placeholders_as_text(markdown: str) -> str:
+    """``[rerank.<kind>]``, ``runs/<tag>.run``: a ``<`` outside a code span written as ``&lt;``, which Markdown would
+    otherwise pass on as the start of an HTML tag the browser swallows (``[rerank.]``, ``runs/.run``)."""
+    out = []
+    for line in markdown.split("\n"):
+        parts = re.split(r"(`+[^`]*`+)", line)
+        out.append("".join(p if p.startswith("`") else p.replace("<", "&lt;") for p in parts))
+    return "\n".join(out)
+
+
 def _cell(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return placeholders_as_text(str(text).replace("|", "\\|").replace("\n", " "))
 
 
 def cli_markdown() -> str:
@@ -83,7 +94,7 @@ def api_markdown() -> str:
 def reproductions_markdown() -> str:
     import yaml
 
-    matrix = yaml.safe_load((ROOT / "configs" / "regressions.yaml").read_text())
+    matrix = yaml.safe_load((ROOT / "irglow" / "configs" / "regressions.yaml").read_text())
     default = matrix.get("tolerance", 0.0001)
     lines = ["# Reproductions", "",
              "The reproduction matrix (`configs/regressions.yaml`): each experiment runs through the pipeline and "
@@ -102,7 +113,7 @@ def reproductions_markdown() -> str:
                     e.get("test_split", "test"), ", ".join(tags)] if i == 0 else ["", "", "", ""]
             lines.append(f"| {' | '.join(head)} | `{run}` | {figures} | {e.get('tolerance', default)} | "
                          f"{command if i == 0 else ''} |")
-    return "\n".join(lines) + "\n"
+    return placeholders_as_text("\n".join(lines)) + "\n"
 
 
 def tutorial_markdown() -> str:

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 
+from irglow import __version__
 from irglow.commands import collection, evaluate, experiment, fuse, reference, search
 from irglow.models.glow.cli import add_glow_command
 from irglow.models.rerank.cli import add_rerank_commands
@@ -19,14 +20,94 @@ COMMANDS = (collection.register_index, search.register, evaluate.register, colle
             reference.register, experiment.register, add_twbert_command, add_glow_command, add_rerank_commands)
 
 
+# one example per command, shown under its --help (what to copy first); a test checks every command has one
+EXAMPLES = {
+    "index": "irglow index demo --fields title body",
+    "stats": "irglow stats demo",
+    "search": "irglow search demo --system bm25f --query 'sleep apnea'\n  irglow search beir/scifact --split test "
+              "--system qld --mu 500 -o runs/qld.run",
+    "eval": "irglow eval runs/demo/bm25.run runs/demo/twbert.run --data demo -m nDCG@10 -m AP\n"
+            "  zcat run.gz | irglow eval - --qrels qrels/test.qrels",
+    "compare": "irglow compare runs/demo/*.run --data demo --baseline bm25 -o table.md --plot table.png",
+    "report": "irglow report runs/demo/bm25.run runs/demo/twbert.run --data demo -o report.html",
+    "qrels": "irglow qrels beir/scifact --split test -o qrels/scifact.test.qrels",
+    "fuse": "irglow fuse runs/demo/bm25f.run runs/demo/glow.run --method rrf -o runs/hybrid.run",
+    "settings": "irglow settings glow",
+    "cache": "irglow cache prune --older-than 30 --dry-run",
+    "regressions": "irglow regressions --tags lexical",
+    "run": "irglow run --config configs/demo.toml --set glow.enabled=false",
+    "zero-shot": "irglow zero-shot --set glow.enabled=true",
+    "twbert": "irglow twbert train demo --out models/twbert",
+    "twbert train": "irglow twbert train demo --out models/twbert --set epochs=2",
+    "twbert search": "irglow twbert search demo --model models/twbert/best -o runs/twbert.run",
+    "twbert explain": "irglow twbert explain 'sleep apnea treatment' --data demo --model models/twbert/best",
+    "glow": "irglow glow train demo --out models/glow",
+    "glow train": "irglow glow train demo --out models/glow --set epochs=1",
+    "glow search": "irglow glow search demo --model models/glow/best -o runs/glow.run",
+    "glow explain": "irglow glow explain demo --doc d12 --model glow=models/glow/best",
+    "rerank": "irglow rerank runs/demo/bm25.run --data demo --model models/monobert/best -o runs/monobert.run",
+    "monobert": "irglow monobert train demo --out models/monobert",
+    "monobert train": "irglow monobert train demo --out models/monobert --set epochs=1",
+    "monobert explain": "irglow monobert explain demo --model models/monobert/best --query 'sleep apnea' --doc d12",
+    "nrmf": "irglow nrmf train demo --out models/nrmf",
+    "nrmf train": "irglow nrmf train demo --out models/nrmf",
+    "nrmf explain": "irglow nrmf explain demo --model models/nrmf/best --query 'sleep apnea' --doc d12",
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse as a user meets it: a mistyped command or option gets "did you mean", and a wrong option of a
+    sub-command is said with that sub-command's usage (argparse hands it up to ``irglow``'s own)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self.prog != "irglow":  # the sub-command's: said here, with its usage
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+    def error(self, message: str):
+        super().error(message + _suggestion(message, self))
+
+
+def _suggestion(message: str, parser: argparse.ArgumentParser) -> str:
+    """"; did you mean 'search'?" for an invalid choice or an unknown option close to a known one."""
+    import difflib
+    import re
+
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        known = re.findall(r"'([^']*)'", choice.group(2))
+        close = difflib.get_close_matches(choice.group(1), known, n=1)
+    else:
+        unknown = re.search(r"unrecognized arguments: (\S+)", message)
+        given = unknown.group(1).split("=")[0] if unknown else ""
+        close = difflib.get_close_matches(given, list(parser._option_string_actions), n=1) \
+            if given.startswith("-") else []  # noqa: SLF001
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="irglow", description="irglow: lexical baselines, neural rankers on top of "
-                                     "them and honest comparison tables, one command at a time")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser = Parser(prog="irglow", description="irglow: lexical baselines, neural rankers on top of them and honest "
+                    "comparison tables, one command at a time")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what each step does (INFO), not only warnings")
+    parser.add_argument("--version", action="version", version=f"irglow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:
         register(sub)
+    _add_examples(parser, ())
     return parser
+
+
+def _add_examples(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+    """Each command's example under its ``--help`` (:data:`EXAMPLES`)."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its sub-parsers here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for name, sub in action.choices.items():
+                key = " ".join((*path, name))
+                if key in EXAMPLES:
+                    sub.epilog = "example:\n  " + EXAMPLES[key]
+                    sub.formatter_class = argparse.RawDescriptionHelpFormatter
+                _add_examples(sub, (*path, name))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,25 @@ from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import current
 
 
+SHIPPED = Path(__file__).parent / "configs"  # the configurations irglow ships, package data
+
+
+def config_path(path: str | Path) -> Path:
+    """A configuration file as a user names it: the path itself where it exists, else irglow's shipped file of that
+    name — ``configs/demo.toml`` or ``demo.toml`` — so ``irglow run`` finds its default from any folder, installed
+    or in the clone.  Neither: ``FileNotFoundError`` listing the shipped ones."""
+    given = Path(path)
+    if given.is_file():
+        return given
+    if not given.is_absolute():
+        inside = Path(*given.parts[1:]) if given.parts[:1] == ("configs",) else given
+        if (SHIPPED / inside).is_file():
+            return SHIPPED / inside
+    shipped = ", ".join(str(p.relative_to(SHIPPED)) for p in sorted(SHIPPED.glob("*.*")))
+    raise FileNotFoundError(f"configuration {path} does not exist (irglow ships {shipped}: name one as "
+                            f"configs/<name>)")
+
+
 def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: tuple[Path, ...] = ()
                 ) -> dict[str, Any]:
     """A TOML/YAML configuration with ``--set`` overrides.  ``base = "other.toml"`` starts from another
@@ -25,9 +44,7 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: 
     that names them (a path that only exists from the working folder is still accepted)."""
     config: dict[str, Any] = {}
     if path:
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"configuration {path} does not exist")
+        path = config_path(path)
         if path.resolve() in _chain:
             cycle = " → ".join(str(p) for p in (*_chain, path.resolve()))
             raise ValueError(f"{path}: 'base' files form a cycle: {cycle}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,18 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
     for stage, unit in run_order([(s, u) for s, _ in plan.stages for u in s.units(contexts[s])], plan.graph):
         t = time.perf_counter()
+        say(f"── {unit.name} …")
         ctx.runs.update(run_unit(cache, stage, unit, contexts[stage]))
-        timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + time.perf_counter() - t
+        seconds = time.perf_counter() - t
+        timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + seconds
+        say(f"── {unit.name}: {cache.report.get(unit.name, 'done')} ({seconds:.1f} s)")
     return write_outputs(plan, p, ctx, cache, timings, notes)
+
+
+def say(line: str) -> None:
+    """A stage's header or time on the console (stderr, beside the progress bars; rank 0's under torchrun)."""
+    if is_main():
+        print(line, file=sys.stderr, flush=True)
 
 
 def run_unit(cache: StageCache, stage, unit, ctx) -> dict:
@@ -196,5 +206,6 @@ def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict
                    results={name: r.to_json() for name, r in cache.results.items()})
     print(f"\n## {collection.name} — {test_split}\n")
     print(cmp.to_markdown())
-    print(f"runs, tables, plot and manifest in {out}/")
+    page = f"; the results page: {out / 'report.html'}" if plan.report_page else ""
+    print(f"runs, tables, plot and manifest in {out}/{page}")
     return cmp

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from irglow.config import load_config
+from irglow.config import config_path, load_config
 from irglow.lexical.systems import lexical_systems
 from irglow.pipeline import run_pipeline
 
@@ -101,7 +101,7 @@ class Matrix:
 def load_matrix_spec(path: str | Path) -> list[dict[str, Any]]:
     import yaml
 
-    path = Path(path)
+    path = config_path(path)  # configs/regressions.yaml: irglow's own, from any folder
     try:
         spec = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:

@@ -57,5 +57,5 @@ def register_qrels(sub) -> None:
     """``irglow qrels``."""
     p = sub.add_parser("qrels", help="write a collection's qrels into qrels/")
     add_data_options(p)
-    p.add_argument("-o", "--output")
+    p.add_argument("-o", "--output", help="the qrels file to write (default: qrels/<collection>.<split>.qrels)")
     p.set_defaults(func=cmd_qrels)

@@ -217,11 +217,12 @@ def register(sub) -> None:
         p.add_argument("runs", nargs="+", help="TREC run files")
         p.add_argument("--qrels", help="TREC qrels file")
         p.add_argument("--data", help="or: a collection whose qrels to use")
-        p.add_argument("--split", default="test")
+        p.add_argument("--split", default="test", help="with --data: the split whose qrels judge the runs (default: test)")
         p.add_argument("-m", "--measures", action=_AddMeasures, default=" ".join(DEFAULT_MEASURES), metavar="MEASURES",
                        help=f"ir_measures names; repeat it or list them: -m nDCG@10 -m AP, -m 'nDCG@10 AP' "
                             f"(default: {' '.join(DEFAULT_MEASURES)}, as the pipeline)")
-        p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"])
+        p.add_argument("--format", default="markdown", choices=["markdown", "csv", "latex"],
+                       help="the table's format (default: markdown)")
         add_duplicates_option(p)
         p.add_argument("--judged-only", action="store_true",
                        help="also score condensed lists (unjudged documents removed; columns marked ')")
@@ -231,7 +232,7 @@ def register(sub) -> None:
             p.add_argument("--topics", help="query texts from a topics file (default: the collection's)")
             p.add_argument("--twbert", action="append", metavar="RUN=MODEL_DIR",
                            help="show TW-BERT's learned term weights for this run's queries")
-            p.add_argument("--title")
+            p.add_argument("--title", help="the page's title (default: irglow: the run names)")
             p.add_argument("--data-dir", help="where indexes are cached (for --twbert and the highlighting)")
             p.add_argument("--clusters", type=non_negative_int, default=None,
                            help="topic clusters of the queries' embeddings for the breakdown (default: about one "
@@ -254,6 +255,7 @@ def register(sub) -> None:
             p.add_argument("--heatmap", help="where --pairs all writes its heatmap (default: <-o without its suffix>"
                                              "-pairs.png beside -o, else pairs.png)")
             p.add_argument("--risk-alpha", default="1,5", help="URisk/TRisk α values, comma-separated ('' for none)")
-            p.add_argument("-o", "--output")
+            p.add_argument("-o", "--output", help="also write the table (compare) or the page (report: default report.html) "
+                                                  "to this file")
             p.add_argument("--plot", help="write a bar chart (PNG/PDF/SVG)")
         p.set_defaults(func=func)

@@ -87,7 +87,7 @@ def register(sub) -> None:
     """Add this module's commands to ``irglow``'s sub-commands."""
     p = sub.add_parser("fuse", help="hybrid run: reciprocal-rank or normalised-score fusion of runs")
     p.add_argument("runs", nargs="+", help="TREC run files (the same queries)")
-    p.add_argument("-o", "--output", required=True)
+    p.add_argument("-o", "--output", required=True, help="the fused run file to write")
     # the declared default is applied in cmd_fuse, so --per-query can tell a --method given from the default
     p.add_argument("--method", **declared.option("fusion", "method", default=None))
     p.add_argument("--norm", **declared.option("fusion", "norm"))
@@ -102,7 +102,7 @@ def register(sub) -> None:
     p.add_argument("--tune-qrels", help="qrels of the training queries")
     p.add_argument("--measure", **declared.option("fusion", "measure"))
     p.add_argument("--step", **declared.option("fusion", "step"))
-    p.add_argument("--depth", type=positive_int, default=DEPTH)
-    p.add_argument("--tag")
+    p.add_argument("--depth", type=positive_int, default=DEPTH, help=f"documents kept per query (default: {DEPTH})")
+    p.add_argument("--tag", help="the fused run's tag (default: the output file's name)")
     add_duplicates_option(p)
     p.set_defaults(func=cmd_fuse)

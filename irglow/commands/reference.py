@@ -89,7 +89,8 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_settings)
 
     p = sub.add_parser("cache", help="list cached indexes, or prune those a newer version replaced")
-    p.add_argument("action", choices=["list", "prune"])
+    p.add_argument("action", choices=["list", "prune"], help="list: the cached indexes and their sizes; prune: remove "
+                   "those a newer version of the same source replaced")
     p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
     p.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                    help="prune: also remove indexes unused for this many days")

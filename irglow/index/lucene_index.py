@@ -260,7 +260,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
             args.append("-keepStopwords")
         if lucene_fields:
             args += ["-fields", *lucene_fields]
-        log.warning("indexing %d documents with Anserini (%d threads) into %s", n_docs, threads, target)
+        log.info("indexing %d documents with Anserini (%d threads) into %s", n_docs, threads, target)
         _run_anserini(args, collection.name, target)
         held = _lucene_doc_count(Path(tmp_index))
         if held != n_docs - n_empty:

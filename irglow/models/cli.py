@@ -18,7 +18,7 @@ def add_train_parser(group: argparse._SubParsersAction, help: str, func: Callabl
     shape for every trainer, so a training command learnt for one model works for the others."""
     t = group.add_parser("train", help=help)
     t.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
-    t.add_argument("--split", default="train")
+    t.add_argument("--split", default="train", help="the split trained on (default: train)")
     t.add_argument("--out", required=True, help="training directory (checkpoint/, the best model)")
     t.add_argument("--config", default=config, help=config_help)
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"e.g. {example}")

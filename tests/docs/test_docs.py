@@ -90,6 +90,16 @@ def test_no_page_names_a_file_or_a_setting_that_does_not_exist():
     assert not missing, missing
 
 
+def test_every_option_of_every_command_says_what_it_does():
+    """Issue 70.8: 61 of ~200 options had no help (``search --k1``, ``run --config`` …); the parser is walked."""
+    import argparse
+
+    silent = [f"irglow {' '.join(path)} {' / '.join(a.option_strings) or a.dest}"
+              for path, parser, _ in _gen_pages().commands() for a in parser._actions  # noqa: SLF001
+              if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]  # noqa: SLF001
+    assert silent == []
+
+
 def test_every_command_and_make_target_a_page_names_exists():
     """``irglow <command>`` and ``make <target>`` as a page writes them (in code) are commands and targets there are."""
     commands = {path[0] for path, _, _ in _gen_pages().commands()}
@@ -121,6 +131,11 @@ def test_the_site_builds_offline_with_no_warning_and_opens_in_a_browser(tmp_path
     assert built.returncode == 0 and "WARNING" not in built.stderr, built.stderr[-3000:]
     for page in ("index.html", "tutorial/index.html", "reproductions/index.html", "reference/api/index.html"):
         assert (site / page).is_file(), page
+    stray = {str(page.relative_to(site)): tags for page in site.rglob("*.html")
+             if (tags := _stray_tags(page.read_text(encoding="utf-8")))}
+    assert stray == {}, f"tags no HTML page holds (a placeholder such as <kind> read as a tag): {stray}"
+    settings_page = (site / "reference" / "settings" / "index.html").read_text(encoding="utf-8")
+    assert "[rerank.&lt;kind&gt;]" in settings_page or "[rerank.&lt;kind>]" in settings_page
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -139,6 +154,42 @@ def test_the_site_builds_offline_with_no_warning_and_opens_in_a_browser(tmp_path
         assert "irglow zero-shot" in driver.find_element(By.TAG_NAME, "body").text
     finally:
         driver.quit()
+
+
+HTML_TAGS = set("""a abbr article aside b blockquote body br button caption circle code col colgroup dd del details
+dialog div dl dt em figcaption figure footer form h1 h2 h3 h4 h5 h6 head header hr html i img input kbd label legend li
+link main mark meta nav noscript ol option p path pre script section select small source span strong style sub summary
+sup svg table tbody td template textarea tfoot th thead time title tr u ul var g rect line polyline polygon defs use
+symbol ellipse text tspan clippath lineargradient stop mask iframe picture video audio track canvas map area object param
+embed wbr s q cite dfn data output progress meter fieldset optgroup datalist slot""".split())
+
+
+def _stray_tags(page: str) -> set[str]:
+    """Start tags in ``page`` that are no HTML (or SVG) element: a ``<kind>`` or ``<tag>`` the Markdown passed on."""
+    from html.parser import HTMLParser
+
+    found: set[str] = set()
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag not in HTML_TAGS:
+                found.add(tag)
+
+    Tags().feed(page)
+    return found
+
+
+def test_placeholders_are_written_as_text():
+    """Issue 70.6: ``[rerank.<kind>]`` rendered as ``[rerank.]``, ``runs/<tag>.run`` as ``runs/.run``."""
+    import re
+
+    gen = _gen_pages()
+    assert gen.placeholders_as_text("### [rerank.<kind>] and `runs/<tag>.run`") == \
+        "### [rerank.&lt;kind>] and `runs/<tag>.run`"
+    for page in (gen.settings_markdown(), gen.cli_markdown(), gen.reproductions_markdown()):
+        outside_code = re.sub(r"`+[^`]*`+", "", page)
+        assert "<" not in outside_code.replace("<!--", ""), re.findall(r".{20}<.{20}", outside_code)[:3]
+    assert "[rerank.&lt;kind>]" in gen.settings_markdown()
 
 
 @pytest.mark.slow
@@ -164,3 +215,19 @@ def test_the_tutorial_runs(tmp_path):
     printed = "\n".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", []))
     assert "| bm25f+twbert " in printed and "#/query/" in printed
     assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "bm25f+twbert.run").is_file()
+
+
+def test_every_command_shows_an_example_that_parses():
+    """Issue 70.8: no ``--help`` had an example; each command's is one a reader can copy (it parses as written)."""
+    import shlex
+
+    from irglow.cli import EXAMPLES, build_parser
+
+    paths = {" ".join(path) for path, _, _ in _gen_pages().commands()}
+    assert set(EXAMPLES) == paths
+    parser = build_parser()
+    for name, text in EXAMPLES.items():
+        for line in text.split("\n"):
+            argv = shlex.split(line.split("|")[-1].strip())  # `zcat run.gz | irglow eval - …`: irglow's part
+            assert argv[0] == "irglow" and " ".join(argv[1:]).startswith(name.split(" ")[0]), line
+            parser.parse_args(argv[1:])

@@ -30,7 +30,7 @@ def test_the_readme_lexical_rows_are_what_the_demo_computes(tmp_path, monkeypatc
     from irglow.pipeline import run_pipeline
 
     monkeypatch.chdir(tmp_path)  # the qrels the pipeline writes go here
-    config = load_config(str(ROOT / "configs" / "demo.toml"))
+    config = load_config(str(ROOT / "irglow" / "configs" / "demo.toml"))
     for stage in ("twbert", "glow", "rerank", "fusion"):
         config[stage]["enabled"] = False
     config["data_dir"] = str(tmp_path / "data")

@@ -27,7 +27,7 @@ def test_the_packaged_glow_config_trains_at_the_devices_budget(tmp_path):
     from irglow.config import include_sections
 
     config = include_sections({"glow": {"enabled": True, "device": "cpu", "config": str(
-        __import__("pathlib").Path(__file__).parents[2] / "configs" / "glow.toml")}})
+        __import__("pathlib").Path(__file__).parents[2] / "irglow" / "configs" / "glow.toml")}})
     stage = GlowStage()
     resolved = stage.resolved(stage.settings_class.from_config(config))
     assert resolved["train"]["model"]["field_max_tokens"]["text"] == 96

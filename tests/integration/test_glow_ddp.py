@@ -27,7 +27,7 @@ def trained(module_tmp):
     build_index(load_collection(DATA), root=root / "data")  # what a real user has: the index already built
     out = root / "model"
     args = ["glow", "train", DATA, "--out", str(out), "--data-dir", str(root / "data"),
-            "--config", str(Path(__file__).parents[2] / "configs/glow.toml")]
+            "--config", str(Path(__file__).parents[2] / "irglow/configs/glow.toml")]
     for s in SETTINGS:
         args += ["--set", s]
     irglow(args, 2, root)

@@ -62,7 +62,7 @@ def test_nothing_after_the_binding_reads_the_configuration(tmp_path, monkeypatch
 
 
 ROOT = __import__("pathlib").Path(__file__).parents[2]
-PIPELINE_CONFIGS = sorted(p for p in (ROOT / "configs").rglob("*.toml")
+PIPELINE_CONFIGS = sorted(p for p in (ROOT / "irglow" / "configs").rglob("*.toml")
                           if not p.name.startswith(("glow", "rerank", "twbert")) or p.parent.name != "configs")
 
 
@@ -82,17 +82,17 @@ def test_every_shipped_stage_file_binds_through_its_stage(section, name):
     configuration built in Python lays it with ``include_sections``, and one that does not is told so."""
     from irglow.config import include_sections
 
-    plan = bind_plan(include_sections({section: {"enabled": True, "config": str(ROOT / "configs" / name)}}))
+    plan = bind_plan(include_sections({section: {"enabled": True, "config": str(ROOT / "irglow" / "configs" / name)}}))
     assert any(stage.name == section for stage, _ in plan.stages)
     with pytest.raises(ValueError, match=rf"{section}.config is laid when the configuration is loaded"):
-        bind_plan({section: {"enabled": True, "config": str(ROOT / "configs" / name)}})
+        bind_plan({section: {"enabled": True, "config": str(ROOT / "irglow" / "configs" / name)}})
 
 
 def test_the_rerank_file_binds_through_the_rerank_stage():
     from irglow.config import load_config
 
     plan = bind_plan({"rerank": {"enabled": True, "models": ["monobert", "nrmf"],
-                                 **load_config(ROOT / "configs" / "rerank.toml")}})
+                                 **load_config(ROOT / "irglow" / "configs" / "rerank.toml")}})
     assert plan.tags[-2:] == ("monobert", "nrmf")
 
 

@@ -25,7 +25,7 @@ def test_lexical_reproduction_matrix_is_green(tmp_path, monkeypatch, capsys):
 
 def test_an_edited_expectation_turns_the_matrix_red_with_a_readable_diff(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    spec = yaml.safe_load((ROOT / "configs" / "regressions.yaml").read_text())
+    spec = yaml.safe_load((ROOT / "irglow" / "configs" / "regressions.yaml").read_text())
     demo = next(e for e in spec["experiments"] if e["name"] == "demo-lexical")
     demo["expect"] = {"bm25": {"nDCG@10": 0.7400, "AP": demo["expect"]["bm25"]["AP"]}}
     spec["experiments"] = [demo, {"name": "elsewhere", "collection": str(tmp_path / "absent"), "tags": ["lexical"],

@@ -88,3 +88,19 @@ def test_a_sealed_configuration_refuses_every_read_nested_and_copied_alike():
         with pytest.raises(RuntimeError, match="read after it was bound"):
             read()
     assert snapshot["glow"]["model"] == {"fields": ["title"]}  # a deep copy taken while binding: a plain snapshot
+
+
+def test_the_shipped_configurations_are_found_from_any_folder(tmp_path, monkeypatch):
+    """Issue 70.1: `irglow run` said "configuration configs/demo.toml does not exist" from any folder but the clone;
+    the configurations are package data, found by the name the docs use (or the file's own name)."""
+    from irglow.config import SHIPPED, config_path, load_config
+
+    monkeypatch.chdir(tmp_path)
+    assert config_path("configs/demo.toml") == config_path("demo.toml") == SHIPPED / "demo.toml"
+    assert load_config("configs/msmarco-small.toml")["collection"]  # its base = "msmarco.toml" found beside it
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "demo.toml").write_text("[collection]\nname = \"mine\"\n")
+    assert load_config("configs/demo.toml")["collection"]["name"] == "mine"  # a file of one's own comes first
+    with pytest.raises(FileNotFoundError, match=r"configuration configs/nope.toml does not exist \(irglow ships .*"
+                                                r"demo.toml"):
+        config_path("configs/nope.toml")

@@ -21,10 +21,10 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
                      example="model.variant=glow-idf")
 
     s = g.add_parser("search", help="encode the corpus (embeddings on disk), faiss search → TREC run")
-    s.add_argument("data")
-    s.add_argument("--split", default="test")
-    s.add_argument("--model", required=True)
-    s.add_argument("--depth", type=positive_int, default=DEPTH)
+    s.add_argument("data", help="'demo', a BEIR folder or an ir_datasets id")
+    s.add_argument("--split", default="test", help="the queries searched (default: test)")
+    s.add_argument("--model", required=True, help="a trained GLOW/BERT model folder (irglow glow train)")
+    s.add_argument("--depth", type=positive_int, default=DEPTH, help=f"documents per query (default: {DEPTH})")
     s.add_argument("--faiss", choices=["flat", "hnsw", "ivf", "ivfpq"], default="flat",
                    help="flat: exact; hnsw; ivf (clusters, nprobe 128); ivfpq (1/16 of flat's memory, for corpora whose "
                         "flat index would not fit; recall against flat in BENCHMARKS.md)")
@@ -37,16 +37,17 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--read-all-fields", action="store_true",
                    help="a one-field model reads every field of the collection in its segment (title + text), as "
                         "models the pipeline trains on a one-field collection do")
-    s.add_argument("-o", "--output", required=True)
-    s.add_argument("--data-dir")
+    s.add_argument("-o", "--output", required=True, help="the run file to write")
+    s.add_argument("--data-dir", help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
     s.set_defaults(func=cmd_search)
 
     e = g.add_parser("explain", help="top attended words of a document per field, models side by side")
-    e.add_argument("data")
+    e.add_argument("data", help="'demo', a BEIR folder or an ir_datasets id")
     e.add_argument("--doc", required=True, help="document id")
-    e.add_argument("--model", action="append", required=True, metavar="NAME=DIR")
-    e.add_argument("--top", type=int, default=5)
-    e.add_argument("--data-dir")
+    e.add_argument("--model", action="append", required=True, metavar="NAME=DIR",
+                   help="a model to explain, named (repeat it to compare models side by side)")
+    e.add_argument("--top", type=int, default=5, help="words shown per field (default: 5)")
+    e.add_argument("--data-dir", help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
     e.set_defaults(func=cmd_explain)
 
 
@@ -75,7 +76,7 @@ def cmd_train(args) -> int:
     from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
     from irglow.utils.distributed import join
 
-    cfg = load_config(args.config).get("glow", {}) if Path(args.config).is_file() else {}
+    cfg = load_config(args.config).get("glow", {})  # a shipped configs/… file is found from any folder
     for item in args.set:
         apply_override(cfg, item)
     cfg.pop("enabled", None)

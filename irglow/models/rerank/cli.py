@@ -16,11 +16,11 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("run", help="TREC run file to re-rank")
     r.add_argument("--model", required=True, help="a trained monoBERT or NRM-F directory")
     r.add_argument("--data", required=True, help="the run's collection: 'demo', a BEIR folder, or an ir_datasets id")
-    r.add_argument("--split", default="test")
+    r.add_argument("--split", default="test", help="the split whose query texts the run ranks (default: test)")
     r.add_argument("--depth", **declared.option("rerank", "depth"))
-    r.add_argument("--batch-size", type=int, default=64)
-    r.add_argument("--tag", default=None)
-    r.add_argument("-o", "--output", required=True)
+    r.add_argument("--batch-size", type=int, default=64, help="query-document pairs scored at once (default: 64)")
+    r.add_argument("--tag", default=None, help="the re-ranked run's tag (default: <run tag>-<kind>)")
+    r.add_argument("-o", "--output", required=True, help="the re-ranked run file to write")
     add_duplicates_option(r)
     r.set_defaults(func=cmd_rerank)
     for kind, title in (("monobert", "monoBERT cross-encoder"), ("nrmf", "NRM-F multi-field ranker")):
@@ -31,20 +31,18 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
                              example="epochs=2, model.dim=128")
         t.set_defaults(kind=kind)
         e = g.add_parser("explain", help="a query's documents: score, and its change without each field")
-        e.add_argument("data")
-        e.add_argument("--model", required=True)
+        e.add_argument("data", help="'demo', a BEIR folder or an ir_datasets id")
+        e.add_argument("--model", required=True, help="a trained model folder")
         e.add_argument("--query", required=True, help="query text")
         e.add_argument("--doc", action="append", required=True, help="document id (repeatable)")
         e.set_defaults(func=cmd_explain)
 
 
 def train_config(kind: str, config_path: str, overrides: list[str]):
-    from pathlib import Path
-
     from irglow.config import apply_override, load_config
     from irglow.models.rerank.train import RerankTrainConfig
 
-    cfg = load_config(config_path).get(kind, {}) if Path(config_path).is_file() else {}
+    cfg = load_config(config_path).get(kind, {})  # a shipped configs/… file is found from any folder
     for item in overrides:
         apply_override(cfg, item)
     cfg.pop("enabled", None)
