@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from irglow.lexical.searchers import pool_config
+from irglow.lexical.searchers import pool_config, pool_inputs
 from tests.integration.pipelines import SMALL_DEMO
 
 
@@ -27,13 +27,16 @@ def test_the_experiments_bm25_reaches_the_trainers_pools(tmp_path, monkeypatch, 
         raise _Stop
 
     monkeypatch.setattr(GlowTrainer if stage == "glow" else RerankTrainer, "train", train)
-    for k1 in (0.9, 1.6):
-        config = {"data_dir": str(tmp_path / "data"), "collection": {"name": SMALL_DEMO},
-                  "output": {"dir": str(tmp_path / f"out-{k1}")}, "lexical": {"systems": ["bm25"], "k1": k1, "b": 0.5},
-                  stage: {"enabled": True}}
-        with pytest.raises(_Stop):
-            run_pipeline(config)
-    for k1, (bm25, _) in seen.items():
-        pool = pool_config(bm25, 30)
-        assert (pool.system, pool.k1, pool.b, pool.depth, pool.rm3) == ("bm25", k1, 0.5, 30, False)
-    assert seen[0.9][1].name != seen[1.6][1].name  # another pool, another training folder (its key)
+    k1 = 1.6
+    config = {"data_dir": str(tmp_path / "data"), "collection": {"name": SMALL_DEMO},
+              "output": {"dir": str(tmp_path / "out")}, "lexical": {"systems": ["bm25"], "k1": k1, "b": 0.5},
+              stage: {"enabled": True}}
+    with pytest.raises(_Stop):
+        run_pipeline(config)
+    bm25, folder = seen[k1]
+    pool = pool_config(bm25, 30)
+    assert (pool.system, pool.k1, pool.b, pool.depth, pool.rm3) == ("bm25", 1.6, 0.5, 30, False)
+    # another pool, another model: the training folder's key holds the pool's k1 and b (the defaults add nothing, so
+    # the models trained before keep their folders)
+    assert pool_inputs(bm25) == {"bm25": {"k1": 1.6, "b": 0.5}}
+    assert pool_inputs(pool_config(None, 30)) == {} == pool_inputs(None)

@@ -396,3 +396,25 @@ def test_the_statistics_of_a_read_only_index_go_to_the_cache(tmp_path, monkeypat
     (index.path / stats.STATS_DIR).mkdir()
     (index.path / stats.STATS_DIR / "meta.json").write_text("{}")  # exported before the place became read-only
     assert stats.stats_dir(index) == index.path / stats.STATS_DIR
+
+
+def test_the_inputs_ranks_compare_move_with_the_corpus_the_queries_and_the_qrels(tmp_path):
+    """Issue 67.2 (the torchrun test changes the corpus; here each input alone)."""
+    from irglow.data.beir import BeirCollection
+    from irglow.data.collection import input_digests
+    from tests.files import write_beir
+
+    def digests(name, **changes):
+        folder = write_beir(tmp_path / name, **changes)
+        collection = BeirCollection(folder)
+        collection.irglow_data_dir = tmp_path / "data"
+        return input_digests(collection, ["test"])
+
+    base = digests("a")
+    assert set(base) == {"collection", "queries:test", "qrels:test"}
+    other_corpus = digests("a2", docs=['{"_id": "d1", "title": "lyme", "text": "lyme disease ticks"}'])
+    other_queries = digests("a3", queries=['{"_id": "q1", "text": "lyme disease"}'])
+    other_qrels = digests("a4", qrels="query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    assert other_corpus["collection"] != base["collection"]
+    assert other_queries["queries:test"] != base["queries:test"] and other_queries["qrels:test"] == base["qrels:test"]
+    assert other_qrels["qrels:test"] != base["qrels:test"]
