@@ -100,7 +100,7 @@ def reproductions_markdown() -> str:
              "The reproduction matrix (`configs/regressions.yaml`): each experiment runs through the pipeline and "
              "every figure must come back within its tolerance. `make regressions` runs all of it (`irglow "
              "regressions`), `make regressions TAGS=lexical` one tag; `make test` runs the `lexical` part. An "
-             "experiment marked optional needs data that may be absent (`../shared`), and is reported as skipped, "
+             "experiment marked optional needs data that may be absent (a collection folder), and is reported as skipped, "
              "never as passed. This page is generated from the file.", "",
              "| experiment | collection | split | tags | run | expected | tolerance | command |",
              "|:--|:--|:--|:--|:--|:--|--:|:--|"]

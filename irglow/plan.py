@@ -24,7 +24,7 @@ from irglow.runs.wanted import ALL
 from irglow.hybrid import FusionSettings
 from irglow.models.validation import check_stages
 from irglow.rankers import Lexical, Ranker
-from irglow.stages import STAGES
+from irglow import stages  # its STAGES read when binding: a registry tests and plugins extend
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
@@ -254,7 +254,7 @@ def ranker(spec, config: dict[str, Any] | None = None):
     if not isinstance(spec, str) or not spec:
         raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
     config = config or {}
-    for stage in STAGES:
+    for stage in stages.STAGES:
         found = stage.ranker(spec, config, lambda name: ranker(name, config))
         if found is not None:
             return found
@@ -265,7 +265,7 @@ def ranker(spec, config: dict[str, Any] | None = None):
 def _stage_runs() -> list[str]:
     """The runs the stages write with their default settings (for the error naming what exists)."""
     names = []
-    for stage in STAGES:
+    for stage in stages.STAGES:
         try:
             names += stage.default_tags()
         except (ValueError, TypeError, KeyError):
@@ -293,7 +293,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
     Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
     :meth:`Plan.with_fields`)."""
-    check_settings(config, {**SECTIONS, **{s.name: None for s in STAGES}}, "top-level")
+    check_settings(config, {**SECTIONS, **{s.name: None for s in stages.STAGES}}, "top-level")
     for section, keys in SECTIONS.items():
         if keys is not None and section in config:
             if not isinstance(config[section], dict):
@@ -308,13 +308,13 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
     validation = ValidationSettings(tuple(as_names(settings.value(config, "validation", "also"))),
                                     settings.value(config, "validation", "queries"),
                                     None if chosen_by is None else tuple(as_names(chosen_by)))
-    check_stages(validation.stages, [s.name for s in STAGES if s.validates_elsewhere])
+    check_stages(validation.stages, [s.name for s in stages.STAGES if s.validates_elsewhere])
     ev = config.get("eval", {})
     # each measure once, by its ir_measures name: "NDCG@10 nDCG@10" or "MRR@10 RR@10" is one column, not a failure
     # after every stage has run
     measures = tuple(str(m) for m in parse_measures(ev.get("measures", DEFAULT_MEASURES)))
     bound = []
-    for s in STAGES:  # in the order they run
+    for s in stages.STAGES:  # in the order they run
         enabled = s.always_enabled or flag(config, s.name)
         if not enabled and isinstance(config.get(s.name), dict) and set(config[s.name]) - {"enabled"}:
             try:  # a disabled section is checked all the same, whatever its size: a misspelt key would surface the
