@@ -89,7 +89,8 @@ def _suggestion(message: str, parser: argparse.ArgumentParser) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="irglow", description="irglow: lexical baselines, neural rankers on top of them and honest "
                     "comparison tables, one command at a time")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what each step does (INFO), not only warnings")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log what each step does (INFO), not only warnings")
     parser.add_argument("--version", action="version", version=f"irglow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for register in COMMANDS:

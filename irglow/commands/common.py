@@ -17,8 +17,10 @@ def add_data_options(p: argparse.ArgumentParser, split: bool = True) -> None:
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fields", nargs="*", default=None, help="document fields to index (default: all)")
-    p.add_argument("--stemmer", default=STEMMER, choices=list(STEMMERS), help=f"the analyzer's stemmer (default {STEMMER})")
-    p.add_argument("--keep-stopwords", action="store_true", help="index stopwords too (default: Lucene's English list is removed)")
+    p.add_argument("--stemmer", default=STEMMER, choices=list(STEMMERS),
+                   help=f"the analyzer's stemmer (default {STEMMER})")
+    p.add_argument("--keep-stopwords", action="store_true",
+                   help="index stopwords too (default: Lucene's English list is removed)")
     p.add_argument("--threads", type=lambda t: positive_int(t, 0), default=0,
                    help="indexing threads (0, the default: every core this process may use)")
 

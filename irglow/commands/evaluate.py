@@ -217,7 +217,8 @@ def register(sub) -> None:
         p.add_argument("runs", nargs="+", help="TREC run files")
         p.add_argument("--qrels", help="TREC qrels file")
         p.add_argument("--data", help="or: a collection whose qrels to use")
-        p.add_argument("--split", default="test", help="with --data: the split whose qrels judge the runs (default: test)")
+        p.add_argument("--split", default="test",
+                       help="with --data: the split whose qrels judge the runs (default: test)")
         p.add_argument("-m", "--measures", action=_AddMeasures, default=" ".join(DEFAULT_MEASURES), metavar="MEASURES",
                        help=f"ir_measures names; repeat it or list them: -m nDCG@10 -m AP, -m 'nDCG@10 AP' "
                             f"(default: {' '.join(DEFAULT_MEASURES)}, as the pipeline)")
@@ -255,7 +256,7 @@ def register(sub) -> None:
             p.add_argument("--heatmap", help="where --pairs all writes its heatmap (default: <-o without its suffix>"
                                              "-pairs.png beside -o, else pairs.png)")
             p.add_argument("--risk-alpha", default="1,5", help="URisk/TRisk α values, comma-separated ('' for none)")
-            p.add_argument("-o", "--output", help="also write the table (compare) or the page (report: default report.html) "
-                                                  "to this file")
+            p.add_argument("-o", "--output", help="also write the table (compare) or the page (report: default "
+                                                  "report.html) to this file")
             p.add_argument("--plot", help="write a bar chart (PNG/PDF/SVG)")
         p.set_defaults(func=func)

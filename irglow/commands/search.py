@@ -90,9 +90,11 @@ def register(sub) -> None:
     p.add_argument("--k1", type=float, default=BM25_K1, help=f"BM25's k1 (default: {BM25_K1})")
     p.add_argument("--b", type=float, default=BM25_B, help=f"BM25's b (default: {BM25_B})")
     p.add_argument("--mu", type=float, default=QLD_MU, help="qld's Dirichlet prior μ (default: %(default)s)")
-    p.add_argument("--depth", type=positive_int, default=DEPTH, help=f"documents retrieved per query (default: {DEPTH})")
+    p.add_argument("--depth", type=positive_int, default=DEPTH,
+                   help=f"documents retrieved per query (default: {DEPTH})")
     p.add_argument("--field-weight", action="append", metavar="FIELD=W", help="bm25-mf/bm25f field weight")
-    p.add_argument("--rm3", action="store_true", help="expand each query by RM3 (bm25 and bm25-mf; the run <system>-rm3)")
+    p.add_argument("--rm3", action="store_true",
+                   help="expand each query by RM3 (bm25 and bm25-mf; the run <system>-rm3)")
     p.add_argument("--topics", help="TREC/TSV/BEIR topics file instead of the collection's queries")
     p.add_argument("--query", help="search one query and print the top hits")
     p.add_argument("--show", type=positive_int, default=10, help="with --query: the hits printed (default: 10)")

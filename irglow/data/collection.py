@@ -119,7 +119,7 @@ class SampledCollection:
         return None
 
 
-def input_digests(collection: Collection, splits, qrels: bool = True) -> dict[str, str]:
+def input_digests(collection: Collection, splits) -> dict[str, str]:
     """What a job reads of ``collection``, by content: its name (which carries its corpus's digest: a BEIR folder's
     corpus.jsonl, a demo's settings, an ir_datasets id) and each split's queries and judgments.  Ranks of one
     ``torchrun`` job compare these before any work (:func:`irglow.utils.distributed.agree`): a node whose corpus,
@@ -130,8 +130,7 @@ def input_digests(collection: Collection, splits, qrels: bool = True) -> dict[st
     for split in dict.fromkeys(splits):
         try:
             out[f"queries:{split}"] = queries_digest(collection.queries(split))
-            if qrels:
-                out[f"qrels:{split}"] = qrels_digest(collection.qrels(split))
+            out[f"qrels:{split}"] = qrels_digest(collection.qrels(split))
         except (KeyError, ValueError, FileNotFoundError) as e:  # a split this collection lacks: said where it is read
             out[f"split:{split}"] = f"absent ({type(e).__name__})"
     return out

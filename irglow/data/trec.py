@@ -96,10 +96,11 @@ _DECIMAL_LABEL = re.compile(r"([+-]?[0-9]*)\.[0-9]*", re.ASCII)
 MAX_LABEL = 1_000_000
 
 
-def check_label(label: int) -> int:
-    """A label trec_eval's arrays can hold (``|label| <= MAX_LABEL``), else ``ValueError`` saying why."""
+def check_label(label: int, where: str = "") -> int:
+    """A label trec_eval's arrays can hold (``|label| <= MAX_LABEL``), else ``ValueError`` saying why (``where``:
+    the judgment it belongs to, put first)."""
     if not -MAX_LABEL <= label <= MAX_LABEL:
-        raise ValueError(f"relevance {label} is beyond ±{MAX_LABEL:,}: trec_eval and pytrec_eval size an array by the "
+        raise ValueError(f"{where}relevance {label} is beyond ±{MAX_LABEL:,}: trec_eval and pytrec_eval size an array by the "
                          f"largest label (this one would ask for {8 * (abs(label) + 1) / 2**30:,.1f} GiB and score "
                          f"wrongly where it cannot get it); write the labels on a graded scale (0, 1, 2 …)")
     return label

@@ -20,7 +20,7 @@ from ir_measures.measures.base import SumAgg
 from ir_measures.providers import registry
 
 from irglow.data.records import Qrel
-from irglow.data.trec import MAX_LABEL, check_label
+from irglow.data.trec import check_label
 from irglow.eval import vectorized
 from irglow.runs.columns import Columns, RankedRun
 from irglow.runs.trec import Run
@@ -156,11 +156,7 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
     pytrec_eval gives, at a fraction of its cost); any other goes to ir_measures."""
     qids = sorted({q.query_id for q in qrels})
     for q in qrels:  # qrels from Python or ir_datasets, not only from a file (read_qrels checks those by line)
-        if not -MAX_LABEL <= q.relevance <= MAX_LABEL:
-            try:
-                check_label(q.relevance)
-            except ValueError as e:
-                raise ValueError(f"query {q.query_id}, document {q.doc_id}: {e}") from None
+        check_label(q.relevance, f"query {q.query_id}, document {q.doc_id}: ")
     # a query the run misses, as ``trec_eval -c`` scores it: NumQ counts it and NumRel its relevant documents (both
     # follow the judgments alone); every other measure is 0
     out: dict[str, dict[str, float]] = {str(m): missed_values(m, qrels, qids) for m in measures}

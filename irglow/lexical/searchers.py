@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable, Mapping, Sequence
 
@@ -44,8 +44,6 @@ MAX_PYSERINI_CLAUSES = 1024
 def pool_config(bm25: "LexicalConfig | None", depth: int) -> "LexicalConfig":
     """The BM25 a trainer's candidate pool searches with: the experiment's (``bm25``: its bound ``[lexical]`` BM25,
     k1 and b), else the defaults (a trainer run alone, ``irglow glow train``), to ``depth`` documents."""
-    from dataclasses import replace
-
     return replace(bm25 or LexicalConfig("bm25"), system="bm25", rm3=False, depth=depth)
 
 

@@ -155,6 +155,7 @@ class Columns:
 
 
 _OTHER_WHITESPACE = (b"\t", b"\v", b"\f")
+_EMPTY_FIELD = (b"  ", b"\n ", b" \n", b" \r")  # an empty column to Arrow's one-delimiter split
 
 
 def _single_spaced(path: Path, block: int = 1 << 24) -> bool:
@@ -168,8 +169,7 @@ def _single_spaced(path: Path, block: int = 1 << 24) -> bool:
         while chunk := f.read(block):
             if any(c in chunk for c in _OTHER_WHITESPACE):
                 return False
-            joined = last + chunk  # a pair split between two blocks
-            if any(p in joined for p in (b"  ", b"\n ", b" \n", b" \r")):
+            if any(p in chunk or p == last + chunk[:1] for p in _EMPTY_FIELD):  # a pair may straddle two blocks
                 return False
             last = chunk[-1:]
             if carry_cr and not chunk.startswith(b"\n"):

@@ -275,8 +275,8 @@ def test_compare_and_report_agree_with_ir_measures(data):
         qrels_path = str(write_qrels_file(Path(tmp) / "q.qrels", qrels_model, draw))
         args = build_parser().parse_args(["report", *paths, "--qrels", qrels_path, "-m", " ".join(MEASURES), "--depth", "3",
                                           "--permutations", "10"])
-        if any(m and not set(m) & set(qrels_model) for m, _ in models):
-            with pytest.raises(ValueError, match="shares 0 of its"):
+        if any(not set(m) & set(qrels_model) for m, _ in models):  # an empty run too (trec_eval's exit 7)
+            with pytest.raises(ValueError, match="shares 0 of its|ranks no document for any query"):
                 _comparison(args, read_qrels(qrels_path))
             return
         cmp = _comparison(args, read_qrels(qrels_path))

@@ -70,8 +70,6 @@ def _load(args):
 
 @collective
 def cmd_train(args) -> int:
-    from pathlib import Path
-
     from irglow.config import apply_override, load_config, write_manifest
     from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
     from irglow.utils.distributed import join

@@ -202,7 +202,7 @@ class GlowTrainer:
         is also chosen on — each searched in its own corpus with its own statistics, the mean over sources kept.
         ``bm25``: the experiment's BM25 (``[lexical]`` k1 and b), which the hard negatives and validation pools are
         searched with (``None``: the defaults)."""
-        cfg, pool = self.config, bm25
+        cfg = self.config
         seed_everything(cfg.seed)
         model = GlowEncoder.from_pretrained_bert(cfg.model).to(self.device)
         freeze_lower(model, cfg.freeze_layers)
@@ -220,12 +220,12 @@ class GlowTrainer:
             cfg.model.weights["avg_query_len"] = weighter.set_avg_query_len([q.text for q in queries])
         featurizer = Featurizer(cfg.model, model.tokenizer, weighter)
         ex = Examples.split(docs, queries, qrels, cfg.val_fraction, f"GLOW[{cfg.model.variant}] training", cfg.seed)
-        bm25 = LexicalSearcher(index, pool_config(pool, max(cfg.hard_negative_depth, cfg.val_pool_depth))
-                               ).search([ex.queries[q] for q in ex.ids])
-        ex.mine(bm25, cfg.hard_negative_depth)
-        val = _Validation(featurizer, validation_docs(docs, bm25, ex.val_ids, cfg.val_max_docs, cfg.val_pool_depth),
+        pooled = LexicalSearcher(index, pool_config(bm25, max(cfg.hard_negative_depth, cfg.val_pool_depth))
+                                 ).search([ex.queries[q] for q in ex.ids])
+        ex.mine(pooled, cfg.hard_negative_depth)
+        val = _Validation(featurizer, validation_docs(docs, pooled, ex.val_ids, cfg.val_max_docs, cfg.val_pool_depth),
                           [ex.queries[q] for q in ex.val_ids], ex.held_out_qrels(qrels), ex.val_ids,
-                          [_OtherSource(v, model, pool_config(pool, cfg.val_pool_depth), max_docs=cfg.val_max_docs)
+                          [_OtherSource(v, model, pool_config(bm25, cfg.val_pool_depth), max_docs=cfg.val_max_docs)
                            for v in validation])
         batch_size = fit_batch(cfg.batch_size, len(ex.train_ids), f"GLOW[{cfg.model.variant}] training",
                                "batch_size", cfg.grad_accum)  # grad_accum batches a step, over every process
@@ -239,7 +239,7 @@ class GlowTrainer:
             groups.append({"params": list(scorer.parameters()), "lr": cfg.scorer_lr, "weight_decay": 0.0})
         opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
         inputs = training_inputs(cfg, queries, qrels, index)
-        inputs["data"].update(pool_inputs(pool))
+        inputs["data"].update(pool_inputs(bm25))
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
         task = _GlowTask(self, model, scorer, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), ex, val,

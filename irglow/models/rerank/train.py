@@ -150,17 +150,16 @@ class RerankTrainer:
         ex = Examples.split(docs, queries, qrels, cfg.val_fraction, f"{cfg.kind} training", cfg.seed)
         if not ex.train_ids:
             raise ValueError("no training query has a judged-relevant document in the collection")
-        pool = bm25
-        bm25 = first_stage if first_stage is not None else LexicalSearcher(
-            index, pool_config(pool, max(cfg.negative_depth, cfg.val_depth))).search([ex.queries[q] for q in ex.ids])
-        ex.mine(bm25, cfg.negative_depth)
+        pooled = first_stage if first_stage is not None else LexicalSearcher(
+            index, pool_config(bm25, max(cfg.negative_depth, cfg.val_depth))).search([ex.queries[q] for q in ex.ids])
+        ex.mine(pooled, cfg.negative_depth)
         # an optimizer step takes grad_accum batches over every process: the steps one process takes
         batch = fit_batch(cfg.batch_queries, len(ex.train_ids), f"{cfg.kind} training", "batch_queries",
                           cfg.grad_accum)
         total_steps = cfg.max_steps or max(1, len(ex.train_ids) // (batch * cfg.grad_accum)) * cfg.epochs
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         inputs = training_inputs(cfg, queries, qrels, index)
-        inputs["data"].update(pool_inputs(pool))
+        inputs["data"].update(pool_inputs(bm25))
         if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too
             from irglow.utils.digest import records_digest
 
@@ -168,9 +167,9 @@ class RerankTrainer:
                 (q, d, s) for q, docs in sorted(first_stage.ranking.items()) for d, s in docs)
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
-        others = [(v, LexicalSearcher(v.index, pool_config(pool, cfg.val_depth)).search(list(v.queries)))
+        others = [(v, LexicalSearcher(v.index, pool_config(bm25, cfg.val_depth)).search(list(v.queries)))
                   for v in validation]
-        candidates = Run({q: bm25.ranking.get(q, [])[: cfg.val_depth] for q in ex.val_ids}, bm25.tag)
+        candidates = Run({q: pooled.ranking.get(q, [])[: cfg.val_depth] for q in ex.val_ids}, pooled.tag)
         task = _RerankTask(model, opt, warmup_then_decay(opt, cfg.warmup_ratio, total_steps), cfg, self.device, batch,
                            ex, candidates, ex.held_out_qrels(qrels), others)
         TrainingLoop(task, LoopSettings.of(cfg), self.out, self.device).run(resume, inputs, {"batch_queries": batch})
