@@ -2,7 +2,8 @@
 
 - ``reference/settings.md``: every setting, from the declarations ``irglow settings`` prints;
 - ``reference/cli.md``: every command and option, from irglow's argparse parsers;
-- ``reference/api.md``: the public modules' docstrings (mkdocstrings);
+- ``reference/api/``: a page per public module from its docstrings (mkdocstrings; ``docs/api_docstrings.py``
+  links their cross-references and writes each signature's parameter table);
 - ``reproductions.md``: the reproduction matrix, from ``configs/regressions.yaml``;
 - ``tutorial.md``: ``docs/tutorial.ipynb`` as a page (its outputs are made by running it, never stored).
 
@@ -18,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # the modules whose docstrings make the API reference, in the order a user meets them
-API_MODULES = ("irglow.experiment", "irglow.rankers", "irglow.pyterrier", "irglow.data.collection",
+API_MODULES = ("irglow.experiment", "irglow.rankers", "irglow.pyterrier", "irglow.data.collection", "irglow.data.records",
                "irglow.index.lucene_index", "irglow.index.stats", "irglow.lexical.searchers", "irglow.runs.trec",
                "irglow.runs.fusion", "irglow.eval.compare", "irglow.eval.measures", "irglow.stage",
                "irglow.runs.keys", "irglow.models.rerank.kinds", "irglow.settings")
@@ -83,11 +84,26 @@ def cli_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def api_page(module: str) -> str:
+    """``reference/api/<module>.md``: the module, every public member with its signature and parameter table."""
+    return "\n".join([f"# `{module}`", "", f"::: {module}", "    options:", "      show_root_heading: false",
+                      "      heading_level: 2", ""]) + "\n"
+
+
 def api_markdown() -> str:
-    lines = ["# API reference", "", "Generated from the docstrings of irglow's public modules.", ""]
+    """``reference/api/index.md``: the modules, in the order a user meets them, each with its summary line."""
+    import importlib
+
+    lines = ["# API reference", "",
+             "Generated from the docstrings when the site is built, a page per module: every public class, function "
+             "and method with its signature and a table of its parameters (types and defaults from the signature). "
+             "Settings are in the [settings reference](../settings.md), commands in the "
+             "[command-line reference](../cli.md).", "", "| module | what it holds |", "|:--|:--|"]
     for module in API_MODULES:
-        lines += [f"## `{module}`", "", f"::: {module}", "    options:", "      show_root_heading: false",
-                  "      heading_level: 3", ""]
+        doc = (importlib.import_module(module).__doc__ or "").strip()
+        first = re.split(r"(?<=\.)\s", " ".join(doc.split()), maxsplit=1)[0] if doc else ""
+        first = re.sub(r":(?:class|meth|func|mod|attr|data|exc|obj):`~?([^`]+)`", r"`\1`", first)
+        lines.append(f"| [`{module}`]({module}.md) | {_cell(placeholders_as_text(first))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -128,7 +144,8 @@ def tutorial_markdown() -> str:
 
 
 PAGES = {"reference/settings.md": settings_markdown, "reference/cli.md": cli_markdown,
-         "reference/api.md": api_markdown, "reproductions.md": reproductions_markdown,
+         "reference/api/index.md": api_markdown,
+         **{f"reference/api/{m}.md": (lambda m=m: api_page(m)) for m in API_MODULES}, "reproductions.md": reproductions_markdown,
          "tutorial.md": tutorial_markdown}
 
 

@@ -3,7 +3,7 @@ from a few arguments, its result the comparison object ``irglow compare`` render
 
     from irglow import Experiment, Lexical, Dense, Fusion, MonoBERT, Rerank, TWBert
     hybrid = Lexical("bm25f") + Dense("glow")
-    exp = Experiment("../shared/data/scifact", systems=[Lexical("bm25"), TWBert(), hybrid, hybrid >> MonoBERT()],
+    exp = Experiment("beir/scifact", systems=[Lexical("bm25"), TWBert(), hybrid, hybrid >> MonoBERT()],
                      measures="nDCG@10 R@100")
     cmp = exp.run()          # cached by content exactly like `irglow run`
     cmp.table(); cmp.per_query("nDCG@10"); cmp.pairs()
@@ -29,7 +29,30 @@ from irglow.utils.atomic import atomic_write_text
 
 
 class Experiment:
-    """One experiment: a collection, the systems to compare, the measures and the baseline (see the module)."""
+    """One experiment: a collection, the systems to compare, the measures and the baseline (see the module).
+
+    Args:
+        collection: What to evaluate on: an ir_datasets id (``beir/scifact``), a BEIR folder, a TREC collection
+            folder or ``demo`` (the embedded collection); its ``test_split`` is evaluated.
+        systems: The rankers to compare (``Lexical("bm25")``, ``TWBert()``, ``Lexical("bm25f") + Dense("glow")``,
+            ``first >> MonoBERT()`` …) or their run names (``"bm25"``, ``"monobert(twbert)"``); each switches on
+            the stages that make it.
+        measures: ir_measures names, as a list or one string (``"nDCG@10 R@100"``); unset: the configuration's
+            ``[eval] measures``, else irglow's defaults.
+        baseline: The ranker the others are tested against (significance marks, risk); unset: the first system.
+        train: The collection(s) trained models learn from; unset: ``collection`` itself (its ``train_split``).
+        train_split: The split of the training collection the models learn from.
+        test_split: The split evaluated.
+        config: A configuration file (``configs/demo.toml``, any path, or a shipped ``configs/<name>``) or a
+            dict to start from: each stage's own settings; the arguments here are laid on it.
+        settings: Dotted overrides, as ``--set`` gives them: ``{"lexical.k1": 1.2, "glow.epochs": 2}``.
+        out: The output folder (runs, tables, report, manifest); unset: ``runs/experiments/<collection>``.
+        seed: The experiment's seed (sampling, the shared held-out queries); unset: the file's, else 13.
+
+    Raises:
+        ValueError: A setting that is misspelt, out of range or contradicted by another ranker, named with its key,
+            before any work.
+    """
 
     def __init__(self, collection: str, systems: Sequence[Any] = ("bm25",), measures: str | Sequence[str] | None = None,
                  baseline: Any = None, *, train: str | Sequence[str] | None = None, train_split: str = "train",

@@ -28,7 +28,7 @@ from irglow import stages  # its STAGES read when binding: a registry tests and 
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
 SECTIONS: dict[str, tuple[str, ...] | None] = {
-    "seed": None, "data_dir": None,
+    **{k: None for k in settings.TOP_LEVEL if k != "base"},  # seed, data_dir (base: resolved when a file loads)
     "collection": None,  # declared in irglow.settings (as are [output], [fusion], [validation], [zero_shot])
     "index": tuple(f.name for f in dataclasses.fields(IndexConfig)),
     "eval": None,  # declared in irglow.settings

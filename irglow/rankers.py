@@ -36,13 +36,17 @@ class Ranker:
 
     @property
     def tag(self) -> str:
+        """The run's name: its run file is ``<tag>.run``, its row in the tables ``<tag>``."""
         raise NotImplementedError
 
     @property
     def parts(self) -> tuple["Ranker", ...]:
+        """The rankers this one is made of (a fusion's parts, a re-ranking's first stage); none for a stage's own run."""
         return ()
 
     def configure(self, config: dict[str, Any]) -> None:
+        """Write into ``config`` the sections and entries that make this ranker's run (its parts' first); a setting
+        another ranker of the same experiment set otherwise is an error naming both values."""
         raise NotImplementedError
 
     def __add__(self, other: "Ranker") -> "Fusion":

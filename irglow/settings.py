@@ -374,12 +374,28 @@ def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> Non
         raise ValueError(f"unknown {what} setting(s) {unknown}{meant}; known: {', '.join(map(str, known))}")
 
 
+# the keys a configuration holds outside any section (the binding, irglow.plan.SECTIONS, accepts these and no other)
+TOP_LEVEL: dict[str, str] = {
+    "base": "a file this one changes (path relative to this file, or a shipped `configs/<name>`): its settings, "
+            "then this file's laid on them table by table",
+    "seed": "the seed of the collection's query samples (`[collection] max_queries`), the held-out queries every "
+            "trainer shares, and the re-rankers' validation split (unset: 13); each trainer's own draws follow its "
+            "section's `seed`",
+    "data_dir": "the folder indexes and document stores are built in and reused from (`irglow run --data-dir`; unset: "
+                "`$IRGLOW_DATA`, else `./data`)",
+}
+
+
 def reference(sections: list[str] | None = None, classes: dict[str, type] | None = None) -> str:
     """The settings reference as markdown: ``irglow settings`` prints it and the docs' settings page is it (docs/gen_pages.py).  ``classes``:
     the settings dataclasses by section (a section both declares here and in a class — ``[twbert]`` — is one
     table: its stage keys, then its trainer's fields)."""
     classes = classes or {}
     lines = []
+    if sections is None:
+        lines += ["### Top level", "", "Keys outside any section; a section's `config = \"file\"` starts that section "
+                  "from the file's table of the same name.", "", "| key | meaning |", "|:--|:--|",
+                  *(f"| `{k}` | {doc} |" for k, doc in TOP_LEVEL.items()), ""]
     for section in [*DECLARED, *(c for c in classes if c not in DECLARED)]:
         if sections is not None and section not in sections:
             continue

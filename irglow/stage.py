@@ -40,6 +40,7 @@ class Result:
             Result._kinds[cls.kind] = cls
 
     def to_json(self) -> dict[str, Any]:
+        """The result as the JSON the run records keep (its kind and fields)."""
         return {"kind": self.kind, **asdict(self)}
 
 

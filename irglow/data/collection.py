@@ -15,19 +15,29 @@ from irglow.defaults import SEED
 
 
 class Collection(Protocol):
+    """What every collection gives, whatever its source (ir_datasets, a BEIR or TREC folder, the demo): its documents
+    as a lazy iterator, each split's queries and judgments, and a ``name`` that says its content (indexes and
+    caches are keyed on it)."""
     name: str
 
     @property
     def fields(self) -> tuple[str, ...]: ...
 
-    def docs_iter(self) -> Iterator[Document]: ...
+    def docs_iter(self) -> Iterator[Document]:
+        """Every document once, in the collection's order, read lazily (the corpus is never held whole)."""
 
-    def queries(self, split: str) -> list[Query]: ...
+    def queries(self, split: str) -> list[Query]:
+        """The queries of ``split`` (``train``, ``dev``, ``test`` …); a split the collection lacks is a ``KeyError``
+        naming those it has."""
 
-    def qrels(self, split: str) -> list[Qrel]: ...
+    def qrels(self, split: str) -> list[Qrel]:
+        """The relevance judgments of ``split`` (ir_measures' ``Qrel``: query id, document id, label)."""
 
 
 def load_collection(spec: str) -> Collection:
+    """The collection ``spec`` names: ``demo`` or ``demo:key=value,…`` (generated, offline), a BEIR folder
+    (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``) or an ir_datasets id (``beir/scifact``; downloaded
+    by ir_datasets on first use).  A path that exists but is no BEIR folder is an error naming it."""
     from irglow.data.beir import BeirCollection, is_beir_folder
 
     if spec == "demo" or spec.startswith("demo:"):
@@ -88,18 +98,21 @@ class SampledCollection:
         return self._kept[split]
 
     def queries(self, split: str) -> list[Query]:
+        """The kept queries of ``split`` (all of them where the split is not sampled)."""
         if split not in self.max_queries:
             return self.base.queries(split)
         kept = self._query_ids(split)
         return [q for q in self.base.queries(split) if q.query_id in kept]
 
     def qrels(self, split: str) -> list[Qrel]:
+        """The judgments of the kept queries of ``split``."""
         if split not in self.max_queries:
             return self.base.qrels(split)
         kept = self._query_ids(split)
         return [r for r in self.base.qrels(split) if r.query_id in kept]
 
     def docs_iter(self) -> Iterator[Document]:
+        """Every document judged for a kept query, and the first ``max_docs`` others, in the base collection's order."""
         judged = {r.doc_id for split in self.splits for r in self.qrels(split)}
         others = 0
         for doc in self.base.docs_iter():
@@ -116,6 +129,7 @@ class SampledCollection:
         return SampledStore(self, docs_store(self.base))
 
     def docs_count(self) -> int | None:
+        """The number of documents when known without reading them (``None`` otherwise)."""
         return None
 
 

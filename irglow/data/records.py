@@ -38,6 +38,7 @@ class Document(NamedTuple):
 
 
 class Query(NamedTuple):
+    """A query: its id and its text (what is searched and encoded)."""
     query_id: str
     text: str
 

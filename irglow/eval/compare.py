@@ -104,6 +104,7 @@ class Comparison:
 
     # -- cells -----------------------------------------------------------------------------------
     def significant(self, run: str, measure: str) -> bool:
+        """Whether ``run`` differs from the baseline on ``measure`` at the table's corrected level."""
         p = self.pvalues.loc[run, measure]
         return bool(p == p and p < self.alpha)
 
@@ -200,12 +201,15 @@ class Comparison:
         return f"{TEST_NAMES[self.test]} ({draws}), two-sided, {corrected}, p < {self.alpha}"
 
     def ci_description(self) -> str:
+        """How the confidence intervals were made, as the caption says it."""
         if self.test == "t":
             return "95% CI: Student's t interval, not adjusted for multiple comparisons"
         return (f"95% CI: paired bootstrap percentile interval ({self.permutations:,} resamples), not adjusted "
                 f"for multiple comparisons, so it can exclude 0 where the corrected test gives no mark")
 
     def caption(self) -> str:
+        """The table's caption: the queries, what the marks mean (test, correction, level), and every warning (queries
+        missing from a run, few judged documents)."""
         missed = {r: n for r, n in (self.missing or {}).items() if n}
         note = ("" if not missed else " Judged queries missing from a run score 0 (as `trec_eval -c`): "
                 + ", ".join(f"`{r}` misses {n}" for r, n in missed.items()) + ".")
@@ -230,6 +234,8 @@ class Comparison:
 
     # -- extra tables ----------------------------------------------------------------------------
     def risk_table(self, digits: int = 4) -> pd.DataFrame | None:
+        """URisk and TRisk against the baseline as strings (``*`` where TRisk is significant), or ``None`` when not
+        computed."""
         if self.risk is None or self.risk.empty:
             return None
         out = self.risk.map(lambda v: "–" if v != v else "∞" if v == float("inf") else "−∞" if v == float("-inf")
@@ -243,20 +249,24 @@ class Comparison:
         return out
 
     def pairs_table(self) -> pd.DataFrame | None:
+        """Every pair's randomized Tukey HSD adjusted p-value as strings, or ``None`` when not computed."""
         if self.pair_p is None:
             return None
         return self.pair_p.map(lambda p: "–" if p != p else f"{p:.3f}")
 
     def risk_intro(self) -> str:
+        """The sentence that introduces the risk table."""
         return (f"Risk against `{self.baseline}` on {self.means.columns[0]} (URisk: mean of per-query gains minus "
                 f"(1+α)·losses; TRisk: its t statistic, * where |TRisk| is significant at p < {self.alpha}; Dinçer "
                 f"et al., SIGIR 2014):")
 
     def pairs_intro(self) -> str:
+        """The sentence that introduces the pairs table."""
         return (f"All pairs on {self.means.columns[0]}: randomized Tukey HSD adjusted p-values "
                 f"({self.permutations:,} permutations):")
 
     def extras_markdown(self) -> str:
+        """The risk and pairs tables, each with its introduction, in markdown (empty when neither was computed)."""
         parts = []
         risk = self.risk_table()
         if risk is not None:
@@ -294,6 +304,8 @@ class Comparison:
 
     # -- renderings ------------------------------------------------------------------------------
     def to_markdown(self) -> str:
+        """The table in markdown (means, ▲/▼ marks, Δ [CI] with ``show_ci``), its caption and the extra tables:
+        ``results.md``."""
         return self.marked().to_markdown(disable_numparse=True) + "\n\n" + self.caption() + "\n" + \
             self.extras_markdown()
 
@@ -323,6 +335,8 @@ class Comparison:
         return frame.to_csv()
 
     def to_latex(self) -> str:
+        """The table as a LaTeX ``table`` (booktabs; ▲/▼ as math triangles, names escaped) with its caption:
+        ``results.tex``."""
         marked = self.marked().map(lambda s: s.replace(" ▲", r"$^{\blacktriangle}$").replace(" ▼", r"$^{\blacktriangledown}$"))
         marked.index = [latex_escape(str(i)) for i in marked.index]
         marked.columns = [latex_escape(str(c)) for c in marked.columns]
@@ -330,6 +344,7 @@ class Comparison:
         return latex_table(body, self.caption())
 
     def render(self, fmt: str) -> str:
+        """The table in ``fmt``: ``markdown`` (or ``md``), ``csv`` or ``latex``."""
         return {"markdown": self.to_markdown, "md": self.to_markdown, "csv": self.to_csv, "latex": self.to_latex}[fmt]()
 
 

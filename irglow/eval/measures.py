@@ -307,5 +307,6 @@ def summary(measure, values: Sequence[float]) -> float:
 
 
 def aggregate(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, float]:
+    """Each measure's mean over the judged queries (counts summed, as trec_eval does), by the measure's name."""
     by_name = {str(m): m for m in measures}
     return {m: summary(by_name[m], list(v.values())) for m, v in per_query(measures, qrels, run).items()}

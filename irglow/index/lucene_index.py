@@ -55,6 +55,8 @@ class IndexConfig:
     threads: int = setting(0, "indexing threads (0: every core this process may use)", low=0)
 
     def key(self) -> str:
+        """What the index is built with, as a short string (stemmer, fields, positions …): part of the index folder's
+        name, so another setting builds another index instead of reusing this one."""
         d = asdict(self)
         d.pop("threads")
         if INDEX_FORMAT != 2:  # what an index of the same settings holds changed: another folder
@@ -68,6 +70,8 @@ def lucene_field_name(name: str) -> str:
 
 
 class Token(NamedTuple):
+    """One analyzed token: the index term, its Lucene position (removed stopwords leave gaps) and the character span
+    of the word it came from."""
     term: str  # analyzed form, as indexed
     position: int  # Lucene position (removed stopwords leave gaps)
     start: int  # surface span in the original text
@@ -101,6 +105,7 @@ class LuceneIndex:
 
     @classmethod
     def open(cls, path: str | Path) -> "LuceneIndex":
+        """An index irglow built, opened read-only (its settings read from the folder, the JVM started if needed)."""
         path = Path(path)
         meta_file = path / "irglow-index.json"
         if not meta_file.is_file():
@@ -169,6 +174,7 @@ class LuceneIndex:
         return LuceneIndexReader(str(self.path))
 
     def searcher(self):
+        """Pyserini's ``LuceneSearcher`` over this index, with the index's own analyzer."""
         s = lucene_searcher_class()(str(self.path))
         s.set_analyzer(self.analyzer)
         return s

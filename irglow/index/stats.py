@@ -283,9 +283,11 @@ class CollectionStats:
         return int(self.meta["N"])
 
     def doc_count(self, field: str = "contents") -> int:
+        """The number of documents with ``field`` (BM25's N)."""
         return int(self.meta["docCount"][field])
 
     def avgdl(self, field: str = "contents") -> float:
+        """The mean length of ``field`` in index terms (BM25's avgdl), as exported from the index."""
         return float(self.meta["avgdl"][field])
 
     @cached_property
@@ -316,10 +318,12 @@ class CollectionStats:
         return seen[term]
 
     def df(self, term: str, field: str = "contents") -> int:
+        """The number of documents whose ``field`` holds the index term ``term`` (0 for an unknown term)."""
         row = self._row(term)
         return 0 if row is None else int(self._columns[f"df_{field}"][row])
 
     def cf(self, term: str, field: str = "contents") -> int:
+        """The occurrences of ``term`` in ``field`` over the collection (query likelihood's collection model)."""
         row = self._row(term)
         return 0 if row is None else int(self._columns[f"cf_{field}"][row])
 

@@ -26,6 +26,8 @@ class Lexical(pt.Transformer):
         self.system = self.config.system + ("-rm3" if self.config.rm3 else "")
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        """A query frame (``qid``, ``query``) in, a result frame (``qid``, ``docno``, ``score``, ``rank`` …) of each
+        query's top ``depth`` out, as ``irglow search`` ranks them."""
         return run_to_frame(LexicalSearcher(self.index, self.config).search(queries_of(topics), self.system), topics)
 
     def __repr__(self) -> str:

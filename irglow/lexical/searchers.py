@@ -114,6 +114,7 @@ class LexicalSearcher:
 
     # -- shared helpers -----------------------------------------------------------------------
     def field_weights(self) -> dict[str, float]:
+        """The weight of each field this system searches (BM25F's and multi-field BM25's; one field: 1)."""
         weights = dict(self.config.field_weights) or {f: 1.0 for f in self.index.fields}
         unknown = set(weights) - set(self.index.fields) - {"contents"}
         if unknown:
@@ -121,6 +122,7 @@ class LexicalSearcher:
         return weights
 
     def analyzed(self, queries: Sequence[Query]) -> list[tuple[Query, list[str]]]:
+        """Each query with its index terms, through the index's own analyzer (what Lucene will match)."""
         out = []
         for q in queries:
             terms = self.index.analyze(q.text) if q.text.strip() else []
@@ -139,6 +141,8 @@ class LexicalSearcher:
 
     # -- entry point ------------------------------------------------------------------------------
     def search(self, queries: Sequence[Query], tag: str | None = None) -> Run:
+        """The run of ``queries`` at this searcher's depth, in Anserini's tie order, named ``tag`` (default: the
+        system's name)."""
         tag = tag or self.config.system
         spec = lexical_system(self.config.system)
         if self.config.rm3 and not spec.rm3:

@@ -75,6 +75,7 @@ class RunKey:
 
     @classmethod
     def from_record(cls, record: list[str]) -> "RunKey":
+        """The key a run record wrote (``to_record``'s list), read back."""
         return cls(record[0], QuerySet(record[1]))
 
     def write(self, out: Path, run: Run) -> tuple["RunKey", Run]:
@@ -114,6 +115,8 @@ class Runs(Mapping[str, Run]):
         self._any[tag] = search
 
     def can_rank_any(self, tag: str) -> bool:
+        """Whether the run ``tag`` can be searched for any queries (a Lucene system; a trained model gives only the
+        runs it wrote)."""
         return tag in self._any
 
     def of_training_queries(self, tag: str, queries: Sequence) -> Run | None:
@@ -128,6 +131,7 @@ class Runs(Mapping[str, Run]):
         return Run({q: d for q, d in run.ranking.items() if q in wanted}, run.tag)
 
     def update(self, runs: Mapping["str | RunKey", Run]) -> None:  # type: ignore[override]
+        """Add ``runs``, keyed by their run keys (a plain tag is the test split's run)."""
         for key, run in runs.items():
             self._by_key[RunKey.of(key)] = run
 
@@ -144,6 +148,7 @@ class Runs(Mapping[str, Run]):
         return sum(1 for k in self._by_key if k.queries is QuerySet.TEST)
 
     def held_out(self, tag: str) -> Run | None:
+        """``tag``'s run of the training queries its model held out (what a fusion is tuned on), if written."""
         return self._by_key.get(held_out(tag))
 
     def training(self, tag: str, queries: Sequence | None = None) -> Run | None:

@@ -31,6 +31,7 @@ class Fusion(pt.Transformer):
         self.parts, self.method, self.norm, self.weights, self.depth = parts, method, norm, weights, depth
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        """A query frame run through every part, their results fused (method, normalisation, weights) to ``depth``."""
         runs = [frame_to_run(part.transform(topics), f"part{i}") for i, part in enumerate(self.parts)]
         fused = fuse(runs, method=self.method, norm=self.norm, weights=self.weights, depth=self.depth, tag="fusion")
         return run_to_frame(fused, topics)

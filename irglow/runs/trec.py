@@ -82,11 +82,13 @@ class Run:
             self.ranking[qid] = trec_order(docs)
 
     def scored_docs(self) -> Iterator[ScoredDoc]:
+        """Every (query, document, score) as ir_measures' ``ScoredDoc``, query by query in rank order."""
         for qid, docs in self.ranking.items():
             for doc_id, score in docs:
                 yield ScoredDoc(qid, doc_id, score)
 
     def as_dict(self) -> dict[str, dict[str, float]]:
+        """``{query id: {document id: score}}`` (pytrec_eval's and ir_measures' run form)."""
         return {qid: dict(docs) for qid, docs in self.ranking.items()}
 
     def __len__(self) -> int:

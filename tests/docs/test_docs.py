@@ -136,6 +136,7 @@ def test_the_site_builds_offline_with_no_warning_and_opens_in_a_browser(tmp_path
     assert stray == {}, f"tags no HTML page holds (a placeholder such as <kind> read as a tag): {stray}"
     settings_page = (site / "reference" / "settings" / "index.html").read_text(encoding="utf-8")
     assert "[rerank.&lt;kind&gt;]" in settings_page or "[rerank.&lt;kind>]" in settings_page
+    _check_api_pages(site)
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -154,6 +155,48 @@ def test_the_site_builds_offline_with_no_warning_and_opens_in_a_browser(tmp_path
         assert "irglow zero-shot" in driver.find_element(By.TAG_NAME, "body").text
     finally:
         driver.quit()
+
+
+def _public_members(module_name: str) -> list[str]:
+    """Every public class and function a module defines, and each public method of those classes, by full path."""
+    import importlib
+    import inspect
+
+    module = importlib.import_module(module_name)
+    out = []
+    for name, obj in vars(module).items():
+        if name.startswith("_") or getattr(obj, "__module__", None) != module_name:
+            continue
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            out.append(f"{module_name}.{name}")
+        if inspect.isclass(obj):
+            out += [f"{module_name}.{name}.{m}" for m, v in vars(obj).items()
+                    if not m.startswith("_") and (inspect.isfunction(v) or isinstance(v, (classmethod, staticmethod)))]
+    return out
+
+
+def _check_api_pages(site: Path) -> None:
+    """Issue 70.2: a page per module; every public member there (with or without a docstring); no Sphinx role
+    printed raw; ``Experiment``'s constructor arguments in its parameter table; cross-references that link."""
+    import html as html_lib
+
+    for module in _gen_pages().API_MODULES:
+        page = (site / "reference" / "api" / module / "index.html").read_text(encoding="utf-8")
+        missing = [m for m in _public_members(module) if f'id="{m}"' not in page]
+        assert missing == [], f"{module}: public members missing from its page: {missing}"
+        text = html_lib.unescape(re.sub(r"<[^>]+>", " ", page))
+        raw = re.findall(r":(?:class|meth|func|mod|attr|data|exc|obj):`", text)
+        assert raw == [], f"{module}: Sphinx roles printed raw: {raw[:3]}"
+        assert not re.search(r"^\s*Args:\s*$", text, re.M), f"{module}: an Args section printed raw"
+    page = (site / "reference" / "api" / "irglow.experiment" / "index.html").read_text(encoding="utf-8")
+    table = page[page.index('id="irglow.experiment.Experiment"'):]
+    table = html_lib.unescape(re.sub(r"<[^>]+>", " ", table[:table.index("Methods")]))
+    for argument in ("collection", "systems", "measures", "baseline", "train", "train_split", "test_split", "config",
+                     "settings", "out", "seed"):
+        assert re.search(rf"\b{argument}\b\s+\S", table), argument
+    assert "What to evaluate on" in table
+    rankers = (site / "reference" / "api" / "irglow.rankers" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../irglow.stage/#irglow.stage.Stage.transformer"' in rankers  # a :meth: role, now a link
 
 
 HTML_TAGS = set("""a abbr article aside b blockquote body br button caption circle code col colgroup dd del details

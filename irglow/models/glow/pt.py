@@ -28,6 +28,7 @@ class Glow(pt.Transformer):
         self.docs, self.batch_size, self.device = LazyDocuments(docs), batch_size, device
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A result frame re-scored by the encoder: each (query, document) pair's cosine of the two embeddings."""
         import numpy as np
         import torch
 
@@ -68,6 +69,8 @@ class Dense(pt.Transformer):
         self.embeddings, self.depth, self.batch_size, self.device = Path(embeddings), depth, batch_size, device
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
+        """A query frame in (``qid``, ``query``), the top ``depth`` documents of the stored embeddings out (faiss over
+        the run's vectors)."""
         import torch
 
         from irglow.dense.encode import dense_search, encode, faiss_index, load_embeddings

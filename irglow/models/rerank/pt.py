@@ -22,6 +22,8 @@ class CrossEncoder(pt.Transformer):
         self.docs, self.batch_size, self.device = LazyDocuments(docs), batch_size, device
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A result frame (``qid``, ``query``, ``docno`` …) with each query's top documents re-ordered by the cross-
+        encoder's scores; a frame without ``docno`` (no first stage) is an error."""
         from irglow.models.rerank.rerank import rerank
 
         if "docno" not in frame.columns:
@@ -45,6 +47,8 @@ class KindReranker(pt.Transformer):
         self.model_dir, self.docs = Path(model_dir), LazyDocuments(docs)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A result frame re-ranked by the kind's model (its ``rerank``); a frame without ``docno`` (no first stage)
+        is an error."""
         if "docno" not in frame.columns:
             raise ValueError("irglow.pyterrier.KindReranker re-ranks a result frame: put a first stage before it")
         first = frame_to_run(frame)

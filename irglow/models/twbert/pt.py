@@ -23,6 +23,7 @@ class TWBert(pt.Transformer):
         self.index, self.depth, self.threads = open_index(index), depth, threads
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A query frame searched with TW-BERT's weighted queries in Lucene, or a result frame re-scored by them."""
         from irglow.models.twbert.search import twbert_rescore, twbert_search
 
         queries = queries_of(frame)
