@@ -107,28 +107,55 @@ def api_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def reproductions_markdown() -> str:
-    import yaml
+def _run_commands(e: dict, run: str) -> str:
+    """The commands that make one lexical run of a matrix experiment and score it, to copy."""
+    collection, split = (e["id"] if not e.get("about") else "path/to/folder"), e.get("test_split", "test")
+    system = run.removesuffix("-rm3") + (" --rm3" if run.endswith("-rm3") else "")
+    measures = " ".join(f"-m {m}" for m in e["expect"][run])
+    return (f"`irglow search {collection} --split {split} --system {system} -o {run}.run && irglow eval {run}.run "
+            f"--data {collection} --split {split} {measures}`")
 
-    matrix = yaml.safe_load((ROOT / "irglow" / "configs" / "regressions.yaml").read_text())
-    default = matrix.get("tolerance", 0.0001)
+
+def reproductions_markdown() -> str:
+    """Pyserini's two-click reproduction pages, for irglow: per row the command to copy, irglow's figure, the
+    published figure it reproduces (read from the installed Pyserini's own 2CR file) and ✓ where they agree."""
+    from irglow.regressions import load_matrix_spec, published_figures
+
+    matrix = load_matrix_spec(ROOT / "irglow" / "configs" / "regressions.yaml")
     lines = ["# Reproductions", "",
-             "The reproduction matrix (`configs/regressions.yaml`): each experiment runs through the pipeline and "
-             "every figure must come back within its tolerance. `make regressions` runs all of it (`irglow "
-             "regressions`), `make regressions TAGS=lexical` one tag; `make test` runs the `lexical` part. An "
-             "experiment marked optional needs data that may be absent (a collection folder), and is reported as skipped, "
-             "never as passed. This page is generated from the file.", "",
-             "| experiment | collection | split | tags | run | expected | tolerance | command |",
-             "|:--|:--|:--|:--|:--|:--|--:|:--|"]
-    for e in matrix["experiments"]:
+             "Each row: a run irglow makes, the command that makes it, irglow's figure and — where one exists — the "
+             "published figure it reproduces, with ✓ where the two agree within the experiment's tolerance. The "
+             "published figures are Pyserini's two-click reproductions (2CR) for BEIR, read when this page is built "
+             "from the file the installed Pyserini ships (`pyserini/2cr/beir.yaml`); irglow's are the reproduction "
+             "matrix's (`configs/regressions.yaml`), which `irglow regressions` (`make regressions`) re-runs through "
+             "the pipeline, failing on any figure that moves. `make test` runs its `lexical` tag. Collections are "
+             "ir_datasets ids: the [install page](install.md#getting-data) says how to have them offline. An "
+             "experiment marked optional is skipped, and said so, where its collection cannot be had.", ""]
+    for e in matrix:
+        published = published_figures(e["published"]) if e.get("published") else {}
+        source = "Pyserini 2CR, BEIR" if published else ""
+        about = e.get("about") or f"`{e['id']}`"
         tags = e.get("tags", [])
-        command = f"`make regressions TAGS={tags[0]}`" if tags else "`make regressions`"
-        for i, (run, figures) in enumerate(e.get("expect", {}).items()):
-            figures = ", ".join(f"{m} {v}" for m, v in figures.items())
-            head = [e["name"] + (" (optional)" if e.get("optional") else ""), f"`{e['collection']}`",
-                    e.get("test_split", "test"), ", ".join(tags)] if i == 0 else ["", "", "", ""]
-            lines.append(f"| {' | '.join(head)} | `{run}` | {figures} | {e.get('tolerance', default)} | "
-                         f"{command if i == 0 else ''} |")
+        check = f"`irglow regressions --tags {tags[0]}`" if tags else "`irglow regressions`"
+        lines += [f"## {e['name']}", "",
+                  f"{about}, split `{e.get('test_split', 'test')}`"
+                  + (f", trained on `{e.get('train_split', 'train')}` with `configs/{Path(e['config']).parent.name}/"
+                     f"{Path(e['config']).name}`" if e.get("config") else ", the pipeline's lexical defaults")
+                  + f"; tolerance {e['tolerance']}. Check the whole experiment: {check}.", "",
+                  "| run | irglow | published | | command |", "|:--|:--|:--|:-:|:--|"]
+        for run, figures in e["expect"].items():
+            ours = ", ".join(f"{m} {v:.4f}" for m, v in figures.items())
+            theirs = published.get(run, {})
+            shared = [m for m in figures if m in theirs]
+            agree = all(abs(figures[m] - theirs[m]) <= e["tolerance"] for m in shared) if shared else None
+            shown = ", ".join(f"{m} {theirs[m]:.4f}" for m in shared) + (f" ({source})" if shared else "")
+            command = (_run_commands(e, run) if not e.get("config") and not e["id"].startswith("demo") else
+                       check if e["id"].startswith("demo") else
+                       f"`irglow run --config configs/regressions/{Path(e['config']).name} --set collection.name="
+                       f"{e['id']} --set output.dir=runs/{e['name']}`")
+            lines.append(f"| `{run}` | {ours} | {shown or '–'} | {'✓' if agree else '✗' if agree is False else ''} "
+                         f"| {command} |")
+        lines.append("")
     return placeholders_as_text("\n".join(lines)) + "\n"
 
 

@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from irglow.config import config_path, load_config
+from irglow.data.collection import load_collection
 from irglow.lexical.systems import lexical_systems
 from irglow.pipeline import run_pipeline
 
 log = logging.getLogger(__name__)
 
-ENTRY_KEYS = {"name", "collection", "train_split", "test_split", "config", "set", "tags", "tolerance", "expect",
-              "optional"}
+ENTRY_KEYS = {"name", "collection", "folder", "about", "train_split", "test_split", "config", "set", "tags",
+              "tolerance", "expect", "optional", "published"}
+# published figures an experiment reproduces: Pyserini's two-click reproductions (2CR), read from the installed package
+PUBLISHED_SOURCES = {"pyserini-2cr-beir": ("2cr", "beir.yaml")}
 
 
 @dataclass
@@ -123,12 +126,43 @@ def load_matrix_spec(path: str | Path) -> list[dict[str, Any]]:
             raise ValueError(f"{where} ({e['name']}): optional = {e['optional']!r} must be true or false")
         if e.get("config"):
             e["config"] = str((path.parent / e["config"]) if (path.parent / e["config"]).exists() else e["config"])
-        e["collection"] = resolve_collection(str(e["collection"]), path.parent)
+        e["id"] = str(e["collection"])  # what the pages name (an ir_datasets id where there is one)
+        folder = resolve_collection(str(e["folder"]), path.parent) if e.get("folder") else None
+        # the same collection as a local BEIR folder, where this machine has one (no download)
+        e["collection"] = folder if folder and (Path(folder) / "corpus.jsonl").is_file() else \
+            resolve_collection(str(e["collection"]), path.parent)
+        if e.get("published") is not None:
+            published_figures(e["published"], f"{where} ({e['name']})")  # a wrong reference named before any run
         for system, values in e["expect"].items():
             for measure, value in values.items():
                 if not isinstance(value, (int, float)):
                     raise ValueError(f"{where} ({e['name']}): expect.{system}.{measure} = {value!r} is not a number")
     return entries
+
+
+def published_figures(published: dict[str, Any], where: str = "published") -> dict[str, dict[str, float]]:
+    """The published figures an experiment's runs reproduce, by run and measure: ``published`` names a source
+    (:data:`PUBLISHED_SOURCES`), its ``dataset`` and, per run, the source's condition (``{bm25: bm25-flat}``).  Read
+    from the installed package's own file (Pyserini's ``2cr/beir.yaml``), so no figure is copied by hand."""
+    import importlib.util
+
+    import yaml
+
+    source, dataset, runs = published.get("source"), published.get("dataset"), published.get("runs")
+    if source not in PUBLISHED_SOURCES or not isinstance(dataset, str) or not isinstance(runs, dict):
+        raise ValueError(f"{where}: published needs source (one of {sorted(PUBLISHED_SOURCES)}), dataset and runs "
+                         f"({{run: condition}}), not {published!r}")
+    package = importlib.util.find_spec("pyserini")  # its folder, without importing it (and the JVM with it)
+    if package is None or not package.submodule_search_locations:
+        raise ValueError(f"{where}: {source} needs pyserini installed (its 2CR files hold the published figures)")
+    table = yaml.safe_load(Path(package.submodule_search_locations[0], *PUBLISHED_SOURCES[source]).read_text())
+    conditions = {c["name"]: {d["dataset"]: d["scores"][0] for d in c["datasets"]} for c in table["conditions"]}
+    out = {}
+    for run, condition in runs.items():
+        if dataset not in conditions.get(condition, {}):
+            raise ValueError(f"{where}: {source} has no {condition!r} figures for {dataset!r}")
+        out[run] = {m: float(v) for m, v in conditions[condition][dataset].items()}
+    return out
 
 
 def _is_path(collection: str) -> bool:
@@ -148,12 +182,16 @@ def resolve_collection(collection: str, folder: Path) -> str:
     return collection
 
 
-def _available(collection: str) -> str | None:
+def _available(collection: str, split: str = "test") -> str | None:
     """Why a collection cannot be run here, or ``None``."""
     if collection.startswith("demo"):
         return None
-    if not _is_path(collection) and not Path(collection).exists():
-        return None  # an ir_datasets id: load_collection says if it cannot be had
+    if not _is_path(collection) and not Path(collection).exists():  # an ir_datasets id: can it be had here?
+        try:
+            load_collection(collection).queries(split)
+        except Exception as e:  # noqa: BLE001 - offline, not downloaded, an unknown id: said in the matrix's notes
+            return f"{collection} cannot be loaded here ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''})"
+        return None
     return None if (Path(collection) / "corpus.jsonl").is_file() else f"{collection} is not on this machine"
 
 
@@ -168,7 +206,7 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         cells = [Cell(e["name"], s, m, float(v), float(e["tolerance"])) for s, ms in e["expect"].items()
                  for m, v in ms.items()]
         matrix.cells.extend(cells)
-        missing = _available(str(e["collection"]))
+        missing = _available(str(e["collection"]), e.get("test_split", "test"))
         if missing:  # skipped only when the matrix says the experiment is optional; else a failure
             for c in cells:
                 c.skipped, c.failed = (missing, None) if e.get("optional") else (None, "collection not found")

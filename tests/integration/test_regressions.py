@@ -66,3 +66,54 @@ def test_collections_resolve_against_the_matrix_file_and_a_missing_one_fails(tmp
     assert "here / bm25" in out and "✓ 1.0000" in out
     assert "gone / bm25" in out and "✗ collection not found" in out
     assert "maybe: skipped (optional)" in out and "1 of 2 figures reproduced, 1 skipped; 1 drifted" in out
+
+
+def test_published_figures_are_pyserinis_own_and_the_matrix_agrees_with_them():
+    """Issue 70.4: the reproductions page sets Pyserini's published BEIR figures beside irglow's, read from the file
+    the installed Pyserini ships (never copied by hand), and every ✓ it shows holds within the tolerance."""
+    from irglow.regressions import load_matrix_spec, published_figures
+
+    flat = published_figures({"source": "pyserini-2cr-beir", "dataset": "scifact",
+                              "runs": {"bm25": "bm25-flat", "bm25-mf": "bm25-multifield"}})
+    assert flat["bm25"]["nDCG@10"] == 0.6789 and flat["bm25"]["R@100"] == 0.9253  # Pyserini's 2CR page, by hand
+    assert flat["bm25-mf"]["nDCG@10"] == 0.6647 and flat["bm25-mf"]["R@100"] == 0.9076
+    with pytest.raises(ValueError, match="no 'bm25-flat' figures for 'scifacts'"):
+        published_figures({"source": "pyserini-2cr-beir", "dataset": "scifacts", "runs": {"bm25": "bm25-flat"}})
+    with pytest.raises(ValueError, match="published needs source"):
+        published_figures({"source": "trec", "dataset": "scifact", "runs": {}})
+    compared = 0
+    for e in load_matrix_spec(ROOT / "irglow" / "configs" / "regressions.yaml"):
+        for run, figures in (published_figures(e["published"]) if e.get("published") else {}).items():
+            for measure in set(figures) & set(e["expect"][run]):
+                assert abs(figures[measure] - e["expect"][run][measure]) <= e["tolerance"], (e["name"], run, measure)
+                compared += 1
+    assert compared >= 4
+
+
+def test_an_id_with_a_local_folder_runs_the_folder_and_an_id_that_cannot_be_had_is_skipped(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """``folder:`` is the same collection on this machine (no download); an ir_datasets id that cannot be loaded
+    here is skipped when optional, with the reason, not a traceback."""
+    from irglow.regressions import load_matrix_spec
+
+    corpus = tmp_path / "coll"
+    (corpus / "qrels").mkdir(parents=True)
+    (corpus / "corpus.jsonl").write_text('{"_id": "d1", "title": "a", "text": "lyme disease"}\n')
+    (corpus / "queries.jsonl").write_text('{"_id": "q1", "text": "lyme"}\n')
+    (corpus / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    spec = {"experiments": [
+        {"name": "local", "collection": "beir/not-a-collection", "folder": "coll", "tags": ["lexical"],
+         "expect": {"bm25": {"nDCG@10": 1.0}}},
+        {"name": "remote", "collection": "beir/not-a-collection", "folder": "absent", "tags": ["lexical"],
+         "optional": True, "expect": {"bm25": {"nDCG@10": 1.0}}}]}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(spec))
+    local, remote = load_matrix_spec(tmp_path / "m.yaml")
+    assert local["collection"] == str(corpus) and local["id"] == "beir/not-a-collection"
+    assert remote["collection"] == "beir/not-a-collection"
+    monkeypatch.chdir(tmp_path)
+    code = main(["regressions", "--config", str(tmp_path / "m.yaml"), "-o", str(tmp_path / "out"),
+                 "--data-dir", str(tmp_path / "data")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "local / bm25" in out and "✓ 1.0000" in out
+    assert "remote: skipped (optional), beir/not-a-collection cannot be loaded here" in out
