@@ -42,7 +42,7 @@ class ForwardIndex:
 
     def _read(self, lucene_docid: int) -> dict[str, np.ndarray]:
         if self._vectors is None:
-            self._vectors = self.index.reader.reader.termVectors()
+            self._vectors = self.index.lucene_reader.termVectors()
             self._positions_flag = autoclass("org.apache.lucene.index.PostingsEnum").POSITIONS
         terms = self._vectors.get(lucene_docid, self.field)
         out: dict[str, np.ndarray] = {}

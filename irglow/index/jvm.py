@@ -75,8 +75,15 @@ def _major_version(home: Path) -> int | None:
 
 
 def _has_vector_module(home: Path) -> bool:
+    """Whether the runtime holds ``jdk.incubator.vector`` (Lucene's vectorised scoring): from its ``release`` file's
+    ``MODULES`` where it has one (no process start: every command's JVM asks), else ``java --list-modules``."""
     if (home / "jmods" / "jdk.incubator.vector.jmod").exists():
         return True
+    release = home / "release"
+    if release.is_file():
+        modules = re.search(r'^MODULES="([^"]*)"', release.read_text(errors="replace"), re.M)
+        if modules:
+            return "jdk.incubator.vector" in modules.group(1).split()
     java = home / "bin" / "java"
     try:
         out = subprocess.run([str(java), "--list-modules"], capture_output=True, text=True, timeout=60).stdout

@@ -167,11 +167,17 @@ class LuceneIndex:
         return autoclass("irglow.BulkSearch").loadTieOrder(self.ids.tie_rank_path)
 
     @cached_property
-    def reader(self):
+    def lucene_reader(self):
+        """Lucene's ``DirectoryReader`` on the index, as Anserini's ``IndexReaderUtils.getReader`` (Pyserini's
+        ``LuceneIndexReader``) opens it, without either: ``pyserini.index.lucene`` loads Pyserini's catalogue of
+        prebuilt indexes and pandas, and Anserini's class its own dependencies — most of a lexical command's start."""
         start_jvm()
-        from pyserini.index.lucene import LuceneIndexReader
+        from jnius import cast  # (after start_jvm: importing jnius starts a JVM)
 
-        return LuceneIndexReader(str(self.path))
+        path = autoclass("java.io.File")(str(self.path)).toPath()
+        reader = autoclass("org.apache.lucene.index.DirectoryReader").open(
+            autoclass("org.apache.lucene.store.FSDirectory").open(path))
+        return cast("org.apache.lucene.index.IndexReader", reader)  # as getReader types it (IndexSearcher's overload)
 
     def searcher(self):
         """Pyserini's ``LuceneSearcher`` over this index, with the index's own analyzer."""
@@ -208,7 +214,7 @@ def _verified(target: Path) -> LuceneIndex | None:
     try:
         index = LuceneIndex.open(target)
         expected = index.meta.get("indexed")
-        held = _lucene_doc_count(target)
+        held = int(index.lucene_reader.numDocs())  # the reader every search then uses: the index opened once
     except FileNotFoundError:
         log.warning("ignoring incomplete index at %s; rebuilding it", target)
         return None
@@ -285,7 +291,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         built.meta["id_table_seconds"] = round(time.perf_counter() - t_ids, 3)
         # its metadata last: a folder without it is no index (the id table is written first)
         (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(built.meta, indent=2))
-        built.reader.reader.close()  # the folder is renamed into place next
+        built.lucene_reader.close()  # the folder is renamed into place next
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
     return LuceneIndex.open(target)
@@ -357,7 +363,7 @@ def _run_anserini(args: list[str], name: str, target: Path) -> None:
 def stored_ids(index: LuceneIndex) -> list[str]:
     """Every Lucene document's stored id in doc-number order, read from the index (once, when its id table is
     written): in one transfer through the bulk helper, else one stored-fields call per document."""
-    reader = index.reader.reader
+    reader = index.lucene_reader
     n = reader.maxDoc()
     if bulk_search_available():
         return autoclass("irglow.BulkSearch").storedField(reader, "id").split("\n") if n else []

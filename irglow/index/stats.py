@@ -164,7 +164,7 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
     target = stats_dir(index)
     if (target / "meta.json").is_file() and not force:
         return target
-    reader = index.reader.reader
+    reader = index.lucene_reader
     max_doc = int(reader.maxDoc())
     fields = ["contents", *index.fields]
     meta: dict = {"N": max_doc, "fields": fields, "docCount": {}, "sumTotalTermFreq": {}, "avgdl": {}}

@@ -218,7 +218,7 @@ class LexicalSearcher:
 
 def index_searcher(index: LuceneIndex, similarity):
     """Lucene's own ``IndexSearcher`` on the index: exact float scores, one JNI call per query."""
-    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(index.reader.reader)
+    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(index.lucene_reader)
     searcher.setSimilarity(similarity)
     return searcher
 

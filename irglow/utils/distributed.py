@@ -22,6 +22,7 @@ import datetime
 import logging
 import os
 import socket
+import sys
 import threading
 import uuid
 from dataclasses import dataclass
@@ -93,9 +94,8 @@ def current() -> World:
     """This process's :class:`World` (``World()`` without a process group, or inside :func:`solo`)."""
     if getattr(_state, "solo", False):
         return World()
-    try:
-        import torch.distributed as dist
-    except ImportError:  # pragma: no cover - torch is a dependency
+    dist = sys.modules.get("torch.distributed")  # no process group without it imported (join imports it): a
+    if dist is None:  # lexical command never imports torch only to learn it is alone
         return World()
     if not (dist.is_available() and dist.is_initialized()):
         return World()

@@ -94,3 +94,32 @@ def test_the_searcher_enters_pyserini_without_its_encoders_and_the_package_stays
 
     assert LuceneSearcher is searcher and LuceneImpactSearcher.__module__ == "pyserini.search.lucene._impact_searcher"
     assert pyserini.search.lucene is package and "__getattr__" not in vars(package)
+
+
+def test_a_lexical_command_imports_neither_torch_nor_pyseris_catalogue(tmp_path):
+    """Issue 70.8: ``irglow search`` paid 0.74 s for ``torch.distributed`` (asked only whether it ran under torchrun)
+    and 0.78 s for ``pyserini.index.lucene`` (the prebuilt-index catalogue and pandas, for a Lucene reader).  In a
+    fresh process, a search — the index built, then searched again from the built index — loads neither."""
+    code = f"""
+import sys
+from irglow.cli import main
+for _ in range(2):
+    assert main(["search", "demo:n_topics=3", "--split", "test", "--system", "bm25", "-o", {str(tmp_path / 'b.run')!r},
+                 "--data-dir", {str(tmp_path / 'data')!r}]) in (0, None)
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "pandas")
+               or m.startswith(("pyserini.prebuilt", "pyserini.index", "pyserini.encode")))
+print("HEAVY", heavy)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "HEAVY []" in done.stdout, done.stdout[-2000:]
+    assert (tmp_path / "b.run").stat().st_size > 0
+
+
+def test_the_bulk_helpers_tie_break_is_anserinis():
+    """The bulk helper builds Anserini's BREAK_SCORE_TIES_BY_DOCID itself (reading it initialises SimpleSearcher, a
+    second of every lexical command): it must equal Anserini's, or runs would leave Anserini's tie order."""
+    jvm.start_jvm()
+    if not jvm.bulk_search_available():
+        pytest.skip("no Java compiler here: the per-hit path reads Anserini's sort itself")
+    assert jvm.autoclass("irglow.BulkSearch").tieBreakIsAnserinis()

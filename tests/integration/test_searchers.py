@@ -146,8 +146,8 @@ def test_the_id_table_written_with_the_index_equals_its_stored_fields(ties_index
     from irglow.index.id_table import FOLDER, IdTable
     from irglow.index.lucene_index import stored_ids
 
-    stored = ties_index.reader.reader.storedFields()
-    expected = [stored.document(i).get("id") for i in range(ties_index.reader.reader.maxDoc())]
+    stored = ties_index.lucene_reader.storedFields()
+    expected = [stored.document(i).get("id") for i in range(ties_index.lucene_reader.maxDoc())]
     assert (ties_index.path / FOLDER / "format.json").is_file()  # written by build_index, not on first use
     table = IdTable(ties_index.path / FOLDER)
     assert list(table) == expected == stored_ids(ties_index) and len(table) == len(expected)

@@ -31,7 +31,7 @@ def test_torch_bm25_equals_lucene_on_100_weighted_queries(demo_index, k1, b):
     stats = CollectionStats.load(demo_index)
     forward = ForwardIndex(demo_index)
     ids = doc_ids(demo_index)
-    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(demo_index.reader.reader)
+    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(demo_index.lucene_reader)
     searcher.setSimilarity(lq.J("org.apache.lucene.search.similarities.BM25Similarity")(k1, b))
     collection = DemoCollection()
     docs = [d for d in collection.docs_iter() if len(d.text("body").split()) > 8]

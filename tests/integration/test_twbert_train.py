@@ -118,7 +118,7 @@ def test_k3_model_lucene_scores_equal_torch_scorer(demo_index):
 
     k3 = 2.0
     stats, forward, ids = CollectionStats.load(demo_index), ForwardIndex(demo_index), doc_ids(demo_index)
-    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(demo_index.reader.reader)
+    searcher = lq.J("org.apache.lucene.search.IndexSearcher")(demo_index.lucene_reader)
     searcher.setSimilarity(lq.J("org.apache.lucene.search.similarities.BM25Similarity")(0.9, 0.4))
     g = torch.Generator().manual_seed(5)
     for q in _queries_with_repeats()[:20]:

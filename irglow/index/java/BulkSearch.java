@@ -25,6 +25,7 @@ import org.apache.lucene.search.Query;
 import org.apache.lucene.search.ScoreDoc;
 import org.apache.lucene.search.TopDocs;
 import org.apache.lucene.search.Sort;
+import org.apache.lucene.search.SortField;
 import org.apache.lucene.search.TopFieldDocs;
 import org.apache.lucene.search.TotalHits;
 import org.apache.lucene.analysis.Analyzer;
@@ -51,6 +52,17 @@ public final class BulkSearch {
   public int[] docs;
   public float[] scores;
 
+  /**
+   * Anserini's tie-break sort (SimpleSearcher's BREAK_SCORE_TIES_BY_DOCID: score, then document id), built here:
+   * reading Anserini's own field initialises SimpleSearcher, about a second of every lexical command's start.
+   * {@link #tieBreakIsAnserinis()} checks that the two are equal (a test calls it).
+   */
+  static final Sort TIE_BREAK = new Sort(SortField.FIELD_SCORE, new SortField("id", SortField.Type.STRING_VAL));
+
+  public static boolean tieBreakIsAnserinis() throws Exception {
+    return TIE_BREAK.equals(field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID"));
+  }
+
   private static final TopDocs NO_HITS = new TopDocs(new TotalHits(0, TotalHits.Relation.EQUAL_TO), new ScoreDoc[0]);
 
   public static BulkSearch search(IndexSearcher searcher, Query[] queries, int k, int threads) throws Exception {
@@ -67,7 +79,7 @@ public final class BulkSearch {
   private static List<ScoredDocs> searchAll(IndexSearcher searcher, Query[] queries, int k, int threads,
                                             boolean anserini) throws Exception {
     if (anserini) {
-      Sort tieBreak = (Sort) field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID");
+      Sort tieBreak = TIE_BREAK;
       List<Callable<ScoredDocs>> tasks = new ArrayList<>();
       for (Query q : queries) {
         tasks.add(() -> anseriniTop(searcher, q, k, tieBreak));
@@ -218,7 +230,7 @@ public final class BulkSearch {
                                          int k, int threads, TieOrder order, boolean anserini)
       throws Exception {
     int[] counts = new int[texts.length];
-    Sort tieBreak = (Sort) field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID");
+    Sort tieBreak = TIE_BREAK;
     List<Callable<ScoredDocs>> tasks = new ArrayList<>();
     for (int i = 0; i < texts.length; i++) {
       final int at = i;
@@ -350,7 +362,7 @@ public final class BulkSearch {
     IndexReader reader = (IndexReader) field(SimpleSearcher.class, ss, "reader");
     QueryGenerator generator = (QueryGenerator) field(SimpleSearcher.class, ss, "generator");
     boolean lucene8 = (Boolean) field(SimpleSearcher.class, ss, "backwardsCompatibilityLucene8");
-    Sort tieBreak = (Sort) field(SimpleSearcher.class, null, "BREAK_SCORE_TIES_BY_DOCID");
+    Sort tieBreak = TIE_BREAK;
     RerankerCascade<?> cascade = (RerankerCascade<?>) field(SimpleSearcher.class, ss, "cascade");
     @SuppressWarnings("unchecked")
     List<Reranker<Object>> rerankers = (List<Reranker<Object>>) field(RerankerCascade.class, cascade, "rerankers");
