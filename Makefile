@@ -44,7 +44,7 @@ run: venv
 export NO_MKDOCS_2_WARNING := 1
 export DISABLE_MKDOCS_2_WARNING := true
 docs: venv
-	$(BIN)/mkdocs build --strict
+	IRGLOW_DOCS_EXECUTE=1 $(BIN)/mkdocs build --strict
 
 docs-serve: venv
 	$(BIN)/mkdocs serve

@@ -5,7 +5,8 @@
 - ``reference/api/``: a page per public module from its docstrings (mkdocstrings; ``docs/api_docstrings.py``
   links their cross-references and writes each signature's parameter table);
 - ``reproductions.md``: the reproduction matrix, from ``configs/regressions.yaml``;
-- ``tutorial.md``: ``docs/tutorial.ipynb`` as a page (its outputs are made by running it, never stored).
+- ``tutorial.md``: ``docs/tutorial.ipynb`` as a page, with the outputs of running it at build time (``make docs``;
+  kept in irglow's cache, keyed on the code, never in git).
 
 ``tests/docs/`` imports these functions to check that every command and setting is documented."""
 
@@ -159,14 +160,75 @@ def reproductions_markdown() -> str:
     return placeholders_as_text("\n".join(lines)) + "\n"
 
 
+EXECUTE_ENV = "IRGLOW_DOCS_EXECUTE"  # `make docs` sets it: the tutorial is run when the site is built
+
+
+def _executed_tutorial(notebook: dict) -> dict | None:
+    """The tutorial with its outputs: run when the site is built with ``IRGLOW_DOCS_EXECUTE=1`` (``make docs``),
+    kept under ``$IRGLOW_CACHE/docs`` keyed on the notebook's and irglow's code (not in git), so a later build of the
+    same code shows the same outputs without running it again.  ``None``: neither asked for nor kept."""
+    import hashlib
+    import os
+
+    from irglow.utils.digest import tree_digest
+    from irglow.utils.paths import cache_dir
+
+    key = hashlib.sha256((json.dumps(notebook["cells"], sort_keys=True) + tree_digest(ROOT / "irglow")).encode())
+    kept = cache_dir("docs") / f"tutorial-{key.hexdigest()[:16]}.ipynb"
+    if kept.is_file():
+        return json.loads(kept.read_text(encoding="utf-8"))
+    if os.environ.get(EXECUTE_ENV) != "1":
+        return None
+    import nbclient
+    import nbformat
+
+    from irglow.utils.atomic import atomic_write_text
+
+    executed = nbformat.reads(json.dumps(notebook), as_version=4)
+    out = cache_dir("docs") / "tutorial-runs"
+    saved = os.environ.get("IRGLOW_TUTORIAL_OUT")
+    os.environ["IRGLOW_TUTORIAL_OUT"] = str(out)  # the kernel inherits it: nothing written inside docs/
+    try:
+        nbclient.NotebookClient(executed, timeout=1800, kernel_name="python3",
+                                resources={"metadata": {"path": str(ROOT / "docs")}}).execute()
+    finally:
+        if saved is None:
+            os.environ.pop("IRGLOW_TUTORIAL_OUT", None)
+        else:
+            os.environ["IRGLOW_TUTORIAL_OUT"] = saved
+    atomic_write_text(kept, nbformat.writes(executed))
+    return json.loads(kept.read_text(encoding="utf-8"))
+
+
+def _outputs_markdown(cell: dict) -> list[str]:
+    """A code cell's outputs as the page shows them: text as a text block, pictures inline; a frame of a local page
+    (the results browser) as the line that names it."""
+    parts = []
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        text = "".join(output.get("text", "")) if output.get("output_type") == "stream" else \
+            "".join(data.get("text/plain", "")) if "image/png" not in data and "text/html" not in data else ""
+        if "image/png" in data:
+            parts.append(f"![output](data:image/png;base64,{''.join(data['image/png']).strip()})")
+        elif text.strip():
+            parts.append("```text\n" + text.rstrip("\n") + "\n```")
+    return parts
+
+
 def tutorial_markdown() -> str:
     notebook = json.loads((ROOT / "docs" / "tutorial.ipynb").read_text(encoding="utf-8"))
-    parts = ["<!-- generated from docs/tutorial.ipynb: run the notebook for its outputs -->", "",
-             "*This page is `docs/tutorial.ipynb` (open it in Jupyter to run it); CI executes it on every change.*", ""]
-    for cell in notebook["cells"]:
+    executed = _executed_tutorial(notebook)
+    note = ("*This page is `docs/tutorial.ipynb` with the outputs of running it when the site was built (open it in "
+            "Jupyter to run it yourself); the tests run it on every change.*" if executed else
+            "*This page is `docs/tutorial.ipynb` (open it in Jupyter to run it); `make docs` builds the site with its "
+            "outputs, and the tests run it on every change.*")
+    parts = ["<!-- generated from docs/tutorial.ipynb -->", "", note, ""]
+    for cell in (executed or notebook)["cells"]:
         source = "".join(cell["source"])
         parts.append(source if cell["cell_type"] == "markdown" else f"```python\n{source}\n```")
         parts.append("")
+        if cell["cell_type"] == "code":
+            parts += [*_outputs_markdown(cell), ""]
     return "\n".join(parts)
 
 

@@ -1,13 +1,15 @@
-"""irglow's rankers as PyTerrier transformers, so they compose in the notebook standard of the field::
+"""irglow's rankers as PyTerrier transformers, so they compose in the notebook standard of the field.  The rankers
+an experiment ran become the pipelines of what that run built, trained and tuned (after ``make run``)::
 
     import pyterrier as pt
-    from irglow.pyterrier import Lexical, TWBert, Glow, CrossEncoder, Fusion
+    from irglow import Dense, Lexical, TWBert
+    from irglow.pyterrier import transformer
 
-    bm25 = Lexical(index, "bm25")
-    pt.Experiment([bm25, bm25 >> TWBert("runs/demo/twbert.model", index),
-                   bm25 % 100 >> CrossEncoder("runs/demo/monobert.model", collection),
-                   Fusion(bm25, bm25 >> Glow("runs/demo/glow.model", index, collection), method="rrf")],
-                  topics, qrels, ["nDCG@10", "RR@10"])
+    systems = [Lexical("bm25"), TWBert(), Lexical("bm25f") + Dense("glow"), "monobert"]
+    pt.Experiment([transformer(r, "runs/demo") for r in systems], topics, qrels, ["nDCG@10", "RR@10"])
+
+or are built by hand from an index and trained model folders (``Lexical(index, "bm25") % 100 >>
+CrossEncoder(model_dir, collection)``; docs/python.md).
 
 ``pip install irglow[pyterrier]`` (PyPI's ``pyterrier`` core).  Nothing here starts Terrier: irglow's own Lucene
 index (through Pyserini) does the retrieval, so no Terrier jar is fetched and everything runs offline — PyTerrier

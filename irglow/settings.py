@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from irglow.defaults import (BASELINE, CORRECTIONS, FUSION_MEASURE, FUSION_METHOD, FUSION_NORM, FUSION_STEP,
-                             MAX_PERMUTATIONS, MEASURES, PERMUTATIONS, QLD_MU, SIGNIFICANCE_TESTS)
+                             MAX_PERMUTATIONS, MEASURES, PERMUTATIONS, SIGNIFICANCE_TESTS)
 
 FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
@@ -212,8 +212,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
          "is read); rrf: reciprocal-rank fusion with equal weights", {"choices": ZERO_SHOT_FUSION})),
     "ql": _section(
         "ql",
-        ("enabled", "bool", False, "query likelihood with Dirichlet smoothing (the new-ranker example)"),
-        ("mu", "number", QLD_MU, "Dirichlet μ", {"above": 0})),
+        ("enabled", "bool", False, "query likelihood with Dirichlet smoothing (the new-stage example), with "
+         "[lexical] mu: one μ per experiment, shared with the qld system")),
     "validation": _section(
         "validation",
         ("also", "names", [], "other collection@split sources a checkpoint is also chosen on"),

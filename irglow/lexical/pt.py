@@ -7,11 +7,10 @@ from typing import Any
 
 import pandas as pd
 
-from irglow.defaults import DEPTH, THREADS
+from irglow.defaults import DEPTH, QLD_MU, THREADS
 from irglow.index.lucene_index import LuceneIndex
 from irglow.runs.frames import open_index, queries_of, run_to_frame
 from irglow.runs.pt import pt
-from irglow import settings as declared
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
 class Lexical(pt.Transformer):
@@ -36,11 +35,11 @@ class Lexical(pt.Transformer):
 
 class QL(Lexical):
     """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run: the
-    ``qld`` system with the ``[ql]`` stage's ``mu``."""
+    ``qld`` system with ``[lexical] mu``."""
 
     def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
                  threads: int = THREADS):
-        self.mu = declared.value({}, "ql", "mu") if mu is None else mu  # [ql] mu's default: Anserini's 1000
+        self.mu = QLD_MU if mu is None else mu  # [lexical] mu's default: Anserini's 1000
         super().__init__(index, config=LexicalConfig("qld", mu=self.mu, depth=depth, threads=threads))
         self.system = "ql"
 

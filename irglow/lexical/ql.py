@@ -5,35 +5,51 @@ name come from those).
 
     [ql]
     enabled = true
-    mu = 1000.0
+
+Its μ is ``[lexical] mu``, the one the ``qld`` system uses: a stage reads the bound lexical settings it shares
+(``ctx.lexical``) instead of declaring a second copy of them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from irglow import settings
-from irglow.rankers import StageRun
+from irglow.rankers import StageRun, _section, _set
 from irglow.stage import Stage
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.runs.keys import held_out, training
 
 
+@dataclass(frozen=True)
+class QLRun(StageRun):
+    """The ``ql`` run; a ``mu`` given is the experiment's ``[lexical] mu`` (another ranker asking for another μ in
+    the same experiment is an error naming both)."""
+
+    mu: float | None = None
+
+    def configure(self, config: dict[str, Any]) -> None:
+        super().configure(config)
+        if self.mu is not None:
+            _set(_section(config, "lexical"), "mu", self.mu, "lexical")
+
+
 def QL(mu: float | None = None) -> StageRun:  # noqa: N802 (a constructor, as PyTerrier's)
-    """The ``ql`` run as a ranker (``Experiment(systems=[QL(mu=500)])``, ``QL() + Lexical("bm25")``)."""
-    return StageRun("ql", "ql", {} if mu is None else {"mu": mu})
+    """The ``ql`` run as a ranker (``Experiment(systems=[QL(mu=500)])``, ``QL() + Lexical("bm25")``); its run file
+    reads back as ``QL()`` (the μ is the configuration's ``[lexical] mu``)."""
+    return StageRun("ql", "ql") if mu is None else QLRun("ql", "ql", mu=mu)
 
 
 @dataclass(frozen=True)
 class QLSettings:
     enabled: bool
-    mu: float  # Anserini's default, 1000 (declared in irglow.settings)
 
     @classmethod
     def from_config(cls, config) -> "QLSettings":
         """Bound from the declarations (:mod:`irglow.settings`: type, range, default, said once)."""
         settings.check(config, ("ql",))
-        return cls(**{k: settings.value(config, "ql", k) for k in ("enabled", "mu")})
+        return cls(enabled=settings.value(config, "ql", "enabled"))
 
 
 class QueryLikelihoodStage(Stage):
@@ -60,10 +76,10 @@ class QueryLikelihoodStage(Stage):
     def transformer(self, ranker, folder):
         from irglow.lexical.pt import QL
 
-        return QL(folder.index, folder.settings["ql"]["mu"], folder.lexical.depth, folder.lexical.threads)
+        return QL(folder.index, folder.lexical.mu, folder.lexical.depth, folder.lexical.threads)
 
     @staticmethod
     def search(ctx, index, queries):
-        """The ``[lexical]`` system ``qld`` with this stage's ``mu``: one query-likelihood path, whichever door."""
-        config = LexicalConfig("qld", mu=ctx.settings.mu, depth=ctx.lexical.depth, threads=ctx.lexical.threads)
+        """The ``[lexical]`` system ``qld`` with the experiment's ``[lexical] mu``: one query-likelihood path, one μ."""
+        config = LexicalConfig("qld", mu=ctx.lexical.mu, depth=ctx.lexical.depth, threads=ctx.lexical.threads)
         return LexicalSearcher(index, config).search(queries, tag="ql")

@@ -289,3 +289,32 @@ def test_the_reproductions_page_gives_a_command_and_the_published_figure_per_row
     assert "`irglow search beir/scifact --split test --system bm25 -o bm25.run && irglow eval bm25.run" in bm25
     assert "| `bm25-mf` | nDCG@10 0.6647" in page and page.count("| ✓ |") >= 2 and "| ✗ |" not in page
     assert "../" not in page and "shared" not in page
+
+
+def test_the_tutorial_writes_outside_docs_and_its_page_shows_outputs(tmp_path, monkeypatch):
+    """Issue 70.5: run from Jupyter in docs/, the tutorial wrote 350 MB into docs/runs/ (then published by the next
+    build); it writes beside the clone's runs, on make run's collection; the page shows the outputs of a run."""
+    notebook = json.loads((ROOT / "docs" / "tutorial.ipynb").read_text(encoding="utf-8"))
+    docs = tmp_path / "clone" / "docs"
+    docs.mkdir(parents=True)
+    (docs / "tutorial.ipynb").write_text("{}")
+    monkeypatch.chdir(docs)  # where Jupyter starts when the notebook is opened from the file browser
+    for name in ("IRGLOW_TUTORIAL_OUT", "IRGLOW_TUTORIAL_COLLECTION", "IRGLOW_DATA"):
+        monkeypatch.setenv(name, "-")  # recorded, so that what the cell sets is undone after the test
+        monkeypatch.delenv(name)
+    scope: dict = {}
+    exec("".join(notebook["cells"][1]["source"]), scope)
+    assert scope["OUT"] == tmp_path / "clone" / "runs" / "tutorial"
+    assert os.environ["IRGLOW_DATA"] == str(tmp_path / "clone" / "data")
+    from irglow.config import load_config
+
+    assert scope["COLLECTION"] == load_config("configs/demo.toml")["collection"]["name"]  # make run's
+    gen = _gen_pages()
+    executed = json.loads(json.dumps(notebook))
+    executed["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["demo:n_topics=120 → x\n"]}]
+    monkeypatch.setattr(gen, "_executed_tutorial", lambda nb: executed)
+    page = gen.tutorial_markdown()
+    assert "```text\ndemo:n_topics=120 → x\n```" in page and "outputs of running it when the site was built" in page
+    monkeypatch.setattr(gen, "_executed_tutorial", lambda nb: None)
+    assert "`make docs` builds the site with its outputs" in gen.tutorial_markdown()
+

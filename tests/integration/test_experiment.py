@@ -144,7 +144,7 @@ def test_the_lexical_qld_system_equals_pyserini_qld_and_is_tuned_in_a_fusion(tmp
     """Issue 61: query likelihood as a [lexical] system (``qld``, Pyserini's name) ranks as Pyserini's ``set_qld``
     searcher (same documents, scores to 4 decimals, as Pyserini rounds), and has a lexical run's rights: a fusion
     with it tunes its weight on the training queries.  The docs' example stage (``[ql]``, irglow/lexical/ql.py)
-    with the same mu writes the same run: one query-likelihood path, whichever door."""
+    takes ``[lexical] mu`` and writes the same run: one query-likelihood path, one μ, whichever door."""
     from irglow.data.collection import load_collection
     from irglow.index.lucene_index import IndexConfig, build_index
     from irglow.outputs import read_results
@@ -155,7 +155,7 @@ def test_the_lexical_qld_system_equals_pyserini_qld_and_is_tuned_in_a_fusion(tmp
     with pytest.raises(ValueError, match="RM3 is offered for bm25, bm25-mf"):
         run_pipeline(small_pipeline(tmp_path / "out", tmp_path / "data", systems=("qld-rm3",)))
     config = small_pipeline(tmp_path / "out", tmp_path / "data", systems=("bm25", "qld"), depth=20,
-                            fusion={"enabled": True, "runs": ["bm25+qld"]}, ql={"enabled": True, "mu": 500.0})
+                            fusion={"enabled": True, "runs": ["bm25+qld"]}, ql={"enabled": True})
     config["lexical"]["mu"] = 500.0
     run_pipeline(config)
     ours = Run.read(tmp_path / "out" / "qld.run")

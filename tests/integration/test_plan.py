@@ -17,13 +17,13 @@ def test_the_plan_is_frozen_and_holds_each_stages_settings_object(tmp_path):
     from irglow.lexical.ql import QLSettings
     from irglow.lexical.stage import LexicalSettings
 
-    config = small_pipeline(tmp_path / "out", tmp_path / "data", ql={"enabled": True, "mu": 500.0},
+    config = small_pipeline(tmp_path / "out", tmp_path / "data", ql={"enabled": True},
                             fusion={"enabled": True, "runs": ["bm25+ql"]})
     plan = bind_plan(config)
     assert plan.tags == ("bm25", "bm25f", "ql", "bm25+ql")
     kinds = {stage.name: type(bound) for stage, bound in plan.stages}
     assert kinds == {"lexical": LexicalSettings, "ql": QLSettings, "fusion": FusionSettings}
-    assert next(bound for s, bound in plan.stages if s.name == "ql").mu == 500.0
+    assert next(bound for s, bound in plan.stages if s.name == "ql").enabled
     assert plan.tuning_runs == {"bm25", "ql"} and plan.training_runs == frozenset()
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.seed = 1
@@ -57,8 +57,8 @@ def test_nothing_after_the_binding_reads_the_configuration(tmp_path, monkeypatch
     import json
 
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["config"]["ql"] == {"enabled": True} and manifest["settings"]["ql"] == {"enabled": True,
-                                                                                         "mu": 1000.0}
+    assert manifest["config"]["ql"] == {"enabled": True} and manifest["settings"]["ql"] == {"enabled": True}
+    assert manifest["settings"]["lexical"]["mu"] == 1000.0  # its μ: [lexical] mu, declared once
 
 
 ROOT = __import__("pathlib").Path(__file__).parents[2]

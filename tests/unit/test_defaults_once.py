@@ -44,7 +44,7 @@ def test_the_lexical_and_model_defaults_agree_everywhere():
     from irglow.models.rerank.train import RerankTrainConfig
     from irglow.models.twbert.train import TrainConfig
 
-    assert defaults.QLD_MU == DECLARED["ql"]["mu"].default == _field(LexicalConfig, "mu") == _field(LexicalSettings, "mu")
+    assert "mu" not in DECLARED["ql"] and defaults.QLD_MU == _field(LexicalConfig, "mu") == _field(LexicalSettings, "mu")
     assert defaults.THREADS == _field(LexicalConfig, "threads") == _field(LexicalSettings, "threads") \
         == _default(QL.__init__, "threads")
     assert defaults.BASELINE == DECLARED["eval"]["baseline"].default

@@ -105,16 +105,21 @@ def test_a_stage_with_a_settings_class_is_checked_and_keyed_by_it():
     from irglow.lexical.ql import QLSettings, QueryLikelihoodStage
 
     ql = QueryLikelihoodStage()
-    with pytest.raises(ValueError, match=r"ql.mu = -1.0 must be"):
-        ql.settings_class.from_config({"ql": {"enabled": True, "mu": -1.0}})
-    with pytest.raises(ValueError, match="muu"):
-        ql.settings_class.from_config({"ql": {"enabled": True, "muu": 1.0}})
-    assert ql.settings_class.from_config({"ql": {"enabled": True}}) == QLSettings(enabled=True, mu=1000.0)
-    assert ql.resolved(ql.settings_class.from_config({"ql": {"enabled": True, "mu": 500}})) == {"enabled": True, "mu": 500}
+    with pytest.raises(ValueError, match=r"ql.enabled = 'yes' must be"):
+        ql.settings_class.from_config({"ql": {"enabled": "yes"}})
+    with pytest.raises(ValueError, match="mu"):  # issue 68.6: its μ is [lexical] mu, declared once
+        ql.settings_class.from_config({"ql": {"enabled": True, "mu": 500.0}})
+    assert ql.settings_class.from_config({"ql": {"enabled": True}}) == QLSettings(enabled=True)
+    assert ql.resolved(ql.settings_class.from_config({"ql": {"enabled": True}})) == {"enabled": True}
     from irglow.plan import ranker
     from irglow.lexical.ql import QL
 
-    assert ranker("ql") == QL() == QL(mu=None) and QL(mu=500).settings == {"mu": 500}
+    assert ranker("ql") == QL() == QL(mu=None)
+    config: dict = {}
+    QL(mu=500).configure(config)
+    assert config == {"ql": {"enabled": True}, "lexical": {"mu": 500}}
+    with pytest.raises(ValueError, match="lexical.mu: one experiment asks for 500 and 800"):
+        QL(mu=800).configure(config)
 
 
 def test_every_run_of_a_file_reads_back_as_its_ranker():
