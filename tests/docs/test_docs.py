@@ -305,6 +305,7 @@ def test_the_tutorial_writes_outside_docs_and_its_page_shows_outputs(tmp_path, m
     scope: dict = {}
     exec("".join(notebook["cells"][1]["source"]), scope)
     assert scope["OUT"] == tmp_path / "clone" / "runs" / "tutorial"
+    assert Path.cwd() == tmp_path / "clone"  # relative outputs (qrels/, runs/) beside the clone's, not in docs/
     assert os.environ["IRGLOW_DATA"] == str(tmp_path / "clone" / "data")
     from irglow.config import load_config
 
