@@ -13,6 +13,13 @@ running them, not by reading the code.
     python bench/call_paths.py --collection demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10 --ranker 'Lexical("bm25") >> LinearRerank()' \\
         --config configs/demo.toml
 
+``--trace`` instead counts every irglow function handed the ranker (or a ranker equal to it), its tag, a unit of it,
+its run or its run file — from ``Experiment`` to the run file, and from ``irglow.pyterrier.transformer`` to its
+pipeline (issue 68's targets: 60 functions in 12 files, and 12 in 6)::
+
+    python bench/call_paths.py --trace --collection demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10 \\
+        --ranker '(Lexical("bm25f") + Dense("glow")) >> MonoBERT()' --set glow.max_steps=2 --set rerank.monobert.max_steps=2
+
 ``--ranker`` is Python over ``irglow``'s rankers and ``examples/linear_rerank.py``'s ``LinearRerank``; the
 collection is any ``Experiment`` takes (a BEIR folder, an ir_datasets id, a generated ``demo…``).
 """
@@ -20,6 +27,7 @@ collection is any ``Experiment`` takes (a BEIR folder, an ir_datasets id, a gene
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import tempfile
 import tomllib
@@ -170,14 +178,109 @@ def config_stops(config: str, overrides: list[str]):
     return list(reached), list(whole), calls
 
 
+def _handed(value, marks) -> bool:
+    """Whether ``value`` is one of what a ranker travels as (``marks``), or holds one directly (a list, tuple, set or
+    dict of them: a function handed the runs of a fusion is handed each)."""
+    try:
+        if marks(value):
+            return True
+        if isinstance(value, dict):  # dict's own view: a sealed configuration refuses to be read, not to be looked at
+            return any(marks(k) or marks(v) for k, v in list(dict.items(value))[:10000])
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return any(marks(v) for v in list(value)[:10000])
+    except Exception:  # noqa: BLE001 - an object mid-construction
+        return False
+    return False
+
+
+def traced_path(collection: str, spec: str, out: Path, settings: dict, pyterrier: bool = False):
+    """Every irglow function handed the ranker (or a ranker equal to it), its tag, a unit of it, its run or its run
+    file, from ``Experiment(...).run()`` to the run file (``pyterrier``: then from ``transformer(ranker, out)`` to its
+    PyTerrier pipeline), in the order first reached: ``[(module, function)]`` for each path."""
+    import irglow
+    from irglow import Experiment, rankers
+    from irglow.runs.trec import Run
+    from irglow.stage import Unit
+
+    namespace = {name: getattr(irglow, name) for name in irglow.__all__}
+    ranker = eval(spec, namespace)  # a benchmark's own argument, as a shell command line
+    tag = ranker.tag
+
+    def marks(value) -> bool:
+        try:
+            if isinstance(value, rankers.Ranker):
+                return value is ranker or value == ranker or value.tag == tag
+            if isinstance(value, str):
+                return value == tag or value.endswith((f":{tag}", f"/{tag}.run")) or value == f"{tag}.run"
+            if isinstance(value, Path):
+                return value.name == f"{tag}.run"
+            if isinstance(value, Run):
+                return value.tag == tag
+            if isinstance(value, Unit):
+                return value.name.endswith(f":{tag}") or tag in getattr(value, "tags", ())
+        except Exception:  # noqa: BLE001 - an object mid-construction, a comparison that cannot be made
+            return False
+        return False
+
+    def trace(run) -> list[tuple[str, str]]:
+        reached: dict[tuple[str, str], None] = {}
+
+        def profile(frame, event, arg):
+            if event != "call":
+                return
+            module = module_of(frame.f_code.co_filename)
+            if module is None:
+                return
+            code = frame.f_code
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount
+                                      + bool(code.co_flags & 4) + bool(code.co_flags & 8)]
+            f_locals = frame.f_locals
+            if any(_handed(f_locals.get(n), marks) for n in names):
+                reached.setdefault((module, code.co_qualname), None)
+
+        sys.setprofile(profile)
+        try:
+            run()
+        finally:
+            sys.setprofile(None)
+        return list(reached)
+
+    experiment = Experiment(collection, systems=[rankers.Lexical("bm25"), ranker], out=out, settings=settings)
+    paths = {"experiment": trace(experiment.run)}
+    paths["experiment"].insert(0, ("irglow.experiment", "Experiment.__init__"))  # handed it, before the clock
+    if pyterrier:
+        from irglow.pyterrier import transformer
+
+        paths["pyterrier"] = trace(lambda: transformer(ranker, out))
+    return tag, paths
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--collection", default="demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
     ap.add_argument("--ranker", default='Lexical("bm25") >> LinearRerank()')
     ap.add_argument("--config", default=str(ROOT / "irglow" / "configs" / "demo.toml"))
     ap.add_argument("--set", action="append", default=[], help="overrides of --config, as irglow run takes them")
+    ap.add_argument("--trace", action="store_true",
+                    help="count every function handed the ranker, its tag, a unit of it, its run or its run file (issue "
+                         "68's ruler), from Experiment to its run file and into its PyTerrier transformer")
     args = ap.parse_args(argv)
     contract = layers()
+    if args.trace:
+        with tempfile.TemporaryDirectory() as tmp:
+            settings = {"data_dir": str(Path(tmp) / "data"), "output.page": False,
+                        **dict(item.split("=", 1) for item in args.set)}
+            tag, paths = traced_path(args.collection, args.ranker, Path(tmp) / "out", settings,
+                                     pyterrier=importlib.util.find_spec("pyterrier") is not None)
+        print(f"## Every function handed `{args.ranker}` (tag `{tag}`), its units, its run or its run file\n")
+        print("| path | functions | files |\n|:--|--:|--:|")
+        for name, reached in paths.items():
+            print(f"| {name} | {len(reached)} | {len(set(m for m, _ in reached))} |")
+        for name, reached in paths.items():
+            print(f"\n### {name}\n")
+            for module in dict.fromkeys(m for m, _ in reached):
+                print(f"- {module}: " + ", ".join(f for m, f in reached if m == module))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         stacks = ranker_path(args.collection, args.ranker, Path(tmp) / "out", {"data_dir": str(Path(tmp) / "data"),
                                                                                "output.page": False})
