@@ -279,6 +279,9 @@ def test_every_command_shows_an_example_that_parses():
 def test_no_page_names_this_repositorys_neighbours():
     """Issue 70.3: 31 lines named ../shared/…; a reader's collections are ir_datasets ids or their own folders."""
     assert [str(p) for p, text in _pages().items() if "../shared" in text] == []
+    gen = _gen_pages()
+    generated = {name: make() for name, make in gen.PAGES.items() if not name.startswith("reference/api/")}
+    assert [name for name, text in generated.items() if "../shared" in text or "shared/data" in text] == []
 
 
 def test_the_reproductions_page_gives_a_command_and_the_published_figure_per_row():
