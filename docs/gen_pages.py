@@ -109,6 +109,13 @@ def api_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shipped(config: str) -> str:
+    """A matrix experiment's configuration as a user names it: ``configs/<path>`` (irglow's shipped files)."""
+    path = Path(config).resolve()
+    shipped = ROOT / "irglow" / "configs"
+    return f"configs/{path.relative_to(shipped)}" if shipped in path.parents else str(config)
+
+
 def _run_commands(e: dict, run: str) -> str:
     """The commands that make one lexical run of a matrix experiment and score it, to copy."""
     collection, split = (e["id"] if not e.get("about") else "path/to/folder"), e.get("test_split", "test")
@@ -141,8 +148,8 @@ def reproductions_markdown() -> str:
         check = f"`irglow regressions --tags {tags[0]}`" if tags else "`irglow regressions`"
         lines += [f"## {e['name']}", "",
                   f"{about}, split `{e.get('test_split', 'test')}`"
-                  + (f", trained on `{e.get('train_split', 'train')}` with `configs/{Path(e['config']).parent.name}/"
-                     f"{Path(e['config']).name}`" if e.get("config") else ", the pipeline's lexical defaults")
+                  + (f", trained on `{e.get('train_split', 'train')}` with `{_shipped(e['config'])}`"
+                     if e.get("config") else ", the pipeline's lexical defaults")
                   + f"; tolerance {e['tolerance']}. Check the whole experiment: {check}.", "",
                   "| run | irglow | published | | command |", "|:--|:--|:--|:-:|:--|"]
         for run, figures in e["expect"].items():
@@ -153,8 +160,9 @@ def reproductions_markdown() -> str:
             shown = ", ".join(f"{m} {theirs[m]:.4f}" for m in shared) + (f" ({source})" if shared else "")
             command = (_run_commands(e, run) if not e.get("config") and not e["id"].startswith("demo") else
                        check if e["id"].startswith("demo") else
-                       f"`irglow run --config configs/regressions/{Path(e['config']).name} --set collection.name="
-                       f"{e['id']} --set output.dir=runs/{e['name']}`")
+                       f"`irglow run --config {_shipped(e['config'])} --set collection.name={e['id']} "
+                       + "".join(f"--set {item} " for item in e.get("set", []))
+                       + f"--set output.dir=runs/{e['name']}`")
             lines.append(f"| `{run}` | {ours} | {shown or '–'} | {'✓' if agree else '✗' if agree is False else ''} "
                          f"| {command} |")
         lines.append("")

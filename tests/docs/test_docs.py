@@ -322,3 +322,48 @@ def test_the_tutorial_writes_outside_docs_and_its_page_shows_outputs(tmp_path, m
     monkeypatch.setattr(gen, "_executed_tutorial", lambda nb: None)
     assert "`make docs` builds the site with its outputs" in gen.tutorial_markdown()
 
+
+def _figure_tables(text: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Each ``<!-- figures: experiment -->`` table of a page: (experiment, header, rows)."""
+    out, lines = [], text.splitlines()
+    for i, line in enumerate(lines):
+        found = re.match(r"<!-- figures: ([\w-]+) -->", line.strip())
+        if not found:
+            continue
+        table = []
+        for row in lines[i + 1:]:
+            if not row.startswith("|"):
+                break
+            table.append([c.strip() for c in row.strip().strip("|").split("|")])
+        out.append((found.group(1), table[0], [r for r in table[2:]]))
+    return out
+
+
+def test_every_worked_example_gives_the_figures_its_benchmark_pins():
+    """Issue 70.3: a page per model, each figure checked against the benchmark that produced it — the reproduction
+    matrix's experiment, which ``irglow regressions`` re-runs through the pipeline."""
+    from irglow.regressions import load_matrix_spec
+
+    matrix = {e["name"]: e for e in load_matrix_spec(ROOT / "irglow" / "configs" / "regressions.yaml")}
+    pages = sorted((ROOT / "docs" / "examples").glob("*.md"))
+    assert {p.stem for p in pages} >= {"index", "twbert", "glow", "fusion"}
+    checked = 0
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "../shared" not in text and "beir/" in text, page.name
+        if page.stem != "index":
+            assert re.search(r"\b\d+ (?:min|s)\b.*2 (?:CPU )?cores|2 (?:CPU )?cores.*\b\d+ (?:min|s)\b", text), \
+                f"{page.name}: no cost on 2 CPU cores"
+        tables = _figure_tables(text)
+        assert tables, f"{page.name}: no figures table (<!-- figures: experiment --> before it)"
+        for experiment, header, rows in tables:
+            expect = matrix[experiment]["expect"]
+            for row in rows:
+                run = re.fullmatch(r"`([^`]+)`", row[header.index("run")])
+                assert run, (page.name, row)
+                for measure, cell in zip(header, row):
+                    value = re.match(r"[\d.]+", cell)
+                    if measure in expect[run.group(1)] and value:
+                        assert float(value.group()) == expect[run.group(1)][measure], (page.name, run.group(1), measure)
+                        checked += 1
+    assert checked >= 20
