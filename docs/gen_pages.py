@@ -214,6 +214,8 @@ def _outputs_markdown(cell: dict) -> list[str]:
     (the results browser) as the line that names it."""
     parts = []
     for output in cell.get("outputs", []):
+        if output.get("name") == "stderr":  # progress bars and library warnings: the run's noise, not its result
+            continue
         data = output.get("data", {})
         text = "".join(output.get("text", "")) if output.get("output_type") == "stream" else \
             "".join(data.get("text/plain", "")) if "image/png" not in data and "text/html" not in data else ""
