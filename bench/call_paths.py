@@ -27,6 +27,7 @@ collection is any ``Experiment`` takes (a BEIR folder, an ir_datasets id, a gene
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import sys
 import tempfile
@@ -44,6 +45,7 @@ def layers() -> list[list[str]]:
     return [[m.strip() for m in layer.split(":")] for layer in contract["layers"]]
 
 
+@functools.lru_cache(maxsize=None)  # asked on every call the profiler sees: a path resolved once per file
 def module_of(filename: str) -> str | None:
     path = Path(filename).resolve()
     if PACKAGE not in path.parents:
