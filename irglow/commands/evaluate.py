@@ -229,7 +229,7 @@ def register(sub) -> None:
                        help="also score condensed lists (unjudged documents removed; columns marked ')")
         p.add_argument("--no-judged", action="store_true", help="leave out the Judged@10 column")
         if name == "report":
-            p.add_argument("--depth", type=positive_int, default=10, help="documents per run shown in the query view")
+            p.add_argument("--depth", type=positive_int, default=10, help="documents per run shown in the query view (default: 10)")
             p.add_argument("--topics", help="query texts from a topics file (default: the collection's)")
             p.add_argument("--twbert", action="append", metavar="RUN=MODEL_DIR",
                            help="show TW-BERT's learned term weights for this run's queries")
@@ -255,7 +255,7 @@ def register(sub) -> None:
             p.add_argument("--pairs", choices=["all"], help="all pairs: randomized Tukey HSD matrix, groups, heatmap")
             p.add_argument("--heatmap", help="where --pairs all writes its heatmap (default: <-o without its suffix>"
                                              "-pairs.png beside -o, else pairs.png)")
-            p.add_argument("--risk-alpha", default="1,5", help="URisk/TRisk α values, comma-separated ('' for none)")
+            p.add_argument("--risk-alpha", default="1,5", help="URisk/TRisk α values, comma-separated ('' for none; default: 1,5)")
             p.add_argument("-o", "--output", help="also write the table (compare) or the page (report: default "
                                                   "report.html) to this file")
             p.add_argument("--plot", help="write a bar chart (PNG/PDF/SVG)")

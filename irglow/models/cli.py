@@ -20,7 +20,7 @@ def add_train_parser(group: argparse._SubParsersAction, help: str, func: Callabl
     t.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
     t.add_argument("--split", default="train", help="the split trained on (default: train)")
     t.add_argument("--out", required=True, help="training directory (checkpoint/, the best model)")
-    t.add_argument("--config", default=config, help=config_help)
+    t.add_argument("--config", default=config, help=f"{config_help} (default: {config})")
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"e.g. {example}")
     t.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint is there")
     t.add_argument("--data-dir", help="where indexes and statistics are kept")

@@ -98,6 +98,13 @@ def test_every_option_of_every_command_says_what_it_does():
               for path, parser, _ in _gen_pages().commands() for a in parser._actions  # noqa: SLF001
               if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]  # noqa: SLF001
     assert silent == []
+    # an option with a default says it in its --help (None, False and [] are "not given")
+    unsaid = [f"irglow {' '.join(path)} {a.option_strings[-1]} (default {a.default!r})"
+              for path, parser, _ in _gen_pages().commands() for a in parser._actions  # noqa: SLF001
+              if a.option_strings and a.help not in (None, argparse.SUPPRESS)
+              and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))  # noqa: SLF001
+              and a.default not in (None, False, [], argparse.SUPPRESS) and "default" not in a.help]
+    assert unsaid == []
 
 
 def test_every_command_and_make_target_a_page_names_exists():

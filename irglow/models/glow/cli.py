@@ -27,7 +27,7 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--depth", type=positive_int, default=DEPTH, help=f"documents per query (default: {DEPTH})")
     s.add_argument("--faiss", choices=["flat", "hnsw", "ivf", "ivfpq"], default="flat",
                    help="flat: exact; hnsw; ivf (clusters, nprobe 128); ivfpq (1/16 of flat's memory, for corpora whose "
-                        "flat index would not fit; recall against flat in BENCHMARKS.md)")
+                        "flat index would not fit; recall against flat in BENCHMARKS.md; default: flat)")
     s.add_argument("--shard-rows", type=positive_int, default=None,
                    help="search an index of this many vectors at a time and merge the tops (a corpus whose one index "
                         "does not fit in memory)")
