@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import inspect
 import sys
 import tempfile
 import tomllib
@@ -126,6 +127,28 @@ def ranker_path(collection: str, spec: str, out: Path, settings: dict) -> dict[s
     return stacks
 
 
+def profiled(run, on_call, varargs: bool = False):
+    """``run()`` with ``on_call(frame, module, names)`` at every call into an irglow function (``names``: its
+    parameters, ``*args`` and ``**kwargs`` too with ``varargs``), the profiler removed after."""
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        module = module_of(frame.f_code.co_filename)
+        if module is None:
+            return
+        code = frame.f_code
+        count = code.co_argcount + code.co_kwonlyargcount
+        if varargs:
+            count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        on_call(frame, module, code.co_varnames[:count])
+
+    sys.setprofile(profile)
+    try:
+        return run()
+    finally:
+        sys.setprofile(None)
+
+
 def config_stops(config: str, overrides: list[str]):
     """Every irglow function handed the configuration (or one of its tables) by the binding of ``irglow run``'s
     loaded configuration, in the order first reached; those handed the configuration itself; and the (caller's
@@ -148,14 +171,8 @@ def config_stops(config: str, overrides: list[str]):
             for v in value:
                 collect(v)
 
-    def profile(frame, event, arg):
-        if event != "call":
-            return
-        module = module_of(frame.f_code.co_filename)
-        if module is None:
-            return
+    def stop(frame, module, names):
         code = frame.f_code
-        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
         if code.co_qualname.startswith("SealedConfig."):  # the configuration's own methods: not a stop
             return
         if any(id(frame.f_locals.get(n)) in tables for n in names):
@@ -172,11 +189,7 @@ def config_stops(config: str, overrides: list[str]):
     reached[("irglow.commands.experiment", "cmd_run")] = whole[("irglow.commands.experiment", "cmd_run")] = None
     config_object = SealedConfig(load_config(config, overrides))
     collect(config_object)
-    sys.setprofile(profile)
-    try:
-        bind_plan(config_object)
-    finally:
-        sys.setprofile(None)
+    profiled(lambda: bind_plan(config_object), stop)
     return list(reached), list(whole), calls
 
 
@@ -227,24 +240,11 @@ def traced_path(collection: str, spec: str, out: Path, settings: dict, pyterrier
     def trace(run) -> list[tuple[str, str]]:
         reached: dict[tuple[str, str], None] = {}
 
-        def profile(frame, event, arg):
-            if event != "call":
-                return
-            module = module_of(frame.f_code.co_filename)
-            if module is None:
-                return
-            code = frame.f_code
-            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount
-                                      + bool(code.co_flags & 4) + bool(code.co_flags & 8)]
-            f_locals = frame.f_locals
-            if any(_handed(f_locals.get(n), marks) for n in names):
-                reached.setdefault((module, code.co_qualname), None)
+        def handed(frame, module, names):
+            if any(_handed(frame.f_locals.get(n), marks) for n in names):
+                reached.setdefault((module, frame.f_code.co_qualname), None)
 
-        sys.setprofile(profile)
-        try:
-            run()
-        finally:
-            sys.setprofile(None)
+        profiled(run, handed, varargs=True)
         return list(reached)
 
     experiment = Experiment(collection, systems=[rankers.Lexical("bm25"), ranker], out=out, settings=settings)
