@@ -5,7 +5,7 @@
 - ``reference/api/``: a page per public module from its docstrings (mkdocstrings; ``docs/api_docstrings.py``
   links their cross-references and writes each signature's parameter table);
 - ``reproductions.md``: the reproduction matrix, from ``configs/regressions.yaml``;
-- ``benchmark-history.md``: ``bench/HISTORY.md``, its collections named by id;
+- ``benchmark-history.md``: ``bench/HISTORY.md``;
 - ``tutorial.md``: ``docs/tutorial.ipynb`` as a page, with the outputs of running it at build time (``make docs``;
   kept in irglow's cache, keyed on the code, never in git).
 
@@ -243,23 +243,9 @@ def tutorial_markdown() -> str:
     return "\n".join(parts)
 
 
-# the development machine's paths in the dated log, as a reader names the same collections
-HISTORY_PATHS = (("../shared/tools/seed-ir-datasets /tmp/irds && ", ""),
-                 ("../shared/data/nfcorpus/README.md", "the NFCorpus release's README"),
-                 ("../shared/data/scifact", "beir/scifact"),
-                 ("../shared/data/nfcorpus", "NFCORPUS"),  # the original 2016 release, as a BEIR folder
-                 ("../shared/data", "the development data"))
-
-
 def history_markdown() -> str:
-    """``benchmark-history.md``: ``bench/HISTORY.md``, the dated log BENCHMARKS.md grew from, its collections named
-    as a reader names them (``beir/scifact``; ``NFCORPUS``: the original NFCorpus release as a BEIR folder)."""
-    text = (ROOT / "bench" / "HISTORY.md").read_text(encoding="utf-8")
-    for path, name in HISTORY_PATHS:
-        text = text.replace(path, name)
-    lines = text.split("\n")
-    return "\n".join([lines[0], "", "*`NFCORPUS` below is the original NFCorpus release (Boteva et al., ECIR 2016) as a "
-                      "BEIR folder; `beir/scifact` is BEIR SciFact as ir_datasets names it.*", *lines[1:]])
+    """``benchmark-history.md``: ``bench/HISTORY.md``, the dated log BENCHMARKS.md grew from."""
+    return (ROOT / "bench" / "HISTORY.md").read_text(encoding="utf-8")
 
 
 PAGES = {"reference/settings.md": settings_markdown, "reference/cli.md": cli_markdown,
