@@ -19,22 +19,23 @@ from typing import Any
 
 import griffe
 
-ROLE = re.compile(r":(?:class|meth|func|mod|attr|data|exc|obj):`(~?)([^`]+)`")
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$", re.M)
 
 
-def _documented() -> tuple[str, ...]:
-    """The modules with a page: docs/gen_pages.py's list (loaded under its own name, so it does not write pages)."""
+def _gen_pages():
+    """docs/gen_pages.py, loaded under its own name (so it does not write pages): its module list and role pattern."""
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location("gen_pages", Path(__file__).with_name("gen_pages.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return tuple(module.API_MODULES)
+    return module
 
 
-DOCUMENTED = _documented()
+_PAGES = _gen_pages()
+DOCUMENTED: tuple[str, ...] = tuple(_PAGES.API_MODULES)  # the modules with a page
+ROLE = _PAGES.SPHINX_ROLE
 
 
 def _sentences(text: str) -> list[str]:

@@ -26,6 +26,10 @@ API_MODULES = ("irglow.experiment", "irglow.rankers", "irglow.pyterrier", "irglo
                "irglow.runs.fusion", "irglow.eval.compare", "irglow.eval.measures", "irglow.stage",
                "irglow.runs.keys", "irglow.models.rerank.kinds", "irglow.settings")
 
+# a Sphinx cross-reference in a docstring (``:class:`~irglow.rankers.Ranker```): the reference renders each as a link
+# or code (docs/api_docstrings.py), the module index as code
+SPHINX_ROLE = re.compile(r":(?:class|meth|func|mod|attr|data|exc|obj):`(~?)([^`]+)`")
+
 
 def settings_markdown() -> str:
     from irglow.commands.reference import settings_reference
@@ -104,7 +108,7 @@ def api_markdown() -> str:
     for module in API_MODULES:
         doc = (importlib.import_module(module).__doc__ or "").strip()
         first = re.split(r"(?<=\.)\s", " ".join(doc.split()), maxsplit=1)[0] if doc else ""
-        first = re.sub(r":(?:class|meth|func|mod|attr|data|exc|obj):`~?([^`]+)`", r"`\1`", first)
+        first = SPHINX_ROLE.sub(lambda m: f"`{m.group(2)}`", first)
         lines.append(f"| [`{module}`]({module}.md) | {_cell(placeholders_as_text(first))} |")
     return "\n".join(lines) + "\n"
 
