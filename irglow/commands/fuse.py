@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from irglow import settings as declared
-from irglow.defaults import DEPTH, RRF_K
-from irglow.models.cli import add_duplicates_option
-from irglow.settings import positive_int
 from irglow.commands.common import numbers
+from irglow.config import write_run_manifest
+from irglow.data.trec import read_qrels
+from irglow.runs.fusion import fuse, tune_weights
+from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
+from irglow.runs.trec import Run, check_token
+from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable
 
 
 def cmd_fuse(args) -> int:
-    from irglow.data.trec import read_qrels
-    from irglow.runs.fusion import fuse, tune_weights
-    from irglow.runs.trec import Run, check_token
-    from irglow.utils.atomic import check_not_input, check_writable
-
     output = check_not_input(args.output, [*args.runs, *(args.tune_runs or []), args.tune_qrels])
     for p in args.runs:  # a run file's own folder may be a collection's: nothing of it is written over
         check_not_input(output, [], data=Path(p).parent if (Path(p).parent / "corpus.jsonl").exists() else None)
@@ -49,8 +47,6 @@ def cmd_fuse(args) -> int:
         return _fuse_per_query(args, runs, output, tag)
     fused = fuse(runs, args.method, args.norm, weights, args.k, args.depth, tag)
     fused.write(output)
-    from irglow.config import write_run_manifest
-
     write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
                        weights=weights)
     shown = ", ".join(f"{Path(p).stem} {w:g}" for p, w in zip(args.runs, weights or [1.0] * len(args.runs)))
@@ -61,10 +57,6 @@ def cmd_fuse(args) -> int:
 def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
     """``irglow fuse --per-query``: reciprocal-rank fusion with each query's run weights from the runs' own scores
     (irglow/runs/qpp.py; nothing judged is read), the weights written beside the run as ``<run>.weights.tsv``."""
-    from irglow.config import write_run_manifest
-    from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
-    from irglow.utils.atomic import atomic_write_text
-
     names = [Path(p).stem for p in args.runs]
     for run, name in zip(runs, names):
         run.tag = name
@@ -81,28 +73,3 @@ def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
                        weights_per_query=str(table))
     print(f"rrf of {', '.join(names)}, weighted per query ({args.per_query}) → {output} (weights: {table})")
     return 0
-
-
-def register(sub) -> None:
-    """Add this module's commands to ``irglow``'s sub-commands."""
-    p = sub.add_parser("fuse", help="hybrid run: reciprocal-rank or normalised-score fusion of runs")
-    p.add_argument("runs", nargs="+", help="TREC run files (the same queries)")
-    p.add_argument("-o", "--output", required=True, help="the fused run file to write")
-    # the declared default is applied in cmd_fuse, so --per-query can tell a --method given from the default
-    p.add_argument("--method", **declared.option("fusion", "method", default=None))
-    p.add_argument("--norm", **declared.option("fusion", "norm"))
-    p.add_argument("--weights", help="comma-separated, one per run (default: 1 each)")
-    p.add_argument("--per-query", choices=["qpp", "diverse", "qpp+diverse"],
-                   help="RRF with each query's run weights from the runs' own scores, no judgments: qpp (each run's "
-                        "NQC or top-similarity spread, as a percentile of its own), diverse (runs repeating each "
-                        "other share one say), or both; the weights go beside the run (<run>.weights.tsv)")
-    p.add_argument("--k", type=float, default=RRF_K, help=f"RRF constant (default {RRF_K:g})")
-    p.add_argument("--tune-runs", nargs="+", help="runs of the *training* queries, same systems and order as RUNS: "
-                   "the convex weights that maximise --measure on them fuse RUNS")
-    p.add_argument("--tune-qrels", help="qrels of the training queries")
-    p.add_argument("--measure", **declared.option("fusion", "measure"))
-    p.add_argument("--step", **declared.option("fusion", "step"))
-    p.add_argument("--depth", type=positive_int, default=DEPTH, help=f"documents kept per query (default: {DEPTH})")
-    p.add_argument("--tag", help="the fused run's tag (default: the output file's name)")
-    add_duplicates_option(p)
-    p.set_defaults(func=cmd_fuse)

@@ -167,7 +167,7 @@ def test_the_rerank_glow_and_pyterrier_entry_points_never_hold_the_corpus(tmp_pa
     collection: at most BOUND of its documents alive."""
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyterrier")
-    import irglow.models.rerank.cli as rerank_cli
+    import irglow.commands.rerank as rerank_cli
     from irglow.cli import main
     from irglow.index.lucene_index import IndexConfig, build_index
     from irglow.index.stats import CollectionStats

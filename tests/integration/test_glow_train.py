@@ -327,7 +327,7 @@ def test_a_low_rank_update_moves_each_projection_by_at_most_its_rank(demo_index,
 def test_search_time_token_budgets(trained, demo_index):
     """``irglow glow search --field-tokens body=40``: a model trained at 16 body tokens encodes 40 of a long body
     (its field id on each), other fields keep theirs; budgets past the position embeddings are refused."""
-    from irglow.models.glow.cli import parse_field_tokens
+    from irglow.commands.glow import parse_field_tokens
 
     best, out, cfg, stats, docs = trained
     body = cfg.model.fields.index("body")

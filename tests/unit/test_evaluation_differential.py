@@ -22,7 +22,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from irglow.cli import build_parser
-from irglow.commands.evaluate import _comparison, _read_runs, report_from_files
+from irglow.commands.evaluate import _comparison, _read_runs
+from irglow.commands.report import report_from_files
 from irglow.data.trec import FormatError, read_qrels
 from irglow.eval.compare import compare
 from irglow.eval.report import json_score

@@ -1,5 +1,6 @@
-"""``irglow <command>``: one entry point for every command, each registered from its own module
-(:mod:`irglow.commands` and the models' ``cli`` modules); heavy imports happen inside the commands."""
+"""``irglow <command>``: one entry point for every command.  Each command's options are declared in a module of
+this package and its work done by :mod:`irglow.commands`, imported only when the command runs
+(:func:`irglow.cli.options.command`): ``irglow search`` never imports what ``irglow glow train`` needs."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import os
 import sys
 
 from irglow import __version__
-from irglow.commands import collection, evaluate, experiment, fuse, reference, search
-from irglow.models.glow.cli import add_glow_command
-from irglow.models.rerank.cli import add_rerank_commands
-from irglow.models.twbert.cli import add_twbert_command
+from irglow.cli import collection, evaluate, experiment, fuse, reference, search
+from irglow.cli.glow import add_glow_command
+from irglow.cli.rerank import add_rerank_commands
+from irglow.cli.twbert import add_twbert_command
 
 # the commands in the order ``irglow --help`` lists them
 COMMANDS = (collection.register_index, search.register, evaluate.register, collection.register_qrels, fuse.register,

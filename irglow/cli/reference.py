@@ -1,0 +1,22 @@
+"""``irglow settings`` and ``cache``: their options (:mod:`irglow.commands.reference` and
+:mod:`irglow.commands.cache` do the work)."""
+
+from __future__ import annotations
+
+from irglow.cli.options import command
+
+
+def register(sub) -> None:
+    """Add ``irglow settings`` and ``cache`` to ``irglow``'s sub-commands."""
+    p = sub.add_parser("settings", help="the settings reference: key, type and range, default, meaning")
+    p.add_argument("sections", nargs="*", help="only these sections (default: every declared one)")
+    p.set_defaults(func=command("irglow.commands.reference:cmd_settings"))
+
+    p = sub.add_parser("cache", help="list cached indexes, or prune those a newer version replaced")
+    p.add_argument("action", choices=["list", "prune"], help="list: the cached indexes and their sizes; prune: remove "
+                   "those a newer version of the same source replaced")
+    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    p.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                   help="prune: also remove indexes unused for this many days")
+    p.add_argument("--dry-run", action="store_true", help="prune: only list what would be removed")
+    p.set_defaults(func=command("irglow.commands.cache:cmd_cache"))
