@@ -30,7 +30,7 @@ from typing import Any
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.pt import QL, Lexical
 from irglow.models.glow.pt import Dense, Glow
-from irglow.models.rerank.pt import CrossEncoder, KindReranker
+from irglow.models.rerank.pt import CrossEncoder
 from irglow.models.twbert.pt import TWBert
 from irglow.runs.frames import LazyDocuments, frame_to_run, run_to_frame
 from irglow.runs.pt import Fusion, pt
@@ -38,7 +38,7 @@ from irglow.lexical.stage import LexicalSettings
 from irglow.plan import ranker
 from irglow.stages import stage
 
-__all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "KindReranker", "Fusion", "transformer",
+__all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "Fusion", "transformer",
            "RunFolder", "run_to_frame", "frame_to_run"]
 
 # -- the rankers an irglow experiment ran, as PyTerrier pipelines -------------------------------------------

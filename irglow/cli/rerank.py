@@ -7,12 +7,14 @@ import argparse
 
 from irglow import settings as declared
 from irglow.cli.options import add_duplicates_option, add_train_parser, command
+from irglow.models.rerank.kinds import BUILT_IN
 
 
 def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
-    r = sub.add_parser("rerank", help="re-rank the top k of a run with a monoBERT or NRM-F model")
+    r = sub.add_parser("rerank", help="re-rank the top k of a run with a trained re-ranker (monoBERT, NRM-F or a "
+                                          "registered kind)")
     r.add_argument("run", help="TREC run file to re-rank")
-    r.add_argument("--model", required=True, help="a trained monoBERT or NRM-F directory")
+    r.add_argument("--model", required=True, help="a trained re-ranker's folder (its kind is read from it)")
     r.add_argument("--data", required=True, help="the run's collection: 'demo', a BEIR folder, or an ir_datasets id")
     r.add_argument("--split", default="test", help="the split whose query texts the run ranks (default: test)")
     r.add_argument("--depth", **declared.option("rerank", "depth"))
@@ -21,7 +23,7 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--output", required=True, help="the re-ranked run file to write")
     add_duplicates_option(r)
     r.set_defaults(func=command("irglow.commands.rerank:cmd_rerank"))
-    for kind, title in (("monobert", "monoBERT cross-encoder"), ("nrmf", "NRM-F multi-field ranker")):
+    for kind, title in ((k.name, k.title) for k in BUILT_IN.values()):  # irglow's kinds train in its training loop
         p = sub.add_parser(kind, help=f"{title}: train, explain")
         g = p.add_subparsers(dest=f"{kind}_command", required=True)
         t = add_train_parser(g, f"train a {title} on a collection's judged queries",

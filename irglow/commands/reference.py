@@ -9,9 +9,7 @@ from irglow.index.lucene_index import IndexConfig
 from irglow.lexical.stage import LexicalSettings
 from irglow.models.glow.model import GlowConfig
 from irglow.models.glow.train import GlowTrainConfig
-from irglow.models.rerank.kinds import plugin_kinds
-from irglow.models.rerank.monobert import MonoBERTConfig
-from irglow.models.rerank.nrmf import NRMFConfig
+from irglow.models.rerank.kinds import BUILT_IN, plugin_kinds
 from irglow.models.rerank.train import RerankTrainConfig
 from irglow.models.twbert.model import TWBertConfig
 from irglow.models.twbert.train import TrainConfig
@@ -39,8 +37,9 @@ def _settings_classes() -> dict:
     """The sections declared by settings dataclasses, by section (``rerank.<kind>``: monoBERT's and NRM-F's
     training, one class), a registered stage's (:mod:`irglow.stages`) among them."""
     classes = {"index": IndexConfig, "lexical": LexicalSettings, "twbert": TrainConfig, "twbert.model": TWBertConfig,
-               "glow": GlowTrainConfig, "glow.model": GlowConfig, "rerank.<kind>": RerankTrainConfig,
-               "rerank.monobert.model": MonoBERTConfig, "rerank.nrmf.model": NRMFConfig}
+               "glow": GlowTrainConfig, "glow.model": GlowConfig, "rerank.<kind>": RerankTrainConfig}
+    for name, kind in BUILT_IN.items():  # irglow's kinds: [rerank.<kind>] above, their models' own tables
+        classes[f"rerank.{name}.model"] = kind.config_class
     for name, kind in plugin_kinds().items():  # a registered re-ranker kind's [rerank.<kind>] table
         if is_dataclass(kind.settings_class):
             classes[f"rerank.{name}"] = kind.settings_class

@@ -8,7 +8,8 @@ from irglow.data.docstore import docs_store
 from irglow.data.records import Query
 from irglow.index.lucene_index import build_index
 from irglow.models.rerank.explain import explain_table
-from irglow.models.rerank.rerank import load_reranker, rerank
+from irglow.models.rerank.kinds import kind_of, reranker_kind
+from irglow.models.rerank.rerank import load_reranker
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
 from irglow.runs.trec import Run, check_token, gather_runs
 from irglow.utils.atomic import check_not_input, check_writable
@@ -48,17 +49,18 @@ def cmd_rerank(args) -> int:
         check_token(args.tag, "run tag")
     check_writable(out)
     run = Run.read(args.run, args.duplicates)
-    model = load_reranker(args.model)
+    kind = reranker_kind(kind_of(args.model))
+    model = kind.load(args.model)
     coll = load_collection(args.data)
     agree_on_inputs(coll, [args.split], files=[args.run])  # under torchrun: every rank re-ranks the same run
     queries = coll.queries(args.split)
     docs = docs_store(coll)  # by id: a query's top documents at a time
     order = [Query(q, "") for q in run.ranking]
     mine = Run({q.query_id: run.ranking[q.query_id] for q in split(order)}, run.tag)
-    tag = args.tag or f"{run.tag}-{model.kind}"
-    reranked = gather_runs({tag: rerank(model, mine, queries, docs, args.depth, args.batch_size, tag=tag,
-                                        checkpoint=out.with_name(rank_file(f".{out.name}.partial.jsonl")))},
-                           order)[tag]  # a killed re-ranking resumes
+    tag = args.tag or f"{run.tag}-{kind.name}"
+    reranked = gather_runs({tag: kind.rerank_run(model, mine, queries, docs, args.depth, tag, batch_size=args.batch_size,
+                                                 checkpoint=out.with_name(rank_file(f".{out.name}.partial.jsonl")))},
+                           order)[tag]  # a killed re-ranking resumes (irglow's kinds)
     reranked.write(out)
     write_run_manifest(out, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}})
     if is_main():

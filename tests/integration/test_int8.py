@@ -104,6 +104,7 @@ def test_inputs_are_bound_by_name_whatever_their_order(graphs):
 @needs_ort
 def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, monkeypatch, caplog):
     from irglow.models.rerank.monobert import MonoBERT, MonoBERTConfig
+    from irglow.models.rerank.kinds import BUILT_IN
     from irglow.models.rerank.stage import RerankStage
 
     monkeypatch.setenv("IRGLOW_CACHE", str(tmp_path))
@@ -115,7 +116,7 @@ def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, mon
     qrels = [Qrel("q1", "d0", 1), Qrel("q1", "d2", 2), Qrel("q2", "d1", 1)]
     first = Run({q.query_id: [(d, 1.0 / (i + 1)) for i, d in enumerate(docs)] for q in queries}, "bm25")
     source = SimpleNamespace(qrels=lambda: qrels)  # the training source: its judgments are read only for int8
-    used, check, run = RerankStage._precision("int8", model, first, queries, docs, source, 5, "monobert")
+    used, check, run = RerankStage._precision("int8", BUILT_IN["monobert"], model, first, queries, docs, source, 5, "monobert")
     assert used == "int8" and abs(check["int8_nDCG@10"] - check["fp32_nDCG@10"]) <= int8.INT8_TOLERANCE
     assert set(run.ranking) == {"q1", "q2"}
 
@@ -129,12 +130,12 @@ def test_rerank_stage_keeps_int8_only_where_held_out_queries_agree(tmp_path, mon
     # … and the int8 graph last: int8 is a full nDCG@10 below fp32 on the held-out queries
     monkeypatch.setattr(int8, "int8_scorer", lambda m: lambda qs, ds: -m.score(qs, ds))
     with caplog.at_level(logging.WARNING):
-        used, check, run = RerankStage._precision("int8", Perfect(), first, queries, docs, source, 5, "monobert")
+        used, check, run = RerankStage._precision("int8", BUILT_IN["monobert"], Perfect(), first, queries, docs, source, 5, "monobert")
     assert check["fp32_nDCG@10"] == 1.0 and check["int8_nDCG@10"] < 1.0 - int8.INT8_TOLERANCE
     assert used == "fp32" and "re-ranking in fp32" in caplog.text and check["why"]
     assert [d for d, _ in run.ranking["q1"]][:2] == ["d2", "d0"]  # the fp32 run is the one kept
-    assert RerankStage._precision("fp32", model, first, queries, docs, source, 5, "monobert") == ("fp32", {}, None)
-    used, check, _ = RerankStage._precision("int8", model, None, [], docs, source, 5, "monobert")
+    assert RerankStage._precision("fp32", BUILT_IN["monobert"], model, first, queries, docs, source, 5, "monobert") == ("fp32", {}, None)
+    used, check, _ = RerankStage._precision("int8", BUILT_IN["monobert"], model, None, [], docs, source, 5, "monobert")
     assert used == "fp32" and "no held-out queries" in check["why"]
 
 

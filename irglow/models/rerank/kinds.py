@@ -1,9 +1,10 @@
 """Re-ranker kinds as a registry: irglow's own (monoBERT, NRM-F) and any a package registers, each found by name.
 
 A kind is what ``>>`` puts after a ranker (``Lexical("bm25") >> Model("linear")``) and what ``[rerank] models``
-and a variant's ``kind`` name.  irglow's own kinds train in its one training loop (:mod:`irglow.models.rerank.train`);
-another package's kind is a :class:`RerankerKind` registered under the entry-point group ``irglow.rerankers``
-(``linear = "linear_rerank:LinearReranker"``, ``examples/linear_rerank.py``).  Either way the re-ranking stage
+and a variant's ``kind`` name.  irglow's own kinds are :class:`TorchKind` entries of :data:`BUILT_IN` that train in
+its one training loop (:mod:`irglow.models.rerank.train`); another package's kind is a :class:`RerankerKind`
+registered under the entry-point group ``irglow.rerankers`` (``linear = "linear_rerank:LinearReranker"``,
+``examples/linear_rerank.py``).  Both are found by :func:`reranker_kinds` and go the same way: the re-ranking stage
 gives it its first stage's run of the training queries, holds out the same queries every trainer holds out (so a
 fusion with it is tuned on queries it never saw), caches its model by its settings and training data, writes the
 kind into the model folder (``irglow-model.json``: loaded by it, never guessed from file names), re-ranks any run
@@ -12,25 +13,60 @@ kind into the model folder (``irglow-model.json``: loaded by it, never guessed f
 
 from __future__ import annotations
 
+import copy
+import importlib
 import json
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Any, Sequence
-from irglow.settings import check_fields, check_settings
-from irglow.utils.plugins import registered
+from typing import Any, Callable, Sequence
 
-BUILT_IN = ("monobert", "nrmf")  # trained by irglow's training loop (irglow.models.rerank.train)
+from irglow.settings import check_fields, check_settings
+from irglow.utils.plugins import module_code, registered
+
 ENTRY_POINTS = "irglow.rerankers"
 MODEL_FILE = "irglow-model.json"  # {"kind": ...} in every re-ranking model folder irglow writes
 
 
+@dataclass(frozen=True)
+class KindTraining:
+    """A registered kind's training settings, bound by the kind (:meth:`RerankerKind.bound`)."""
+
+    kind: str
+    settings: Any = None
+
+
+@dataclass(frozen=True)
+class FitJob:
+    """What a kind's model is trained from, as the re-ranking stage gives it: the training side (``source``: its
+    queries, judgments, index and collection), the run of the training queries it will re-rank (``first_stage``;
+    ``None``: BM25's, which ``bm25_run`` searches), the training documents (``docs``; ``None``: the source's), the
+    experiment's BM25 (``bm25``, a :class:`~irglow.lexical.searchers.LexicalConfig`), the other sources checkpoints
+    are also chosen on (``validate_elsewhere``), where trainings are kept (``train_root``), the model's name
+    (``owner``) and the experiment's seed."""
+
+    source: Any
+    first_stage: Any
+    bm25: Any
+    bm25_run: Callable[[], Any]
+    train_root: Path
+    owner: str
+    seed: int | None = None
+    docs: Any = None
+    validate_elsewhere: bool = False
+
+
 class RerankerKind:
-    """A kind of re-ranking model another package adds.  Set ``name`` and ``settings_class`` (a dataclass of
-    :func:`irglow.settings.setting` fields, bound from ``[rerank.<name>]`` or a variant), and implement
-    :meth:`train` and :meth:`rerank`; :meth:`transformer` comes from :meth:`rerank`."""
+    """A kind of re-ranking model.  Another package sets ``name`` and ``settings_class`` (a dataclass of
+    :func:`irglow.settings.setting` fields, bound from ``[rerank.<name>]`` or a variant), and implements
+    :meth:`train` and :meth:`rerank`; the stage trains it through :meth:`fit`, re-ranks through :meth:`rerank_run`
+    and builds its PyTerrier transformer from them.  irglow's own kinds (:class:`TorchKind`) override those three
+    with its training loop, torchrun shares, int8 and resumable re-rankings: one path for every kind."""
 
     name = ""
+    title = ""  # what it is, in a few words (its command's help)
     settings_class: type | None = None
+    collective = False  # True: every torchrun rank trains with it and re-ranks its share of the queries
+    precisions: tuple[str, ...] = ("fp32",)  # what [rerank] precision it can re-rank in
 
     def bind(self, table: dict[str, Any], where: str) -> Any:
         """Its training settings from a table; a misspelt key or a wrong value is named before any work."""
@@ -40,6 +76,10 @@ class RerankerKind:
             return None
         check_settings(table, self.settings_class.__dataclass_fields__, f"[{where}]")
         return check_fields(self.settings_class(**table), where)
+
+    def bound(self, table: dict[str, Any], where: str) -> Any:
+        """Its bound training settings, which say their ``kind`` (what a configuration's model holds)."""
+        return KindTraining(self.name, self.bind(table, where.removesuffix(".model")))
 
     def train(self, settings: Any, queries: Sequence, qrels: Sequence, first_stage, docs, model_dir: Path) -> None:
         """Train on the training ``queries`` (their judgments ``qrels``; ``first_stage``: the run it will re-rank, of
@@ -54,6 +94,141 @@ class RerankerKind:
     def settings_dict(self, settings: Any) -> dict[str, Any]:
         """Its settings as plain values (the cache key and the manifest)."""
         return asdict(settings) if is_dataclass(settings) else {}
+
+    def code(self) -> str | None:
+        """A digest of its module's code, in its cache keys: an edited plugin runs again (irglow's own: ``None``,
+        irglow's version keys them)."""
+        return module_code(type(self).__module__)
+
+    def load(self, model_dir: str | Path) -> Any:
+        """What :meth:`rerank_run` is given: the model folder itself (a kind loads its model in :meth:`rerank`)."""
+        return Path(model_dir)
+
+    def rerank_run(self, model: Any, run, queries: Sequence, docs, depth: int, tag: str, *, precision: str = "fp32",
+                   checkpoint: Path | None = None, batch_size: int = 64, device=None, desc: str | None = None):
+        """``run`` re-ranked by ``model`` (:meth:`load`'s): every re-ranking irglow does goes through here."""
+        return self.rerank(Path(model), run, queries, docs, depth, tag)
+
+    def fit(self, bound: Any, job: FitJob) -> Path:
+        """The trained model's folder: found trained for these settings and training data, or trained on the first
+        stage's run of the training queries with the queries every trainer holds out left out (they tune fusions;
+        a kind whose settings declare ``val_fraction`` holds out that share)."""
+        from irglow.data.docstore import docs_store
+        from irglow.defaults import SEED, VAL_FRACTION
+        from irglow.models.checkpoints import split_validation
+        from irglow.models.source import keyed_train_dir
+        from irglow.runs.trec import Run
+        from irglow.utils.atomic import atomic_dir, atomic_write_text
+        from irglow.utils.digest import records_digest
+
+        source = job.source
+        first = job.first_stage if job.first_stage is not None else job.bm25_run()
+        settings = self.settings_dict(bound.settings)
+        folder = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {
+            "kind": self.name, "code": self.code(), "settings": settings, "source": source.digest, "seed": job.seed,
+            "first_stage": records_digest((q, d, x) for q, ranked in sorted(first.ranking.items()) for d, x in ranked)})
+        model_dir = folder / "best"
+        if (model_dir / MODEL_FILE).is_file():
+            return model_dir
+        qrels = list(source.qrels())
+        ids = sorted({r.query_id for r in qrels if r.relevance > 0})
+        fraction = getattr(bound.settings, "val_fraction", VAL_FRACTION)
+        val_ids, train_ids = split_validation(ids, fraction, job.owner, SEED if job.seed is None else job.seed)
+        kept = set(train_ids)
+        atomic_write_text(folder / "training.json", json.dumps({  # before the model: a model never lacks it
+            "kind": self.name, "settings": settings, "train_queries": len(train_ids),
+            "val_queries": len(val_ids), "val_query_ids": val_ids}, indent=1))
+        with atomic_dir(model_dir) as tmp:
+            self.train(bound.settings, [q for q in source.queries() if q.query_id in kept],
+                       [r for r in qrels if r.query_id in kept],
+                       Run({q: d for q, d in first.ranking.items() if q in kept}, first.tag),
+                       docs_store(source.collection), tmp)
+            write_kind(tmp, self.name)
+        return model_dir
+
+
+class TorchKind(RerankerKind):
+    """irglow's own kinds: a torch scorer (``model``, ``"module:Class"``, with its settings class ``config``)
+    trained in irglow's one training loop (:mod:`irglow.models.rerank.train`: hard negatives from the first stage,
+    validation on other sources too, checkpoints and resumption, torchrun), re-ranking in batches with AMP, int8 and
+    a checkpoint a killed re-ranking resumes from (:func:`irglow.models.rerank.rerank.rerank`)."""
+
+    collective = True
+    precisions = ("fp32", "int8")
+
+    def __init__(self, name: str, title: str, model: str, config: str, *, loss: str, lr: float) -> None:
+        self.name, self.title, self._model, self._config = name, title, model, config
+        self.loss, self.lr = loss, lr  # its training's defaults (RerankTrainConfig's loss and lr, unset)
+
+    @property
+    def settings_class(self) -> type:
+        from irglow.models.rerank.train import RerankTrainConfig
+
+        return RerankTrainConfig
+
+    @property
+    def model_class(self) -> type:
+        return _named(self._model)
+
+    @property
+    def config_class(self) -> type:
+        """Its model's settings (``[rerank.<kind>.model]``)."""
+        return _named(self._config)
+
+    def bound(self, table: dict[str, Any], where: str) -> Any:
+        """A :class:`~irglow.models.rerank.train.RerankTrainConfig`, its model's table checked too (a misspelt key
+        is named before any work, not when the model is built after the first stage ran)."""
+        bound = self.settings_class.from_dict({**table, "kind": self.name})
+        bound.model_config(where)
+        return bound
+
+    def code(self) -> str | None:
+        return None
+
+    def load(self, model_dir: str | Path) -> Any:
+        return self.model_class.load(model_dir)
+
+    def rerank_run(self, model: Any, run, queries: Sequence, docs, depth: int, tag: str, *, precision: str = "fp32",
+                   checkpoint: Path | None = None, batch_size: int = 64, device=None, desc: str | None = None):
+        from irglow.models.rerank.rerank import rerank
+
+        return rerank(model, run, queries, docs, depth, batch_size, tag=tag, device=device, desc=desc or tag,
+                      precision=precision, checkpoint=checkpoint)
+
+    def fit(self, bound: Any, job: FitJob) -> Path:
+        from irglow.data.docstore import docs_store
+        from irglow.lexical.searchers import pool_inputs
+        from irglow.models.rerank.train import RerankTrainer
+        from irglow.models.source import keyed_train_dir
+        from irglow.models.validation import chosen_on
+        from irglow.utils.digest import records_digest
+
+        source, first_stage = job.source, job.first_stage
+        # the checkpoint may be chosen on other sources too (irglow.models.validation)
+        also, validated_on = chosen_on(source, job.validate_elsewhere)
+        inputs = {"source": source.digest, **validated_on, **pool_inputs(job.bm25)}
+        if first_stage is not None:
+            inputs["first_stage"] = [first_stage.tag, records_digest(
+                (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
+        train_dir = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {"settings": asdict(bound), **inputs})
+        docs = job.docs if job.docs is not None else docs_store(source.collection)
+        return RerankTrainer(copy.deepcopy(bound), train_dir).train(
+            source.index, docs, source.queries(), source.qrels(), first_stage=first_stage, validation=also,
+            bm25=job.bm25)
+
+
+def _named(target: str) -> type:
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# irglow's own kinds: the registry's first entries (a plugin may not take their names)
+BUILT_IN: dict[str, RerankerKind] = {
+    "monobert": TorchKind("monobert", "monoBERT cross-encoder", "irglow.models.rerank.monobert:MonoBERT",
+                          "irglow.models.rerank.monobert:MonoBERTConfig", loss="softmax", lr=1e-4),
+    "nrmf": TorchKind("nrmf", "NRM-F multi-field ranker", "irglow.models.rerank.nrmf:NRMF",
+                      "irglow.models.rerank.nrmf:NRMFConfig", loss="pairwise", lr=1e-3),
+}
 
 
 def plugin_kinds() -> dict[str, RerankerKind]:
@@ -78,14 +253,22 @@ def plugin_kinds() -> dict[str, RerankerKind]:
     return found
 
 
+def reranker_kinds() -> dict[str, RerankerKind]:
+    """Every re-ranker kind by name: irglow's, then the registered ones (the one registry)."""
+    return {**BUILT_IN, **plugin_kinds()}
+
+
 def kind_names() -> tuple[str, ...]:
-    """Every re-ranker kind: irglow's, then the registered ones."""
-    return (*BUILT_IN, *plugin_kinds())
+    """Every re-ranker kind's name: irglow's, then the registered ones."""
+    return tuple(reranker_kinds())
 
 
-def plugin_kind(name: str) -> RerankerKind | None:
-    """The registered kind ``name`` (``None``: one of irglow's own, or none)."""
-    return plugin_kinds().get(name)
+def reranker_kind(name: str) -> RerankerKind:
+    """The kind ``name``; an unknown name is an error listing the known ones."""
+    kinds = reranker_kinds()
+    if name not in kinds:
+        raise ValueError(f"{name!r} is not a re-ranker kind; the kinds: {', '.join(kinds)}")
+    return kinds[name]
 
 
 def write_kind(model_dir: Path, kind: str) -> None:

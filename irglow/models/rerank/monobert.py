@@ -63,6 +63,11 @@ class MonoBERT(nn.Module):
         return cls(bert, tokenizer, config)
 
     @classmethod
+    def for_training(cls, config: MonoBERTConfig) -> "MonoBERT":
+        """The model a training starts from: the pretrained encoder, the head initialised."""
+        return cls.from_pretrained_bert(config)
+
+    @classmethod
     def load(cls, path: str | Path) -> "MonoBERT":
         from safetensors.torch import load_file
 

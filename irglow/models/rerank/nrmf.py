@@ -117,6 +117,11 @@ class NRMF(nn.Module):
         self.hidden = nn.Linear(c.dim * len(c.fields), c.hidden)
         self.out = nn.Linear(c.hidden, 1)
 
+    @classmethod
+    def for_training(cls, config: NRMFConfig) -> "NRMF":
+        """The model a training starts from: every weight initialised (NRM-F has no pretrained part)."""
+        return cls(config)
+
     @staticmethod
     def _key(name: str) -> str:
         return "f_" + "".join(ch if ch.isalnum() else "_" for ch in name)

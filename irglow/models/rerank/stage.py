@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -36,21 +37,18 @@ from typing import Any, ClassVar, Mapping
 from irglow import settings as declared
 from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
-from irglow.lexical.searchers import LexicalSearcher, pool_inputs
-from irglow.models.rerank.kinds import MODEL_FILE, kind_names, kind_of, plugin_kind, write_kind
-from irglow.models.validation import ChoosesOnOtherSources, chosen_on
+from irglow.lexical.searchers import LexicalSearcher
+from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
+from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
 from irglow.stage import Produced, Result, Stage, Unit
-from irglow.utils.plugins import module_code
-from irglow.defaults import SEED, VAL_FRACTION
 from irglow.eval.measures import parse_measures
-from irglow.models.checkpoints import read_training, split_validation, validation_score
-from irglow.models.rerank.pt import CrossEncoder, KindReranker
-from irglow.models.source import held_out_run_on_training_corpus, keyed_train_dir, reused_model
+from irglow.models.checkpoints import read_training, validation_score
+from irglow.models.rerank.pt import CrossEncoder
+from irglow.models.source import held_out_run_on_training_corpus, reused_model
 from irglow.rankers import Listed, Model, Rerank
 from irglow.runs.keys import held_out, training
 from irglow.runs.trec import Run, gather_runs
-from irglow.utils.atomic import atomic_dir, atomic_write_text
 from irglow.utils.digest import queries_digest, records_digest, tree_digest, value_digest
 from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
 
@@ -67,27 +65,10 @@ def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
     return {**merged(rcfg.get(kind, {}), change), "kind": kind}
 
 
-@dataclass(frozen=True)
-class KindTraining:
-    """A registered kind's training settings (:mod:`irglow.models.rerank.kinds`), bound by the kind."""
-
-    kind: str
-    settings: Any = None
-
-
 def _bound_trainer(name: str, trainer: dict, where: str):
-    """A model's training settings: irglow's kinds as a :class:`~irglow.models.rerank.train.RerankTrainConfig`, its
-    model's table checked (a misspelt key is named before any work, not when the model is built after the first
-    stage ran); a registered kind's bound by the kind."""
-    from irglow.models.rerank.train import RerankTrainConfig
-
-    registered = plugin_kind(trainer.get("kind", ""))
-    if registered is not None:
-        return KindTraining(registered.name, registered.bind({k: v for k, v in trainer.items() if k != "kind"},
-                                                              where.removesuffix(".model")))
-    bound = RerankTrainConfig.from_dict(trainer)
-    bound.model_config(where)
-    return bound
+    """A model's training settings, bound by its kind (:meth:`~irglow.models.rerank.kinds.RerankerKind.bound`): a
+    misspelt key is named before any work, not when the model is built after the first stage ran."""
+    return reranker_kind(trainer.get("kind", "")).bound({k: v for k, v in trainer.items() if k != "kind"}, where)
 
 
 def _fill(value, field: str):
@@ -281,9 +262,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         if done is None:
             return super().transformer(ranker, folder)
         first = ranker.first if isinstance(ranker, Rerank) else folder.ranker(done.first_stage)
-        model = KindReranker(done.model, folder.docs) if plugin_kind(kind_of(done.model)) else \
-            CrossEncoder(done.model, folder.docs)
-        return (folder.build(first) % done.depth) >> model
+        return (folder.build(first) % done.depth) >> CrossEncoder(done.model, folder.docs)
 
     def ranker(self, name, config, parse):
         """A kind (``monobert``: over ``[rerank] first_stage``), ``kind(first)`` (the kind re-ranking the run ``first``
@@ -331,38 +310,19 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return {name: reused_model(s.model_dir, name) for name in s.models if s.models_of[name] == name} \
             if s.model_dir else {}
 
-    def train(self, s: RerankSettings, source, train_root: Path, first_stage=None, only: list[str] | None = None,
-              docs: dict | None = None, bm25=None) -> dict[str, Path]:
-        """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named): ``{name: model
-        directory}``.  ``first_stage``: the run of the training queries they will re-rank (``None``: BM25's);
-        ``docs``: the training collection's documents when the caller has read them already; ``bm25``: the
-        experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the negatives and
-        validation candidates where no first stage gives them."""
-        import copy
-        from dataclasses import asdict
-
-        from irglow.models.rerank.train import RerankTrainer
-
-        trainers = s.trainers
-        # irglow's kinds (a registered kind trains in its own unit, on its first stage's run: _trained_kind)
-        models = [m for m in s.models if (only is None or m in only) and plugin_kind(trainers[m].kind) is None]
-        if s.model_dir:
-            return {m: p for m, p in self.reused_models(s).items() if m in models}
-        docs = docs if docs is not None else docs_store(source.collection)
-        # the checkpoint may be chosen on other sources too (irglow.models.validation)
-        also, validated_on = chosen_on(source, s.validate_elsewhere)
-        inputs = {"source": source.digest, **validated_on, **pool_inputs(bm25)}
-        if first_stage is not None:
-            inputs["first_stage"] = [first_stage.tag, records_digest(
-                (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
-        trained = {}
-        for name in models:
-            train_dir = keyed_train_dir(Path(train_root) / f"{name}-train", {"settings": asdict(trainers[name]),
-                                                                              **inputs})
-            trained[name] = RerankTrainer(copy.deepcopy(trainers[name]), train_dir).train(
-                source.index, docs, source.queries(), source.qrels(), first_stage=first_stage,
-                validation=also, bm25=bm25)
-        return trained
+    def trained(self, ctx, owner: str, first_training) -> Path:
+        """``owner``'s model: reused from ``model_dir``, or fitted by its kind
+        (:meth:`~irglow.models.rerank.kinds.RerankerKind.fit`: found trained for its settings and training data, or
+        trained) on its first stage's run of the training queries (``first_training``; ``None``: BM25's)."""
+        s = ctx.settings
+        reused = self.reused_models(s)
+        if owner in reused:
+            return reused[owner]
+        bound = s.trainers[owner]
+        return reranker_kind(bound.kind).fit(bound, FitJob(
+            ctx.source, first_training, ctx.lexical_config("bm25"), lambda: self._training_run(ctx, "bm25"),
+            Path(ctx.train_root), owner, ctx.seed, None if ctx.zero_shot else docs_store(ctx.collection),
+            s.validate_elsewhere))
 
     def first_stage(self, ctx, tag: str = "bm25"):
         """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
@@ -385,8 +345,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         for name in s.models:
             owner = owners[name]
             reads = {firsts[name], training(firsts[name]), firsts[owner], training(firsts[owner]), *also}
-            registered = plugin_kind(trainers[owner].kind)
-            code = module_code(type(registered).__module__) if registered is not None else None
+            kind = reranker_kind(trainers[owner].kind)
+            code = kind.code()
             settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
                         "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
                         **({"precision": s.precision} if s.precision != "fp32" else {}),  # fp32: the keys of before
@@ -395,21 +355,17 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                               lambda reads=reads: ctx.runs.of(reads),
                               lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
                               loads={owner: reused[owner]} if owner in reused else {},
-                              collective=plugin_kind(trainers[owner].kind) is None))
+                              collective=kind.collective))
         return units
 
-    def rerank_with(self, ctx, name: str) -> dict:
-        """One model's unit: its first stage (and every ``rerank_also`` run) re-ranked by the model ``name``."""
-        import time
-
-        from irglow.models.rerank.rerank import load_reranker, rerank
-
+    def rerank_with(self, ctx, name: str) -> Produced:
+        """One model's unit, for every kind: its first stage (and every ``rerank_also`` run) re-ranked by the model
+        ``name`` (trained once per settings and training data), and its held-out training queries' run for a
+        fusion.  A collective kind (irglow's own) re-ranks under torchrun each rank's share of the queries."""
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
-        registered = plugin_kind(s.trainers[s.models_of[name]].kind)
-        if registered is not None:
-            return self._rerank_with_kind(ctx, name, registered)
-        docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         depth, also, firsts, owner = s.depth, s.rerank_also, s.first_stages, s.models_of[name]
+        kind = reranker_kind(s.trainers[owner].kind)
+        docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         first, first_training = self.first_stage(ctx, firsts[name])
         # a first stage whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking): the
         # model learns from BM25's, and no held-out run is written (it would re-rank BM25, not this first stage)
@@ -418,10 +374,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             log.info("%s: %s has no run of the training queries: the model learns from BM25's; a fusion with %s is "
                      "reciprocal-rank", name, firsts[name], name)
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
-        model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
-                               docs=None if ctx.zero_shot else docs,  # in domain: the same documents
-                               bm25=ctx.lexical_config("bm25"))[owner]
-        model = load_reranker(model_dir)
+        model_dir = self.trained(ctx, owner, owner_training)
+        model = kind.load(model_dir)
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
         tune_first = None
@@ -431,70 +385,36 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                                                     for q in tune_q}, first_training.tag)
         source_docs = docs_store(source.collection) \
             if ctx.zero_shot and tune_first is not None else docs  # the held-out queries' documents
-        precision, check, tune_run = self._precision(s.precision, model, tune_first, tune_q, source_docs, source,
+        precision, check, tune_run = self._precision(s.precision, kind, model, tune_first, tune_q, source_docs, source,
                                                      depth, name)
         t = time.perf_counter()
-        # a killed re-ranking resumes with the batches it had not scored (the checkpoint is keyed by the model and
-        # the pairs, and removed once the run is written)
-        # under torchrun each rank re-ranks its share of the queries (its own checkpoint); rank 0 writes the run
-        mine = split(test_q)
+        # under torchrun a collective kind's ranks each re-rank a share of the queries (each its own checkpoint: a
+        # killed re-ranking resumes with the batches it had not scored); rank 0 writes the run
+        mine = split(test_q) if kind.collective else test_q
 
-        def share(run):  # this rank's queries of a run (the others are left to their ranks)
-            if current().size == 1:
-                return run
-            return Run({q.query_id: run.ranking[q.query_id] for q in mine if q.query_id in run.ranking}, run.tag)
+        def reranked(tag: str, run) -> dict:
+            if kind.collective and current().size > 1:  # this rank's queries of the run (the others are their ranks')
+                run = Run({q.query_id: run.ranking[q.query_id] for q in mine if q.query_id in run.ranking}, run.tag)
+            out = kind.rerank_run(model, run, mine, docs, depth, tag, precision=precision, desc=tag,
+                                  checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))
+            return gather_runs({tag: out}, test_q) if kind.collective else {tag: out}
 
-        produced = gather_runs({name: rerank(model, share(first), mine, docs, depth, tag=name, desc=name, precision=precision,
-                                             checkpoint=ctx.out / rank_file(f".{name}.rerank-partial.jsonl"))},
-                               test_q)
+        produced = reranked(name, first)
         rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) \
             / max(1e-9, time.perf_counter() - t)
-        rate = sum(all_gather(rate))  # the job's pairs per second
-        produced[name].write(ctx.out / f"{name}.run")
+        rate = sum(all_gather(rate)) if kind.collective else rate  # the job's pairs per second
         for base_tag in also:
             base = ctx.runs.get(base_tag)
             if base is not None:
-                tag = reranked_tag(name, base_tag)
-                produced.update(gather_runs({tag: rerank(
-                    model, share(base), mine, docs, depth, tag=tag, desc=tag, precision=precision,
-                    checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))}, test_q))
-                produced[tag].write(ctx.out / f"{tag}.run")
-        if name in ctx.tuning_runs and tune_first is not None and own:  # held-out queries, for fusion (zero-shot: carried)
-            if tune_run is None:
-                tune_run = on_main(lambda: self._held_out_run(model, model_dir, tune_first, tune_q, source_docs, depth,
-                                                              name, precision, ctx))
-            produced.update([held_out(name).write(ctx.out, _top(tune_run, depth))])
-        return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate, check or {}))
-
-    def _rerank_with_kind(self, ctx, name: str, registered) -> Any:
-        """A registered kind's unit (rank 0's): its model (trained once per settings and training data), its first
-        stage and every ``rerank_also`` run re-ranked, and its held-out training queries' run for a fusion."""
-        import time
-
-        s, source, depth = ctx.settings, ctx.source, ctx.settings.depth
-        first, first_training = self.first_stage(ctx, s.first_stages[name])  # a Lucene run's: searched once
-        first_training = first_training or self._training_run(ctx, s.first_stages[name])  # BM25's own
-        owner = s.models_of[name]  # its own first stage's training run where the model is its own (searched once)
-        model_dir = self._trained_kind(ctx, owner, registered,
-                                       first_training if s.first_stages[owner] == s.first_stages[name] else None)
-        docs = docs_store(ctx.collection)
-        t = time.perf_counter()
-        produced = {name: registered.rerank(model_dir, first, ctx.test_queries, docs, depth, name)}
-        rate = sum(min(depth, len(r)) for r in first.ranking.values()) / max(1e-9, time.perf_counter() - t)
-        for base_tag in s.rerank_also:
-            if base_tag in ctx.runs:
-                tag = reranked_tag(name, base_tag)
-                produced[tag] = registered.rerank(model_dir, ctx.runs[base_tag], ctx.test_queries, docs, depth, tag)
+                produced.update(reranked(reranked_tag(name, base_tag), base))
         for tag, run in produced.items():
             run.write(ctx.out / f"{tag}.run")
-        ids = set(read_training(model_dir).get("val_query_ids", []))
-        if name in ctx.tuning_runs and ids and first_training is not None:  # for a fusion (zero-shot: carried)
-            tune_q = [q for q in source.queries() if q.query_id in ids]
-            tune_first = Run({q.query_id: first_training.ranking.get(q.query_id, []) for q in tune_q}, first.tag)
-            source_docs = docs_store(source.collection) if ctx.zero_shot else docs
-            produced.update([held_out(name).write(ctx.out, _top(registered.rerank(
-                model_dir, tune_first, tune_q, source_docs, depth, name), depth))])
-        return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate))
+        if name in ctx.tuning_runs and tune_first is not None and own:  # held-out queries, for fusion (zero-shot: carried)
+            if tune_run is None:
+                tune_run = on_main(lambda: self._held_out_run(kind, model, model_dir, tune_first, tune_q, source_docs,
+                                                              depth, name, precision, ctx))
+            produced.update([held_out(name).write(ctx.out, _top(tune_run, depth))])
+        return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate, check or {}))
 
     def _training_run(self, ctx, tag: str):
         """``tag``'s run of every training query (BM25's searched on the training index), or ``None``."""
@@ -502,54 +422,16 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             return LexicalSearcher(ctx.source.index, ctx.lexical_config("bm25")).search(ctx.source.queries(), tag="bm25")
         return self.first_stage(ctx, tag)[1]
 
-    def _trained_kind(self, ctx, owner: str, registered, first=None) -> Path:
-        """``owner``'s model of a registered kind: reused from ``model_dir``, found trained, or trained on its first
-        stage's run of the training queries (``first``, where the caller has it), the queries every trainer holds
-        out left out (they tune fusions; a kind whose settings declare ``val_fraction`` holds out that share)."""
-        import json
-
-        s, source = ctx.settings, ctx.source
-        reused = self.reused_models(s)
-        if owner in reused:
-            return reused[owner]
-        # a first stage with no run of the training queries (a dense run, a fusion): it learns from BM25's
-        first = first or self._training_run(ctx, s.first_stages[owner]) or self._training_run(ctx, "bm25")
-        settings = registered.settings_dict(s.trainers[owner].settings)
-        folder = keyed_train_dir(Path(ctx.train_root) / f"{owner}-train", {
-            "kind": registered.name, "code": module_code(type(registered).__module__), "settings": settings,
-            "source": source.digest, "seed": ctx.seed,
-            "first_stage": records_digest((q, d, x) for q, ranked in sorted(first.ranking.items()) for d, x in ranked)})
-        model_dir = folder / "best"
-        if (model_dir / MODEL_FILE).is_file():
-            return model_dir
-        qrels = list(source.qrels())
-        ids = sorted({r.query_id for r in qrels if r.relevance > 0})
-        # the queries every trainer holds out: its own val_fraction where its settings have one, else theirs
-        fraction = getattr(s.trainers[owner].settings, "val_fraction", VAL_FRACTION)
-        val_ids, train_ids = split_validation(ids, fraction, owner, SEED if ctx.seed is None else ctx.seed)
-        kept = set(train_ids)
-        atomic_write_text(folder / "training.json", json.dumps({  # before the model: a model never lacks it
-            "kind": registered.name, "settings": settings, "train_queries": len(train_ids),
-            "val_queries": len(val_ids), "val_query_ids": val_ids}, indent=1))
-        with atomic_dir(model_dir) as tmp:
-            registered.train(s.trainers[owner].settings, [q for q in source.queries() if q.query_id in kept],
-                             [r for r in qrels if r.query_id in kept],
-                             Run({q: d for q, d in first.ranking.items() if q in kept}, first.tag),
-                             docs_store(source.collection), tmp)
-            write_kind(tmp, registered.name)
-        return model_dir
-
     @staticmethod
-    def _held_out_run(model, model_dir: Path, tune_first, tune_q, docs, depth: int, name: str, precision: str, ctx):
+    def _held_out_run(kind: RerankerKind, model, model_dir: Path, tune_first, tune_q, docs, depth: int, name: str,
+                      precision: str, ctx):
         """The model's re-ranking of its held-out training queries, for the fusion.  Zero-shot it re-ranks the
         training collection's documents, the same for every collection of a suite, so it is kept under the
         training folder (:func:`~irglow.models.source.held_out_run_on_training_corpus`), keyed by the model's
         files, the first stage's run of those queries, the training index, the depth and the precision."""
-        from irglow.models.rerank.rerank import rerank
-
         def make(work=None):
-            return rerank(model, tune_first, tune_q, docs, depth, tag=name, desc=f"{name} (held-out training queries)",
-                          precision=precision)
+            return kind.rerank_run(model, tune_first, tune_q, docs, depth, name, precision=precision,
+                                   desc=f"{name} (held-out training queries)")
 
         if not ctx.zero_shot:
             return make()
@@ -560,21 +442,23 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return held_out_run_on_training_corpus(ctx.train_root, name, key, make)
 
     @staticmethod
-    def _precision(asked: str, model, tune_first, tune_q, docs, source, depth: int, name: str):
+    def _precision(asked: str, kind: RerankerKind, model, tune_first, tune_q, docs, source, depth: int, name: str):
         """(the precision the test runs use, the check's figures, the held-out run in that precision or None).
         int8 is kept only where, on the held-out training queries, its nDCG@10 is within the tolerance of fp32's
         (:func:`~irglow.models.int8.kept_precision`): quantization that moves the ranking is said once and not
         used."""
         from irglow.models.int8 import kept_precision
-        from irglow.models.rerank.rerank import rerank
 
         if asked != "int8":
             return asked, {}, None
+        if asked not in kind.precisions:
+            log.warning("%s: a %s re-ranks in %s only; re-ranking in fp32", name, kind.name, ", ".join(kind.precisions))
+            return "fp32", {"asked": "int8", "used": "fp32", "why": f"{kind.name} has no int8 path"}, None
         if tune_first is None:
             log.warning("%s: no held-out training queries to check int8 on; re-ranking in fp32", name)
             return "fp32", {"asked": "int8", "used": "fp32", "why": "no held-out queries to check int8 on"}, None
-        runs = {p: rerank(model, tune_first, tune_q, docs, depth, tag=name, desc=f"{name} ({p}, held-out queries)",
-                          precision=p) for p in ("fp32", "int8")}
+        runs = {p: kind.rerank_run(model, tune_first, tune_q, docs, depth, name, precision=p,
+                                   desc=f"{name} ({p}, held-out queries)") for p in ("fp32", "int8")}
         wanted = {x.query_id for x in tune_q}
         judged = [q for q in source.qrels() if q.query_id in wanted]
         scores = {p: validation_score(parse_measures(["nDCG@10"]), judged, _top(r, depth)) for p, r in runs.items()}

@@ -31,6 +31,7 @@ from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher, pool_config, pool_inputs
 from irglow.models.checkpoints import fit_batch, pick_device, seed_everything, training_inputs, validation_score
+from irglow.models.rerank.kinds import BUILT_IN
 from irglow.models.rerank.rerank import rerank
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
@@ -40,12 +41,10 @@ from irglow.settings import setting
 
 log = logging.getLogger(__name__)
 
-KINDS = ("monobert", "nrmf")
-
-
 @dataclass
 class RerankTrainConfig:
-    kind: str = setting("monobert", "monobert (cross-encoder) or nrmf (multi-field neural ranking)", choices=KINDS)
+    kind: str = setting("monobert", "monobert (cross-encoder) or nrmf (multi-field neural ranking)",
+                        choices=tuple(BUILT_IN))
     model: dict = setting(factory=dict, doc="the model's settings ([rerank.<kind>.model])")
     loss: str | None = setting(None, "softmax or pairwise (unset: softmax for monoBERT, pairwise for NRM-F)",
                                choices=("softmax", "pairwise"), optional=True)
@@ -71,8 +70,9 @@ class RerankTrainConfig:
 
     def __post_init__(self):
         check_values(self, "rerank")  # types and ranges first: the checks below compare values
-        self.loss = self.loss or ("softmax" if self.kind == "monobert" else "pairwise")
-        self.lr = self.lr if self.lr is not None else (1e-4 if self.kind == "monobert" else 1e-3)
+        kind = BUILT_IN[self.kind]  # its kind's defaults where unset
+        self.loss = self.loss or kind.loss
+        self.lr = self.lr if self.lr is not None else kind.lr
 
     @classmethod
     def from_dict(cls, d: dict) -> "RerankTrainConfig":
@@ -85,26 +85,16 @@ class RerankTrainConfig:
     def model_config(self, key: str, fields: list[str] | None = None):
         """The model's settings (``[rerank.<kind>.model]``), checked — a misspelt key or a wrong type is an
         error naming ``key`` before any work, not when the model is built after the first stage ran."""
-        if self.kind == "monobert":
-            from irglow.models.rerank.monobert import MonoBERTConfig as Config
-        else:
-            from irglow.models.rerank.nrmf import NRMFConfig as Config
+        config_class = BUILT_IN[self.kind].config_class
         if not isinstance(self.model, dict):
             raise ValueError(f"{key} = {self.model!r} must be a table of settings")
         try:
-            return Config.from_dict({"fields": fields or ["text"], **self.model})
+            return config_class.from_dict({"fields": fields or ["text"], **self.model})
         except (TypeError, ValueError) as e:
             raise ValueError(f"{key}: {e}") from None
 
     def build_model(self, fields: list[str]):
-        config = self.model_config(f"rerank.{self.kind}.model", fields)
-        if self.kind == "monobert":
-            from irglow.models.rerank.monobert import MonoBERT
-
-            return MonoBERT.from_pretrained_bert(config)
-        from irglow.models.rerank.nrmf import NRMF
-
-        return NRMF(config)
+        return BUILT_IN[self.kind].model_class.for_training(self.model_config(f"rerank.{self.kind}.model", fields))
 
 
 def kept_note(best_step: int | None, last_step: int, best: float) -> str:
