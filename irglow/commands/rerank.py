@@ -8,8 +8,7 @@ from irglow.data.docstore import docs_store
 from irglow.data.records import Query
 from irglow.index.lucene_index import build_index
 from irglow.models.rerank.explain import explain_table
-from irglow.models.rerank.kinds import kind_of, reranker_kind
-from irglow.models.rerank.rerank import load_reranker
+from irglow.models.rerank.kinds import kind_of, load_reranker, reranker_kind
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
 from irglow.runs.trec import Run, check_token, gather_runs
 from irglow.utils.atomic import check_not_input, check_writable

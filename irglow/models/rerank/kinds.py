@@ -14,12 +14,12 @@ kind into the model folder (``irglow-model.json``: loaded by it, never guessed f
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from irglow.models.rerank.builtin import TORCH_MODELS, TorchModel
 from irglow.settings import check_fields, check_settings
 from irglow.utils.plugins import module_code, registered
 
@@ -148,32 +148,31 @@ class RerankerKind:
 
 
 class TorchKind(RerankerKind):
-    """irglow's own kinds: a torch scorer (``model``, ``"module:Class"``, with its settings class ``config``)
-    trained in irglow's one training loop (:mod:`irglow.models.rerank.train`: hard negatives from the first stage,
-    validation on other sources too, checkpoints and resumption, torchrun), re-ranking in batches with AMP, int8 and
-    a checkpoint a killed re-ranking resumes from (:func:`irglow.models.rerank.rerank.rerank`)."""
+    """irglow's own kinds (:data:`~irglow.models.rerank.builtin.TORCH_MODELS`): a torch scorer trained in irglow's
+    one training loop (:mod:`irglow.models.rerank.train`: hard negatives from the first stage, validation on other
+    sources too, checkpoints and resumption, torchrun), re-ranking in batches with AMP, int8 and a checkpoint a
+    killed re-ranking resumes from (:func:`irglow.models.rerank.rerank.rerank`)."""
 
     collective = True
     precisions = ("fp32", "int8")
 
-    def __init__(self, name: str, title: str, model: str, config: str, *, loss: str, lr: float) -> None:
-        self.name, self.title, self._model, self._config = name, title, model, config
-        self.loss, self.lr = loss, lr  # its training's defaults (RerankTrainConfig's loss and lr, unset)
+    def __init__(self, name: str, model: TorchModel) -> None:
+        self.name, self.title, self.declared = name, model.title, model
+
+    @property
+    def model_class(self) -> type:
+        return self.declared.model_class
+
+    @property
+    def config_class(self) -> type:
+        """Its model's settings (``[rerank.<kind>.model]``)."""
+        return self.declared.config_class
 
     @property
     def settings_class(self) -> type:
         from irglow.models.rerank.train import RerankTrainConfig
 
         return RerankTrainConfig
-
-    @property
-    def model_class(self) -> type:
-        return _named(self._model)
-
-    @property
-    def config_class(self) -> type:
-        """Its model's settings (``[rerank.<kind>.model]``)."""
-        return _named(self._config)
 
     def bound(self, table: dict[str, Any], where: str) -> Any:
         """A :class:`~irglow.models.rerank.train.RerankTrainConfig`, its model's table checked too (a misspelt key
@@ -217,18 +216,8 @@ class TorchKind(RerankerKind):
             bm25=job.bm25)
 
 
-def _named(target: str) -> type:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 # irglow's own kinds: the registry's first entries (a plugin may not take their names)
-BUILT_IN: dict[str, RerankerKind] = {
-    "monobert": TorchKind("monobert", "monoBERT cross-encoder", "irglow.models.rerank.monobert:MonoBERT",
-                          "irglow.models.rerank.monobert:MonoBERTConfig", loss="softmax", lr=1e-4),
-    "nrmf": TorchKind("nrmf", "NRM-F multi-field ranker", "irglow.models.rerank.nrmf:NRMF",
-                      "irglow.models.rerank.nrmf:NRMFConfig", loss="pairwise", lr=1e-3),
-}
+BUILT_IN: dict[str, RerankerKind] = {name: TorchKind(name, model) for name, model in TORCH_MODELS.items()}
 
 
 def plugin_kinds() -> dict[str, RerankerKind]:
@@ -284,3 +273,12 @@ def kind_of(model_dir: str | Path) -> str:
         raise FileNotFoundError(f"{model_dir} is not a re-ranker folder irglow wrote: it has no {MODEL_FILE} (a "
                                 f"folder trained before irglow recorded model kinds: train it again)")
     return json.loads(f.read_text())["kind"]
+
+
+def load_reranker(path: str | Path):
+    """The torch model in ``path``, of the kind its folder says (``irglow-model.json``: monoBERT or NRM-F)."""
+    kind = reranker_kind(kind_of(path))
+    if not isinstance(kind, TorchKind):
+        raise ValueError(f"{path} holds a {kind.name!r} re-ranker: its kind re-ranks it (irglow.models.rerank.kinds), "
+                         f"not a torch scorer")
+    return kind.load(path)

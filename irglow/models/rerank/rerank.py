@@ -1,4 +1,4 @@
-"""Re-rank the top ``depth`` documents of any run with a trained re-ranker (monoBERT or NRM-F).
+"""Re-rank the top ``depth`` documents of any run with a trained torch re-ranker (monoBERT or NRM-F).
 
 Documents below ``depth`` — and any the collection does not hold — keep their original order below
 the re-ranked block, so a re-ranked run is still a complete run of the same length.
@@ -21,19 +21,9 @@ from irglow.dense.encode import text_length
 from irglow.runs.trec import Run, trec_order
 from irglow.utils.batching import length_batches
 from irglow.models.checkpoints import pick_device
-from irglow.models.rerank.kinds import TorchKind, kind_of, reranker_kind
 from irglow.utils.digest import model_digest, records_digest
 
 log = logging.getLogger(__name__)
-
-
-def load_reranker(path: str | Path):
-    """The torch model in ``path``, of the kind its folder says (``irglow-model.json``: monoBERT or NRM-F)."""
-    kind = reranker_kind(kind_of(path))
-    if not isinstance(kind, TorchKind):
-        raise ValueError(f"{path} holds a {kind.name!r} re-ranker: its kind re-ranks it (irglow.models.rerank.kinds), "
-                         f"not a torch scorer")
-    return kind.load(path)
 
 
 def rerank_ranking(ranking: list[tuple[str, float]], scored: Mapping[str, float], depth: int) -> list[tuple[str, float]]:

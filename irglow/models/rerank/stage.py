@@ -30,14 +30,14 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from irglow import settings as declared
 from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
-from irglow.lexical.searchers import LexicalSearcher
+from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
@@ -310,19 +310,33 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return {name: reused_model(s.model_dir, name) for name in s.models if s.models_of[name] == name} \
             if s.model_dir else {}
 
-    def trained(self, ctx, owner: str, first_training) -> Path:
-        """``owner``'s model: reused from ``model_dir``, or fitted by its kind
-        (:meth:`~irglow.models.rerank.kinds.RerankerKind.fit`: found trained for its settings and training data, or
-        trained) on its first stage's run of the training queries (``first_training``; ``None``: BM25's)."""
-        s = ctx.settings
+    def train(self, s: RerankSettings, source, train_root: Path, first_stage=None, only: list[str] | None = None,
+              docs: dict | None = None, bm25=None, seed: int | None = None) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named), each by its kind
+        (:meth:`~irglow.models.rerank.kinds.RerankerKind.fit`): ``{name: model directory}``.  ``first_stage``: the
+        run of the training queries they will re-rank (``None``: BM25's); ``docs``: the training collection's
+        documents when the caller has read them already; ``bm25``: the experiment's BM25 (a
+        :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the negatives and validation candidates
+        where no first stage gives them.  The pipeline's units and the grid's selection both train through here."""
         reused = self.reused_models(s)
-        if owner in reused:
-            return reused[owner]
-        bound = s.trainers[owner]
-        return reranker_kind(bound.kind).fit(bound, FitJob(
-            ctx.source, first_training, ctx.lexical_config("bm25"), lambda: self._training_run(ctx, "bm25"),
-            Path(ctx.train_root), owner, ctx.seed, None if ctx.zero_shot else docs_store(ctx.collection),
-            s.validate_elsewhere))
+        bm25_run = cache(lambda: LexicalSearcher(source.index, bm25 or LexicalConfig("bm25")).search(
+            source.queries(), tag="bm25"))
+        trained = {}
+        for name in (m for m in s.models if only is None or m in only):
+            if name in reused:
+                trained[name] = reused[name]
+                continue
+            bound = s.trainers[name]
+            trained[name] = reranker_kind(bound.kind).fit(bound, FitJob(
+                source, first_stage, bm25, bm25_run, Path(train_root), name, seed, docs, s.validate_elsewhere))
+        return trained
+
+    def trained(self, ctx, owner: str, first_training) -> Path:
+        """``owner``'s model, trained on its first stage's run of the training queries (``first_training``;
+        ``None``: BM25's)."""
+        return self.train(ctx.settings, ctx.source, ctx.train_root, first_training, only=[owner],
+                          docs=None if ctx.zero_shot else docs_store(ctx.collection),
+                          bm25=ctx.lexical_config("bm25"), seed=ctx.seed)[owner]
 
     def first_stage(self, ctx, tag: str = "bm25"):
         """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
@@ -415,12 +429,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                                                               depth, name, precision, ctx))
             produced.update([held_out(name).write(ctx.out, _top(tune_run, depth))])
         return Produced(produced, RerankResult(name, str(model_dir), depth, first.tag, rate, check or {}))
-
-    def _training_run(self, ctx, tag: str):
-        """``tag``'s run of every training query (BM25's searched on the training index), or ``None``."""
-        if tag == "bm25":
-            return LexicalSearcher(ctx.source.index, ctx.lexical_config("bm25")).search(ctx.source.queries(), tag="bm25")
-        return self.first_stage(ctx, tag)[1]
 
     @staticmethod
     def _held_out_run(kind: RerankerKind, model, model_dir: Path, tune_first, tune_q, docs, depth: int, name: str,

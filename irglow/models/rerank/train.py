@@ -31,7 +31,7 @@ from irglow.eval.measures import parse_measures
 from irglow.index.lucene_index import LuceneIndex
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher, pool_config, pool_inputs
 from irglow.models.checkpoints import fit_batch, pick_device, seed_everything, training_inputs, validation_score
-from irglow.models.rerank.kinds import BUILT_IN
+from irglow.models.rerank.builtin import TORCH_MODELS
 from irglow.models.rerank.rerank import rerank
 from irglow.models.training import Examples, LoopSettings, Task, TrainingLoop, warmup_then_decay
 from irglow.models.validation import selection_score
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class RerankTrainConfig:
     kind: str = setting("monobert", "monobert (cross-encoder) or nrmf (multi-field neural ranking)",
-                        choices=tuple(BUILT_IN))
+                        choices=tuple(TORCH_MODELS))
     model: dict = setting(factory=dict, doc="the model's settings ([rerank.<kind>.model])")
     loss: str | None = setting(None, "softmax or pairwise (unset: softmax for monoBERT, pairwise for NRM-F)",
                                choices=("softmax", "pairwise"), optional=True)
@@ -70,7 +70,7 @@ class RerankTrainConfig:
 
     def __post_init__(self):
         check_values(self, "rerank")  # types and ranges first: the checks below compare values
-        kind = BUILT_IN[self.kind]  # its kind's defaults where unset
+        kind = TORCH_MODELS[self.kind]  # its kind's defaults where unset
         self.loss = self.loss or kind.loss
         self.lr = self.lr if self.lr is not None else kind.lr
 
@@ -85,7 +85,7 @@ class RerankTrainConfig:
     def model_config(self, key: str, fields: list[str] | None = None):
         """The model's settings (``[rerank.<kind>.model]``), checked — a misspelt key or a wrong type is an
         error naming ``key`` before any work, not when the model is built after the first stage ran."""
-        config_class = BUILT_IN[self.kind].config_class
+        config_class = TORCH_MODELS[self.kind].config_class
         if not isinstance(self.model, dict):
             raise ValueError(f"{key} = {self.model!r} must be a table of settings")
         try:
@@ -94,7 +94,7 @@ class RerankTrainConfig:
             raise ValueError(f"{key}: {e}") from None
 
     def build_model(self, fields: list[str]):
-        return BUILT_IN[self.kind].model_class.for_training(self.model_config(f"rerank.{self.kind}.model", fields))
+        return TORCH_MODELS[self.kind].model_class.for_training(self.model_config(f"rerank.{self.kind}.model", fields))
 
 
 def kept_note(best_step: int | None, last_step: int, best: float) -> str:
