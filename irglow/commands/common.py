@@ -9,7 +9,8 @@ from irglow.index.lucene_index import IndexConfig, LuceneIndex, build_index
 
 
 def open_index(args) -> LuceneIndex:
-    """The index of ``args.data`` built (or reused) with the index options (:func:`irglow.cli.options.add_index_options`)."""
+    """The index of ``args.data`` built (or reused) with the index options
+    (:func:`irglow.cli.options.add_index_options`)."""
     cfg = IndexConfig(fields=tuple(args.fields) if args.fields else None, stemmer=args.stemmer,
                       keep_stopwords=args.keep_stopwords, threads=args.threads)
     return build_index(load_collection(args.data), cfg, root=args.data_dir, force=getattr(args, "force", False))

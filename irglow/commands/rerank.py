@@ -57,8 +57,9 @@ def cmd_rerank(args) -> int:
     order = [Query(q, "") for q in run.ranking]
     mine = Run({q.query_id: run.ranking[q.query_id] for q in split(order)}, run.tag)
     tag = args.tag or f"{run.tag}-{kind.name}"
-    reranked = gather_runs({tag: kind.rerank_run(model, mine, queries, docs, args.depth, tag, batch_size=args.batch_size,
-                                                 checkpoint=out.with_name(rank_file(f".{out.name}.partial.jsonl")))},
+    partial = out.with_name(rank_file(f".{out.name}.partial.jsonl"))
+    reranked = gather_runs({tag: kind.rerank_run(model, mine, queries, docs, args.depth, tag,
+                                                 batch_size=args.batch_size, checkpoint=partial)},
                            order)[tag]  # a killed re-ranking resumes (irglow's kinds)
     reranked.write(out)
     write_run_manifest(out, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}})

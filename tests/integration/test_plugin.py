@@ -73,6 +73,10 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
 
     assert main(["run", "--config", str(exp.save(tmp_path / "plugin.yaml"))]) == 0
     assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
+    # one re-ranking path: `irglow rerank` re-ranks with the plugin's model folder as the stage did
+    assert main(["rerank", str(out / "bm25.run"), "--model", str(model), "--data", SMALL_DEMO, "--depth", "10",
+                 "--tag", "linear", "-o", str(tmp_path / "cli" / "linear.run")]) == 0
+    assert Run.read(tmp_path / "cli" / "linear.run").ranking == reranked.ranking
     # the share it holds out is its own setting where it declares one (the default: every trainer's)
     other = Experiment(SMALL_DEMO, systems=[Lexical("bm25") >> registered.LinearRerank(val_fraction=0.5)],
                        out=tmp_path / "half", settings=settings)

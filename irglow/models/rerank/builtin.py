@@ -21,6 +21,7 @@ class TorchModel:
 
     @property
     def model_class(self) -> type:
+        """The torch model class, imported now."""
         return _named(self.model)
 
     @property

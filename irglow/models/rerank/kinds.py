@@ -161,6 +161,7 @@ class TorchKind(RerankerKind):
 
     @property
     def model_class(self) -> type:
+        """Its torch model (``MonoBERT``, ``NRMF``): ``load`` and ``for_training`` make one."""
         return self.declared.model_class
 
     @property

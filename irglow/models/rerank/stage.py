@@ -37,7 +37,8 @@ from typing import Any, ClassVar, Mapping
 from irglow import settings as declared
 from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
-from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.defaults import DEPTH
+from irglow.lexical.searchers import LexicalSearcher, pool_config
 from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
@@ -319,8 +320,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the negatives and validation candidates
         where no first stage gives them.  The pipeline's units and the grid's selection both train through here."""
         reused = self.reused_models(s)
-        bm25_run = cache(lambda: LexicalSearcher(source.index, bm25 or LexicalConfig("bm25")).search(
-            source.queries(), tag="bm25"))
+        pool = pool_config(bm25, bm25.depth if bm25 else DEPTH)  # BM25's run of the training queries, for a kind
+        bm25_run = cache(lambda: LexicalSearcher(source.index, pool).search(source.queries(), tag="bm25"))
         trained = {}
         for name in (m for m in s.models if only is None or m in only):
             if name in reused:
@@ -423,7 +424,8 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 produced.update(reranked(reranked_tag(name, base_tag), base))
         for tag, run in produced.items():
             run.write(ctx.out / f"{tag}.run")
-        if name in ctx.tuning_runs and tune_first is not None and own:  # held-out queries, for fusion (zero-shot: carried)
+        # its held-out training queries' run, which a fusion tunes on (zero-shot: carried)
+        if name in ctx.tuning_runs and tune_first is not None and own:
             if tune_run is None:
                 tune_run = on_main(lambda: self._held_out_run(kind, model, model_dir, tune_first, tune_q, source_docs,
                                                               depth, name, precision, ctx))
