@@ -332,10 +332,20 @@ class IrdsStore(DocStore):
             self._ids = [d.doc_id for d in self.collection._dataset().docs_iter()]
         return self._ids
 
+    def _store(self):
+        """ir_datasets' docstore, opened once per process (each ``docs_store()`` opens its files again, and logs
+        it); a forked worker opens its own, as a shared file offset would mix two readers' reads."""
+        if self.__dict__.get("_opened", (None,))[0] != os.getpid():
+            self._opened = (os.getpid(), self.collection._dataset().docs_store())
+        return self._opened[1]
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_opened"}  # another process opens its own
+
     def _read(self, positions: np.ndarray) -> list[Document]:
         ids = self.ids()
         wanted = [ids[p] for p in positions.tolist()]
-        found = self.collection._dataset().docs_store().get_many(wanted)
+        found = self._store().get_many(wanted)
         mapping = self.collection._mapping
         return [make_document(d, **{dst: getattr(found[d], src, None) for src, dst in mapping.items()})
                 for d in wanted]

@@ -29,6 +29,15 @@ def test_irds_beir_collection_fields_queries_qrels(tmp_path):
         store = docs_store(c)  # ir_datasets' own docs_store(): the documents docs_iter gives, by id
         assert store.get_many(["d2", "d1"]) == [docs[1], docs[0]] and list(store.sequence()) == docs
         assert "d3" not in store and len(store) == 2
+        # ir_datasets' docstore is opened once per process, not at every read (each opening logs a line)
+        fresh, opened = load_collection("beir/scifact"), []
+        dataset = fresh._dataset()
+        real = dataset.docs_store
+        dataset.docs_store = lambda: opened.append(1) or real()
+        fresh._dataset = lambda split=None: dataset
+        again = docs_store(fresh)
+        assert [again[d].doc_id for d in ("d1", "d2", "d1")] == ["d1", "d2", "d1"], again
+        assert len(opened) == 1, opened
     """)
     env = dict(os.environ, IR_DATASETS_HOME=str(home))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
