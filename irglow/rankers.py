@@ -123,9 +123,14 @@ class Lexical(Ranker):
     system: str = "bm25"
     rm3: bool = False
 
+    def __post_init__(self):
+        if self.system.endswith("-rm3"):  # one value for one run: Lexical("bm25-rm3") is Lexical("bm25", rm3=True)
+            object.__setattr__(self, "system", self.system.removesuffix("-rm3"))
+            object.__setattr__(self, "rm3", True)
+
     @property
     def tag(self) -> str:
-        return self.system + ("-rm3" if self.rm3 and not self.system.endswith("-rm3") else "")
+        return self.system + ("-rm3" if self.rm3 else "")
 
     def configure(self, config: dict[str, Any]) -> None:
         systems = _section(config, "lexical").setdefault("systems", [])

@@ -113,6 +113,8 @@ class Reranker:
     train: Any  # irglow.models.rerank.train.RerankTrainConfig
     first_stage: str
     model_of: str | None = None
+    # what a variant sets itself, as written (its Model's settings: MonoBERT(epochs=2)); its kind's section is the rest
+    changes: dict = field(default_factory=dict)
 
 
 def _top(run, depth: int):
@@ -148,7 +150,7 @@ class RerankSettings:
                 continue
             for f in self.fields if self.fields and len(self.fields) > 1 else ():
                 out[name.replace("{field}", f)] = Reranker(_fill(reranker.train, f), reranker.first_stage,
-                                                           reranker.model_of)
+                                                           reranker.model_of, _fill(reranker.changes, f))
         return out
 
     @property
@@ -226,8 +228,9 @@ class RerankSettings:
             else:
                 raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}) nor a variant "
                                  f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
+            changes = {k: v for k, v in table.items() if k not in ("kind", "first_stage", "model_of")}
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
-                                       table.get("first_stage", first), table.get("model_of"))
+                                       table.get("first_stage", first), table.get("model_of"), changes)
         # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
         for name, table in variants.items():
             if name not in rerankers:
@@ -248,13 +251,16 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
     def node(self, tag, s: RerankSettings, node_of):
-        """``Rerank(first stage's node, the model)``; a model whose trained weights are another re-ranker's
-        (``model_of``) holds that re-ranker's node: it learns nothing before that one has trained."""
+        """``Rerank(first stage's node, the model)``, equal to the ranker a user wrote for it (its model's own
+        settings, and a name only where its tag is not the one a re-ranking computes); a model whose trained weights
+        are another re-ranker's (``model_of``) holds that re-ranker's node: it learns nothing before that one has
+        trained."""
         name = next(m for m in s.models if tag == m or tag in (reranked_tag(m, a) for a in s.rerank_also))
         first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
-        owner = s.models_of[name]
-        model = Model(s.trainers[name].kind, **({"of": node_of(owner)} if owner != name else {}))
-        return Rerank(node_of(first), model, name=tag)
+        owner, changes = s.models_of[name], s.expanded[name].changes
+        model = Model(s.trainers[name].kind, **({"of": node_of(owner)} if owner != name else {}), **changes)
+        node = Rerank(node_of(first), model)
+        return node if node.tag == tag else replace(node, name=tag)
 
     def transformer(self, ranker, folder):
         """Its first stage's transformer cut to the re-ranked depth, then the model the run used (irglow's kinds
