@@ -34,8 +34,7 @@ from irglow.models.rerank.pt import CrossEncoder
 from irglow.models.twbert.pt import TWBert
 from irglow.runs.frames import LazyDocuments, frame_to_run, run_to_frame
 from irglow.runs.pt import Fusion, pt
-from irglow.lexical.stage import LexicalSettings
-from irglow.plan import ranker
+from irglow.plan import bind_plan, ranker
 from irglow.stages import stage
 
 __all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "Fusion", "transformer",
@@ -55,21 +54,30 @@ def transformer(ranker, run_dir: str | Path) -> pt.Transformer:
 
 
 class RunFolder:
-    """One pipeline run's folder, read once: its configuration and settings, index, bound lexical settings and
-    field weights, each unit's result, the collection's documents — what the stages build transformers from."""
+    """One pipeline run's folder, read once: its recorded configuration bound again by the pipeline's own binding
+    (:func:`irglow.plan.bind_plan`: the same graph of rankers, the same bound settings), its index and field
+    weights, each unit's result, the collection's documents — what the stages build transformers from."""
 
     def __init__(self, out: Path):
         manifest = json.loads((out / "manifest.json").read_text())
-        self.out, self.config, self.settings = out, manifest["config"], manifest["settings"]
+        self.out, self.config = out, manifest["config"]
         self.index = LuceneIndex.open(manifest["index"])
-        self.lexical = LexicalSettings(**self.settings["lexical"])
+        self.plan = bind_plan(self.config, list(self.index.fields))
+        self.lexical = self.plan.lexical
         self.field_weights = manifest.get("field_weights", {})
         self._docs: LazyDocuments | None = None
         self._results = None
 
     def ranker(self, spec) -> Any:
-        """A ranker, or a run's name read as the configuration of this folder reads it."""
+        """A ranker, or a run's name: the node of the folder's bound graph that made it (a name it made none of is
+        read as a configuration would read it, and has no result here)."""
+        if isinstance(spec, str) and spec in self.plan.graph:
+            return self.plan.graph[spec]
         return ranker(spec, self.config)
+
+    def made(self, ranker) -> Any:
+        """The node of this folder's graph with ``ranker``'s tag (``None``: it made no such run)."""
+        return self.plan.graph.get(ranker.tag)
 
     def result(self, unit: str):
         """What the unit ``unit`` of that run did (:class:`~irglow.stage.Result`), or ``None``."""
