@@ -224,9 +224,10 @@ class FusionStage(Stage):
         info = folder.result(f"fusion:{ranker.tag}")
         if info is None:
             raise ValueError(f"{ranker.tag}: the run in {folder.out} made no such fusion (its weights are tuned there)")
-        made = folder.made(ranker)  # the bound graph's node, never the recorded configuration's raw [fusion]
-        if isinstance(made, type(ranker)) and made.hybrid != ranker.hybrid:
-            raise ValueError(f"{ranker.tag}: the run in {folder.out} fused it with {made.hybrid.settings_text()} "
+        # the fusion as the folder's [fusion] binds it, never the recorded configuration's raw table
+        made = next((h for h in folder.bound("fusion").hybrids if h.tag == ranker.tag), None)
+        if made is not None and made != ranker.hybrid:
+            raise ValueError(f"{ranker.tag}: the run in {folder.out} fused it with {made.settings_text()} "
                              f"({info.method}, weights {info.weights}), not {ranker.hybrid.settings_text()}: run "
                              f"an experiment with this fusion")
         return Fusion(*(folder.build(p) for p in ranker.rankers), method=info.method, norm=info.norm or FUSION_NORM,

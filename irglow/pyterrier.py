@@ -24,6 +24,7 @@ result frame written as a run equals the run file irglow writes (a test checks b
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from irglow.models.rerank.pt import CrossEncoder
 from irglow.models.twbert.pt import TWBert
 from irglow.runs.frames import LazyDocuments, frame_to_run, run_to_frame
 from irglow.runs.pt import Fusion, pt
+from irglow.lexical.stage import LexicalSettings
 from irglow.plan import bind_plan, ranker
 from irglow.stages import stage
 
@@ -62,11 +64,16 @@ class RunFolder:
         manifest = json.loads((out / "manifest.json").read_text())
         self.out, self.config = out, manifest["config"]
         self.index = LuceneIndex.open(manifest["index"])
-        self.plan = bind_plan(self.config, list(self.index.fields))
-        self.lexical = self.plan.lexical
+        self.lexical = LexicalSettings.from_config(self.config)  # [lexical] as the plan binds it
         self.field_weights = manifest.get("field_weights", {})
         self._docs: LazyDocuments | None = None
         self._results = None
+        self._bound: dict[str, Any] = {}
+
+    @cached_property
+    def plan(self):
+        """The recorded configuration bound (once asked: a ranker object needs only its parts' results)."""
+        return bind_plan(self.config, list(self.index.fields))
 
     def ranker(self, spec) -> Any:
         """A ranker, or a run's name: the node of the folder's bound graph that made it (a name it made none of is
@@ -75,9 +82,12 @@ class RunFolder:
             return self.plan.graph[spec]
         return ranker(spec, self.config)
 
-    def made(self, ranker) -> Any:
-        """The node of this folder's graph with ``ranker``'s tag (``None``: it made no such run)."""
-        return self.plan.graph.get(ranker.tag)
+    def bound(self, section: str) -> Any:
+        """The settings of the stage ``section`` bound from the recorded configuration, as the plan binds them
+        (its settings class's ``from_config``): one section, without binding the rest."""
+        if section not in self._bound:
+            self._bound[section] = stage(section).settings_class.from_config(self.config)
+        return self._bound[section]
 
     def result(self, unit: str):
         """What the unit ``unit`` of that run did (:class:`~irglow.stage.Result`), or ``None``."""

@@ -28,7 +28,7 @@ def assert_resumed_is_uninterrupted(monkeypatch, train_module, train: Callable[[
     train(tmp_path / "parts")
     losses = [[h["loss"] for h in json.loads((tmp_path / f / "training.json").read_text())["state"]["history"]]
               for f in ("whole", "parts")]
-    assert len(losses[0]) == evaluations and losses[0] == losses[1]
+    assert len(losses[0]) == evaluations and losses[0] == losses[1], losses
     whole, parts = (torch.load(tmp_path / f / "checkpoint" / "trainer.pt", weights_only=True)["model"]
                     for f in ("whole", "parts"))
     assert all(torch.equal(whole[k], parts[k]) for k in whole)

@@ -20,10 +20,13 @@ def tiny_bert(folder: Path) -> str:
 
     if not (folder / "config.json").is_file():
         tok = AutoTokenizer.from_pretrained(packaged_minilm(), use_fast=True)
-        torch.manual_seed(0)
-        BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                             intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-                  ).save_pretrained(folder)
+        # made on first use, inside whatever training asked for it: its random weights must not move that training's
+        # seeded RNG (the first monoBERT trained in a process drew other dropout masks than the second)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                 intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+                      ).save_pretrained(folder)
         tok.save_pretrained(folder)
     return str(folder)
 

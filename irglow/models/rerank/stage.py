@@ -338,13 +338,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 source, first_stage, bm25, bm25_run, Path(train_root), name, seed, docs, s.validate_elsewhere))
         return trained
 
-    def trained(self, ctx, owner: str, first_training) -> Path:
-        """``owner``'s model, trained on its first stage's run of the training queries (``first_training``;
-        ``None``: BM25's)."""
-        return self.train(ctx.settings, ctx.source, ctx.train_root, first_training, only=[owner],
-                          docs=None if ctx.zero_shot else docs_store(ctx.collection),
-                          bm25=ctx.lexical_config("bm25"), seed=ctx.seed)[owner]
-
     def first_stage(self, ctx, tag: str = "bm25"):
         """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
         whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking) gives ``None``: the
@@ -395,7 +388,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             log.info("%s: %s has no run of the training queries: the model learns from BM25's; a fusion with %s is "
                      "reciprocal-rank", name, firsts[name], name)
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
-        model_dir = self.trained(ctx, owner, owner_training)
+        model_dir = self.train(s, ctx.source, ctx.train_root, owner_training, only=[owner],
+                               docs=None if ctx.zero_shot else docs,  # in domain: the same documents
+                               bm25=ctx.lexical_config("bm25"), seed=ctx.seed)[owner]
         model = kind.load(model_dir)
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
@@ -413,21 +408,18 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         # killed re-ranking resumes with the batches it had not scored); rank 0 writes the run
         mine = split(test_q) if kind.collective else test_q
 
-        def reranked(tag: str, run) -> dict:
+        produced, rate = {}, 0.0
+        # the first stage, then every rerank_also run the experiment has
+        for tag, run in [(name, first), *((reranked_tag(name, b), ctx.runs[b]) for b in also if b in ctx.runs)]:
             if kind.collective and current().size > 1:  # this rank's queries of the run (the others are their ranks')
                 run = Run({q.query_id: run.ranking[q.query_id] for q in mine if q.query_id in run.ranking}, run.tag)
             out = kind.rerank_run(model, run, mine, docs, depth, tag, precision=precision, desc=tag,
                                   checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))
-            return gather_runs({tag: out}, test_q) if kind.collective else {tag: out}
-
-        produced = reranked(name, first)
-        rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) \
-            / max(1e-9, time.perf_counter() - t)
-        rate = sum(all_gather(rate)) if kind.collective else rate  # the job's pairs per second
-        for base_tag in also:
-            base = ctx.runs.get(base_tag)
-            if base is not None:
-                produced.update(reranked(reranked_tag(name, base_tag), base))
+            produced.update(gather_runs({tag: out}, test_q) if kind.collective else {tag: out})
+            if tag == name:
+                rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) \
+                    / max(1e-9, time.perf_counter() - t)
+                rate = sum(all_gather(rate)) if kind.collective else rate  # the job's pairs per second
         for tag, run in produced.items():
             run.write(ctx.out / f"{tag}.run")
         # its held-out training queries' run, which a fusion tunes on (zero-shot: carried)
