@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    from irglow.data.irds import DatasetUnavailableError
+    from irglow.data.errors import DatasetUnavailableError
     from irglow.data.trec import FormatError
     from irglow.index.jvm import JavaNotFoundError
 

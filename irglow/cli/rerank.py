@@ -7,7 +7,7 @@ import argparse
 
 from irglow import settings as declared
 from irglow.cli.options import add_duplicates_option, add_train_parser, command
-from irglow.models.rerank.kinds import BUILT_IN
+from irglow.models.rerank.builtin import TORCH_MODELS
 
 
 def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +23,7 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--output", required=True, help="the re-ranked run file to write")
     add_duplicates_option(r)
     r.set_defaults(func=command("irglow.commands.rerank:cmd_rerank"))
-    for kind, title in ((k.name, k.title) for k in BUILT_IN.values()):  # irglow's kinds train in its training loop
+    for kind, title in ((name, m.title) for name, m in TORCH_MODELS.items()):  # irglow's kinds: its training loop
         p = sub.add_parser(kind, help=f"{title}: train, explain")
         g = p.add_subparsers(dest=f"{kind}_command", required=True)
         t = add_train_parser(g, f"train a {title} on a collection's judged queries",

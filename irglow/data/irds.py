@@ -10,6 +10,7 @@ from typing import Iterator
 
 from irglow.data.records import Document, Qrel, Query, make_document
 from irglow.data.docstore import IrdsStore
+from irglow.data.errors import DatasetUnavailableError, UnknownDatasetError
 
 # dataset-id prefix -> (document attribute -> irglow field). Unlisted ids use every string field.
 FIELD_MAPPINGS: dict[str, dict[str, str]] = {
@@ -18,16 +19,6 @@ FIELD_MAPPINGS: dict[str, dict[str, str]] = {
     "beir/": {"title": "title", "text": "text"},
     "cranfield": {"title": "title", "text": "text"},
 }
-
-
-class UnknownDatasetError(KeyError):
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
-
-
-class DatasetUnavailableError(RuntimeError):
-    """ir_datasets could not get a collection's files (no network, licence-gated): says which files
-    it wanted and where to put them, so an offline machine can be given them by hand."""
 
 
 def wanted_downloads(dataset_id: str) -> list[str]:

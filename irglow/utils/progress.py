@@ -7,7 +7,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from tqdm.auto import tqdm as _tqdm
+if "ipykernel" in sys.modules:  # a notebook draws its own widget (tqdm.auto's choice, without importing asyncio
+    from tqdm.auto import tqdm as _tqdm  # and the notebook checks in every command-line start: 50 ms)
+else:
+    from tqdm.std import tqdm as _tqdm
 
 LOG_INTERVAL_S = 30.0
 

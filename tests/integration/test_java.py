@@ -99,14 +99,15 @@ def test_the_searcher_enters_pyserini_without_its_encoders_and_the_package_stays
 def test_a_lexical_command_imports_neither_torch_nor_pyseris_catalogue(tmp_path):
     """Issue 70.8: ``irglow search`` paid 0.74 s for ``torch.distributed`` (asked only whether it ran under torchrun)
     and 0.78 s for ``pyserini.index.lucene`` (the prebuilt-index catalogue and pandas, for a Lucene reader).  In a
-    fresh process, a search — the index built, then searched again from the built index — loads neither."""
+    fresh process, a search — the index built, then searched again from the built index — loads neither, nor
+    ir_datasets (a local collection's search never needs it) nor asyncio (tqdm.auto's, outside a notebook)."""
     code = f"""
 import sys
 from irglow.cli import main
 for _ in range(2):
     assert main(["search", "demo:n_topics=3", "--split", "test", "--system", "bm25", "-o", {str(tmp_path / 'b.run')!r},
                  "--data-dir", {str(tmp_path / 'data')!r}]) in (0, None)
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "pandas")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "pandas", "ir_datasets", "asyncio")
                or m.startswith(("pyserini.prebuilt", "pyserini.index", "pyserini.encode")))
 print("HEAVY", heavy)
 """
