@@ -101,7 +101,7 @@ def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
         parts.append(f"`{system}` {weights or '1.0 per field'} ({how})")
     text = f"Field weights: {'; '.join(parts)}.\n" if parts else ""
     for stage, bound in plan.stages:
-        values = getattr(bound, "bm25_parameters", None)
+        values = stage.bm25_parameters(bound)
         if values is not None:
             if (values["k1"], values["b"]) != (lx.k1, lx.b):
                 runs = [t for t in stage.tags(bound) if t in tags]

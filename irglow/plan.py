@@ -186,7 +186,7 @@ class Plan:
         """The same plan for a training index with these ``fields``, once it is built: each settings object that
         depends on them (the re-rankers' ``{field}`` variants) gives its own typed copy (``with_fields``), and the
         runs are planned again — the configuration is not read again."""
-        bound = [(s, b.with_fields(fields) if hasattr(b, "with_fields") else b) for s, b in self.stages]
+        bound = [(s, s.with_fields(b, fields)) for s, b in self.stages]
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
         return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
@@ -219,9 +219,9 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
                          f"{', '.join(tags)}")
     hybrids = [h for _, b in bound if isinstance(b, FusionSettings) for h in b.hybrids]
     tuned = frozenset(t for t in tags if any(t in h.runs or h.runs == (ALL,) for h in hybrids))
-    depths = {t: d for _, b in bound for t, d in getattr(b, "reranked_depths", {}).items()}
+    depths = {t: d for s, b in bound for t, d in s.reranked_depths(b).items()}
     return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
-            "training_runs": frozenset().union(*(getattr(b, "training_runs_read", ()) for _, b in bound)),
+            "training_runs": frozenset().union(*(s.training_runs_read(b) for s, b in bound)),
             "reranked_depths": depths, "graph": _graph(bound, own, tags)}
 
 

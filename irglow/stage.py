@@ -150,12 +150,9 @@ class Stage:
     on a wrong setting before any work.  Every other method is given that object (``settings``) or a
     :class:`Context` holding it.
 
-    What only some stages have is said by their settings object, where it applies (read with ``getattr``):
-    ``with_fields(fields)`` (settings that depend on the training index's fields), ``bm25_parameters`` (the k1
-    and b its runs score with, where it scores BM25 with values of its own: the caption names them),
-    ``starting_checkpoints`` (``{fine-tuned run: the untouched checkpoint's run}``: the zero-shot table says where
-    fine-tuning fell below it) and ``training_runs_read`` (the runs it learns from: their stages also write
-    their run of every training query, :attr:`Context.training_runs`)."""
+    What only some stages have is a method with a default that says "none": :meth:`with_fields`,
+    :meth:`bm25_parameters`, :meth:`starting_checkpoints`, :meth:`training_runs_read` and
+    :meth:`reranked_depths`."""
 
     name = ""
     # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work;
@@ -174,6 +171,30 @@ class Stage:
         (``Experiment(systems=["ql"])`` and the tags of a file ask every stage; ``parse`` reads a name inside this
         one).  By default: a run of its default settings, made by switching it on."""
         return StageRun(self.name, name) if name in self.default_tags() else None
+
+    def with_fields(self, settings, fields):
+        """Its settings for a training index with these ``fields``, once it is built (settings that depend on them:
+        the re-rankers' ``{field}`` variants); by default the same object."""
+        return settings
+
+    def bm25_parameters(self, settings) -> dict[str, float] | None:
+        """The k1 and b its runs score BM25 with, where it has values of its own (the caption names them)."""
+        return None
+
+    def starting_checkpoints(self, settings) -> dict[str, str]:
+        """``{fine-tuned run: the untouched checkpoint's run}``: the zero-shot table says where fine-tuning fell
+        below it."""
+        return {}
+
+    def training_runs_read(self, settings) -> set[str]:
+        """The runs its models learn from: their stages also write their run of every training query
+        (:attr:`Context.training_runs`)."""
+        return set()
+
+    def reranked_depths(self, settings) -> dict[str, int]:
+        """``{its run: the depth of its re-ranked block}`` for the runs that re-rank another (a fusion fuses that
+        block only)."""
+        return {}
 
     def default_tags(self) -> list[str]:
         """The runs it writes when switched on with its default settings."""

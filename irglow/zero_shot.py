@@ -249,7 +249,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     notes += shared_between({c: k for c, k in samples.items() if c not in in_domain})
     table = CrossCollection.from_comparisons(results, measure, notes, in_domain)
     table.notes += table.against_checkpoints({m: c for s, bound in plan.stages
-                                              for m, c in getattr(bound, "starting_checkpoints", {}).items()})
+                                              for m, c in s.starting_checkpoints(bound).items()})
     table.notes += table.against_parts({column: fused_parts(Path(folder)) for column, folder in folders.items()})
     _write_table(out, table, train_coll.name, train_split, measure, folders)
     write_manifest(out, plan.manifest_config(), seed=plan.seed, trained_on=[train_coll.name, train_split],

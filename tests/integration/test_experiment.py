@@ -77,10 +77,10 @@ def test_lexical_k1_reaches_every_system_that_claims_it():
         assert (cfg.k1, cfg.b) == (1.2, 0.7)
     stage = TWBertStage()
     assert stage.settings_class.from_config(config).train.model.k1 == 1.2
-    assert stage.settings_class.from_config(config).bm25_parameters == {"k1": 1.2, "b": 0.7}
+    assert stage.bm25_parameters(stage.settings_class.from_config(config)) == {"k1": 1.2, "b": 0.7}
     # a model section with its own values keeps them, and the caption says so
     config["twbert"]["model"] = {"k1": 2.0}
-    assert stage.settings_class.from_config(config).bm25_parameters == {"k1": 2.0, "b": 0.7}
+    assert stage.bm25_parameters(stage.settings_class.from_config(config)) == {"k1": 2.0, "b": 0.7}
 
 
 def test_a_system_with_its_own_bm25_parameters_is_named_in_the_caption(tmp_path):

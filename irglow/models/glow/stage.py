@@ -119,11 +119,6 @@ class GlowSettings:
     precision: str = "fp32"
     faiss: str = "flat"  # the faiss index kind the trained encoders' corpus encodings are searched with
 
-    @property
-    def starting_checkpoints(self) -> dict[str, str]:
-        """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
-        return {v: "minilm" for v in self.variants} if "minilm" in self.untrained else {}
-
     def model_config(self, source, variant: str):
         """The model ``variant`` trains on ``source`` (:func:`model_config`)."""
         return model_config(self.train, self.model_chosen, tuple(source.index.fields), variant)
@@ -161,6 +156,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
     def tags(self, s: GlowSettings, produced=()) -> list[str]:
         return [*s.untrained, *s.variants]
+
+    def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:
+        """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
+        return {v: "minilm" for v in s.variants} if "minilm" in s.untrained else {}
 
     def transformer(self, ranker, folder):
         """A trained encoder's faiss retrieval over the corpus encoding the run kept."""

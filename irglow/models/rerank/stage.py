@@ -172,16 +172,6 @@ class RerankSettings:
         """``{model: the model whose trained weights it uses}`` (itself unless ``model_of`` names another)."""
         return {name: r.model_of or name for name, r in self.expanded.items()}
 
-    @property
-    def reranked_depths(self) -> dict[str, int]:
-        """{each model's run: the depth of its re-ranked block} (a fusion fuses that block only)."""
-        return {name: self.depth for name in self.models}
-
-    @property
-    def training_runs_read(self) -> set[str]:
-        """The first stages: each model learns from its first stage's run of the training queries."""
-        return set(self.first_stages.values())
-
     def with_fields(self, fields) -> "RerankSettings":
         """The same settings for a training index with these ``fields`` (the ``{field}`` variants expanded), checked."""
         bound = replace(self, fields=tuple(fields))
@@ -249,6 +239,17 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
     def tags(self, s: RerankSettings, produced=()) -> list[str]:
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
+
+    def with_fields(self, s: RerankSettings, fields) -> RerankSettings:
+        return s.with_fields(fields)
+
+    def reranked_depths(self, s: RerankSettings) -> dict[str, int]:
+        """Each model's run: the depth of its re-ranked block."""
+        return {name: s.depth for name in s.models}
+
+    def training_runs_read(self, s: RerankSettings) -> set[str]:
+        """The first stages: each model learns from its first stage's run of the training queries."""
+        return set(s.first_stages.values())
 
     def node(self, tag, s: RerankSettings, node_of):
         """``Rerank(first stage's node, the model)``, equal to the ranker a user wrote for it (its model's own

@@ -30,11 +30,6 @@ class TWBertSettings:
     model_dir: str | None
     seed: int | None
 
-    @property
-    def bm25_parameters(self) -> dict[str, float]:
-        """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
-        return {"k1": self.train.model.k1, "b": self.train.model.b}
-
     @classmethod
     def from_config(cls, config) -> "TWBertSettings":
         from irglow.models.twbert.train import TrainConfig
@@ -59,6 +54,10 @@ class TWBertStage(Stage):
 
     def tags(self, s: TWBertSettings, produced=()) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
+
+    def bm25_parameters(self, s: TWBertSettings) -> dict[str, float]:
+        """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
+        return {"k1": s.train.model.k1, "b": s.train.model.b}
 
     def check_plan(self, s: TWBertSettings, plan) -> None:
         """A fusion tunes twbert's weight on the training queries TW-BERT held out; a reused ``model_dir`` holds
