@@ -19,7 +19,6 @@ from irglow import settings
 from irglow.rankers import StageRun, _section, _set
 from irglow.stage import Stage
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
-from irglow.runs.keys import held_out, training
 
 
 @dataclass(frozen=True)
@@ -59,19 +58,17 @@ class QueryLikelihoodStage(Stage):
     def tags(self, settings, produced=()) -> list[str]:
         return ["ql"]
 
+    def units(self, ctx) -> list:
+        # it learns nothing from the training queries: a later node (a re-ranker learning from its run, a fusion
+        # tuning its weight) has it rank whichever of them it asks for, on the training index — as a [lexical]
+        # system does, through the same Runs.ranks_any a plugin stage has
+        ctx.runs.ranks_any("ql", lambda queries: self.search(ctx, ctx.source.index, queries))
+        return super().units(ctx)
+
     def run(self, ctx) -> dict:
         run = self.search(ctx, ctx.index, ctx.test_queries)
         run.write(ctx.out / "ql.run")
-        runs = {"ql": run}
-        # it learns nothing from the training queries, so it can search any of them on the training index: a
-        # re-ranker over it learns from its run of them, a fusion tunes its weight on the judged ones
-        if "ql" in ctx.training_runs:
-            runs.update([training("ql").write(ctx.out, self.search(ctx, ctx.source.index, ctx.source.queries()))])
-        if "ql" in ctx.tuning_runs:
-            judged = {r.query_id for r in ctx.source.qrels()}
-            queries = [q for q in ctx.source.queries() if q.query_id in judged]
-            runs.update([held_out("ql").write(ctx.out, self.search(ctx, ctx.source.index, queries))])
-        return runs
+        return {"ql": run}
 
     def transformer(self, ranker, folder):
         from irglow.lexical.pt import QL
