@@ -25,7 +25,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser docs docs-serve readme-check bench-gpu bench-msmarco-scale bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
+.PHONY: venv browser docs docs-serve readme-check bench-gpu bench-msmarco-scale bench-glow-encode bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -194,6 +194,13 @@ SCALE_SIZES ?= 100000,300000,1000000
 PROCESSES ?= 1
 bench-msmarco-scale: venv
 	$(BIN)/python bench/msmarco_scale.py --sizes $(SCALE_SIZES) --processes $(PROCESSES) --out $(if $(call given,OUT),$(OUT),out/msmarco-scale)
+
+# GLOW corpus encoding taken apart (issue 69): featurization alone, the model alone, end to end; the last line
+# `featurization F docs/s per core; model M docs/s; end to end E docs/s` (DATA=<BEIR folder or ir_datasets id>,
+# else DOCS MS MARCO-shaped documents, default 100000)
+bench-glow-encode: venv
+	$(BIN)/python bench/glow_encode.py $(if $(call given,DATA),--data $(DATA)) $(if $(call given,DOCS),--docs $(DOCS)) \
+	  --out $(if $(call given,OUT),$(OUT),out/glow-encode)
 
 # On a GPU machine (the device tool): MiniLM encoding of 200,000 generated documents in fp16, the demo's trainers
 # with AMP on the GPU (steps/s, peak GPU memory) and tests/gpu, in one script under 8 minutes (bench/gpu.py).
