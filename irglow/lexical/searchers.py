@@ -41,10 +41,12 @@ log = logging.getLogger(__name__)
 MAX_PYSERINI_CLAUSES = 1024
 
 
-def pool_config(bm25: "LexicalConfig | None", depth: int) -> "LexicalConfig":
+def pool_config(bm25: "LexicalConfig | None", depth: int | None = None) -> "LexicalConfig":
     """The BM25 a trainer's candidate pool searches with: the experiment's (``bm25``: its bound ``[lexical]`` BM25,
-    k1 and b), else the defaults (a trainer run alone, ``irglow glow train``), to ``depth`` documents."""
-    return replace(bm25 or LexicalConfig("bm25"), system="bm25", rm3=False, depth=depth)
+    k1 and b), else the defaults (a trainer run alone, ``irglow glow train``), to ``depth`` documents (``None``:
+    the experiment's depth)."""
+    config = bm25 or LexicalConfig("bm25")
+    return replace(config, system="bm25", rm3=False, depth=config.depth if depth is None else depth)
 
 
 def pool_inputs(bm25: "LexicalConfig | None") -> dict:

@@ -23,6 +23,7 @@ from irglow.data.trec import FormatError, open_binary, split_fields, truncated_g
 from irglow.runs.packed import PackedRanking
 from irglow.utils.atomic import atomic_file
 from irglow.utils import distributed
+from irglow.utils.digest import records_digest
 from irglow.utils.distributed import is_main
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,10 @@ class Run:
         for qid, docs in self.ranking.items():
             for doc_id, score in docs:
                 yield ScoredDoc(qid, doc_id, score)
+
+    def digest(self) -> str:
+        """What a cache key holds of a run's content: every (query, document, score), queries in id order."""
+        return records_digest((q, d, x) for q, ranked in sorted(self.ranking.items()) for d, x in ranked)
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         """``{query id: {document id: score}}`` (pytrec_eval's and ir_measures' run form)."""

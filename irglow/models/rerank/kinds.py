@@ -17,7 +17,7 @@ import copy
 import json
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from irglow.models.rerank.builtin import TORCH_MODELS, TorchModel
 from irglow.settings import check_fields, check_settings
@@ -39,20 +39,25 @@ class KindTraining:
 class FitJob:
     """What a kind's model is trained from, as the re-ranking stage gives it: the training side (``source``: its
     queries, judgments, index and collection), the run of the training queries it will re-rank (``first_stage``;
-    ``None``: BM25's, which ``bm25_run`` searches), the training documents (``docs``; ``None``: the source's), the
-    experiment's BM25 (``bm25``, a :class:`~irglow.lexical.searchers.LexicalConfig`), the other sources checkpoints
-    are also chosen on (``validate_elsewhere``), where trainings are kept (``train_root``), the model's name
-    (``owner``) and the experiment's seed."""
+    ``None``: BM25's, :meth:`bm25_run`), the experiment's BM25 (``bm25``, a
+    :class:`~irglow.lexical.searchers.LexicalConfig`), where trainings are kept (``train_root``), the model's name
+    (``owner``), the experiment's seed, the training documents (``docs``; ``None``: the source's) and whether
+    checkpoints are also chosen on other sources (``validate_elsewhere``)."""
 
     source: Any
     first_stage: Any
     bm25: Any
-    bm25_run: Callable[[], Any]
     train_root: Path
     owner: str
     seed: int | None = None
     docs: Any = None
     validate_elsewhere: bool = False
+
+    def bm25_run(self):
+        """The experiment's BM25 run of every training query, on the training index."""
+        from irglow.lexical.searchers import LexicalSearcher, pool_config
+
+        return LexicalSearcher(self.source.index, pool_config(self.bm25)).search(self.source.queries(), tag="bm25")
 
 
 class RerankerKind:
@@ -96,8 +101,8 @@ class RerankerKind:
         return asdict(settings) if is_dataclass(settings) else {}
 
     def code(self) -> str | None:
-        """A digest of its module's code, in its cache keys: an edited plugin runs again (irglow's own: ``None``,
-        irglow's version keys them)."""
+        """A digest of its module's code, in its cache keys: an edited plugin runs again (irglow's own kinds:
+        ``None``, irglow's version keys them; :func:`~irglow.utils.plugins.module_code`)."""
         return module_code(type(self).__module__)
 
     def load(self, model_dir: str | Path) -> Any:
@@ -119,14 +124,13 @@ class RerankerKind:
         from irglow.models.source import keyed_train_dir
         from irglow.runs.trec import Run
         from irglow.utils.atomic import atomic_dir, atomic_write_text
-        from irglow.utils.digest import records_digest
 
         source = job.source
         first = job.first_stage if job.first_stage is not None else job.bm25_run()
         settings = self.settings_dict(bound.settings)
         folder = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {
             "kind": self.name, "code": self.code(), "settings": settings, "source": source.digest, "seed": job.seed,
-            "first_stage": records_digest((q, d, x) for q, ranked in sorted(first.ranking.items()) for d, x in ranked)})
+            "first_stage": first.digest()})
         model_dir = folder / "best"
         if (model_dir / MODEL_FILE).is_file():
             return model_dir
@@ -182,9 +186,6 @@ class TorchKind(RerankerKind):
         bound.model_config(where)
         return bound
 
-    def code(self) -> str | None:
-        return None
-
     def load(self, model_dir: str | Path) -> Any:
         return self.model_class.load(model_dir)
 
@@ -201,15 +202,13 @@ class TorchKind(RerankerKind):
         from irglow.models.rerank.train import RerankTrainer
         from irglow.models.source import keyed_train_dir
         from irglow.models.validation import chosen_on
-        from irglow.utils.digest import records_digest
 
         source, first_stage = job.source, job.first_stage
         # the checkpoint may be chosen on other sources too (irglow.models.validation)
         also, validated_on = chosen_on(source, job.validate_elsewhere)
         inputs = {"source": source.digest, **validated_on, **pool_inputs(job.bm25)}
         if first_stage is not None:
-            inputs["first_stage"] = [first_stage.tag, records_digest(
-                (q, d, s) for q, ranked in sorted(first_stage.ranking.items()) for d, s in ranked)]
+            inputs["first_stage"] = [first_stage.tag, first_stage.digest()]
         train_dir = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {"settings": asdict(bound), **inputs})
         docs = job.docs if job.docs is not None else docs_store(source.collection)
         return RerankTrainer(copy.deepcopy(bound), train_dir).train(

@@ -30,15 +30,14 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field, replace
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Mapping
 
 from irglow import settings as declared
 from irglow.config import as_names, merged
 from irglow.data.docstore import docs_store
-from irglow.defaults import DEPTH
-from irglow.lexical.searchers import LexicalSearcher, pool_config
+from irglow.lexical.searchers import LexicalSearcher
 from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
 from irglow.models.validation import ChoosesOnOtherSources
 from irglow.runs.wanted import reranked_tag
@@ -55,12 +54,17 @@ from irglow.utils.distributed import all_gather, current, on_main, rank_file, sp
 
 log = logging.getLogger(__name__)
 
+# a [rerank.variants.<name>] table's keys that are not its model's settings: its kind, the run it re-ranks, and whose
+# trained model it uses
+NOT_TRAINING = ("kind", "first_stage", "model_of")
+
+
 def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
     """A ``[rerank.variants.<name>]`` table as its model's training settings: its kind's, changed by the table."""
     change = dict(table)
     kind = change.pop("kind", None)
-    change.pop("first_stage", None)  # the run it re-ranks, not a training setting
-    change.pop("model_of", None)  # whose trained model it uses, not a training setting
+    for key in NOT_TRAINING:  # the run it re-ranks, whose trained model it uses: not training settings
+        change.pop(key, None)
     if kind not in kind_names():
         raise ValueError(f"[rerank.variants.{name}] needs kind = one of {', '.join(kind_names())}, not {kind!r}")
     return {**merged(rcfg.get(kind, {}), change), "kind": kind}
@@ -218,7 +222,7 @@ class RerankSettings:
             else:
                 raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}) nor a variant "
                                  f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
-            changes = {k: v for k, v in table.items() if k not in ("kind", "first_stage", "model_of")}
+            changes = {k: v for k, v in table.items() if k not in NOT_TRAINING}
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
                                        table.get("first_stage", first), table.get("model_of"), changes)
         # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
@@ -282,7 +286,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         head, paren, inner = name.partition("(")
         if paren and head in kind_names() and inner.endswith(")"):  # its variant's training settings, where it has some
             own = {k: v for k, v in section.get("variants", {}).get(name, {}).items()
-                   if k not in ("kind", "first_stage", "model_of")}
+                   if k not in NOT_TRAINING}
             return named(Rerank(parse(inner[:-1]), Model(head, **own)))
         if name in kind_names():
             return named(Rerank(parse(declared.value(config, "rerank", "first_stage")), Model(name)))
@@ -327,8 +331,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the negatives and validation candidates
         where no first stage gives them.  The pipeline's units and the grid's selection both train through here."""
         reused = self.reused_models(s)
-        pool = pool_config(bm25, bm25.depth if bm25 else DEPTH)  # BM25's run of the training queries, for a kind
-        bm25_run = cache(lambda: LexicalSearcher(source.index, pool).search(source.queries(), tag="bm25"))
         trained = {}
         for name in (m for m in s.models if only is None or m in only):
             if name in reused:
@@ -336,7 +338,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 continue
             bound = s.trainers[name]
             trained[name] = reranker_kind(bound.kind).fit(bound, FitJob(
-                source, first_stage, bm25, bm25_run, Path(train_root), name, seed, docs, s.validate_elsewhere))
+                source, first_stage, bm25, Path(train_root), name, seed, docs, s.validate_elsewhere))
         return trained
 
     def first_stage(self, ctx, tag: str = "bm25"):
@@ -389,7 +391,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             log.info("%s: %s has no run of the training queries: the model learns from BM25's; a fusion with %s is "
                      "reciprocal-rank", name, firsts[name], name)
         owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
-        model_dir = self.train(s, ctx.source, ctx.train_root, owner_training, only=[owner],
+        model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
                                docs=None if ctx.zero_shot else docs,  # in domain: the same documents
                                bm25=ctx.lexical_config("bm25"), seed=ctx.seed)[owner]
         model = kind.load(model_dir)

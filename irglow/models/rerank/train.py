@@ -151,10 +151,7 @@ class RerankTrainer:
         inputs = training_inputs(cfg, queries, qrels, index)
         inputs["data"].update(pool_inputs(bm25))
         if first_stage is not None:  # a checkpoint belongs to the candidates it was trained on, too
-            from irglow.utils.digest import records_digest
-
-            inputs["data"]["first_stage"] = records_digest(
-                (q, d, s) for q, docs in sorted(first_stage.ranking.items()) for d, s in docs)
+            inputs["data"]["first_stage"] = first_stage.digest()
         if validation:
             inputs["data"]["also_validate"] = [v.digest for v in validation]
         others = [(v, LexicalSearcher(v.index, pool_config(bm25, cfg.val_depth)).search(list(v.queries)))
