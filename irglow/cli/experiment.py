@@ -3,7 +3,7 @@ work)."""
 
 from __future__ import annotations
 
-from irglow.cli.options import command
+from irglow.cli.options import add_config_options, add_data_dir_option, command
 
 
 def register(sub) -> None:
@@ -12,15 +12,14 @@ def register(sub) -> None:
     p.add_argument("--config", default="configs/regressions.yaml",
                    help="the reproduction matrix (default: irglow's configs/regressions.yaml, from any folder)")
     p.add_argument("--tags", help="only experiments with one of these tags, comma-separated (e.g. lexical)")
-    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(p)
     p.add_argument("-o", "--output", default="out/regressions", help="where each experiment's runs and the matrix "
                    "page go (default: out/regressions)")
     p.set_defaults(func=command("irglow.commands.experiment:cmd_regressions"))
 
     p = sub.add_parser("run", help="the end-to-end pipeline from a configuration file")
-    p.add_argument("--config", default="configs/demo.toml", help="the configuration (TOML or YAML; default: irglow's "
-                   "configs/demo.toml, found from any folder)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. lexical.depth=100")
+    add_config_options(p, "configs/demo.toml", "the configuration (TOML or YAML; default: irglow's configs/demo.toml, "
+                       "found from any folder)", "lexical.depth=100")
     p.add_argument("--grid", action="append", default=[], metavar="KEY=V1,V2",
                    help="a grid of settings, e.g. glow.model.weight_alpha=0.25,0.5,1 or preset=a,b ([presets.<name>])")
     p.add_argument("--select-on", choices=["validation"],
@@ -29,9 +28,8 @@ def register(sub) -> None:
     p.set_defaults(func=command("irglow.commands.experiment:cmd_run"))
 
     p = sub.add_parser("zero-shot", help="train once, evaluate every system on a list of collections: one table")
-    p.add_argument("--config", default="configs/zero-shot.toml", help="the configuration with a [zero_shot] section "
-                   "(default: irglow's configs/zero-shot.toml)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. twbert.epochs=2")
+    add_config_options(p, "configs/zero-shot.toml", "the configuration with a [zero_shot] section (default: irglow's "
+                       "configs/zero-shot.toml)", "twbert.epochs=2")
     p.add_argument("--train", help="the training collection (overrides zero_shot.train)")
     p.add_argument("--train-split", help="its split (overrides zero_shot.train_split)")
     p.add_argument("--collections", help="comma-separated collections, each on its test split or "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from irglow.cli.options import add_train_parser, command
+from irglow.cli.options import add_data_dir_option, add_train_parser, command
 from irglow.defaults import DEPTH
 from irglow.settings import positive_int
 
@@ -36,7 +36,7 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
                    help="a one-field model reads every field of the collection in its segment (title + text), as "
                         "models the pipeline trains on a one-field collection do")
     s.add_argument("-o", "--output", required=True, help="the run file to write")
-    s.add_argument("--data-dir", help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(s)
     s.set_defaults(func=command("irglow.commands.glow:cmd_search"))
 
     e = g.add_parser("explain", help="top attended words of a document per field, models side by side")
@@ -45,5 +45,5 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--model", action="append", required=True, metavar="NAME=DIR",
                    help="a model to explain, named (repeat it to compare models side by side)")
     e.add_argument("--top", type=int, default=5, help="words shown per field (default: 5)")
-    e.add_argument("--data-dir", help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(e)
     e.set_defaults(func=command("irglow.commands.glow:cmd_explain"))

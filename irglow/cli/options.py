@@ -39,11 +39,23 @@ def command(target: str) -> Command:
     return Command(target)
 
 
+def add_data_dir_option(p: argparse.ArgumentParser) -> None:
+    """``--data-dir``: where a command finds (or builds) its collection's index."""
+    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+
+
+def add_config_options(p: argparse.ArgumentParser, default: str | None, help: str, example: str) -> None:
+    """``--config FILE`` and ``--set KEY=VALUE`` (repeatable): a configuration and its overrides, for ``run``,
+    ``zero-shot`` and every ``train``."""
+    p.add_argument("--config", default=default, help=help)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"override, e.g. {example}")
+
+
 def add_data_options(p: argparse.ArgumentParser, split: bool = True) -> None:
     p.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
     if split:
         p.add_argument("--split", default="test", help="queries/qrels split (default: test)")
-    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(p)
 
 
 def add_index_options(p: argparse.ArgumentParser) -> None:
@@ -70,9 +82,8 @@ def add_train_parser(group: argparse._SubParsersAction, help: str, func: Command
     t.add_argument("data", help="'demo', a BEIR folder, or an ir_datasets id")
     t.add_argument("--split", default="train", help="the split trained on (default: train)")
     t.add_argument("--out", required=True, help="training directory (checkpoint/, the best model)")
-    t.add_argument("--config", default=config, help=f"{config_help} (default: {config})")
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=f"e.g. {example}")
+    add_config_options(t, config, f"{config_help} (default: {config})", example)
     t.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint is there")
-    t.add_argument("--data-dir", help="where indexes and statistics are kept")
+    add_data_dir_option(t)
     t.set_defaults(func=func)
     return t

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from irglow.cli.options import command
+from irglow.cli.options import add_data_dir_option, command
 
 
 def register(sub) -> None:
@@ -15,7 +15,7 @@ def register(sub) -> None:
     p = sub.add_parser("cache", help="list cached indexes, or prune those a newer version replaced")
     p.add_argument("action", choices=["list", "prune"], help="list: the cached indexes and their sizes; prune: remove "
                    "those a newer version of the same source replaced")
-    p.add_argument("--data-dir", default=None, help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(p)
     p.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                    help="prune: also remove indexes unused for this many days")
     p.add_argument("--dry-run", action="store_true", help="prune: only list what would be removed")

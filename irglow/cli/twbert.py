@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from irglow.cli.options import add_train_parser, command
+from irglow.cli.options import add_data_dir_option, add_train_parser, command
 from irglow.defaults import DEPTH
 from irglow.settings import positive_int
 
@@ -24,12 +24,12 @@ def add_twbert_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--depth", type=positive_int, default=DEPTH, help=f"documents per query (default: {DEPTH})")
     s.add_argument("--rm3", action="store_true", help="two-pass: RM3 feedback terms, weighted by TW-BERT")
     s.add_argument("-o", "--output", required=True, help="the run file to write")
-    s.add_argument("--data-dir", help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(s)
     s.set_defaults(func=command("irglow.commands.twbert:cmd_search"))
 
     e = tw.add_parser("explain", help="print each n-gram of a query and its learned weight")
     e.add_argument("query", help="the query whose uni- and bi-gram weights are printed")
     e.add_argument("--model", default=None, help="model directory (default: untrained head on MiniLM)")
     e.add_argument("--data", default="demo", help="collection whose index analyzer to use (default: demo)")
-    e.add_argument("--data-dir", help="where indexes are cached (default: $IRGLOW_DATA or ./data)")
+    add_data_dir_option(e)
     e.set_defaults(func=command("irglow.commands.twbert:cmd_explain"))

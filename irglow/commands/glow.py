@@ -64,7 +64,6 @@ def parse_field_tokens(items: list[str]) -> dict[str, int]:
 
 @collective
 def cmd_search(args) -> int:
-
     w = join()
     coll, index, stats = _load(args)
     out = Path(args.output)

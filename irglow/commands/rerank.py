@@ -42,7 +42,6 @@ def cmd_train(args) -> int:
 def cmd_rerank(args) -> int:
     """Under ``torchrun`` each rank re-ranks a contiguous share of the run's queries (its own checkpoint); rank 0
     writes the whole run."""
-
     out = check_not_input(args.output, [args.run], data=args.data)
     if args.tag:
         check_token(args.tag, "run tag")
