@@ -35,7 +35,6 @@ from irglow.models.rerank.pt import CrossEncoder
 from irglow.models.twbert.pt import TWBert
 from irglow.runs.frames import LazyDocuments, frame_to_run, run_to_frame
 from irglow.runs.pt import Fusion, pt
-from irglow.lexical.stage import LexicalSettings
 from irglow.plan import bind_plan, ranker
 from irglow.stages import stage
 
@@ -64,7 +63,6 @@ class RunFolder:
         manifest = json.loads((out / "manifest.json").read_text())
         self.out, self.config = out, manifest["config"]
         self.index = LuceneIndex.open(manifest["index"])
-        self.lexical = LexicalSettings.from_config(self.config)  # [lexical] as the plan binds it
         self.field_weights = manifest.get("field_weights", {})
         self._docs: LazyDocuments | None = None
         self._results = None
@@ -74,6 +72,11 @@ class RunFolder:
     def plan(self):
         """The recorded configuration bound (once asked: a ranker object needs only its parts' results)."""
         return bind_plan(self.config, list(self.index.fields))
+
+    @property
+    def lexical(self):
+        """``[lexical]`` bound as the plan binds it (BM25's k1 and b, the depth, μ, threads)."""
+        return self.bound("lexical")
 
     def ranker(self, spec) -> Any:
         """A ranker, or a run's name: the node of the folder's bound graph that made it (a name it made none of is
