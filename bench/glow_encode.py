@@ -41,10 +41,11 @@ from irglow.models.glow.runner import featurizer_for, glow_encoders  # noqa: E40
 
 
 def batches(store, size: int):
-    """The corpus in batches of ``size`` documents, read by id from the store (never the whole corpus at once)."""
-    ids = store.ids()
-    for start in range(0, len(ids), size):
-        yield store.get_many(ids[start:start + size])
+    """The corpus in batches of ``size`` documents, read by position from the store as corpus encoding reads it
+    (never the whole corpus at once)."""
+    corpus = store.sequence()
+    for start in range(0, len(corpus), size):
+        yield corpus.take(range(start, min(len(corpus), start + size)))
 
 
 def main() -> None:
