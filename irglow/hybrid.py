@@ -36,7 +36,8 @@ from irglow import settings
 from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
 from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
-from irglow.runs.wanted import ALL, Hybrid, fusion_tag, hybrids, split_fusion
+from irglow.runs.wanted import fusion_tag, split_fusion
+from irglow.rankers import Fusion, configured_fusions
 from irglow.stage import Produced, Result, Stage, Unit
 from irglow.eval.measures import parse_measures
 
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 class FusionSettings:
     """``[fusion]`` bound: the hybrids and the defaults a hybrid does not set itself."""
 
-    hybrids: tuple[Hybrid, ...]
+    hybrids: tuple[Fusion, ...]  # each part a Named run
     method: str
     norm: str
     step: float
@@ -58,7 +59,7 @@ class FusionSettings:
     def from_config(cls, config: dict[str, Any]) -> "FusionSettings":
         settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
         keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
-        bound = cls(tuple(hybrids(config)), *(settings.value(config, "fusion", k) for k in keys))
+        bound = cls(tuple(configured_fusions(config)), *(settings.value(config, "fusion", k) for k in keys))
         parse_measures([bound.measure])
         try:  # the weight grid is built after every model trained: its step is checked now
             convex_grid(1, bound.step)
@@ -102,14 +103,12 @@ class FusionResult(Result):
 def check(s: FusionSettings, produced: list[str]) -> None:
     """Stop before any work on a hybrid of runs the configuration does not produce."""
     for hybrid in s.hybrids:
-        parts = list(hybrid.runs)
-        if parts == [ALL]:
+        parts = list(hybrid.part_tags)
+        if hybrid.every:
             if len(produced) < 2:
                 raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
             continue
-        if len(parts) < 2:
-            raise ValueError(f"fusion.runs: {parts} fuses nothing; name two runs or more")
-        others = [h.tag for h in s.hybrids if h is not hybrid and list(h.runs) != [ALL]]  # a fusion fuses fusions
+        others = [h.tag for h in s.hybrids if h is not hybrid and not h.every]  # a fusion fuses fusions
         missing = [p for p in parts if p not in produced and p not in others]
         if missing and s.optional:
             log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
@@ -121,7 +120,7 @@ def check(s: FusionSettings, produced: list[str]) -> None:
             raise ValueError(f"fusion.runs: {fusion_tag(parts)} is already a run of another stage; rename or drop one")
 
 
-def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Hybrid | None = None,
+def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Fusion | None = None,
                held_out_too: bool = False) -> tuple[Run, dict, Run | None]:
     """One configured hybrid of the runs in ``ctx.runs``: weights tuned on the held-out training queries every
     fused model left out (lexical parts searched for them on the training index), or reciprocal-rank fusion
@@ -173,8 +172,8 @@ def _tuning_runs(ctx, parts: list[str], top) -> "tuple[list[Run], list, str] | s
     — a Lucene run — ranks whichever the others held out), or every judged training query where no part
     trained.  Where there are none, why (a string)."""
     runs = ctx.runs
-    held = {p: runs.held_out(p) for p in parts if not runs.can_rank_any(p) and runs.held_out(p) is not None}
-    missing = [p for p in parts if p not in held and not runs.can_rank_any(p)]
+    held = {p: runs.held_out(p) for p in parts if not runs.searchable(p) and runs.held_out(p) is not None}
+    missing = [p for p in parts if p not in held and not runs.searchable(p)]
     if missing:
         return "no held-out runs of " + ", ".join(missing)
     if held:  # a model's held-out queries: the ones no fused model trained on
@@ -209,7 +208,7 @@ class FusionStage(Stage):
         """The hybrids; with ``optional``, only those whose runs the other stages produce."""
         if not s.optional or produced is None:
             return s.tags
-        return [h.tag for h in s.hybrids if list(h.runs) == [ALL] or all(x in produced for x in h.runs)]
+        return [h.tag for h in s.hybrids if h.every or all(x in produced for x in h.part_tags)]
 
     def resolved(self, s: FusionSettings) -> dict[str, Any]:
         """The hybrids as written in a configuration (a tag, or a table where one sets its own method or weights)."""
@@ -226,9 +225,9 @@ class FusionStage(Stage):
             raise ValueError(f"{ranker.tag}: the run in {folder.out} made no such fusion (its weights are tuned there)")
         # the fusion as the folder's [fusion] binds it, never the recorded configuration's raw table
         made = next((h for h in folder.bound("fusion").hybrids if h.tag == ranker.tag), None)
-        if made is not None and made != ranker.hybrid:
+        if made is not None and not made.same_fusion(ranker):
             raise ValueError(f"{ranker.tag}: the run in {folder.out} fused it with {made.settings_text()} "
-                             f"({info.method}, weights {info.weights}), not {ranker.hybrid.settings_text()}: run "
+                             f"({info.method}, weights {info.weights}), not {ranker.settings_text()}: run "
                              f"an experiment with this fusion")
         return Fusion(*(folder.build(p) for p in ranker.rankers), method=info.method, norm=info.norm or FUSION_NORM,
                       weights=info.weights, depth=folder.lexical.depth)
@@ -237,51 +236,54 @@ class FusionStage(Stage):
         """``a+b`` (``+``: fusion, and nothing else): the fusion of the rankers its parts name, with the method,
         normalisation or fixed weights the configuration gives that hybrid (a run folder's own rrf or fixed-weight
         fusion, a saved experiment's)."""
-        from irglow.rankers import Fusion
-
         parts = split_fusion(name)
         if len(parts) < 2:
             return None
-        made = next((h for h in hybrids(config) if h.tag == name), None)
-        if made is None:
-            return Fusion([parse(p) for p in parts])
-        return Fusion([parse(p) for p in made.runs], made.method, made.norm, made.weights)
+        made = next((h for h in configured_fusions(config) if h.tag == name), Fusion(parts))
+        return Fusion([parse(p) for p in made.part_tags], made.method, made.norm, made.weights)
 
     def node(self, tag, s: FusionSettings, node_of):
         """``Fusion(its parts' nodes, its own settings)``; ``all``, whose parts are known once the other runs exist,
         a run of its own (its unit reads every run not made from it)."""
-        from irglow.rankers import Fusion
-
         hybrid = next(h for h in s.hybrids if h.tag == tag)
-        if list(hybrid.runs) == [ALL]:
-            return super().node(tag, s, node_of)
-        return Fusion([node_of(p) for p in hybrid.runs], hybrid.method, hybrid.norm, hybrid.weights)
+        if hybrid.every:
+            return hybrid
+        return Fusion([node_of(p) for p in hybrid.part_tags], hybrid.method, hybrid.norm, hybrid.weights)
 
     def check_inputs(self, s: FusionSettings, produced: list[str]) -> None:
         check(s, produced)
 
+    def run_of(self, ctx, tag, query_set):
+        """A hybrid whose weights are not tuned (fixed, reciprocal-rank), of parts that each search any query: the
+        fusion of its parts' runs of the queries asked for, as its test run fuses theirs (a tuned one gives its
+        cross-fitted held-out run instead, and no training queries' run)."""
+        hybrid = next((h for h in ctx.settings.hybrids if h.tag == tag), None)
+        if hybrid is None or hybrid.every or hybrid.tuned(ctx.settings.method) or \
+                not all(map(ctx.runs.searchable, hybrid.part_tags)):
+            return None
+        parts = list(hybrid.part_tags)
+        return lambda queries: fuse_entry(
+            dataclasses.replace(ctx, runs=Runs({p: ctx.runs.of_training_queries(p, queries) for p in parts})),
+            parts, {}, hybrid)[0]
+
     def units(self, ctx) -> list[Unit]:
         """One unit per hybrid the plan keeps, reading its parts (the pipeline runs it once they exist; ``all``
         once every run not made from it does)."""
-        return [self._unit(ctx, hybrid) for hybrid in ctx.settings.hybrids if hybrid.tag in ctx.planned]
+        return [self._unit(ctx, hybrid) for hybrid in ctx.settings.hybrids if hybrid.tag in ctx.graph]
 
-    def _unit(self, ctx, hybrid: Hybrid) -> Unit:
-        fs, tag, every = ctx.settings, hybrid.tag, list(hybrid.runs) == [ALL]
+    def _unit(self, ctx, hybrid: Fusion) -> Unit:
+        fs, tag, every = ctx.settings, hybrid.tag, hybrid.every
 
         def parts() -> list[str]:
-            return self.all_parts(ctx) if every else list(hybrid.runs)
+            return self.all_parts(ctx) if every else list(hybrid.part_tags)
 
         def cut() -> dict[str, int]:  # the re-ranked parts and the depth of their re-ranked block
-            return {p: ctx.reranked_depths[p] for p in parts() if p in ctx.reranked_depths}
+            return {p: ctx.graph.reranked_depth(p) for p in parts() if ctx.graph.reranked_depth(p) is not None}
 
         # another hybrid fuses this one: it tunes on this one's run of its tuning queries, unless this one ranks
-        # any query as its parts do (then it searches the queries it wants, as of a Lucene run)
-        part_of_another = any(tag in h.runs for h in fs.hybrids if h.tag != tag)
-        if part_of_another and not every and not hybrid.tuned(fs.method) and all(map(ctx.runs.can_rank_any, parts())):
-            ctx.runs.ranks_any(tag, lambda queries: fuse_entry(
-                dataclasses.replace(ctx, runs=Runs({p: ctx.runs.of_training_queries(p, queries) for p in parts()})),
-                parts(), {}, hybrid)[0])
-        held_out_too = part_of_another and not ctx.runs.can_rank_any(tag)
+        # any query as its parts do (its searcher: then it searches the queries it wants, as of a Lucene run)
+        part_of_another = any(tag in h.part_tags for h in fs.hybrids if h.tag != tag)
+        held_out_too = part_of_another and not ctx.runs.searchable(tag)
 
         def settings() -> dict[str, Any]:
             return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
@@ -296,7 +298,7 @@ class FusionStage(Stage):
             return Produced({tag: run, **written}, FusionResult.of(tag, info, fs.measure))
 
         return Unit(f"fusion:{tag}", settings, lambda: ctx.runs.of([*parts(), *map(held_out, parts())]), produce,
-                    (tag,), loads={}, reads_every_run=every)
+                    (tag,), loads={})
 
     @staticmethod
     def all_parts(ctx) -> list[str]:
@@ -307,8 +309,8 @@ class FusionStage(Stage):
         runs alone would leave the models out.  Never the other hybrids."""
         hybrids, runs = set(ctx.settings.tags), ctx.runs
         every = [t for t in runs if t not in hybrids]
-        tunable = [t for t in every if runs.can_rank_any(t) or runs.held_out(t) is not None]
+        tunable = [t for t in every if runs.searchable(t) or runs.held_out(t) is not None]
         if ctx.zero_shot and (ctx.settings.zero_shot == "rrf" or
-                              (len(tunable) < len(every) and all(runs.can_rank_any(t) for t in tunable))):
+                              (len(tunable) < len(every) and all(runs.searchable(t) for t in tunable))):
             return every
         return tunable

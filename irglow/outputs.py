@@ -12,7 +12,7 @@ import irglow.stages  # noqa: F401 - every stage's Result kinds registered, a pl
 from irglow.hybrid import FusionResult
 from irglow.models.rerank.stage import RerankResult
 from irglow.plan import Plan
-from irglow.rankers import Fusion
+from irglow.rankers import Fusion, Rerank
 from irglow.preparation import Prepared
 from irglow.runs.trec import Run
 from irglow.stage import ModelsResult, Result, result_of
@@ -117,7 +117,7 @@ def cut_fusions_note(plan: Plan, tags: list[str]) -> str:
     for node in plan.graph.values():
         if not isinstance(node, Fusion) or node.tag not in tags:
             continue
-        cut = {p.tag: plan.reranked_depths[p.tag] for p in node.parts if p.tag in plan.reranked_depths}
+        cut = {p.tag: p.depth for p in node.parts if isinstance(p, Rerank) and p.depth is not None}
         if cut:
             blocks = ", ".join(f"`{t}` (top {d})" for t, d in cut.items())
             deepest = (f"; it ranks at most {sum(cut.values())} documents per query" if len(cut) == len(node.parts)

@@ -25,7 +25,8 @@ from irglow.stage_cache import STAGE_FORMAT, StageCache, _irglow_version
 from irglow.preparation import Prepared, prepare
 from irglow.outputs import diagnostic_plots, settings_note, stage_report, write_results_page
 from irglow.hybrid import FusionSettings
-from irglow.runs.keys import RunKey
+from irglow.rankers import Fusion
+from irglow.runs.keys import QuerySet, RunKey
 from irglow.stage import Context, Produced
 from irglow.utils.distributed import barrier, from_main, is_main
 
@@ -76,9 +77,8 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     # settings) and the test queries; model stages also on what they train on and the models they load
     cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(p.index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
-    # each stage's work gets the shared context with its own settings object (the runs are shared)
-    contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
-    for stage, unit in run_order([(s, u) for s, _ in plan.stages for u in s.units(contexts[s])], plan.graph):
+    units, contexts = split_units(plan, ctx)
+    for stage, unit in run_order(units, plan.graph):
         t = time.perf_counter()
         say(f"── {unit.name} …")
         ctx.runs.update(run_unit(cache, stage, unit, contexts[stage]))
@@ -86,6 +86,20 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
         timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + seconds
         say(f"── {unit.name}: {cache.report.get(unit.name, 'done')} ({seconds:.1f} s)")
     return write_outputs(plan, p, ctx, cache, timings, notes)
+
+
+def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[Any, Context]]:
+    """Every stage's units of one split, and each stage's context (the shared one with its own settings object; the
+    runs are shared).  First each run whose stage makes its runs of training queries on demand
+    (:meth:`~irglow.stage.Stage.run_of`: a Lucene run searches any) is given them: a later node asks for them."""
+    contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
+    for stage, bound in plan.stages:  # in the stages' order: a fusion searches its parts' runs where they search
+        for tag in stage.tags(bound, plan.tags):
+            for queries in (QuerySet.HELD_OUT, QuerySet.TRAINING):
+                make = stage.run_of(contexts[stage], tag, queries)
+                if make is not None:
+                    ctx.runs.add_maker(RunKey(tag, queries), make)
+    return [(s, u) for s, _ in plan.stages for u in s.units(contexts[s])], contexts
 
 
 def say(line: str) -> None:
@@ -122,25 +136,24 @@ def _made(unit) -> tuple[list, dict | None]:
 
 def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
     """The :class:`~irglow.stage.Context` every stage of one test split shares."""
-    tuning_runs = plan.tuning_runs
+    graph = plan.graph
     fusion = next((b for _, b in plan.stages if isinstance(b, FusionSettings)), None)
     if fusion is not None and p.source.is_other_than(p.collection) and fusion.zero_shot == "rrf":
-        tuning_runs = frozenset()  # zero-shot reciprocal-rank fusion tunes nothing: no held-out runs to write
+        graph = graph.untuned()  # zero-shot reciprocal-rank fusion tunes nothing: no held-out runs to write
     return Context(p.collection, p.index, p.stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
-                   seed=plan.seed, training_runs=plan.training_runs, tuning_runs=tuning_runs, planned=plan.tags,
-                   reranked_depths=plan.reranked_depths)
+                   seed=plan.seed, graph=graph)
 
 
 def run_order(units: list[tuple[Any, Any]], graph) -> list[tuple[Any, Any]]:
     """The units in the order of the plan's graph (``{run: node}``): each after the units making the parts of the
-    nodes it makes (``node.parts``: objects of the graph, matched by identity); a unit that reads every run, after
-    every unit not made from its own; otherwise in the order given (the stages').  Units whose nodes are parts of
-    each other are refused, naming them."""
+    nodes it makes (``node.parts``: objects of the graph, matched by identity); a unit making a node that fuses
+    every run (``all``, whose parts are known once they exist), after every unit not made from its own; otherwise
+    in the order given (the stages').  Units whose nodes are parts of each other are refused, naming them."""
     maker = {id(graph[t]): i for i, (_, u) in enumerate(units) for t in u.writes if t in graph}
     parts = [[p for t in u.writes if t in graph for p in graph[t].parts] for _, u in units]
     after = [{maker[id(p)] for p in ps if id(p) in maker and maker[id(p)] != i} for i, ps in enumerate(parts)]
     for i, (_, u) in enumerate(units):
-        if u.reads_every_run:
+        if any(isinstance(graph[t], Fusion) and graph[t].every for t in u.writes if t in graph):
             downstream = _downstream(i, after)
             after[i] = {j for j in range(len(units)) if j != i and j not in downstream}
     done: list[int] = []

@@ -20,10 +20,8 @@ from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measure
 from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
 from irglow.runs.keys import check_run_name
-from irglow.runs.wanted import ALL
-from irglow.hybrid import FusionSettings
 from irglow.models.validation import check_stages
-from irglow.rankers import Lexical, Ranker
+from irglow.rankers import Graph, Lexical, Ranker
 from irglow import stages  # its STAGES read when binding: a registry tests and plugins extend
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
@@ -157,13 +155,11 @@ class Plan:
     zero_shot: ZeroShotSettings | None  # where the configuration has a [zero_shot] section
     stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
     tags: tuple[str, ...]
-    tuning_runs: frozenset[str]
-    training_runs: frozenset[str]
-    reranked_depths: Mapping[str, int]  # {re-ranked run: its re-ranked block's depth}, from the stages' settings
     # the bound ranker tree: {run: its node}, each node a Ranker whose parts are the graph's own nodes (object
     # edges), made by the stage writing it from its bound settings (Stage.node).  The pipeline runs its units in
-    # the graph's order
-    graph: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # the graph's order; what a node reads of another (held-out and training queries' runs, a re-ranked block's
+    # depth) is asked of it
+    graph: Graph = dataclasses.field(default_factory=Graph)
 
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
@@ -217,15 +213,10 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
     if wanted is not None and missing:
         raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
                          f"{', '.join(tags)}")
-    hybrids = [h for _, b in bound if isinstance(b, FusionSettings) for h in b.hybrids]
-    tuned = frozenset(t for t in tags if any(t in h.runs or h.runs == (ALL,) for h in hybrids))
-    depths = {t: d for s, b in bound for t, d in s.reranked_depths(b).items()}
-    return {"stages": tuple(bound), "tags": tuple(tags), "tuning_runs": tuned,
-            "training_runs": frozenset().union(*(s.training_runs_read(b) for s, b in bound)),
-            "reranked_depths": depths, "graph": _graph(bound, own, tags)}
+    return {"stages": tuple(bound), "tags": tuple(tags), "graph": _graph(bound, own, tags)}
 
 
-def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> dict[str, Any]:
+def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> Graph:
     """``{run: node}``: each run's :class:`~irglow.rankers.Ranker` as the stage writing it binds it
     (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  A part no stage of the plan writes is
     BM25 searched by the re-ranker itself, a node outside the graph."""
@@ -243,7 +234,7 @@ def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) 
             making.pop()
         return nodes[tag]
 
-    return {t: node_of(t) for t in tags}
+    return Graph({t: node_of(t) for t in tags})
 
 
 def ranker(spec, config: dict[str, Any] | None = None):

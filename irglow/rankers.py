@@ -18,11 +18,13 @@ same runs, and ``irglow.pyterrier.transformer`` builds PyTerrier pipelines from 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from irglow import settings as declared
-from irglow.runs.wanted import Hybrid, _entries, fusion_tag, reranked_tag
+from irglow.config import as_names, flag
+from irglow.runs.wanted import ALL, fusion_tag, reranked_tag, split_fusion
 
 RERANKED_BY_DEFAULT = declared.value({}, "rerank", "first_stage")  # what a model's bare name re-ranks
 TWBERT_RUNS = ("twbert", "twbert-rm3", "bm25-ngram")  # TW-BERT's stage writes these (twbert-rm3 with rm3 on)
@@ -222,6 +224,9 @@ class Rerank(Ranker):
     first: Ranker
     model: Model
     name: str | None = None
+    # the depth of its re-ranked block, as binding sets it from [rerank] (a fusion takes that block only); not part
+    # of what the ranker is: the user's Rerank(first, model) equals its bound node
+    depth: int | None = field(default=None, compare=False)
 
     @property
     def tag(self) -> str:
@@ -255,12 +260,36 @@ class Rerank(Ranker):
 
 
 @dataclass(frozen=True)
+class Named(Ranker):
+    """The run named ``run``, whichever stage writes it: a part a configuration names by its tag
+    (``fusion.runs = ["bm25f+glow"]``).  Binding puts the run's own node in its place (:mod:`irglow.plan`'s graph);
+    it configures nothing itself."""
+
+    run: str
+
+    @property
+    def tag(self) -> str:
+        return self.run
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Nothing: the run is another ranker's (binding checks that one is made)."""
+
+
+def _ranker(part: "Ranker | str") -> Ranker:
+    return part if isinstance(part, Ranker) else Named(str(part))
+
+
+@dataclass(frozen=True)
 class Fusion(Ranker):
     """The fusion of ``rankers`` (tag ``a+b``; a part that is itself a fusion in parentheses): the weighted sum of
     normalised scores with weights tuned on training queries no fused model saw (``[fusion]``), or this fusion's
     own ``method`` (``rrf`` / ``wsum``), ``norm`` or fixed ``weights`` (then nothing is tuned).  A part may be a
     fusion: a tuned one gives this one its cross-fitted run of the tuning queries (no query fused with weights its
-    own judgments chose: :func:`irglow.runs.fusion.cross_fitted`)."""
+    own judgments chose: :func:`irglow.runs.fusion.cross_fitted`).
+
+    A part may be given by its run's name (``Fusion(["bm25", "glow"])``, ``Fusion("bm25+glow")``: each a
+    :class:`Named`), as a ``fusion.runs`` entry gives it; ``Fusion(["all"])`` fuses every run of the experiment that
+    can be tuned (``fusion.runs = ["all"]``)."""
 
     stage: ClassVar[str] = "fusion"
 
@@ -269,10 +298,11 @@ class Fusion(Ranker):
     norm: str | None = None
     weights: tuple[float, ...] | None = None
 
-    def __init__(self, rankers: Sequence[Ranker], method: str | None = None, norm: str | None = None,
+    def __init__(self, rankers: "Sequence[Ranker | str] | str", method: str | None = None, norm: str | None = None,
                  weights: Sequence[float] | None = None):
-        rankers = tuple(rankers)
-        if len(rankers) < 2 or not all(isinstance(r, Ranker) for r in rankers):
+        rankers = tuple(map(_ranker, split_fusion(rankers) if isinstance(rankers, str) else rankers))
+        every = len(rankers) == 1 and rankers[0] == Named(ALL)
+        if not every and (len(rankers) < 2 or not all(isinstance(r, Ranker) for r in rankers)):
             raise ValueError(f"Fusion takes two rankers or more, not {rankers!r}")
         object.__setattr__(self, "rankers", rankers)
         object.__setattr__(self, "method", method)
@@ -280,21 +310,83 @@ class Fusion(Ranker):
         object.__setattr__(self, "weights", None if weights is None else tuple(weights))
 
     @property
-    def plain(self) -> bool:
-        """It sets no method, normalisation or weights of its own."""
-        return not self.hybrid.options()
+    def every(self) -> bool:
+        """It fuses every run that can be tuned (``all``), its parts known once they exist."""
+        return self.rankers == (Named(ALL),)
 
     @property
-    def hybrid(self) -> Hybrid:
-        return Hybrid([r.tag for r in self.rankers], self.method, self.norm, self.weights)
+    def part_tags(self) -> tuple[str, ...]:
+        """Its parts' runs, by name."""
+        return tuple(r.tag for r in self.rankers)
+
+    @property
+    def plain(self) -> bool:
+        """It sets no method, normalisation or weights of its own."""
+        return not self.options()
 
     @property
     def tag(self) -> str:
-        return fusion_tag([r.tag for r in self.rankers])
+        return fusion_tag(self.part_tags)
 
     @property
     def parts(self) -> tuple[Ranker, ...]:
-        return self.rankers
+        return () if self.every else self.rankers
+
+    def options(self) -> dict[str, Any]:
+        """The settings it sets itself (what its cache key adds to ``[fusion]``'s)."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in
+                (("method", self.method), ("norm", self.norm), ("weights", self.weights)) if v is not None}
+
+    def tuned(self, default_method: str) -> bool:
+        """Whether its weights are tuned: no fixed weights and not reciprocal-rank (``default_method``: [fusion]'s)."""
+        return self.weights is None and (self.method or default_method) != "rrf"
+
+    def settings_text(self) -> str:
+        """Its own settings as an error message names them (``{'weights': [1, 0]}``, or the [fusion] defaults)."""
+        return str(self.options() or "the [fusion] defaults")
+
+    def entry(self) -> str | dict[str, Any]:
+        """As a ``fusion.runs`` entry: its tag, or a table when it sets anything itself."""
+        return {"runs": list(self.part_tags), **self.options()} if self.options() else self.tag
+
+    def same_fusion(self, other: "Fusion") -> bool:
+        """Whether ``other`` fuses the same runs with the same settings (whatever objects name its parts)."""
+        return self.entry() == other.entry()
+
+    @classmethod
+    def of(cls, entry: Any, where: str = "fusion.runs") -> "Fusion":
+        """A ``fusion.runs`` entry (``"a+b"``, ``["a", "b"]``, a table, a Fusion) as a Fusion; a table's wrong key,
+        method, normalisation or weights is an error naming it."""
+        if isinstance(entry, Fusion):
+            return entry
+        if isinstance(entry, (str, list)):
+            return cls.of({"runs": entry}, where)
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} = {entry!r} must be 'a+b', a list of run tags or a table {{runs = [...], "
+                             f"method = ..., weights = [...]}}")
+        unknown = sorted(set(entry) - {"runs", "method", "norm", "weights"})
+        if unknown or "runs" not in entry:
+            raise ValueError(f"{where}: a hybrid table takes runs, method, norm and weights"
+                             f"{'; not ' + ', '.join(unknown) if unknown else '; runs is missing'}")
+        runs = entry["runs"]
+        if not (isinstance(runs, str) or (isinstance(runs, list) and all(isinstance(r, str) for r in runs))):
+            raise ValueError(f"{where}.runs = {runs!r} must be 'a+b' or a list of run tags")
+        for key, allowed in (("method", declared.FUSION_METHODS), ("norm", declared.FUSION_NORMS)):
+            value = entry.get(key)
+            if value is not None and value not in allowed:
+                raise ValueError(f"{where}.{key} = {value!r} must be one of {', '.join(allowed)}")
+        parts = split_fusion(runs) if isinstance(runs, str) else runs
+        weights = entry.get("weights")
+        if len(parts) < 2 and parts != [ALL]:
+            raise ValueError(f"{where}: {parts} fuses nothing; name two runs or more")
+        if weights is not None:
+            ok = isinstance(weights, list) and len(weights) == len(parts) and all(
+                isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and w >= 0
+                for w in weights) and sum(weights) > 0
+            if not ok:
+                raise ValueError(f"{where}.weights = {weights!r} must be {len(parts)} numbers >= 0, one per "
+                                 f"run, not all 0")
+        return cls(parts, entry.get("method"), entry.get("norm"), weights)
 
     def configure(self, config: dict[str, Any]) -> None:
         for ranker in self.rankers:
@@ -302,10 +394,75 @@ class Fusion(Ranker):
         section = _section(config, "fusion")
         section["enabled"] = True
         entries = list(_entries(section))
-        same = next((h for h in map(Hybrid.of, entries) if h.tag == self.tag), None)
+        same = next((h for h in map(Fusion.of, entries) if h.tag == self.tag), None)
         if same is None:
-            section["runs"] = entries + [self.hybrid.entry()]
-        elif same != self.hybrid:  # one tag names one run file: the second would be dropped without a word
+            section["runs"] = entries + [self.entry()]
+        elif not same.same_fusion(self):  # one tag names one run file: the second would be dropped without a word
             raise ValueError(f"two fusions of {self.tag} with different settings ({same.settings_text()} and "
-                             f"{self.hybrid.settings_text()}) in one experiment; a run tag names one run: compare "
+                             f"{self.settings_text()}) in one experiment; a run tag names one run: compare "
                              f"them in two experiments (or a grid)")
+
+
+def configured_fusions(config: dict[str, Any]) -> list[Fusion]:
+    """The configured fusions (``Fusion(["all"])`` for the all-runs fusion), each part a :class:`Named` run;
+    ``fusion.runs`` that is not a non-empty list of entries is an error."""
+    if not flag(config, "fusion"):
+        return []
+    entries = _entries(config.get("fusion", {}))
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"fusion.runs = {entries!r} must be a non-empty list, e.g. [['twbert', 'glow']]")
+    out: list[Fusion] = []
+    for i, entry in enumerate(entries):
+        fusion = Fusion.of(entry, f"fusion.runs[{i}]")
+        same = next((h for h in out if h.tag == fusion.tag), None)
+        if same is not None and not same.same_fusion(fusion):  # one tag names one run file: one would be dropped
+            raise ValueError(f"fusion.runs[{i}]: two hybrids of {fusion.tag} with different settings "
+                             f"({same.settings_text()} and {fusion.settings_text()}); "
+                             f"a run tag names one run: keep one, or compare the settings in two experiments")
+        if same is None:
+            out.append(fusion)
+    return out
+
+
+def _entries(fs: dict[str, Any]):
+    """``fusion.runs`` as written: a list, or one ``"a+b,a+b+c"`` string (``--set``, ``FUSE=``)."""
+    entries = fs.get("runs", [])
+    return as_names(entries) if isinstance(entries, str) else entries
+
+
+class Graph(Mapping[str, Ranker]):
+    """An experiment bound: ``{run: node}``, each node a :class:`Ranker` whose parts are the graph's own nodes
+    (object edges), made by the stage writing it from its bound settings (:mod:`irglow.plan`).  A stage asks the
+    graph, by node, whether a later node reads its run of the held-out training queries (a fusion tunes on its
+    parts'), and a fusion the depth of a re-ranked part's block, so no list of either is kept beside it.  ``tunes``: whether fusions tune (not where the experiment fuses by
+    reciprocal rank zero-shot)."""
+
+    def __init__(self, nodes: Mapping[str, Ranker] | None = None, tunes: bool = True):
+        self._nodes = dict(nodes or {})
+        self.tunes = tunes
+
+    def __getitem__(self, tag: str) -> Ranker:
+        return self._nodes[tag]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __repr__(self) -> str:
+        return f"Graph({self._nodes!r})"
+
+    def untuned(self) -> "Graph":
+        """The same graph where no fusion tunes (zero-shot reciprocal-rank fusion): no held-out run is read."""
+        return Graph(self._nodes, tunes=False)
+
+    def reads_held_out(self, tag: str) -> bool:
+        """Whether a fusion tunes on ``tag``'s run of the training queries its model held out: ``tag`` is a part of
+        a fusion, or ``all`` fuses every run."""
+        return self.tunes and any(isinstance(n, Fusion) and (n.every or tag in n.part_tags) for n in self.values())
+
+    def reranked_depth(self, tag: str) -> int | None:
+        """The depth of ``tag``'s re-ranked block where it is a re-ranking (a fusion fuses that block only)."""
+        node = self._nodes.get(tag)
+        return node.depth if isinstance(node, Rerank) else None

@@ -20,8 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from irglow.runs.keys import Runs
-from irglow.rankers import StageRun
+from irglow.runs.keys import QuerySet, Runs
+from irglow.rankers import Graph, StageRun
 
 
 class Result:
@@ -94,14 +94,9 @@ class Context:
     seed: int | None = None
     runs: Runs = field(default_factory=Runs)  # the runs the stages before produced (test runs by tag; held-out, training)
     settings: Any = None  # the running stage's own settings object (bound by irglow.plan), set by the pipeline
-    # runs a later stage learns from (a re-ranker's first stage): their stages also write the training queries'
-    training_runs: frozenset[str] = frozenset()
-    # runs a fusion tunes on held-out training queries: their stages also write those queries' runs
-    tuning_runs: frozenset[str] = frozenset()
-    planned: tuple[str, ...] = ()  # every run the plan makes (a stage whose runs depend on the others' keeps those)
-    # {re-ranked run: the depth of its re-ranked block} (a fusion takes a re-ranking's block only): said by the
-    # bound settings of the stages that re-rank (``reranked_depths``), not read from what they wrote
-    reranked_depths: Mapping[str, int] = field(default_factory=dict)
+    # the experiment bound, {run: node}: what later nodes read of a run (its held-out or training queries' run, a
+    # re-ranked block's depth) is asked of it, by node (Graph.reads_held_out, reranked_depth)
+    graph: Graph = field(default_factory=Graph)
 
     @cached_property
     def test_queries(self) -> list:
@@ -135,9 +130,6 @@ class Unit:
     # under torchrun: ``produce`` runs on every rank, splits its work (irglow.utils.distributed) and leaves the
     # writing to rank 0; False: rank 0 runs it alone while the others wait
     collective: bool = False
-    # it reads every run not made from its own (the fusion ``all``, whose parts are known only then): it runs once
-    # every such unit has.  Any other unit runs once the units making its nodes' parts have (the plan's graph)
-    reads_every_run: bool = False
 
 
 class Stage:
@@ -151,8 +143,9 @@ class Stage:
     :class:`Context` holding it.
 
     What only some stages have is a method with a default that says "none": :meth:`with_fields`,
-    :meth:`bm25_parameters`, :meth:`starting_checkpoints`, :meth:`training_runs_read` and
-    :meth:`reranked_depths`."""
+    :meth:`bm25_parameters` and :meth:`starting_checkpoints`.  What a stage reads of another's runs is said by its
+    nodes (:meth:`node`: a re-ranking reads its first stage's training queries' run, a fusion its parts' held-out
+    runs), and asked of the bound :class:`~irglow.rankers.Graph`."""
 
     name = ""
     # its settings as a frozen dataclass with ``from_config(config)``, bound (and so checked) before any work;
@@ -186,15 +179,13 @@ class Stage:
         below it."""
         return {}
 
-    def training_runs_read(self, settings) -> set[str]:
-        """The runs its models learn from: their stages also write their run of every training query
-        (:attr:`Context.training_runs`)."""
-        return set()
-
-    def reranked_depths(self, settings) -> dict[str, int]:
-        """``{its run: the depth of its re-ranked block}`` for the runs that re-rank another (a fusion fuses that
-        block only)."""
-        return {}
+    def run_of(self, ctx: Context, tag: str, query_set: QuerySet) -> Callable[[Sequence], Any] | None:
+        """The call that gives ``tag``'s run of training queries to a later node, on the training index: of
+        ``QuerySet.HELD_OUT`` for a fusion tuning its weight (only a run that learned nothing from the training
+        queries, a Lucene run, ranks any of them fairly), of ``QuerySet.TRAINING`` for a re-ranker learning from its
+        negatives.  ``None`` (the default): the run its stage wrote of those queries, if any — a trained model's
+        run of the queries it held out."""
+        return None
 
     def default_tags(self) -> list[str]:
         """The runs it writes when switched on with its default settings."""

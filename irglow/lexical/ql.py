@@ -58,12 +58,11 @@ class QueryLikelihoodStage(Stage):
     def tags(self, settings, produced=()) -> list[str]:
         return ["ql"]
 
-    def units(self, ctx) -> list:
-        # it learns nothing from the training queries: a later node (a re-ranker learning from its run, a fusion
-        # tuning its weight) has it rank whichever of them it asks for, on the training index — as a [lexical]
-        # system does, through the same Runs.ranks_any a plugin stage has
-        ctx.runs.ranks_any("ql", lambda queries: self.search(ctx, ctx.source.index, queries))
-        return super().units(ctx)
+    def run_of(self, ctx, tag, query_set):
+        """It learns nothing from the training queries: a later node (a re-ranker learning from its run, a fusion
+        tuning its weight) has it search whichever of them it asks for, on the training index — as a ``[lexical]``
+        system does."""
+        return lambda queries: self.search(ctx, ctx.source.index, queries)
 
     def run(self, ctx) -> dict:
         run = self.search(ctx, ctx.index, ctx.test_queries)

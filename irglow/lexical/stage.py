@@ -161,6 +161,12 @@ class LexicalStage(Stage):
 
         return Lexical(folder.index, config=folder.lexical.config(ranker.tag, folder.field_weights))
 
+    def run_of(self, ctx, tag, query_set):
+        """It learned nothing from the training queries: a later node (a fusion tuning its weight, a re-ranker
+        learning from its run) has it search whichever of them it asks for, on the training index."""
+        cfg = ctx.lexical_config(tag)
+        return lambda queries: LexicalSearcher(ctx.source.index, cfg).search(queries, tag=tag)
+
     def units(self, ctx) -> list[Unit]:
         def search(tag, cfg):  # under torchrun each rank its share of the queries, rank 0 writes the whole run
             run = LexicalSearcher(ctx.index, cfg).search(split(ctx.test_queries), tag=tag)
@@ -169,10 +175,6 @@ class LexicalStage(Stage):
         units = []
         for system in ctx.lexical.systems:
             tag, cfg = system, ctx.lexical_config(system)
-            # it learned nothing from the training queries: a later node (a fusion tuning its weight, a re-ranker
-            # learning from its run) has it rank whichever of them it asks for, on the training index
-            ctx.runs.ranks_any(tag, lambda queries, tag=tag, cfg=cfg: LexicalSearcher(ctx.source.index, cfg).search(
-                queries, tag=tag))
             code = entry_point_code(ENTRY_POINTS, cfg.system)  # a registered system's code (None: irglow's own)
             units.append(Unit(f"lexical:{tag}", {**asdict(cfg), **({"code": code} if code else {})}, {},
                               lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,), self_contained=True, collective=True))

@@ -100,30 +100,31 @@ class Runs(Mapping[str, Run]):
     """The runs the stages before produced: as a mapping, the test runs by tag (what a stage, a plugin's too,
     reads as ``ctx.runs["bm25"]``); :meth:`held_out` and :meth:`training` give the runs of the training queries.
 
-    A ranker that learned nothing from the training queries (a Lucene run) can rank any of them: its stage says so
-    with :meth:`ranks_any`, and :meth:`of_training_queries` then searches the queries a later node asks for, where a
-    trained model gives the run its stage wrote of the queries it held out."""
+    A run's stage may make its runs of training queries on demand (:meth:`irglow.stage.Stage.run_of`, which the
+    pipeline hands to :meth:`add_maker`): a ranker that learned nothing from the training queries (a Lucene run)
+    searches whichever a later node asks for; otherwise a node reads the run its stage wrote — a trained model's of
+    the queries it held out."""
 
     def __init__(self, runs: Mapping["str | RunKey", Run] | None = None):
         self._by_key: dict[RunKey, Run] = {}
-        self._any: dict[str, Callable[[Sequence], Run]] = {}
+        self._makers: dict[RunKey, Callable[[Sequence], Run]] = {}
         if runs:
             self.update(runs)
 
-    def ranks_any(self, tag: str, search: Callable[[Sequence], Run]) -> None:
-        """``search(queries)``: ``tag``'s run of any training queries, on the training index."""
-        self._any[tag] = search
+    def add_maker(self, key: RunKey, make: Callable[[Sequence], Run]) -> None:
+        """``make(queries)``: ``key.tag``'s run of any of ``key.queries``' queries, on the training index."""
+        self._makers[key] = make
 
-    def can_rank_any(self, tag: str) -> bool:
-        """Whether the run ``tag`` can be searched for any queries (a Lucene system; a trained model gives only the
-        runs it wrote)."""
-        return tag in self._any
+    def searchable(self, tag: str) -> bool:
+        """Whether the run ``tag`` can be searched for any held-out queries (a Lucene system; a trained model gives
+        only the runs it wrote)."""
+        return held_out(tag) in self._makers
 
     def of_training_queries(self, tag: str, queries: Sequence) -> Run | None:
-        """``tag``'s run of ``queries`` (training queries): searched where it ranks any, else its held-out run of
-        them where it wrote one (``None``: it has none)."""
-        if tag in self._any:
-            return self._any[tag](queries)
+        """``tag``'s run of ``queries`` (training queries a fusion tunes on): searched where it ranks any, else its
+        held-out run of them where it wrote one (``None``: it has none)."""
+        if held_out(tag) in self._makers:
+            return self._makers[held_out(tag)](queries)
         run = self.held_out(tag)
         if run is None:
             return None
@@ -152,10 +153,10 @@ class Runs(Mapping[str, Run]):
         return self._by_key.get(held_out(tag))
 
     def training(self, tag: str, queries: Sequence | None = None) -> Run | None:
-        """``tag``'s run of every training query: the one its stage wrote, or searched (``queries``: every training
-        query) where it ranks any."""
-        if tag in self._any and queries is not None:
-            return self._any[tag](queries)
+        """``tag``'s run of every training query: made by its stage on demand (``queries``: every training query),
+        else the one its stage wrote."""
+        if training(tag) in self._makers and queries is not None:
+            return self._makers[training(tag)](queries)
         return self._by_key.get(training(tag))
 
     def of(self, keys) -> dict[RunKey, Run]:

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from irglow.commands.reference import _settings_classes
-from irglow.pipeline import split_context
+from irglow.pipeline import split_context, split_units
 from irglow.plan import bind_plan
 from irglow.preparation import prepare
 from irglow.settings import DECLARED, Setting, declared_fields
@@ -105,12 +105,11 @@ def test_every_declared_setting_moves_its_units_key_or_is_declared_as_not_changi
         p = dataclasses.replace(prepared, lexical=plan.lexical, field_weights=weights, plan=plan)
         ctx = split_context(plan, p, "test", tmp_path / "out")
         out = {}
-        for stage, bound in plan.stages:
-            c = dataclasses.replace(ctx, settings=bound)
-            for unit in stage.units(c):
-                if callable(unit.settings):
-                    unit = dataclasses.replace(unit, settings=unit.settings())
-                out[unit.name] = value_digest(unit_key(stage, unit, c))
+        units, contexts = split_units(plan, ctx)
+        for stage, unit in units:
+            if callable(unit.settings):
+                unit = dataclasses.replace(unit, settings=unit.settings())
+            out[unit.name] = value_digest(unit_key(stage, unit, contexts[stage]))
         return out
 
     before = keys(copy.deepcopy(base))

@@ -167,7 +167,7 @@ def test_cli_field_weights_are_checked(tmp_path, capsys, weight, message):
 
 
 def test_issue_50_silent_cases_and_tracebacks_become_one_line_errors(tmp_path, capsys):
-    """fuse --weights 0,0 is refused as Hybrid refuses it; -o naming a folder is refused before any work; a
+    """fuse --weights 0,0 is refused as a fusion table's weights are; -o naming a folder is refused before any work; a
     truncated .gz run or qrels names the file and the line it ends at; a measure list holding a number and
     P(rel=0)@5 are one-line errors."""
     import gzip

@@ -106,6 +106,7 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     from irglow.lexical.stage import LexicalSettings
     from irglow.models.glow.stage import GlowStage
     from irglow.models.source import TrainSource
+    from irglow.rankers import Graph, configured_fusions
     from irglow.stage import Context
 
     coll = load_collection("demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
@@ -119,7 +120,8 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     stage = GlowStage()
     ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
                   LexicalSettings(systems=["bm25f"], depth=20), {"bm25f": {}}, "test",
-                  settings=stage.settings_class.from_config(config), tuning_runs=frozenset({"bert", "glow"}))
+                  settings=stage.settings_class.from_config(config),
+                  graph=Graph({f.tag: f for f in configured_fusions(config)}))
     from irglow.runs.keys import Runs
 
     runs = dict(Runs(stage.run(ctx).runs))  # the test runs (the held-out ones are the fusion's)

@@ -24,7 +24,7 @@ def test_the_plan_is_frozen_and_holds_each_stages_settings_object(tmp_path):
     kinds = {stage.name: type(bound) for stage, bound in plan.stages}
     assert kinds == {"lexical": LexicalSettings, "ql": QLSettings, "fusion": FusionSettings}
     assert next(bound for s, bound in plan.stages if s.name == "ql").enabled
-    assert plan.tuning_runs == {"bm25", "ql"} and plan.training_runs == frozenset()
+    assert [t for t in plan.tags if plan.graph.reads_held_out(t)] == ["bm25", "ql"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.seed = 1
     assert "config" not in {f.name for f in dataclasses.fields(Context)}

@@ -29,7 +29,8 @@ def experiment(module_tmp):
                Rerank(QL(), mono), Rerank(over_ql, nrmf),  # issue 61: monobert(ql), nrmf(nrmf(ql))
                # issue 61: fusions as tuned parts of fusions, one tuned (twbert+ql), one reciprocal-rank (bm25+bm25f)
                Fusion([TWBert() + QL(), Dense("glow")]),
-               Fusion([Fusion([Lexical("bm25"), Lexical("bm25f")], method="rrf"), TWBert()])]
+               Fusion([Fusion([Lexical("bm25"), Lexical("bm25f")], method="rrf"), TWBert()]),
+               Rerank(TWBert(), nrmf)]  # issue 68.2: learns from TW-BERT's run of the training queries, made on demand
     exp = Experiment(SMALL_DEMO, systems=rankers, out=tmp / "out", settings={
         "data_dir": str(tmp / "data"), "lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0,
         "twbert.epochs": 1, "twbert.candidates": 10, "twbert.batch_queries": 4, "twbert.model.base_model": bert,
@@ -45,7 +46,7 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     exp, cmp, out = experiment
     assert exp.systems == ["bm25", "ql", "twbert", "glow", "nrmf(ql)", "twbert+ql", "bm25+nrmf(ql)+glow",
                            "monobert(bm25+nrmf(ql)+glow)", "monobert(ql)", "nrmf(nrmf(ql))", "(twbert+ql)+glow",
-                           "(bm25+bm25f)+twbert"]
+                           "(bm25+bm25f)+twbert", "nrmf(twbert)"]
     assert list(cmp.means.index) == exp.systems
     stages = json.loads((out / "manifest.json").read_text())["stages"]
     order = list(stages)  # the re-ranking of the fusion ran once the fusion existed, after the re-ranking it holds
@@ -53,6 +54,9 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
         < order.index("rerank:monobert(bm25+nrmf(ql)+glow)")
     results = read_results(out)
     assert read_training(results["rerank:nrmf(ql)"].model)["first_stage"] == "ql"  # QL's run of the training queries
+    # TW-BERT's, which its stage makes when the re-ranker asks (Stage.run_of): no stage writes a training run
+    assert read_training(results["rerank:nrmf(twbert)"].model)["first_stage"] == "twbert"
+    assert not (out / "training").exists()
     # a fusion's: none
     assert read_training(results["rerank:monobert(bm25+nrmf(ql)+glow)"].model)["first_stage"] == "bm25"
     # QL is tuned like any ranker (its run of the judged training queries), not left to reciprocal rank

@@ -11,7 +11,7 @@ from irglow.cli import main
 from irglow.data.records import Qrel, Query
 from irglow.hybrid import FusionSettings, check, fuse_entry
 from irglow.runs.keys import Runs, held_out
-from irglow.runs.wanted import hybrids
+from irglow.rankers import configured_fusions as hybrids
 from irglow.runs.trec import Run
 from tests.files import write_trec
 
@@ -27,7 +27,7 @@ def _check(config, produced) -> None:
 
 def test_hybrids_read_lists_and_plus_joined_strings():
     def parts(config):
-        return [list(h.runs) for h in hybrids(config)]
+        return [list(h.part_tags) for h in hybrids(config)]
 
     config = _config([["twbert", "glow"], "bm25+glow+monobert"])
     assert parts(config) == [["twbert", "glow"], ["bm25", "glow", "monobert"]]
@@ -147,15 +147,15 @@ def test_a_reused_twbert_without_held_out_queries_is_refused_before_work(tmp_pat
 
 
 def test_two_hybrids_of_the_same_runs_with_other_settings_are_refused():
-    """Issue 50: Hybrid(["bm25", "glow"], method="rrf") beside Hybrid(["bm25", "glow"]) shared one tag and one of them
+    """Issue 50: Fusion(["bm25", "glow"], method="rrf") beside Fusion(["bm25", "glow"]) shared one tag and one of them
     was dropped; the same hybrid written twice is kept once."""
-    from irglow.runs.wanted import Hybrid, hybrids
+    from irglow.rankers import Fusion, Named
 
-    twice = {"fusion": {"enabled": True, "runs": [Hybrid(["bm25", "glow"], method="rrf"), "bm25+glow"]}}
+    twice = {"fusion": {"enabled": True, "runs": [Fusion(["bm25", "glow"], method="rrf"), "bm25+glow"]}}
     with pytest.raises(ValueError, match=r"two hybrids of bm25\+glow with different settings"):
         hybrids(twice)
     same = {"fusion": {"enabled": True, "runs": ["bm25+glow", ["bm25", "glow"]]}}
-    assert hybrids(same) == [Hybrid(["bm25", "glow"])]
+    assert hybrids(same) == [Fusion(["bm25", "glow"])] == [Fusion([Named("bm25"), Named("glow")])]
 
 
 def test_a_step_that_cannot_divide_one_is_named_when_bound():

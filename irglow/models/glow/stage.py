@@ -246,10 +246,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
-            if ctx.zero_shot and tune_q and name in ctx.tuning_runs:
+            if ctx.zero_shot and tune_q and ctx.graph.reads_held_out(name):
                 tune_run = on_main(lambda: self._held_out_run_elsewhere(
                     model.in_precision(used) if name == "minilm" else model, name, used, ctx, tune_q))
-            if tune_run is not None and name in ctx.tuning_runs:  # for the pipeline's fusion
+            if tune_run is not None and ctx.graph.reads_held_out(name):  # for the pipeline's fusion
                 runs.update([held_out(name).write(ctx.out, tune_run)])
         return Produced(runs, ModelsResult({k: str(v) for k, v in trained.items()}, rates,
                                            checks if s.precision != "fp32" else {},

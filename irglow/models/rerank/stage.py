@@ -247,14 +247,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def with_fields(self, s: RerankSettings, fields) -> RerankSettings:
         return s.with_fields(fields)
 
-    def reranked_depths(self, s: RerankSettings) -> dict[str, int]:
-        """Each model's run: the depth of its re-ranked block."""
-        return {name: s.depth for name in s.models}
-
-    def training_runs_read(self, s: RerankSettings) -> set[str]:
-        """The first stages: each model learns from its first stage's run of the training queries."""
-        return set(s.first_stages.values())
-
     def node(self, tag, s: RerankSettings, node_of):
         """``Rerank(first stage's node, the model)``, equal to the ranker a user wrote for it (its model's own
         settings, and a name only where its tag is not the one a re-ranking computes); a model whose trained weights
@@ -264,7 +256,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
         owner, changes = s.models_of[name], s.expanded[name].changes
         model = Model(s.trainers[name].kind, **({"of": node_of(owner)} if owner != name else {}), **changes)
-        node = Rerank(node_of(first), model)
+        node = Rerank(node_of(first), model, depth=s.depth)  # its re-ranked block: what a fusion of it fuses
         return node if node.tag == tag else replace(node, name=tag)
 
     def transformer(self, ranker, folder):
@@ -398,7 +390,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
         tune_first = None
-        if tune_q and (s.precision == "int8" or name in ctx.tuning_runs):
+        if tune_q and (s.precision == "int8" or ctx.graph.reads_held_out(name)):
             tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
                 if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
                                                     for q in tune_q}, first_training.tag)
@@ -426,7 +418,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         for tag, run in produced.items():
             run.write(ctx.out / f"{tag}.run")
         # its held-out training queries' run, which a fusion tunes on (zero-shot: carried)
-        if name in ctx.tuning_runs and tune_first is not None and own:
+        if ctx.graph.reads_held_out(name) and tune_first is not None and own:
             if tune_run is None:
                 tune_run = on_main(lambda: self._held_out_run(kind, model, model_dir, tune_first, tune_q, source_docs,
                                                               depth, name, precision, ctx))

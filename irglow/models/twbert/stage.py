@@ -14,7 +14,7 @@ from irglow.data.collection import load_collection
 from irglow.lexical.stage import LexicalSettings
 from irglow.models.checkpoints import read_training
 from irglow.models.source import keyed_train_dir
-from irglow.runs.keys import held_out, training
+from irglow.runs.keys import QuerySet, held_out
 from irglow.runs.trec import Run, gather_runs
 from irglow.utils.distributed import split
 
@@ -63,7 +63,7 @@ class TWBertStage(Stage):
         """A fusion tunes twbert's weight on the training queries TW-BERT held out; a reused ``model_dir`` holds
         out queries of the collection it was trained on, which may not be this one's (the fusion used to fail
         after every stage had run, on tuning runs sharing no query)."""
-        tuned = [t for t in ("twbert", "bm25-ngram") if t in plan.tuning_runs]
+        tuned = [t for t in ("twbert", "bm25-ngram") if plan.graph.reads_held_out(t)]
         if not s.model_dir or not tuned or (plan.zero_shot is not None and plan.zero_shot.train):
             return
 
@@ -79,6 +79,25 @@ class TWBertStage(Stage):
                              f"{' and '.join(tuned)}'s weight on the queries its training held out, but {why}: "
                              f"nothing to tune on. Train TW-BERT here (drop twbert.model_dir) or leave it out of "
                              f"fusion.runs")
+
+    def run_of(self, ctx, tag, query_set):
+        """Its run of every training query, for a re-ranker that re-ranks it and learns from its mistakes: the
+        trained model's weights (the n-gram prior's for ``bm25-ngram``) searched on the training index, made when
+        that re-ranker trains.  Its held-out queries' runs are the ones its unit writes (out of fold)."""
+        if query_set is not QuerySet.TRAINING or tag not in ("twbert", "bm25-ngram"):
+            return None
+
+        def make(queries):
+            from irglow.models.twbert.model import TWBert
+            from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
+
+            model = TWBert.load(self.trained(ctx.settings, ctx.source, ctx.train_root))
+            index = ctx.source.index
+            weighted = weigh_queries(model, index, queries) if tag == "twbert" else \
+                prior_queries(index, queries, model.config)
+            return twbert_search(model if tag == "twbert" else None, index, queries, depth=ctx.lexical.depth, tag=tag,
+                                 weighted=weighted, config=model.config)
+        return make
 
     def transformer(self, ranker, folder):
         """``twbert``: its weighted queries in Lucene, with the model the run used."""
@@ -109,14 +128,26 @@ class TWBertStage(Stage):
         """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``.  Its
         candidates are scored with its own declared ``[twbert.model]`` k1 and b (the differentiable BM25 it learns
         through equals Lucene's with those), not ``bm25``'s."""
-        from irglow.models.twbert.train import Trainer
-
         if s.model_dir:
             return {"twbert": Path(s.model_dir)}
+        return {"twbert": self._trainer(s, source, train_root).train(source.index, source.stats, source.queries(),
+                                                                     source.qrels())}
+
+    @staticmethod
+    def _trainer(s: TWBertSettings, source, train_root: Path):
+        from irglow.models.twbert.train import Trainer
+
         train_dir = keyed_train_dir(Path(train_root) / "twbert-train",
                                     {"settings": asdict(s.train), "seed": s.seed, "source": source.digest})
-        return {"twbert": Trainer(s.train, train_dir).train(source.index, source.stats, source.queries(),
-                                                            source.qrels())}
+        return Trainer(s.train, train_dir)
+
+    def trained(self, s: TWBertSettings, source, train_root: Path) -> Path:
+        """The model :meth:`train` gave, without training again (its unit ran before any node reading its runs);
+        trained anew where its folder is gone."""
+        if s.model_dir:
+            return Path(s.model_dir)
+        kept = self._trainer(s, source, train_root).kept()
+        return kept if (kept / "twbert.json").is_file() else self.train(s, source, train_root)["twbert"]
 
     def run(self, ctx) -> dict:
         from irglow.models.twbert.model import budget_summary
@@ -165,16 +196,13 @@ class TWBertStage(Stage):
                 ranking.update(part.ranking)
             return Run(ranking, "twbert")
 
-        for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.training_runs]:
-            # every training query, for a re-ranker that re-ranks this run and learns from its mistakes
-            runs.update([training(tag).write(ctx.out, on_training_index(tag, source.queries()))])
         # the held-out training queries, for the pipeline's fusion (zero-shot too: the weights tuned there are
         # carried over)
         info = read_training(model_dir)
         ids = set(info.get("val_query_ids", []))
         folds = info.get("cross_validation", {}).get("fold_models")
         tune_q = [q for q in source.queries() if q.query_id in ids]
-        for tag in [t for t in ("twbert", "bm25-ngram") if t in ctx.tuning_runs and tune_q]:
+        for tag in [t for t in ("twbert", "bm25-ngram") if ctx.graph.reads_held_out(t) and tune_q]:
             run = out_of_fold(folds) if tag == "twbert" and folds else on_training_index(tag, tune_q)
             runs.update([held_out(tag).write(ctx.out, run)])
         return Produced(runs, ModelsResult({"twbert": str(model_dir)}))

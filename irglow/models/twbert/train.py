@@ -448,7 +448,7 @@ class Trainer:
                   # every training query was held out by one fold: its model's run of them tunes a fusion
                   "val_query_ids": sorted(q for f in fold_models for q in f["held_out"])}
         self._loop(data, settings, self.out, resume, inputs, report)
-        return self._kept()
+        return self.kept()
 
     def fit(self, data: TrainingData, model: TWBert | None = None, resume: bool = True,
             inputs: dict | None = None) -> Path:
@@ -457,9 +457,9 @@ class Trainer:
         (:func:`~irglow.models.checkpoints.training_inputs`): what the checkpoint records and a resumption
         must match."""
         self._loop(data, LoopSettings.of(self.config), self.out, resume, inputs, model=model)
-        return self._kept()
+        return self.kept()
 
-    def _kept(self) -> Path:
+    def kept(self) -> Path:
         """The model a finished training keeps: the average of its last evaluations when it averages, else the best."""
         return self.out / ("average" if self.config.average_last and (self.out / "average").is_dir() else "best")
 
