@@ -145,13 +145,13 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Fusion | None
     fixed = hybrid is not None and hybrid.weights is not None
     if fixed or method == "rrf":  # nothing tuned: its held-out run fuses its parts' as the test runs are
         weights = list(hybrid.weights) if fixed else [1.0] * len(parts)
-        tuning = _tuning_runs(ctx, parts, top) if held_out_too else None
+        tuning = _parts_on_tuning_queries(ctx, parts, top) if held_out_too else None
         held = fuse(tuning[0], method, norm, weights, depth=depth, tag=tag) if isinstance(tuning, tuple) else None
         return fuse(test, method, norm, weights, depth=depth, tag=tag), {
             "method": method, "norm": norm if method == "wsum" else None, "weights": weights,
             "why": "fixed weights" if fixed else "method = rrf (nothing tuned)", "parts": list(parts)}, held
     carried = ctx.zero_shot and fs.zero_shot == "carried"
-    tuning = _tuning_runs(ctx, parts, top) if carried or not ctx.zero_shot else None
+    tuning = _parts_on_tuning_queries(ctx, parts, top) if carried or not ctx.zero_shot else None
     if not isinstance(tuning, tuple):
         why = "zero-shot (fusion.zero_shot = rrf)" if tuning is None else \
             ("zero-shot, " if ctx.zero_shot else "") + tuning
@@ -166,7 +166,7 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Fusion | None
     return run, {**info, "parts": list(parts)}, held
 
 
-def _tuning_runs(ctx, parts: list[str], top) -> "tuple[list[Run], list, str] | str":
+def _parts_on_tuning_queries(ctx, parts: list[str], top) -> "tuple[list[Run], list, str] | str":
     """The parts' runs of the queries a fusion tunes on, their judgments and which queries they are: the trained
     parts' runs of the queries they held out, intersected (a part that learned nothing from the training queries
     — a Lucene run — ranks whichever the others held out), or every judged training query where no part

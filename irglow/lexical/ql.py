@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from irglow import settings
+from irglow.defaults import QLD_MU
 from irglow.rankers import StageRun, _section, _set
 from irglow.stage import Stage
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
+from irglow.lexical.stage import LexicalSettings
 
 
 @dataclass(frozen=True)
@@ -35,20 +37,21 @@ class QLRun(StageRun):
 
 
 def QL(mu: float | None = None) -> StageRun:  # noqa: N802 (a constructor, as PyTerrier's)
-    """The ``ql`` run as a ranker (``Experiment(systems=[QL(mu=500)])``, ``QL() + Lexical("bm25")``); its run file
-    reads back as ``QL()`` (the μ is the configuration's ``[lexical] mu``)."""
+    """The ``ql`` run as a ranker (``Experiment(systems=[QL(mu=500)])``, ``QL() + Lexical("bm25")``); bound, it is
+    ``QL(mu=…)`` with the experiment's ``[lexical] mu`` where that is not the default μ, else ``QL()``."""
     return StageRun("ql", "ql") if mu is None else QLRun("ql", "ql", mu=mu)
 
 
 @dataclass(frozen=True)
 class QLSettings:
     enabled: bool
+    mu: float = QLD_MU  # [lexical] mu, bound with it: its node says the μ it ranks with
 
     @classmethod
     def from_config(cls, config) -> "QLSettings":
         """Bound from the declarations (:mod:`irglow.settings`: type, range, default, said once)."""
         settings.check(config, ("ql",))
-        return cls(enabled=settings.value(config, "ql", "enabled"))
+        return cls(enabled=settings.value(config, "ql", "enabled"), mu=LexicalSettings.from_config(config).mu)
 
 
 class QueryLikelihoodStage(Stage):
@@ -57,6 +60,14 @@ class QueryLikelihoodStage(Stage):
 
     def tags(self, settings, produced=()) -> list[str]:
         return ["ql"]
+
+    def resolved(self, s: QLSettings) -> dict[str, Any]:
+        """Its own section (its μ is ``[lexical]``'s, recorded there)."""
+        return {"enabled": s.enabled}
+
+    def node(self, tag, s: QLSettings, node_of):
+        """``QL(mu=…)`` where the experiment's μ is not the default, else ``QL()``: equal to the ranker that asked."""
+        return QL() if s.mu == QLD_MU else QL(mu=s.mu)
 
     def run_of(self, ctx, tag, query_set):
         """It learns nothing from the training queries: a later node (a re-ranker learning from its run, a fusion

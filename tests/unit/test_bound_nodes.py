@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from irglow import Experiment
 from irglow.plan import bind_plan
+from irglow.lexical.ql import QL
 from irglow.rankers import NRMF, Dense, Fusion, Lexical, MonoBERT, Rerank, TWBert
 
 LEAVES = st.sampled_from([Lexical("bm25"), Lexical("bm25f"), Lexical("bm25-mf"), Lexical("tfidf"), Lexical("qld"),
@@ -40,7 +41,8 @@ def test_each_kind_of_ranker_is_its_own_node():
     hybrid = Lexical("bm25f") + Dense("glow")
     for ranker in (hybrid >> MonoBERT(), Lexical("bm25") >> MonoBERT(), TWBert() >> NRMF(epochs=2),
                    Lexical("bm25") + (TWBert() >> MonoBERT()), Fusion([Lexical("bm25"), TWBert()], method="rrf"),
-                   Rerank(Lexical("bm25f"), MonoBERT(), name="mb-f"), (Lexical("bm25") >> NRMF()) >> MonoBERT()):
+                   Rerank(Lexical("bm25f"), MonoBERT(), name="mb-f"), (Lexical("bm25") >> NRMF()) >> MonoBERT(),
+                   QL(), QL(mu=500), QL(mu=500) + Lexical("bm25")):
         graph = _bound(ranker)
         assert graph[ranker.tag] == ranker, (ranker.tag, graph[ranker.tag])
 
