@@ -59,7 +59,7 @@ readme-check: run
 # MS MARCO pipeline, the lexical reproduction matrix, the end-to-end runs over ~4 s) for the edit-test loop:
 # about 75 s against 4-5 min on 2 cores.
 test: venv browser
-	$(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder --durations=15 tests
 
 test-fast: venv
 	$(BIN)/python -m pytest -q -n auto --dist loadscope --no-loadscope-reorder -m "not slow" tests

@@ -152,7 +152,8 @@ def reproductions_markdown() -> str:
         check = f"`irglow regressions --tags {tags[0]}`" if tags else "`irglow regressions`"
         lines += [f"## {e['name']}", "",
                   f"{about}, split `{e.get('test_split', 'test')}`"
-                  + (f", trained on `{e.get('train_split', 'train')}` with `{_shipped(e['config'])}`"
+                  + (f", trained on {'`' + e['train_id'] + '` ' if e.get('train_id') else ''}"
+                     f"`{e.get('train_split', 'train')}` with `{_shipped(e['config'])}`"
                      if e.get("config") else ", the pipeline's lexical defaults")
                   + f"; tolerance {e['tolerance']}. Check the whole experiment: {check}.", "",
                   "| run | irglow | published | | command |", "|:--|:--|:--|:-:|:--|"]
@@ -164,7 +165,11 @@ def reproductions_markdown() -> str:
             shown = ", ".join(f"{m} {theirs[m]:.4f}" for m in shared) + (f" ({source})" if shared else "")
             command = (_run_commands(e, run) if not e.get("config") and not e["id"].startswith("demo") else
                        check if e["id"].startswith("demo") else
-                       f"`irglow run --config {_shipped(e['config'])} --set collection.name={e['id']} "
+                       f"`irglow run --config {_shipped(e['config'])} --set collection.name="
+                       f"{e['id'] if not e.get('about') else 'path/to/folder'} "
+                       + (f"--set collection.train={e['train_id']} " if e.get("train_id") else "")
+                       + (f"--set collection.test_split={e['test_split']} " if e.get("test_split", "test") != "test"
+                          else "")
                        + "".join(f"--set {item} " for item in e.get("set", []))
                        + f"--set output.dir=runs/{e['name']}`")
             lines.append(f"| `{run}` | {ours} | {shown or '–'} | {'✓' if agree else '✗' if agree is False else ''} "

@@ -22,8 +22,8 @@ from irglow.pipeline import run_pipeline
 
 log = logging.getLogger(__name__)
 
-ENTRY_KEYS = {"name", "collection", "folder", "about", "train_split", "test_split", "config", "set", "tags",
-              "tolerance", "expect", "optional", "published"}
+ENTRY_KEYS = {"name", "collection", "folder", "about", "train", "train_folder", "train_split", "test_split", "config",
+              "set", "tags", "tolerance", "expect", "optional", "published"}
 # published figures an experiment reproduces: Pyserini's two-click reproductions (2CR), read from the installed package
 PUBLISHED_SOURCES = {"pyserini-2cr-beir": ("2cr", "beir.yaml")}
 
@@ -131,6 +131,11 @@ def load_matrix_spec(path: str | Path) -> list[dict[str, Any]]:
         # the same collection as a local BEIR folder, where this machine has one (no download)
         e["collection"] = folder if folder and (Path(folder) / "corpus.jsonl").is_file() else \
             resolve_collection(str(e["collection"]), path.parent)
+        if e.get("train"):  # zero-shot: the models train on another collection (the same local-folder rule)
+            e["train_id"] = str(e["train"])
+            train_folder = resolve_collection(str(e["train_folder"]), path.parent) if e.get("train_folder") else None
+            e["train"] = train_folder if train_folder and (Path(train_folder) / "corpus.jsonl").is_file() else \
+                resolve_collection(str(e["train"]), path.parent)
         if e.get("published") is not None:
             published_figures(e["published"], f"{where} ({e['name']})")  # a wrong reference named before any run
         for system, values in e["expect"].items():
@@ -206,7 +211,8 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         cells = [Cell(e["name"], s, m, float(v), float(e["tolerance"])) for s, ms in e["expect"].items()
                  for m, v in ms.items()]
         matrix.cells.extend(cells)
-        missing = _available(str(e["collection"]), e.get("test_split", "test"))
+        missing = _available(str(e["collection"]), e.get("test_split", "test")) or \
+            (_available(str(e["train"]), e.get("train_split", "train")) if e.get("train") else None)
         if missing:  # skipped only when the matrix says the experiment is optional; else a failure
             for c in cells:
                 c.skipped, c.failed = (missing, None) if e.get("optional") else (None, "collection not found")
@@ -215,7 +221,8 @@ def run_matrix(spec_path: str | Path, out: str | Path, tags: list[str] | None = 
         config = load_config(e.get("config"), e.get("set", []))
         measures = list(dict.fromkeys(c.measure for c in cells))
         config["collection"] = {**config.get("collection", {}), "name": str(e["collection"]),
-                                "train_split": e.get("train_split", "train"), "test_split": e.get("test_split", "test")}
+                                "train_split": e.get("train_split", "train"), "test_split": e.get("test_split", "test"),
+                                **({"train": str(e["train"])} if e.get("train") else {})}
         config.setdefault("eval", {})
         config["eval"].update({"measures": measures, "permutations": 100, "pairs": None})
         if not e.get("config"):
