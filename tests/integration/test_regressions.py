@@ -117,3 +117,27 @@ def test_an_id_with_a_local_folder_runs_the_folder_and_an_id_that_cannot_be_had_
     assert code == 0, out
     assert "local / bm25" in out and "✓ 1.0000" in out
     assert "remote: skipped (optional), beir/not-a-collection cannot be loaded here" in out
+
+
+def test_a_zero_shot_experiment_trains_on_its_train_collection_and_is_skipped_without_it(tmp_path, capsys):
+    """An experiment may train on another collection (``train``, a local ``train_folder`` first): the pipeline is
+    given it as collection.train, and an experiment whose training collection cannot be had is skipped, said so."""
+    import json
+
+    from irglow.regressions import load_matrix_spec
+
+    small = "demo:n_topics=6,docs_per_topic=3,n_roundups=4,n_background=4"
+    spec = {"experiments": [
+        {"name": "zs", "collection": "demo", "train": small, "tags": ["zs"], "expect": {"bm25": {"nDCG@10": 0.7363}}},
+        {"name": "zs-absent", "collection": "demo", "train": "absent-collection", "train_folder": str(tmp_path / "no"),
+         "optional": True, "tags": ["zs"], "expect": {"bm25": {"nDCG@10": 0.7363}}}]}
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    loaded = load_matrix_spec(tmp_path / "r.yaml")
+    assert loaded[0]["train"] == small and loaded[1]["train_id"] == "absent-collection"
+    code = main(["regressions", "--config", str(tmp_path / "r.yaml"), "-o", str(tmp_path / "out"),
+                 "--data-dir", str(tmp_path / "data")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "zs-absent: skipped (optional)" in out and "✓ 0.7363" in out
+    manifest = json.loads((tmp_path / "out" / "zs" / "manifest.json").read_text())
+    assert manifest["config"]["collection"]["train"] == small
