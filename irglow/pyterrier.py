@@ -62,6 +62,7 @@ class RunFolder:
     def __init__(self, out: Path):
         manifest = json.loads((out / "manifest.json").read_text())
         self.out, self.config = out, manifest["config"]
+        self._made_by: dict[str, str] = manifest.get("made_by", {})
         self.index = LuceneIndex.open(manifest["index"])
         self.field_weights = manifest.get("field_weights", {})
         self._docs: LazyDocuments | None = None
@@ -92,13 +93,20 @@ class RunFolder:
             self._bound[section] = stage(section).settings_class.from_config(self.config)
         return self._bound[section]
 
-    def result(self, unit: str):
-        """What the unit ``unit`` of that run did (:class:`~irglow.stage.Result`), or ``None``."""
+    def result(self, node):
+        """What the unit that made ``node``'s run did (:class:`~irglow.stage.Result`: the model it trained, the
+        fusion's weights …), or ``None``; ``node`` a ranker of the folder's graph (or a unit's name, as its manifest
+        records it).  A folder written before runs recorded their unit is read by the units' names."""
         if self._results is None:
             from irglow.outputs import read_results
 
             self._results = read_results(self.out)
-        return self._results.get(unit)
+        if isinstance(node, str):
+            return self._results.get(node)
+        unit = self._made_by.get(node.tag)
+        if unit is None:  # an older folder: the stage's unit of the run, or the stage's one unit
+            unit = next((u for u in (f"{node.stage}:{node.tag}", node.stage) if u in self._results), None)
+        return self._results.get(unit) if unit is not None else None
 
     @property
     def docs(self):

@@ -40,6 +40,7 @@ def experiment(module_tmp):
 
 
 def test_every_kind_nested_runs_through_the_pipeline(experiment):
+    from irglow import Lexical, TWBert
     from irglow.models.checkpoints import read_training
     from irglow.outputs import read_results
 
@@ -57,6 +58,14 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     # TW-BERT's, which its stage makes when the re-ranker asks (Stage.run_of): no stage writes a training run
     assert read_training(results["rerank:nrmf(twbert)"].model)["first_stage"] == "twbert"
     assert not (out / "training").exists()
+    # results are asked for by node: the manifest says which unit made each run (issue 68.5)
+    from irglow.pyterrier import RunFolder
+
+    made_by = json.loads((out / "manifest.json").read_text())["made_by"]
+    assert made_by["twbert+ql"] == "fusion:twbert+ql" and made_by["bm25-ngram"] == "twbert" == made_by["twbert"]
+    folder = RunFolder(out)
+    assert folder.result(folder.ranker("nrmf(ql)")) == results["rerank:nrmf(ql)"]
+    assert folder.result(TWBert()) == results["twbert"] and folder.result(Lexical("bm25")) is None
     # a fusion's: none
     assert read_training(results["rerank:monobert(bm25+nrmf(ql)+glow)"].model)["first_stage"] == "bm25"
     # QL is tuned like any ranker (its run of the judged training queries), not left to reciprocal rank

@@ -165,7 +165,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         """A trained encoder's faiss retrieval over the corpus encoding the run kept."""
         from irglow.models.glow.pt import Dense
 
-        done = folder.result("glow")
+        done = folder.result(ranker)
         if done is None or ranker.tag not in done.models:
             return super().transformer(ranker, folder)
         return Dense(done.models[ranker.tag], folder.index, folder.out / f"{ranker.tag}.embeddings",

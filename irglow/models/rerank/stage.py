@@ -262,7 +262,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def transformer(self, ranker, folder):
         """Its first stage's transformer cut to the re-ranked depth, then the model the run used (irglow's kinds
         or a registered one); a re-ranker a configuration names (a variant) re-ranks the first stage it recorded."""
-        done = folder.result(f"rerank:{ranker.tag}")
+        done = folder.result(ranker)
         if done is None:
             return super().transformer(ranker, folder)
         first = ranker.first if isinstance(ranker, Rerank) else folder.ranker(done.first_stage)

@@ -105,7 +105,7 @@ class TWBertStage(Stage):
 
         if ranker.tag != "twbert":
             return super().transformer(ranker, folder)
-        return TWBert(folder.result("twbert").models["twbert"], folder.index, folder.lexical.depth,
+        return TWBert(folder.result(ranker).models["twbert"], folder.index, folder.lexical.depth,
                       folder.lexical.threads)
 
     def ranker(self, name, config, parse):
