@@ -353,7 +353,7 @@ def test_every_worked_example_gives_the_figures_its_benchmark_pins():
 
     matrix = {e["name"]: e for e in load_matrix_spec(ROOT / "irglow" / "configs" / "regressions.yaml")}
     pages = sorted((ROOT / "docs" / "examples").glob("*.md"))
-    assert {p.stem for p in pages} >= {"index", "twbert", "glow", "fusion"}
+    assert {p.stem for p in pages} >= {"index", "twbert", "glow", "fusion", "monobert", "nrmf", "zero-shot"}
     checked = 0
     for page in pages:
         text = page.read_text(encoding="utf-8")
