@@ -136,9 +136,8 @@ class ZeroShotSettings:
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
-    settings object, in the order they run; the runs they produce; and the extra runs later stages want of
-    earlier ones (the held-out training queries' runs a fusion tunes on, the training queries' runs a re-ranker
-    learns from).  ``recorded`` is the configuration as loaded, as JSON text: the manifest's record, read by no
+    settings object, in the order they run; the runs they produce; and the bound graph of their rankers, which
+    says what a node reads of another (:class:`~irglow.rankers.Graph`).  ``recorded`` is the configuration as loaded, as JSON text: the manifest's record, read by no
     stage."""
 
     recorded: str

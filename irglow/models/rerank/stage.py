@@ -47,7 +47,7 @@ from irglow.models.checkpoints import read_training, validation_score
 from irglow.models.rerank.pt import CrossEncoder
 from irglow.models.source import held_out_run_on_training_corpus, reused_model
 from irglow.rankers import Listed, Model, Rerank
-from irglow.runs.keys import held_out, training
+from irglow.runs.keys import held_out
 from irglow.runs.trec import Run, gather_runs
 from irglow.utils.digest import queries_digest, records_digest, tree_digest, value_digest
 from irglow.utils.distributed import all_gather, current, on_main, rank_file, split
@@ -335,7 +335,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
     def first_stage(self, ctx, tag: str = "bm25"):
         """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
-        whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking) gives ``None``: the
+        whose stage makes no run of the training queries (a dense run, a tuned fusion, a re-ranking) gives ``None``: the
         model then learns from BM25's, as the notes say."""
         if tag == "bm25":
             bm25 = ctx.lexical_config("bm25")
@@ -353,7 +353,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         units = []
         for name in s.models:
             owner = owners[name]
-            reads = {firsts[name], training(firsts[name]), firsts[owner], training(firsts[owner]), *also}
+            # its first stage's training-query run is made when the model trains (Stage.run_of), from that run's
+            # stage: the first stage's test run here stands for it in the key
+            reads = {firsts[name], firsts[owner], *also}
             kind = reranker_kind(trainers[owner].kind)
             code = kind.code()
             settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
@@ -376,7 +378,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         kind = reranker_kind(s.trainers[owner].kind)
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         first, first_training = self.first_stage(ctx, firsts[name])
-        # a first stage whose stage writes no run of the training queries (a dense run, a fusion, a re-ranking): the
+        # a first stage whose stage makes no run of the training queries (a dense run, a tuned fusion, a re-ranking): the
         # model learns from BM25's, and no held-out run is written (it would re-rank BM25, not this first stage)
         own = first_training is not None or firsts[name] == "bm25"
         if not own:
