@@ -228,10 +228,9 @@ def test_rerankers_rerank_the_first_stage_they_are_given_and_learn_from_it(tmp_p
         for q, docs in base.ranking.items():
             assert {d for d, _ in rr.ranking[q][:10]} == {d for d, _ in docs[:10]}
     assert Run.read(out / "nrmf.run").ranking != Run.read(out / "nrmf-tw.run").ranking
-    training = Run.read(out / "training" / "twbert.run")
-    from irglow.data.collection import load_collection
-
-    assert set(training.ranking) == {q.query_id for q in load_collection(SMALL_DEMO).queries("train")}
+    # TW-BERT's run of the training queries is made when the re-ranker trains (Stage.run_of), not written beside
+    # the test runs (issue 68.2); the model records that it learned from it
+    assert not (out / "training").exists()
     from irglow.outputs import read_results
 
     results = read_results(out)
