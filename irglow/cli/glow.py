@@ -32,6 +32,9 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--field-tokens", action="append", default=[], metavar="FIELD=N",
                    help="a field's token budget at search time (repeatable; default: the model's own), e.g. "
                         "text=256; '*=N' sets the fields not named (the title's default)")
+    s.add_argument("--workers", type=int, default=0, metavar="N",
+                   help="processes that read and featurize documents while the model encodes (default: 0, a thread "
+                        "of this process; each worker starts its own JVM)")
     s.add_argument("--read-all-fields", action="store_true",
                    help="a one-field model reads every field of the collection in its segment (title + text), as "
                         "models the pipeline trains on a one-field collection do")

@@ -74,7 +74,7 @@ def cmd_search(args) -> int:
         model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))
     run, info = glow_run(model, index, stats, docs_store(coll).sequence(), coll.queries(args.split),
                          out.parent, out.stem, args.depth, faiss_kind=args.faiss,
-                         shard_rows=args.shard_rows)
+                         shard_rows=args.shard_rows, workers=max(0, args.workers))
     if not w.main:  # its shard is encoded; rank 0 searched and writes
         return 0
     run.write(out)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import errno
 import os
+import queue
 import shutil
+import sys
+import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -31,6 +34,89 @@ from irglow.models.checkpoints import load_encoder, pick_device
 BatchEncoder = Callable[[Sequence], torch.Tensor]
 
 
+class TwoStep:
+    """A batch encoder in two steps, ``forward(prepare(items))``: :func:`encode` reads and prepares (featurizes:
+    Python, JNI) the next batches while the model's ``forward`` runs on the current one — on a thread, or with
+    ``workers`` in worker processes, each building its own ``prepare`` from ``recipe`` (a picklable callable), so
+    the model does not wait on features where cores are free.  ``ahead=False``: no thread (a model on the CPU: its
+    torch threads and a featurizing thread take turns at the GIL, which on two cores costs more than it overlaps;
+    BENCHMARKS.md section 7)."""
+
+    def __init__(self, prepare: Callable[[Sequence], Any], forward: Callable[[Any], torch.Tensor],
+                 recipe: Callable[[], Callable[[Sequence], Any]] | None = None, ahead: bool = True):
+        self.prepare, self.forward, self.recipe, self.ahead = prepare, forward, recipe, ahead
+
+    def __call__(self, items: Sequence) -> torch.Tensor:
+        return self.forward(self.prepare(items))
+
+
+_END = object()
+
+
+class _PreparedBatches(torch.utils.data.Dataset):
+    """Batch ``i`` of ``jobs`` read from a document store's sequence and prepared, in a worker process: its
+    ``prepare`` built there from the recipe at its first batch (a JVM does not survive a fork: workers are spawned)."""
+
+    def __init__(self, recipe: Callable[[], Callable[[Sequence], Any]], items, jobs: list[tuple[int, list[int]]]):
+        self.recipe, self.items, self.jobs, self._prepare = recipe, items, jobs, None
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __getitem__(self, i: int):
+        if self._prepare is None:
+            self._prepare = self.recipe()
+        job = self.jobs[i]
+        return job, self._prepare(self.items.take(job[1]))
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_prepare": None}
+
+
+def in_workers(recipe: Callable[[], Callable[[Sequence], Any]], items, jobs: list, workers: int
+               ) -> Iterator[tuple[Any, Any]]:
+    """``(job, prepared batch)`` in order, prepared by ``workers`` spawned processes (PyTorch's ``DataLoader``:
+    batches in shared memory, a few ahead per worker)."""
+    loader = torch.utils.data.DataLoader(_PreparedBatches(recipe, items, jobs), batch_size=None, shuffle=False,
+                                         num_workers=workers, multiprocessing_context="spawn", prefetch_factor=4)
+    for (k, idx), batch in loader:
+        yield (int(k), [int(i) for i in idx]), batch
+
+
+def prefetched(make: Callable[[Any], Any], jobs: Iterable, depth: int = 2) -> Iterator[tuple[Any, Any]]:
+    """``(job, make(job))`` for each job, made up to ``depth`` ahead on a thread; an error there is raised here."""
+    results: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            for job in jobs:
+                if stop.is_set():
+                    return
+                results.put((job, make(job)))
+            results.put(_END)
+        except BaseException as e:  # noqa: BLE001 (handed to the consumer, which raises it)
+            results.put(e)
+        finally:
+            if "jnius" in sys.modules:  # a thread that called Java leaves the JVM (else the JVM waits on it at exit)
+                sys.modules["jnius"].detach()
+
+    thread = threading.Thread(target=work, name="irglow-prefetch", daemon=True)
+    thread.start()
+    try:
+        while (item := results.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full queue
+            try:
+                results.get(timeout=0.1)
+            except queue.Empty:
+                pass
+
+
 def text_length(item) -> int:
     """An input's length in characters (a document's fields together): the key length bucketing sorts on."""
     if isinstance(item, Document):
@@ -42,12 +128,14 @@ def text_length(item) -> int:
 
 @torch.no_grad()
 def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: str = "encode",
-           out_path: Path | None = None, resume: bool = False) -> np.ndarray:
+           out_path: Path | None = None, resume: bool = False, workers: int = 0) -> np.ndarray:
     """L2-normalised vectors of ``items`` in their order; batched by length (:mod:`irglow.utils.batching`) so a
     batch pads to its own longest input.  ``out_path``: written there as a ``.npy`` file memory-mapped while it
     fills (a corpus's vectors never held in memory twice, nor whole), and returned as that map; beside it
     ``<name>.done.npy`` marks the batches on disk (written after their vectors are flushed), so that with
-    ``resume`` an encoding killed halfway continues with the batches it had not finished."""
+    ``resume`` an encoding killed halfway continues with the batches it had not finished.  A :class:`TwoStep`
+    encoder's batches are prepared ahead: by ``workers`` processes where it has a recipe and ``items`` is a document
+    store's sequence, else on a thread."""
     out: np.ndarray | None = None
     batches = length_batches([text_length(x) for x in items], batch_size)
     take = getattr(items, "take", None)  # a document store's sequence reads a batch in one call
@@ -59,18 +147,38 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
         if len(kept) == len(batches) and mapped.shape[0] == len(items):  # the same batches of the same items
             out, done = mapped, kept
     last_mark = time.perf_counter()
-    for k, idx in tqdm(((k, b) for k, b in enumerate(batches) if not done[k]), total=int((~done).sum()), desc=desc,
-                       unit="batch", disable=len(items) < 2 * batch_size):
-        batch = take(idx) if take is not None else [items[i] for i in idx]
-        vec = torch.nn.functional.normalize(encoder(batch).float(), dim=-1).cpu().numpy()
-        if out is None:
-            shape = (len(items), vec.shape[1])
-            out = np.zeros(shape, dtype=np.float32) if out_path is None else vector_file(out_path, shape)
-        out[idx] = vec
-        done[k] = True
-        if out_path is not None and time.perf_counter() - last_mark > MARK_SECONDS:
-            _mark(out, done, done_path)
-            last_mark = time.perf_counter()
+    prepare = getattr(encoder, "prepare", None)
+    forward = getattr(encoder, "forward", encoder) if prepare is not None else encoder
+
+    def read(job: tuple[int, list[int]]):
+        batch = take(job[1]) if take is not None else [items[i] for i in job[1]]
+        return prepare(batch) if prepare is not None else batch
+
+    todo = [(k, b) for k, b in enumerate(batches) if not done[k]]
+    bar = tqdm(total=sum(len(b) for _, b in todo), desc=desc, unit="doc" if take is not None else "item",
+               disable=len(items) < 2 * batch_size)
+    recipe = getattr(encoder, "recipe", None)
+    if workers > 0 and recipe is not None and take is not None and len(todo) > 1:
+        steps = in_workers(recipe, items, todo, workers)
+    elif prepare is not None and getattr(encoder, "ahead", True) and len(todo) > 1:
+        steps = prefetched(read, todo)
+    else:
+        steps = ((j, read(j)) for j in todo)
+    try:
+        for (k, idx), ready in steps:
+            vec = torch.nn.functional.normalize(forward(ready).float(), dim=-1).cpu().numpy()
+            bar.update(len(idx))
+            if out is None:
+                shape = (len(items), vec.shape[1])
+                out = np.zeros(shape, dtype=np.float32) if out_path is None else vector_file(out_path, shape)
+            out[idx] = vec
+            done[k] = True
+            if out_path is not None and time.perf_counter() - last_mark > MARK_SECONDS:
+                _mark(out, done, done_path)
+                last_mark = time.perf_counter()
+    finally:
+        bar.close()
+        steps.close()  # a failed batch: the prefetching thread stops too
     if out is None:
         out = np.zeros((0, 0), dtype=np.float32)
         if out_path is not None:
@@ -121,7 +229,8 @@ def shard_dir(out_dir: str | Path, rank: int, world: int) -> Path:
 
 
 def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str | Path,
-                  batch_size: int = 64, rank: int = 0, world: int = 1, key: str = "") -> tuple[Path, float]:
+                  batch_size: int = 64, rank: int = 0, world: int = 1, key: str = "", workers: int = 0
+                  ) -> tuple[Path, float]:
     """Write ``embeddings.npy`` and ``ids.txt`` atomically; returns the folder and docs/second.
 
     With ``world`` > 1 this process encodes only its contiguous shard into ``shard_dir(out_dir, rank,
@@ -151,7 +260,8 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
         (partial / "key.txt").write_text(f"{key}\n{len(part)}", encoding="utf-8")
     try:
         vectors = encode(part, encoder, batch_size, desc="encode corpus" if world == 1 else
-                         f"encode shard {rank}/{world}", out_path=partial / "embeddings.npy", resume=resume)
+                         f"encode shard {rank}/{world}", out_path=partial / "embeddings.npy", resume=resume,
+                         workers=workers)
     except OSError as e:
         if e.errno == errno.ENOSPC:  # nothing of a full disk's attempt is kept, or reused
             shutil.rmtree(partial, ignore_errors=True)

@@ -110,3 +110,40 @@ def test_an_encoding_killed_halfway_resumes_with_the_batches_it_had_not_finished
         encode_corpus(docs, dies_after_three, tmp_path / "other", 4, key="k")
     encode_corpus(docs, lambda b: counted.append(len(b)) or vectors_of(b), tmp_path / "other", 4, key="another")
     assert sum(counted) == 40
+
+
+def test_a_two_step_encoder_is_prepared_ahead_on_a_thread_and_gives_what_one_step_gives(tmp_path):
+    """Issue 69 item 3: ``TwoStep``'s ``prepare`` runs on a thread ahead of ``forward`` (the model waits on no
+    features where a core is free); the vectors are the one-step encoder's, a ``prepare`` error surfaces in the
+    caller, and a consumer that stops early leaves no thread behind."""
+    import threading
+
+    import numpy as np
+    import pytest
+    import torch
+
+    from irglow.data.records import make_document
+    from irglow.dense.encode import TwoStep, encode, prefetched
+
+    docs = [make_document(f"d{i}", body="word " * (i % 5 + 1)) for i in range(30)]
+    threads = set()
+
+    def prepare(batch):
+        threads.add(threading.current_thread().name)
+        return torch.tensor([[float(len(d.text("body"))), float(int(d.doc_id[1:])) + 1.0] for d in batch])
+
+    two = encode(docs, TwoStep(prepare, lambda x: x * 2), 4)
+    one = encode(docs, lambda b: prepare(b) * 2, 4)
+    assert np.array_equal(two, one) and "irglow-prefetch" in threads
+
+    def fails(batch):
+        if int(batch[0].doc_id[1:]) > 10:
+            raise ValueError("bad document")
+        return prepare(batch)
+
+    with pytest.raises(ValueError, match="bad document"):
+        encode(docs, TwoStep(fails, lambda x: x), 4)
+    steps = prefetched(lambda j: j * j, range(1000), depth=2)
+    assert [next(steps) for _ in range(3)] == [(0, 0), (1, 1), (2, 4)]
+    steps.close()  # the consumer stops: the producer, blocked on a full queue, is released and ends
+    assert not [t for t in threading.enumerate() if t.name == "irglow-prefetch"]

@@ -19,15 +19,20 @@ import json
 import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 from torch import nn
 
+from irglow.index.lucene_index import LuceneIndex
+from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import check_model_dir, load_encoder
 from irglow.models.fields import field_budgets, field_pieces, field_words
 from irglow.models.glow import VARIANTS, attention  # noqa: F401 (VARIANTS re-exported)
 from irglow.models.glow.attention import MODES as ATTENTION_MODES
+from irglow.models.glow.features import DocumentFeatures
+from irglow.models.glow.features import available as features_available
 from irglow.models.glow.weights import WeightConfig, WordWeighter, split_words
 from irglow.settings import check_fields, setting
 from irglow.utils.atomic import atomic_dir
@@ -186,6 +191,8 @@ class Featurizer:
         if config.weighted and weighter is None:
             raise ValueError(f"variant {config.variant!r} needs collection statistics (a WordWeighter)")
         self.mode = "idf" if config.variant == "glow-idf" else "bm25"
+        self._arrays = None  # the batch featurizer, made at the first batch of documents
+        self.recipe: FeaturizerRecipe | None = None  # how a worker process builds the same (featurizer_for sets it)
 
     # word lists → (pieces, per-piece raw weights, per-piece idf, per-piece stop flag)
     def _pieces(self, words_by_field: dict[str, list[str]], budgets: dict[str, int], is_query: bool):
@@ -268,6 +275,22 @@ class Featurizer:
         return self._batch(rows)
 
     def documents(self, docs: Sequence["Document"]) -> dict[str, torch.Tensor]:
+        """A batch of documents as the model's inputs: in one JNI call and arrays over the batch
+        (:mod:`.features`), or word by word for ``glow-tw`` (WordPiece units) and where irglow's Java helper is not
+        compiled (the same numbers, slower)."""
+        if self._arrays is None:
+            self._arrays = DocumentFeatures(self.config, self.tok, self.weighter, self.read_fields, self.mode) \
+                if self.config.variant != "glow-tw" and features_available() else False
+        if self._arrays:
+            try:
+                return self._arrays(docs)
+            except UnicodeEncodeError:  # a lone surrogate, which UTF-8 cannot carry to Java: this batch word by word
+                pass
+        return self.documents_per_word(docs)
+
+    def documents_per_word(self, docs: Sequence["Document"]) -> dict[str, torch.Tensor]:
+        """The reference: each document's words weighted one by one (:class:`WordWeighter`), which the array path
+        equals to the last bit (``tests/property/test_glow_features.py``)."""
         c = self.config
         budgets = field_budgets(c.fields, c.field_max_tokens, c.default_field_tokens)
         max_len = 1 + sum(budgets[f] + 1 for f in c.fields)
@@ -288,8 +311,25 @@ def featurizer_for(model: GlowEncoder, index, stats) -> Featurizer:
     """Weights always come from the collection being *searched* (its N, df and field lengths), and so do the
     fields a one-field model reads when ``read_all_fields`` is on (:func:`read_fields`)."""
     weighter = WordWeighter(index, stats, model.config.weight_config()) if model.config.weighted else None
-    return Featurizer(model.config, model.tokenizer, weighter, read_fields(model.config.fields, list(index.fields))
+    feat = Featurizer(model.config, model.tokenizer, weighter, read_fields(model.config.fields, list(index.fields))
                       if model.config.read_all_fields else None)
+    feat.recipe = FeaturizerRecipe(model.config, model.tokenizer, str(index.path))
+    return feat
+
+
+@dataclass(frozen=True)
+class FeaturizerRecipe:
+    """What a worker process needs to build the same document featurizer: the model's settings and tokenizer and
+    the searched index's folder (reopened there, with its statistics; nothing of the JVM is pickled)."""
+
+    config: GlowConfig
+    tokenizer: Any
+    index_path: str
+
+    def __call__(self):
+        index = LuceneIndex.open(self.index_path)
+        return featurizer_for(SimpleNamespace(config=self.config, tokenizer=self.tokenizer), index,
+                              CollectionStats.load(index)).documents
 
 
 def read_fields(model_fields: list[str], searched_fields: list[str]) -> dict[str, list[str]]:

@@ -10,13 +10,13 @@ from pathlib import Path
 import torch
 
 from irglow.data.records import Document, Query
-from irglow.dense.encode import (dense_search, encode, encode_corpus, faiss_index, load_embeddings, merge_shards,
-                                 model_digest, sharded_search)
+from irglow.dense.encode import (TwoStep, dense_search, encode, encode_corpus, faiss_index, load_embeddings,
+                                 merge_shards, model_digest, sharded_search)
 from irglow.index.lucene_index import LuceneIndex
 from irglow.index.stats import CollectionStats
 from irglow.models.checkpoints import pick_device, read_training, validation_score
 from irglow.models.glow.model import Featurizer, GlowEncoder, featurizer_for  # noqa: F401 (re-exported)
-from irglow.models.glow.train import embed
+from irglow.models.glow.train import embed, to_device
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
 from irglow.eval.measures import parse_measures
@@ -37,15 +37,19 @@ def glow_encoders(model: GlowEncoder, feat: Featurizer, device, precision: str =
         example = feat.documents([make_document("example", **{f: "int8 export example" for f in model.config.fields})])
         forward = Int8Forward(model, example, config=asdict(model.config))
         return (lambda b: forward(**feat.documents(b)), lambda b: forward(**feat.queries([q.text for q in b])))
-    return (lambda b: embed(model, feat, b, device, "doc"), lambda b: embed(model, feat, b, device, "query"))
+    # featurized ahead on a thread while a GPU encodes; on the CPU the model's own threads use the cores
+    return (TwoStep(feat.documents, lambda features: model(**to_device(features, device)), feat.recipe,
+                    ahead=torch.device(device).type != "cpu"),
+            lambda b: embed(model, feat, b, device, "query"))
 
 
 def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, docs: list[Document],
              queries: list[Query], out_dir: Path, tag: str, depth: int = DEPTH, batch_size: int = 64,
              faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
-             precision: str = "fp32", shard_rows: int | None = None) -> tuple[Run, dict]:
+             precision: str = "fp32", shard_rows: int | None = None, workers: int = 0) -> tuple[Run, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
     searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
+    ``workers``: processes that read and featurize documents while the model encodes (0: a thread).
 
     Under ``torchrun`` every process encodes its shard of the corpus, rank 0 merges the shards and searches,
     and every rank returns rank 0's runs.  ``precision``: fp32, or int8 on the CPU."""
@@ -63,7 +67,7 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     with torch.no_grad():
         # the model and the corpus: a shard, or an encoding killed halfway, is resumed only for the same ones
         key = model_digest(model, config=model.config, index=Path(index.path).name)
-        _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key)
+        _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key, workers)
     if w.size == 1:
         return _search(emb_dir, query_encoder, queries, also, batch_size, depth, tag, shard_rows, faiss_kind, rate)
     barrier()  # every shard is on disk

@@ -242,7 +242,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                                                             name, depth))
             else:
                 run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.out, name, depth=depth, also=also,
-                                     precision=used, faiss_kind=s.faiss)
+                                     precision=used, faiss_kind=s.faiss, workers=s.train.encode_workers)
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
             tune_run = info["also"].get("tune")
