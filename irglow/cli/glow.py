@@ -33,8 +33,8 @@ def add_glow_command(sub: argparse._SubParsersAction) -> None:
                    help="a field's token budget at search time (repeatable; default: the model's own), e.g. "
                         "text=256; '*=N' sets the fields not named (the title's default)")
     s.add_argument("--workers", type=int, default=0, metavar="N",
-                   help="processes that read and featurize documents while the model encodes (default: 0, a thread "
-                        "of this process; each worker starts its own JVM)")
+                   help="processes that read and featurize documents while the model encodes (default: 0, this "
+                        "process, featurizing ahead on a thread while a GPU encodes; each worker starts its own JVM)")
     s.add_argument("--read-all-fields", action="store_true",
                    help="a one-field model reads every field of the collection in its segment (title + text), as "
                         "models the pipeline trains on a one-field collection do")

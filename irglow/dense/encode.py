@@ -135,7 +135,7 @@ def encode(items: Sequence, encoder: BatchEncoder, batch_size: int = 64, desc: s
     ``<name>.done.npy`` marks the batches on disk (written after their vectors are flushed), so that with
     ``resume`` an encoding killed halfway continues with the batches it had not finished.  A :class:`TwoStep`
     encoder's batches are prepared ahead: by ``workers`` processes where it has a recipe and ``items`` is a document
-    store's sequence, else on a thread."""
+    store's sequence, else on a thread unless it says ``ahead=False``."""
     out: np.ndarray | None = None
     batches = length_batches([text_length(x) for x in items], batch_size)
     take = getattr(items, "take", None)  # a document store's sequence reads a batch in one call

@@ -317,11 +317,6 @@ class CollectionStats:
             seen[term] = self.term_row.get(term)
         return seen[term]
 
-    def df_column(self, field: str = "contents") -> np.ndarray:
-        """Every term's df in ``field``, by term row (memory-mapped): what array code indexes instead of asking
-        :meth:`df` term by term."""
-        return self._columns[f"df_{field}"]
-
     def df(self, term: str, field: str = "contents") -> int:
         """The number of documents whose ``field`` holds the index term ``term`` (0 for an unknown term)."""
         row = self._row(term)

@@ -9,7 +9,7 @@ never seen before, though the model reads only its first 96 body pieces.  Here a
   regular expression does — with Python's own character classes, passed in as a table — analyzes each word
   alone (remembered), and returns only what the weights need: each field's first words, its content length, and
   for each word returned its term's df and frequency in every field of its document;
-* **arrays** for the weights: BM25F's adjusted tf, idf (``math.log`` per distinct term, remembered) and the
+* **arrays** for the weights: BM25F's adjusted tf, idf (``math.log`` per distinct df, remembered) and the
   per-sequence normalisation, each operation the reference's in the reference's order, so the weights are equal
   to the last bit (``tests/integration/test_glow_features.py``);
 * **WordPieces per distinct word, remembered**: a pre-split word's pieces do not depend on its neighbours, so a
@@ -131,7 +131,8 @@ class DocumentFeatures:
         short = [s for s in range(len(keep)) if head[s, 2] < head[s, 1] and
                  sum(map(len, pieces[starts[s]:starts[s + 1]])) < max(1, budgets[s])]
         if short:  # a field whose first words give fewer pieces than its budget: all its words (the reference's retry)
-            keep = [-1 if s in set(short) else k for s, k in enumerate(keep)]
+            short = set(short)
+            keep = [-1 if s in short else k for s, k in enumerate(keep)]
             words, head, df, tf = self._scan(docs, keep)
             starts = np.concatenate([[0], np.cumsum(head[:, 2])])
             pieces = self._word_pieces(words)

@@ -290,7 +290,7 @@ class Featurizer:
 
     def documents_per_word(self, docs: Sequence["Document"]) -> dict[str, torch.Tensor]:
         """The reference: each document's words weighted one by one (:class:`WordWeighter`), which the array path
-        equals to the last bit (``tests/property/test_glow_features.py``)."""
+        equals to the last bit (``tests/integration/test_glow_features.py``)."""
         c = self.config
         budgets = field_budgets(c.fields, c.field_max_tokens, c.default_field_tokens)
         max_len = 1 + sum(budgets[f] + 1 for f in c.fields)

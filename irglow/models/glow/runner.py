@@ -49,7 +49,7 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
              precision: str = "fp32", shard_rows: int | None = None, workers: int = 0) -> tuple[Run, dict]:
     """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
     searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
-    ``workers``: processes that read and featurize documents while the model encodes (0: a thread).
+    ``workers``: processes that read and featurize documents while the model encodes (0: this process).
 
     Under ``torchrun`` every process encodes its shard of the corpus, rank 0 merges the shards and searches,
     and every rank returns rank 0's runs.  ``precision``: fp32, or int8 on the CPU."""

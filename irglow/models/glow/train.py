@@ -98,7 +98,8 @@ class GlowTrainConfig:
     amp: bool = setting(True, "mixed precision (autocast and a loss scale) on CUDA")
     encode_batch: int = setting(64, "documents per batch when the corpus is encoded", low=1)
     encode_workers: int = setting(0, "processes that read and featurize documents while the model encodes the corpus "
-                                  "(0: a thread of the encoding process; each worker starts its own JVM)", low=0)
+                                  "(0: the encoding process, featurizing ahead on a thread while a GPU encodes; each worker starts its own "
+                                  "JVM)", low=0)
     # L2-SP (Li et al., ICML 2018): λ·Σ‖θ − θ₀‖² pulls the encoder toward the checkpoint it started from, so a
     # few hundred training queries do not spend what the checkpoint knew about other collections (0: off)
     l2sp: float = setting(0.0, "L2-SP's λ (0: off)", low=0)
