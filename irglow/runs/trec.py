@@ -55,6 +55,18 @@ def check_token(value: str, what: str) -> str:
     return value
 
 
+def _all_tokens(ranking: dict[str, list[tuple[str, float]]]) -> bool:
+    """Whether every query and document id is a valid token (:func:`check_token`), in one regex pass over the
+    joined ids (each distinct id once: a corpus, not a run) instead of one per id."""
+    try:
+        ids = set(ranking)
+        for docs in ranking.values():
+            ids.update(doc_id for doc_id, _ in docs)
+        return all(ids) and not _BAD_TOKEN.search("".join(ids))
+    except TypeError:  # an id that is not a string
+        return False
+
+
 def run_fields(line: str) -> list[str]:
     """:func:`~irglow.data.trec.split_fields`, fast on the usual line: ``str.split`` splits where C's ``isspace``
     does on ASCII text without the separators ``\x1c``–``\x1f`` (whitespace to Python, not to trec_eval)."""
@@ -106,15 +118,15 @@ class Run:
         if not is_main():
             return path
         tag = check_token(self.tag, "run tag")
-        seen: set[str] = set()  # check before anything is written (each distinct id once: a corpus, not a run)
+        if not _all_tokens(self.ranking):  # checked before anything is written; the slow pass names the culprit
+            for qid, docs in self.ranking.items():
+                check_token(qid, "query id")
+                for doc_id, _ in docs:
+                    check_token(doc_id, f"document id (query {qid})")
         for qid, docs in self.ranking.items():
-            check_token(qid, "query id")
             for doc_id, score in docs:
                 if score != score:
                     raise ValueError(f"query {qid}, document {doc_id}: score is NaN")
-                if doc_id not in seen:
-                    check_token(doc_id, f"document id (query {qid})")
-                    seen.add(doc_id)
         with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for qid, docs in self.ranking.items():
                 f.write("".join([f"{qid} Q0 {doc_id} {rank} {format_score(score)} {tag}\n"

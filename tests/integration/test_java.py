@@ -124,3 +124,69 @@ def test_the_bulk_helpers_tie_break_is_anserinis():
     if not jvm.bulk_search_available():
         pytest.skip("no Java compiler here: the per-hit path reads Anserini's sort itself")
     assert jvm.autoclass("irglow.BulkSearch").tieBreakIsAnserinis()
+
+
+def test_the_start_cache_key_follows_what_shapes_the_cache(tmp_path):
+    """A cache is keyed on the runtime, each jar's identity and the options that shape it; the crash-log folder,
+    the heap's size and the folder pyjnius appends do not make another cache."""
+    from irglow.index import jvm_aot
+
+    jar = tmp_path / "a.jar"
+    jar.write_bytes(b"x")
+    home = tmp_path / "java"
+    home.mkdir()
+    (home / "release").write_text('JAVA_VERSION="25"\n')
+    cp, opts = [str(jar)], ["--add-modules=jdk.incubator.vector", "-Xmx4g", "-XX:ErrorFile=/a/hs_err_pid%p.log"]
+    key = jvm_aot.cache_file(tmp_path, home, cp, opts)
+    assert key.parent == tmp_path and key.name.startswith("aot-") and key.suffix == ".aot"
+    assert jvm_aot.cache_file(tmp_path, home, cp + [str(tmp_path / "jnius-src-folder")],
+                              ["--add-modules=jdk.incubator.vector", "-Xmx8g", "-XX:ErrorFile=/b/x.log"]) == key
+    assert jvm_aot.cache_file(tmp_path, home, cp, opts[1:]) != key  # another module option
+    (home / "release").write_text('JAVA_VERSION="26"\n')
+    assert jvm_aot.cache_file(tmp_path, home, cp, opts) != key  # another Java
+    (home / "release").write_text('JAVA_VERSION="25"\n')
+    jar.write_bytes(b"xy")
+    assert jvm_aot.cache_file(tmp_path, home, cp, opts) != key  # another jar
+    assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == []  # none recorded: the JVM starts as before
+    made = jvm_aot.cache_file(tmp_path, home, cp, opts)
+    made.write_bytes(b"")
+    assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == [f"-XX:AOTCache={made}"]
+
+
+def test_an_index_records_the_start_cache_and_a_fresh_process_starts_from_it(tiny_index, tmp_path):
+    """Building (or first opening) an index records the JVM's start-up cache once per Java and class path; a new
+    process then loads Lucene's classes from it, and ranks exactly as a process without it."""
+    from irglow.index import jvm_aot
+
+    runtime, layout = jvm.started(), jvm.layout()
+    if not jvm_aot.enabled(runtime.major):
+        pytest.skip(f"Java {runtime.major} has no start-up cache (Java {jvm_aot.MIN_JAVA}+), or IRGLOW_JVM_AOT=0")
+    target = jvm_aot.cache_file(layout[0], runtime.home, layout[1], layout[2])
+    lock = target.with_name(target.name + ".lock")
+    while jvm_aot.recorded_elsewhere(lock):  # another worker is recording it
+        jvm_aot.time.sleep(0.2)
+    if not target.is_file():  # recorded by no one yet in this cache: the index's own call
+        from irglow.index.lucene_index import _record_start_cache
+
+        _record_start_cache(tiny_index.path)
+    assert target.is_file()
+    code = textwrap.dedent(f"""
+        from irglow.index.lucene_index import LuceneIndex
+        from irglow.lexical.searchers import run_lexical
+        from irglow.data.records import Query
+        from irglow.index import jvm
+        run = run_lexical(LuceneIndex.open({str(tiny_index.path)!r}), [Query("q2", "cherry fruit")], "bm25")
+        print(jvm.start_cache(), run.ranking["q2"])
+    """)
+    runs = {}
+    for switch in ("1", "0"):
+        log = tmp_path / f"classes-{switch}.log"
+        env = dict(os.environ, IRGLOW_JVM_AOT=switch, IRGLOW_DATA=str(tmp_path),
+                   JAVA_TOOL_OPTIONS=f"-Xlog:class+load:file={log}")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        cache, _, runs[switch] = out.stdout.strip().partition(" ")
+        assert cache == (str(target) if switch == "1" else "None")
+        loaded = log.read_text()
+        assert ("org.apache.lucene.index.DirectoryReader source: shared objects file" in loaded) == (switch == "1")
+    assert runs["1"] == runs["0"] and "d3" in runs["1"]

@@ -1,0 +1,152 @@
+"""The JVM's ahead-of-time cache: what a command's start spends loading, verifying and linking Lucene's and
+Anserini's classes, paid once per machine instead of once per process.
+
+Java 25's AOT cache (JEPs 483, 514 and 515) holds the classes a training run loaded, parsed and linked, and the
+method profiles it gathered.  irglow records one per Java runtime, class path and JVM options, in
+``$IRGLOW_CACHE/java/aot-<key>.aot``, from a short workload on an index it has just built
+(:func:`ensure`, called by :func:`irglow.index.lucene_index.build_index`; a few seconds, once per key), and
+every later JVM starts with it (:func:`jvm_options`).  The JVM checks a cache against its own class path and
+options and ignores one that does not match, so a stale cache costs time, never a different result.
+
+Two rules of the JVM shape this module.  A cache is written only when the JVM exits through ``System.exit``,
+which a JVM under pyjnius never does: recording runs in its own process (:mod:`irglow.lexical.jvm_warmup`).
+And a cache refuses a class path holding a non-empty folder: irglow's Java helper and pyjnius's own classes
+travel as jars, and the recording process leaves out the folder pyjnius appends (its classes are in the jar).
+
+Off with ``IRGLOW_JVM_AOT=0``; Java 21–24 run without a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MIN_JAVA = 25  # -XX:AOTCacheOutput (JEP 514) records and creates a cache in one run
+SWITCH = "IRGLOW_JVM_AOT"  # "0": no cache used or recorded
+RECORDING = "IRGLOW_JVM_AOT_RECORD"  # set only in the recording process: the file the JVM writes at exit
+# JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
+# and the class path (keyed on its own, without the folder pyjnius appends)
+_UNKEYED = ("-XX:ErrorFile=", "-Xmx", "-XX:AOTCache", "-Djava.class.path=")
+
+
+def enabled(major: int) -> bool:
+    return major >= MIN_JAVA and os.environ.get(SWITCH, "1") != "0"
+
+
+def recording() -> str | None:
+    """The cache file this process records, or ``None`` (every process but :func:`record`'s)."""
+    return os.environ.get(RECORDING) or None
+
+
+def jar_of(folder: Path, target: Path) -> Path:
+    """The ``.class`` files under ``folder`` as a jar at ``target`` (written once, atomically): the class path a
+    cache accepts.  A jar needs no manifest to be on a class path."""
+    if target.is_file():
+        return target
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as jar:
+        for path in sorted(folder.rglob("*.class")):
+            jar.write(path, path.relative_to(folder).as_posix())
+    os.replace(tmp, target)
+    return target
+
+
+def pyjnius_jar(root: Path) -> Path:
+    """pyjnius's own Java classes (``jnius/src``) as a jar under ``root``, named by their content."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("jnius")  # located, not imported: importing jnius starts the JVM
+    src = Path(list(spec.submodule_search_locations)[0]) / "src"
+    classes = sorted(src.rglob("*.class"))
+    digest = hashlib.sha256(b"".join(p.relative_to(src).as_posix().encode() + p.read_bytes() for p in classes))
+    return jar_of(src, root / f"pyjnius-{digest.hexdigest()[:12]}.jar")
+
+
+def cache_file(root: Path, home: Path, class_path: list[str], options: list[str]) -> Path:
+    """Where the cache for this runtime, class path and options lives: keyed on the runtime's ``release`` file,
+    each jar's path, size and modification time, and the options that shape the cache."""
+    parts = [str(home), (home / "release").read_text(errors="replace") if (home / "release").is_file() else ""]
+    for entry in class_path:
+        path = Path(entry)
+        if path.is_file():
+            stat = path.stat()
+            parts.append(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}")
+    parts += [o for o in options if not o.startswith(_UNKEYED)]
+    return root / f"aot-{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:16]}.aot"
+
+
+def jvm_options(root: Path, home: Path, class_path: list[str], options: list[str]) -> list[str]:
+    """The option that records (in :func:`record`'s process) or uses (where one was recorded) the cache."""
+    out = recording()
+    if out:
+        return [f"-XX:AOTCacheOutput={out}"]
+    path = cache_file(root, home, class_path, options)
+    return [f"-XX:AOTCache={path}"] if path.is_file() else []
+
+
+def ensure(index: Path, home: Path | None, major: int,
+           layout: tuple[Path, list[str], list[str]] | None) -> Path | None:
+    """Record the cache of the running JVM (its runtime's ``home`` and ``major`` version; the cache folder, class
+    path and options it started with, :func:`irglow.index.jvm.layout`) with a workload on ``index``, unless it
+    exists, another process is recording it, or caches are off.  Once per key; a failure is logged and changes
+    nothing else."""
+    if home is None or layout is None or not enabled(major) or recording():
+        return None
+    root, class_path, options = layout
+    target = cache_file(root, home, class_path, options)
+    if target.is_file():
+        return target
+    lock = target.with_name(target.name + ".lock")
+    try:
+        if lock.exists() and not recorded_elsewhere(lock):
+            lock.unlink(missing_ok=True)  # left by a recording that was killed
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return None  # another process (an xdist worker, a rank) is recording it
+    except OSError:  # a read-only cache
+        return None
+    try:
+        os.close(fd)
+        return record(index, target)
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def recorded_elsewhere(lock: Path) -> bool:
+    """Whether another process holds ``lock`` (a cache's ``.lock``) and is still recording: a recording takes
+    seconds, so a lock older than ten minutes was left by one that was killed."""
+    try:
+        return time.time() - lock.stat().st_mtime < 600
+    except FileNotFoundError:
+        return False
+
+
+def record(index: Path, target: Path) -> Path | None:
+    """Run the workload in a process of its own that records the cache into ``target`` at exit (atomically)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    env = dict(os.environ, **{RECORDING: str(tmp)})
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    log.info("recording the JVM's start-up cache into %s (once per Java and Anserini)", target)
+    try:
+        done = subprocess.run([sys.executable, "-m", "irglow.lexical.jvm_warmup", str(index)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode == 0 and tmp.is_file():
+            os.replace(tmp, target)
+            return target
+        log.warning("could not record the JVM's start-up cache (commands start slower, results are the same): %s",
+                    (done.stderr.strip().splitlines() or ["no message"])[-1][:300])
+    except (OSError, subprocess.SubprocessError) as e:
+        log.warning("could not record the JVM's start-up cache: %s", e)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".config")):
+            leftover.unlink(missing_ok=True)
+    return None
