@@ -34,6 +34,8 @@ SWITCH = "IRGLOW_JVM_AOT"  # "0": no cache used or recorded
 RECORDING = "IRGLOW_JVM_AOT_RECORD"  # set only in the recording process: the file the JVM writes at exit
 # JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
 # and the class path (keyed on its own, without the folder pyjnius appends)
+WORKLOAD = 2  # the version of irglow.lexical.jvm_warmup's workload: a changed workload records anew
+FAILED = "the start-up cache's workload failed:"  # how the recording process reports its own failure
 _UNKEYED = ("-XX:ErrorFile=", "-Xmx", "-XX:AOTCache", "-Djava.class.path=")
 
 
@@ -73,7 +75,8 @@ def pyjnius_jar(root: Path) -> Path:
 def cache_file(root: Path, home: Path, class_path: list[str], options: list[str]) -> Path:
     """Where the cache for this runtime, class path and options lives: keyed on the runtime's ``release`` file,
     each jar's path, size and modification time, and the options that shape the cache."""
-    parts = [str(home), (home / "release").read_text(errors="replace") if (home / "release").is_file() else ""]
+    release = home / "release"
+    parts = [f"workload {WORKLOAD}", str(home), release.read_text(errors="replace") if release.is_file() else ""]
     for entry in class_path:
         path = Path(entry)
         if path.is_file():
@@ -130,23 +133,36 @@ def recorded_elsewhere(lock: Path) -> bool:
 
 
 def record(index: Path, target: Path) -> Path | None:
-    """Run the workload in a process of its own that records the cache into ``target`` at exit (atomically)."""
+    """Run the workload in a process of its own that records the cache into ``target`` at exit (atomically).  A
+    failure is written beside it (``.failed``, with the reason) and not tried again for the same key."""
+    failed = target.with_name(target.name + ".failed")
+    if failed.is_file():
+        return None
     tmp = target.with_name(f".{target.name}.{os.getpid()}")
     env = dict(os.environ, **{RECORDING: str(tmp)})
+    env["IRGLOW_DATA"] = str(Path(index).resolve().parents[1])  # its JVM's crash logs: the index's data folder's
     package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
     log.info("recording the JVM's start-up cache into %s (once per Java and Anserini)", target)
+    reason = ""
     try:
         done = subprocess.run([sys.executable, "-m", "irglow.lexical.jvm_warmup", str(index)], env=env,
                               capture_output=True, text=True, timeout=600)
         if done.returncode == 0 and tmp.is_file():
             os.replace(tmp, target)
             return target
-        log.warning("could not record the JVM's start-up cache (commands start slower, results are the same): %s",
-                    (done.stderr.strip().splitlines() or ["no message"])[-1][:300])
+        lines = done.stderr.strip().splitlines()
+        reason = next((line for line in lines if line.startswith(FAILED)), None) or "\n".join(lines[-5:]) or \
+            f"exit status {done.returncode}"
     except (OSError, subprocess.SubprocessError) as e:
-        log.warning("could not record the JVM's start-up cache: %s", e)
+        reason = str(e)
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".config")):
             leftover.unlink(missing_ok=True)
+    log.warning("could not record the JVM's start-up cache (commands start slower, results are the same; the reason "
+                "is in %s): %s", failed, reason.splitlines()[0][:300] if reason else "")
+    try:
+        failed.write_text(reason + "\n", encoding="utf-8")
+    except OSError:
+        pass
     return None

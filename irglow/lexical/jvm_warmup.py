@@ -7,12 +7,14 @@ does, in a process of its own that ends through ``System.exit`` (the JVM writes 
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
+from irglow.data.demo import DemoCollection, DemoConfig
 from irglow.data.records import Query
 from irglow.index.jvm import autoclass
-from irglow.index.jvm_aot import RECORDING, recording
-from irglow.index.lucene_index import LuceneIndex
+from irglow.index.jvm_aot import FAILED, RECORDING, recording
+from irglow.index.lucene_index import IndexConfig, LuceneIndex, build_index
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
 
@@ -31,8 +33,12 @@ def index_terms(index: LuceneIndex, limit: int = 40) -> list[str]:
     return found[::max(1, len(found) // limit)][:limit]
 
 
-def workload(index_path: Path) -> None:
-    """Open the index, then analyze and search bag-of-words queries with each lexical system and read the hits."""
+def workload(index_path: Path) -> None:  # its version: irglow.index.jvm_aot.WORKLOAD
+    """Index a small generated collection with fields (Anserini's indexer, irglow's generator, the id table), open
+    the index, then analyze and search bag-of-words queries with each lexical system and read the hits."""
+    with tempfile.TemporaryDirectory(prefix="irglow-warmup-") as scratch:
+        small = DemoCollection(DemoConfig(n_topics=3, docs_per_topic=2, n_roundups=1, n_background=4))
+        build_index(small, IndexConfig(threads=1), root=scratch)
     index = LuceneIndex.open(index_path)
     index.lucene_reader.numDocs()
     terms = index_terms(index) or ["information", "retrieval"]
@@ -51,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         workload(Path(args[0]))
     except Exception as e:  # noqa: BLE001 - reported to the parent, which goes on without a cache
-        print(f"the workload failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{FAILED} {type(e).__name__}: {e}", file=sys.stderr)
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()

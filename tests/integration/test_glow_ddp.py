@@ -13,7 +13,7 @@ import pytest
 from tests.integration.torchrun import irglow
 
 DATA = "demo:n_topics=20"
-SETTINGS = ["model.num_layers=2", "batch_size=3", "epochs=5", "lr=3e-4", "warmup_ratio=0.0", "alpha_ramp=0.0",
+SETTINGS = ["model.num_layers=2", "batch_size=3", "epochs=3", "lr=3e-4", "warmup_ratio=0.0", "alpha_ramp=0.0",
             "val_max_docs=0", "val_pool_depth=10", "patience=100", "hard_negative_depth=10", "grad_accum=2",
             "model.field_max_tokens={'body': 24}", "model.default_field_tokens=8"]
 
@@ -43,7 +43,7 @@ def test_ddp_training_on_two_cpu_processes(trained):
     assert not list(out.rglob("*.tmp*"))  # no half-written output left by a second writer
     training = json.loads((out / "training.json").read_text())
     losses = [h["loss"] for h in training["state"]["history"] if h["loss"] is not None]
-    assert len(losses) == 5  # one per epoch, from rank 0 only
+    assert len(losses) == 3  # one per epoch, from rank 0 only
     # training lowers the loss (at lr 3e-4 without warm-up the last of 5 epochs on 20 topics may bounce back up:
     # with the shared validation split, 1.23 → 0.93 → 0.76 → 0.91 → 1.43)
     assert min(losses[1:]) < 0.8 * losses[0]

@@ -190,3 +190,24 @@ def test_an_index_records_the_start_cache_and_a_fresh_process_starts_from_it(tin
         loaded = log.read_text()
         assert ("org.apache.lucene.index.DirectoryReader source: shared objects file" in loaded) == (switch == "1")
     assert runs["1"] == runs["0"] and "d3" in runs["1"]
+
+
+def test_a_failed_recording_says_why_once_and_is_not_retried(tmp_path, caplog):
+    """A workload that fails (here: no index where one is named) leaves no cache, logs its reason once and writes it
+    beside the cache's name; the same key is not recorded again (each index build would pay for it)."""
+    from irglow.index import jvm_aot
+
+    jvm.start_jvm()
+    target = tmp_path / "aot-x.aot"
+    (tmp_path / "data" / "indexes" / "gone").parent.mkdir(parents=True)
+    with caplog.at_level("WARNING", logger="irglow.index.jvm_aot"):
+        assert jvm_aot.record(tmp_path / "data" / "indexes" / "gone", target) is None
+    failed = target.with_name("aot-x.aot.failed")
+    assert not target.exists() and failed.read_text().startswith(jvm_aot.FAILED)
+    assert "is not an irglow index" in failed.read_text()
+    assert [r.getMessage() for r in caplog.records if "could not record" in r.getMessage()]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["aot-x.aot.failed", "data"]  # no scratch left
+    caplog.clear()
+    with caplog.at_level("INFO", logger="irglow.index.jvm_aot"):
+        assert jvm_aot.record(tmp_path / "data" / "indexes" / "gone", target) is None
+    assert not caplog.records  # not tried again

@@ -85,6 +85,7 @@ def one_process(module_tmp):
     return root, counts
 
 
+SPLITS = ("dev", "trec-dl-2019")  # the torchrun job's test splits
 ACCUM = [f"{t}.grad_accum=2" for t in ("twbert", "glow", "rerank.monobert", "rerank.nrmf")]
 
 
@@ -158,7 +159,8 @@ def test_pipeline_under_torchrun_equals_one_process_and_resumes_after_a_killed_r
     root, _ = one_process
     env = miniature(root)
     # rank 1 is killed once TW-BERT's runs are recorded (GLOW trains and encodes next)
-    two = ["run", "--config", "configs/msmarco.toml"]
+    # two of the three test splits: a second split under torchrun reuses what the first trained, as the third would
+    two = ["run", "--config", "configs/msmarco.toml", "--set", f"collection.test_split={list(SPLITS)}"]
     for s in tiny_settings(str(root / "tiny-bert"), tmp_path / "two", tmp_path / "data2"):
         two += ["--set", s]
     job = subprocess.Popen(launcher(2) + two, cwd=ROOT, env=environment(**env), stdout=subprocess.PIPE,
@@ -179,8 +181,9 @@ def test_pipeline_under_torchrun_equals_one_process_and_resumes_after_a_killed_r
     irglow(two, 2, ROOT, **env)
     stages = json.loads((tmp_path / "two" / "dev" / "manifest.json").read_text())["stages"]
     assert stages["lexical:bm25"] == stages["twbert"] == "reused" and stages["rerank:monobert"] == "ran"
-    _same_runs(run_files(root / "runs"), run_files(tmp_path / "two"))
-    for split in ("dev", "trec-dl-2019", "trec-dl-2020"):
+    one = {name: text for name, text in run_files(root / "runs").items() if name.split("/")[0] != "trec-dl-2020"}
+    _same_runs(one, run_files(tmp_path / "two"))
+    for split in SPLITS:
         assert (root / "runs" / split / "results.csv").read_text() == \
             (tmp_path / "two" / split / "results.csv").read_text()
     manifest = json.loads((tmp_path / "two" / "dev" / "manifest.json").read_text())

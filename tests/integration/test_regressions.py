@@ -1,5 +1,6 @@
-"""The reproduction matrix (irglow.regressions).  Its lexical part runs here on every `make test` (the shared
-collections when the machine has them, skipped and said so when not; the demo always)."""
+"""The reproduction matrix (irglow.regressions).  The shipped matrix's demo experiment runs here on every `make test`
+with all its expectations; the experiments on downloaded or shared collections are `make regressions`'s (the suite
+needs no collection it does not generate)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,28 @@ from irglow.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="module")
+def data(module_tmp):
+    """One data folder for the module: the demo's index is built once."""
+    return module_tmp / "data"
+
+
 @pytest.mark.slow
-def test_lexical_reproduction_matrix_is_green(tmp_path, monkeypatch, capsys):
+def test_the_shipped_demo_reproduction_is_green(tmp_path, data, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    code = main(["regressions", "--tags", "lexical", "-o", str(tmp_path / "out"), "--data-dir", str(tmp_path / "data")])
+    spec = yaml.safe_load((ROOT / "irglow" / "configs" / "regressions.yaml").read_text())
+    spec["experiments"] = [e for e in spec["experiments"] if e["name"] == "demo-lexical"]
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
+    code = main(["regressions", "--config", str(tmp_path / "r.yaml"), "-o", str(tmp_path / "out"),
+                 "--data-dir", str(data)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "demo-lexical / bm25" in out and "✓ 0.7363" in out and "✗" not in out
-    assert (tmp_path / "out" / "regressions.html").read_text().count('class="ok"') >= 15
+    expected = sum(len(measures) for measures in spec["experiments"][0]["expect"].values())
+    assert expected == 15 and (tmp_path / "out" / "regressions.html").read_text().count('class="ok"') >= expected
 
 
-def test_an_edited_expectation_turns_the_matrix_red_with_a_readable_diff(tmp_path, monkeypatch, capsys):
+def test_an_edited_expectation_turns_the_matrix_red_with_a_readable_diff(tmp_path, data, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     spec = yaml.safe_load((ROOT / "irglow" / "configs" / "regressions.yaml").read_text())
     demo = next(e for e in spec["experiments"] if e["name"] == "demo-lexical")
@@ -32,7 +44,7 @@ def test_an_edited_expectation_turns_the_matrix_red_with_a_readable_diff(tmp_pat
                                   "expect": {"bm25": {"nDCG@10": 0.5}}, "optional": True}]
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(spec))
     code = main(["regressions", "--config", str(tmp_path / "r.yaml"), "-o", str(tmp_path / "out"),
-                 "--data-dir", str(tmp_path / "data")])
+                 "--data-dir", str(data)])
     out = capsys.readouterr().out
     assert code == 1
     assert "✗ 0.7363 (expected 0.7400 ± 0.0001, Δ -0.0037)" in out and "✓ 0.6219" in out
@@ -119,7 +131,7 @@ def test_an_id_with_a_local_folder_runs_the_folder_and_an_id_that_cannot_be_had_
     assert "remote: skipped (optional), beir/not-a-collection cannot be loaded here" in out
 
 
-def test_a_zero_shot_experiment_trains_on_its_train_collection_and_is_skipped_without_it(tmp_path, capsys):
+def test_a_zero_shot_experiment_trains_on_its_train_collection_and_is_skipped_without_it(tmp_path, data, capsys):
     """An experiment may train on another collection (``train``, a local ``train_folder`` first): the pipeline is
     given it as collection.train, and an experiment whose training collection cannot be had is skipped, said so."""
     import json
@@ -135,7 +147,7 @@ def test_a_zero_shot_experiment_trains_on_its_train_collection_and_is_skipped_wi
     loaded = load_matrix_spec(tmp_path / "r.yaml")
     assert loaded[0]["train"] == small and loaded[1]["train_id"] == "absent-collection"
     code = main(["regressions", "--config", str(tmp_path / "r.yaml"), "-o", str(tmp_path / "out"),
-                 "--data-dir", str(tmp_path / "data")])
+                 "--data-dir", str(data)])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "zs-absent: skipped (optional)" in out and "✓ 0.7363" in out
