@@ -35,6 +35,8 @@ RECORDING = "IRGLOW_JVM_AOT_RECORD"  # set only in the recording process: the fi
 # JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
 # and the class path (keyed on its own, without the folder pyjnius appends)
 WORKLOAD = 2  # the version of irglow.lexical.jvm_warmup's workload: a changed workload records anew
+_LAUNCHER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
+             "MASTER_ADDR", "MASTER_PORT")
 FAILED = "the start-up cache's workload failed:"  # how the recording process reports its own failure
 _UNKEYED = ("-XX:ErrorFile=", "-Xmx", "-XX:AOTCache", "-Djava.class.path=")
 
@@ -139,7 +141,9 @@ def record(index: Path, target: Path) -> Path | None:
     if failed.is_file():
         return None
     tmp = target.with_name(f".{target.name}.{os.getpid()}")
-    env = dict(os.environ, **{RECORDING: str(tmp)})
+    # one process of its own, even when this one is a torchrun rank (it must not join that job's process group)
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER and not k.startswith("TORCHELASTIC_")}
+    env[RECORDING] = str(tmp)
     env["IRGLOW_DATA"] = str(Path(index).resolve().parents[1])  # its JVM's crash logs: the index's data folder's
     package_parent = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)

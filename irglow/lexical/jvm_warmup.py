@@ -36,10 +36,10 @@ def index_terms(index: LuceneIndex, limit: int = 40) -> list[str]:
 def workload(index_path: Path) -> None:  # its version: irglow.index.jvm_aot.WORKLOAD
     """Index a small generated collection with fields (Anserini's indexer, irglow's generator, the id table), open
     the index, then analyze and search bag-of-words queries with each lexical system and read the hits."""
+    index = LuceneIndex.open(index_path)  # first: a wrong path fails before anything is built
     with tempfile.TemporaryDirectory(prefix="irglow-warmup-") as scratch:
         small = DemoCollection(DemoConfig(n_topics=3, docs_per_topic=2, n_roundups=1, n_background=4))
         build_index(small, IndexConfig(threads=1), root=scratch)
-    index = LuceneIndex.open(index_path)
     index.lucene_reader.numDocs()
     terms = index_terms(index) or ["information", "retrieval"]
     queries = [Query(str(i), " ".join(terms[i:i + 3])) for i in range(0, len(terms), 3)]

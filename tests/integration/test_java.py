@@ -211,3 +211,23 @@ def test_a_failed_recording_says_why_once_and_is_not_retried(tmp_path, caplog):
     with caplog.at_level("INFO", logger="irglow.index.jvm_aot"):
         assert jvm_aot.record(tmp_path / "data" / "indexes" / "gone", target) is None
     assert not caplog.records  # not tried again
+
+
+def test_a_rank_records_the_start_cache_in_a_process_outside_its_job(tmp_path, monkeypatch):
+    """Under torchrun the recording process must not take the rank's launcher variables (it would join the job's
+    process group and wait for ranks that never come)."""
+    from irglow.index import jvm_aot
+
+    for var, value in {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                       "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "x"}.items():
+        monkeypatch.setenv(var, value)
+    seen = {}
+
+    def fake_run(cmd, env, **kwargs):
+        seen.update(env)
+        return subprocess.CompletedProcess(cmd, 1, "", f"{jvm_aot.FAILED} stopped here")
+
+    monkeypatch.setattr(jvm_aot.subprocess, "run", fake_run)
+    assert jvm_aot.record(tmp_path / "data" / "indexes" / "x", tmp_path / "aot-y.aot") is None
+    assert seen[jvm_aot.RECORDING] and seen["IRGLOW_DATA"] == str((tmp_path / "data").resolve())
+    assert not {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"} & set(seen)
