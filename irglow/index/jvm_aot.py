@@ -34,6 +34,7 @@ SWITCH = "IRGLOW_JVM_AOT"  # "0": no cache used or recorded
 RECORDING = "IRGLOW_JVM_AOT_RECORD"  # set only in the recording process: the file the JVM writes at exit
 # JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
 # and the class path (keyed on its own, without the folder pyjnius appends)
+UNUSED_DAYS = 30  # a cache no JVM started from for this long belongs to another Java or irglow: removed
 WORKLOAD = 2  # the version of irglow.lexical.jvm_warmup's workload: a changed workload records anew
 _LAUNCHER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
              "MASTER_ADDR", "MASTER_PORT")
@@ -94,7 +95,29 @@ def jvm_options(root: Path, home: Path, class_path: list[str], options: list[str
     if out:
         return [f"-XX:AOTCacheOutput={out}"]
     path = cache_file(root, home, class_path, options)
-    return [f"-XX:AOTCache={path}"] if path.is_file() else []
+    if not path.is_file():
+        return []
+    try:
+        os.utime(path)  # its last use: caches of an older Java or irglow unused for UNUSED_DAYS are removed
+    except OSError:  # a read-only cache is still used
+        pass
+    return [f"-XX:AOTCache={path}"]
+
+
+def prune(root: Path, keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
+    """Remove the caches under ``root`` (and their ``.failed`` notes) that no process has started from for ``days``
+    (another Java's, an older irglow's: some 40 MB each), all but ``keep``; returns what was removed."""
+    removed = []
+    for other in root.glob("aot-*.aot*"):
+        if other.name.startswith(keep.name) or not other.name.endswith((".aot", ".aot.failed")):
+            continue
+        try:
+            if time.time() - other.stat().st_mtime > days * 86400:
+                other.unlink()
+                removed.append(other)
+        except OSError:
+            continue
+    return removed
 
 
 def ensure(index: Path, home: Path | None, major: int,
@@ -154,6 +177,8 @@ def record(index: Path, target: Path) -> Path | None:
                               capture_output=True, text=True, timeout=600)
         if done.returncode == 0 and tmp.is_file():
             os.replace(tmp, target)
+            for gone in prune(target.parent, target):
+                log.info("removed the JVM's start-up cache %s (unused for %d days)", gone.name, UNUSED_DAYS)
             return target
         lines = done.stderr.strip().splitlines()
         reason = next((line for line in lines if line.startswith(FAILED)), None) or "\n".join(lines[-5:]) or \

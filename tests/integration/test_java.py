@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -231,3 +232,25 @@ def test_a_rank_records_the_start_cache_in_a_process_outside_its_job(tmp_path, m
     assert jvm_aot.record(tmp_path / "data" / "indexes" / "x", tmp_path / "aot-y.aot") is None
     assert seen[jvm_aot.RECORDING] and seen["IRGLOW_DATA"] == str((tmp_path / "data").resolve())
     assert not {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"} & set(seen)
+
+
+def test_caches_unused_for_a_month_go_when_a_new_one_is_recorded(tmp_path):
+    """Each Java and irglow version records its own cache (some 40 MB): those no JVM started from for 30 days go;
+    the new one, recent ones and other files stay.  Starting from a cache marks it used."""
+    from irglow.index import jvm_aot
+
+    old = time.time() - 31 * 86400
+    files = {name: tmp_path / name for name in ("aot-new.aot", "aot-old.aot", "aot-old.aot.failed", "aot-recent.aot",
+                                                "aot-used.aot", "d08a55ac0866.jar")}
+    for name, path in files.items():
+        path.write_bytes(b"")
+        if name != "aot-recent.aot":
+            os.utime(path, (old, old))
+    home, cp, opts = tmp_path, [], ["-Xrs"]
+    used = jvm_aot.cache_file(tmp_path, home, cp, opts)
+    os.replace(files["aot-used.aot"], used)
+    assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == [f"-XX:AOTCache={used}"]  # started from: used now
+    removed = jvm_aot.prune(tmp_path, files["aot-new.aot"])
+    assert sorted(p.name for p in removed) == ["aot-old.aot", "aot-old.aot.failed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["aot-new.aot", "aot-recent.aot", used.name,
+                                                                 "d08a55ac0866.jar"])
