@@ -27,18 +27,23 @@ import time
 import zipfile
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # Windows: no recording (a JVM there starts as before)
+    fcntl = None
+
 log = logging.getLogger(__name__)
 
 MIN_JAVA = 25  # -XX:AOTCacheOutput (JEP 514) records and creates a cache in one run
 SWITCH = "IRGLOW_JVM_AOT"  # "0": no cache used or recorded
 RECORDING = "IRGLOW_JVM_AOT_RECORD"  # set only in the recording process: the file the JVM writes at exit
-# JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
-# and the class path (keyed on its own, without the folder pyjnius appends)
 UNUSED_DAYS = 30  # a cache no JVM started from for this long belongs to another Java or irglow: removed
 WORKLOAD = 2  # the version of irglow.lexical.jvm_warmup's workload: a changed workload records anew
 _LAUNCHER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
              "MASTER_ADDR", "MASTER_PORT")
 FAILED = "the start-up cache's workload failed:"  # how the recording process reports its own failure
+# JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
+# and the class path (keyed on its own, without the folder pyjnius appends)
 _UNKEYED = ("-XX:ErrorFile=", "-Xmx", "-XX:AOTCache", "-Djava.class.path=")
 
 
@@ -105,11 +110,11 @@ def jvm_options(root: Path, home: Path, class_path: list[str], options: list[str
 
 
 def prune(root: Path, keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
-    """Remove the caches under ``root`` (and their ``.failed`` notes) that no process has started from for ``days``
+    """Remove the caches under ``root`` (and their ``.failed`` notes and locks) that no process has started from for ``days``
     (another Java's, an older irglow's: some 40 MB each), all but ``keep``; returns what was removed."""
     removed = []
     for other in root.glob("aot-*.aot*"):
-        if other.name.startswith(keep.name) or not other.name.endswith((".aot", ".aot.failed")):
+        if other.name.startswith(keep.name) or not other.name.endswith((".aot", ".aot.failed", ".aot.lock")):
             continue
         try:
             if time.time() - other.stat().st_mtime > days * 86400:
@@ -120,41 +125,32 @@ def prune(root: Path, keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
     return removed
 
 
-def ensure(index: Path, home: Path | None, major: int,
-           layout: tuple[Path, list[str], list[str]] | None) -> Path | None:
-    """Record the cache of the running JVM (its runtime's ``home`` and ``major`` version; the cache folder, class
-    path and options it started with, :func:`irglow.index.jvm.layout`) with a workload on ``index``, unless it
-    exists, another process is recording it, or caches are off.  Once per key; a failure is logged and changes
-    nothing else."""
-    if home is None or layout is None or not enabled(major) or recording():
+def ensure(index: Path, runtime, layout: tuple[Path, list[str], list[str]] | None) -> Path | None:
+    """Record the cache of the running JVM (its :class:`~irglow.index.jvm.JavaRuntime`; the cache folder, class path
+    and options it started with, :func:`irglow.index.jvm.layout`) with a workload on ``index``, unless it exists,
+    another process is recording it, or caches are off.  Once per key; a failure is logged and changes nothing
+    else."""
+    if runtime is None or layout is None or fcntl is None or not enabled(runtime.major) or recording():
         return None
     root, class_path, options = layout
-    target = cache_file(root, home, class_path, options)
+    target = cache_file(root, runtime.home, class_path, options)
     if target.is_file():
         return target
-    lock = target.with_name(target.name + ".lock")
-    try:
-        if lock.exists() and not recorded_elsewhere(lock):
-            lock.unlink(missing_ok=True)  # left by a recording that was killed
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        return None  # another process (an xdist worker, a rank) is recording it
+    try:  # one recorder per key (an xdist worker, a rank): the lock goes with its holder, even a killed one
+        lock = open(lock_file(target), "a")
     except OSError:  # a read-only cache
         return None
-    try:
-        os.close(fd)
-        return record(index, target)
-    finally:
-        lock.unlink(missing_ok=True)
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return None  # another process is recording it
+        return target if target.is_file() else record(index, target)
 
 
-def recorded_elsewhere(lock: Path) -> bool:
-    """Whether another process holds ``lock`` (a cache's ``.lock``) and is still recording: a recording takes
-    seconds, so a lock older than ten minutes was left by one that was killed."""
-    try:
-        return time.time() - lock.stat().st_mtime < 600
-    except FileNotFoundError:
-        return False
+def lock_file(target: Path) -> Path:
+    """The file whose ``flock`` the process recording ``target`` holds: another process may wait on it."""
+    return target.with_name(target.name + ".lock")
 
 
 def record(index: Path, target: Path) -> Path | None:

@@ -303,8 +303,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
 
 def _record_start_cache(index: Path) -> None:
     """The JVM's start-up cache (:mod:`irglow.index.jvm_aot`), recorded on ``index`` where this JVM has none."""
-    runtime = started()
-    jvm_aot.ensure(index, runtime.home if runtime else None, runtime.major if runtime else 0, layout())
+    jvm_aot.ensure(index, started(), layout())
 
 
 def _index_fields(collection, config: IndexConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:

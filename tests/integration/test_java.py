@@ -163,9 +163,10 @@ def test_an_index_records_the_start_cache_and_a_fresh_process_starts_from_it(tin
     if not jvm_aot.enabled(runtime.major):
         pytest.skip(f"Java {runtime.major} has no start-up cache (Java {jvm_aot.MIN_JAVA}+), or IRGLOW_JVM_AOT=0")
     target = jvm_aot.cache_file(layout[0], runtime.home, layout[1], layout[2])
-    lock = target.with_name(target.name + ".lock")
-    while jvm_aot.recorded_elsewhere(lock):  # another worker is recording it
-        jvm_aot.time.sleep(0.2)
+    import fcntl
+
+    with open(jvm_aot.lock_file(target), "a") as lock:  # another worker recording it: its recording ends first
+        fcntl.flock(lock, fcntl.LOCK_EX)
     if not target.is_file():  # recorded by no one yet in this cache: the index's own call
         from irglow.index.lucene_index import _record_start_cache
 
@@ -240,8 +241,8 @@ def test_caches_unused_for_a_month_go_when_a_new_one_is_recorded(tmp_path):
     from irglow.index import jvm_aot
 
     old = time.time() - 31 * 86400
-    files = {name: tmp_path / name for name in ("aot-new.aot", "aot-old.aot", "aot-old.aot.failed", "aot-recent.aot",
-                                                "aot-used.aot", "d08a55ac0866.jar")}
+    files = {name: tmp_path / name for name in ("aot-new.aot", "aot-old.aot", "aot-old.aot.failed", "aot-old.aot.lock",
+                                                "aot-recent.aot", "aot-used.aot", "d08a55ac0866.jar")}
     for name, path in files.items():
         path.write_bytes(b"")
         if name != "aot-recent.aot":
@@ -251,6 +252,26 @@ def test_caches_unused_for_a_month_go_when_a_new_one_is_recorded(tmp_path):
     os.replace(files["aot-used.aot"], used)
     assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == [f"-XX:AOTCache={used}"]  # started from: used now
     removed = jvm_aot.prune(tmp_path, files["aot-new.aot"])
-    assert sorted(p.name for p in removed) == ["aot-old.aot", "aot-old.aot.failed"]
+    assert sorted(p.name for p in removed) == ["aot-old.aot", "aot-old.aot.failed", "aot-old.aot.lock"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["aot-new.aot", "aot-recent.aot", used.name,
                                                                  "d08a55ac0866.jar"])
+
+
+def test_a_cache_another_process_is_recording_is_left_to_it(tmp_path, monkeypatch):
+    """While one process holds a key's lock (it records the cache), another asked to record it returns at once
+    without recording; once the lock is free, it records."""
+    import fcntl
+    from types import SimpleNamespace
+
+    from irglow.index import jvm_aot
+
+    (tmp_path / "release").write_text('JAVA_VERSION="25"\n')
+    runtime, layout = SimpleNamespace(home=tmp_path, major=25), (tmp_path, [], ["-Xrs"])
+    target = jvm_aot.cache_file(tmp_path, tmp_path, [], ["-Xrs"])
+    recorded = []
+    monkeypatch.setattr(jvm_aot, "record", lambda index, t: recorded.append(t) or t)
+    monkeypatch.delenv(jvm_aot.SWITCH, raising=False)
+    with open(jvm_aot.lock_file(target), "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert jvm_aot.ensure(tmp_path / "index", runtime, layout) is None and recorded == []
+    assert jvm_aot.ensure(tmp_path / "index", runtime, layout) == target and recorded == [target]
