@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from irglow.defaults import BASELINE, SEED
 from irglow.config import SealedConfig, apply_override, include_sections, load_config
 from irglow.pipeline import run_pipeline
-from irglow.plan import bind_plan, check_config, ranker
+from irglow.plan import bind_plan, check_config, made_rankers, parsed
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -61,9 +61,8 @@ class Experiment:
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
         if not systems:
             raise ValueError("Experiment: name at least one system, e.g. systems=['bm25', 'bm25f']")
-        rankers = [ranker(s, base) for s in systems]
-        first = ranker(baseline, base) if baseline is not None else rankers[0]
-        self.rankers = rankers
+        rankers = [parsed(s, base) for s in systems]  # what each name switches on; the nodes come from binding
+        first = parsed(baseline, base) if baseline is not None else rankers[0]
         self.baseline = first.tag
         cfg = base
         cfg["seed"] = seed if seed is not None else cfg.get("seed", SEED)  # an argument given wins over the file
@@ -77,7 +76,7 @@ class Experiment:
         if measures is not None:
             ev["measures"] = measures.split() if isinstance(measures, str) else list(measures)
         ev["baseline"] = self.baseline
-        ev["runs"] = [s for s in dict.fromkeys(self.systems) if s != self.baseline]
+        ev["runs"] = [s for s in dict.fromkeys(r.tag for r in rankers) if s != self.baseline]
         for r in [first, *rankers]:  # each writes what makes it (its parts first)
             r.configure(cfg)
         if not isinstance(settings or {}, dict) or not all(isinstance(k, str) for k in (settings or {})):
@@ -86,6 +85,12 @@ class Experiment:
         for key, value in (settings or {}).items():
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
         self.config = include_sections(cfg)  # a section's config = "file", as loading a file lays it
+        made = made_rankers(copy.deepcopy(self.config))  # bound now: a wrong setting stops here, before any work
+        lost = [r.tag for r in rankers if r.tag not in made]
+        if lost:
+            raise ValueError(f"Experiment: {', '.join(lost)} is no run of the configuration with settings= laid on "
+                             f"it; its runs: {', '.join(made)}")
+        self.rankers = [made[r.tag] for r in rankers]  # the bound graph's nodes (equal to the rankers given)
 
     def check(self) -> list[str]:
         """Every setting checked (as ``irglow run`` does before any work); the runs it will produce."""
@@ -114,7 +119,8 @@ class Experiment:
         exp = cls.__new__(cls)
         exp.config = config
         exp.baseline = ev.get("baseline", BASELINE)
-        exp.rankers = [ranker(s, config) for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
+        made = made_rankers(copy.deepcopy(config))
+        exp.rankers = [made[s] for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
         return exp
 
     @property

@@ -104,7 +104,7 @@ def settings_note(plan: Plan, p: Prepared, tags: list[str]) -> str:
         values = stage.bm25_parameters(bound)
         if values is not None:
             if (values["k1"], values["b"]) != (lx.k1, lx.b):
-                runs = [t for t in stage.tags(bound) if t in tags]
+                runs = [t for t in plan.written[stage.name] if t in tags]
                 text += (f"{', '.join(f'`{t}`' for t in runs)} score BM25 with k1 {values['k1']:g}, b {values['b']:g} "
                          f"([{stage.name}.model]), not [lexical]'s k1 {lx.k1:g}, b {lx.b:g}.\n")
     return text + cut_fusions_note(plan, tags)

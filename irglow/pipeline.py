@@ -94,8 +94,8 @@ def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[A
     runs are shared).  First each run whose stage makes its runs of training queries on demand
     (:meth:`~irglow.stage.Stage.run_of`: a Lucene run searches any) is given them: a later node asks for them."""
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
-    for stage, bound in plan.stages:  # in the stages' order: a fusion searches its parts' runs where they search
-        for tag in stage.tags(bound, plan.tags):
+    for stage, _ in plan.stages:  # in the stages' order: a fusion searches its parts' runs where they search
+        for tag in plan.written[stage.name]:
             for queries in (QuerySet.HELD_OUT, QuerySet.TRAINING):
                 make = stage.run_of(contexts[stage], tag, queries)
                 if make is not None:

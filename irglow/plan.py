@@ -8,6 +8,7 @@ and each stage gets its own settings object (its ``settings_class.from_config``)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -159,6 +160,8 @@ class Plan:
     # the graph's order; what a node reads of another (held-out and training queries' runs, a re-ranked block's
     # depth) is asked of it
     graph: Graph = dataclasses.field(default_factory=Graph)
+    # {stage's name: the runs it writes}, as binding planned them (the pipeline asks no stage again)
+    written: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
@@ -187,7 +190,7 @@ class Plan:
         return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
 
 
-def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...] | None) -> dict[str, Any]:
+def _planned(bound: list[tuple[Any, Any]], baseline: str | None, wanted: tuple[str, ...] | None) -> dict[str, Any]:
     """The runs of the bound stages, each checked against what the stages before produce, and the extra runs the
     later ones want of the earlier (a fusion's tuning runs, a re-ranker's training runs)."""
     tags: list[str] = []
@@ -205,14 +208,15 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str, wanted: tuple[str, ...
         tags += own[-1]
     for (s, settings_object), mine in zip(bound, own):  # what each reads: any run of the plan but its own
         s.check_inputs(settings_object, [t for t in tags if t not in mine])
-    if baseline not in tags:
+    if baseline is not None and baseline not in tags:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
                          f"{', '.join(tags)}")
-    missing = [t for t in [*(wanted or ()), baseline] if t not in tags]
+    missing = [t for t in [*(wanted or ()), baseline] if t is not None and t not in tags]
     if wanted is not None and missing:
         raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
                          f"{', '.join(tags)}")
-    return {"stages": tuple(bound), "tags": tuple(tags), "graph": _graph(bound, own, tags)}
+    return {"stages": tuple(bound), "tags": tuple(tags), "graph": _graph(bound, own, tags),
+            "written": {s.name: tuple(mine) for (s, _), mine in zip(bound, own)}}
 
 
 def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> Graph:
@@ -237,15 +241,41 @@ def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) 
 
 
 def ranker(spec, config: dict[str, Any] | None = None):
-    """``spec`` as a :class:`~irglow.rankers.Ranker`: a ranker as it is, or a run's name read by the stage that
-    writes it (``config``: the configuration it belongs to, for the re-rankers it defines)."""
+    """``spec`` as a node of a bound graph (:class:`~irglow.rankers.Ranker`): a ranker as it is; a run's name as the
+    node that makes it in ``config`` (bound, as :func:`bind_plan` binds a run: the node a pipeline runs and a run
+    folder rebuilds), else in ``config`` with what makes that name switched on (:func:`parsed`)."""
+    if isinstance(spec, Ranker):
+        return spec
+    config = copy.deepcopy(dict(config or {}))
+    made = made_rankers(config, strict=False)
+    if spec in made:
+        return made[spec]
+    parsed(spec, config).configure(config)
+    return made_rankers(config)[spec]
+
+
+def made_rankers(config: dict[str, Any], strict: bool = True) -> Graph:
+    """The runs ``config`` makes, as its bound graph's nodes, whatever it compares (a run's node does not depend on
+    which runs a table shows); ``strict=False``: an empty graph where it does not bind."""
+    try:
+        return bind_plan(config, compared=False).graph
+    except ValueError:
+        if strict:
+            raise
+        return Graph()
+
+
+def parsed(spec, config: dict[str, Any] | None = None):
+    """A run's name read into the ranker that switches on what makes it (each stage reads the names it writes:
+    :meth:`~irglow.stage.Stage.ranker`; ``config``: the configuration it belongs to, for the re-rankers and fusions
+    it defines).  Not bound: :func:`ranker` gives the node."""
     if isinstance(spec, Ranker):
         return spec
     if not isinstance(spec, str) or not spec:
         raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
     config = config or {}
     for stage in stages.STAGES:
-        found = stage.ranker(spec, config, lambda name: ranker(name, config))
+        found = stage.ranker(spec, config, lambda name: parsed(name, config))
         if found is not None:
             return found
     raise ValueError(f"{spec!r} is not a run irglow can make: name one of {', '.join(_stage_runs())} (a lexical "
@@ -278,11 +308,12 @@ def index_config(config: dict[str, Any]) -> IndexConfig:
     return IndexConfig(**icfg)
 
 
-def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
+def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compared: bool = True) -> Plan:
     """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
     named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
     Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
-    :meth:`Plan.with_fields`)."""
+    :meth:`Plan.with_fields`; ``compared=False``: the runs it makes, ``[eval]``'s baseline and runs not checked
+    against them — what a ranker's node needs)."""
     check_settings(config, {**SECTIONS, **{s.name: None for s in stages.STAGES}}, "top-level")
     for section, keys in SECTIONS.items():
         if keys is not None and section in config:
@@ -323,7 +354,8 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None) -> Plan:
         wanted = as_names(wanted)
     if wanted is not None and (not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted)):
         raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags (or one comma-separated string)")
-    planned = _planned(bound, baseline, None if wanted is None else tuple(wanted))
+    planned = _planned(bound, baseline if compared else None,
+                       None if wanted is None or not compared else tuple(wanted))
     lexical = next(b for s, b in bound if s.name == "lexical")
     zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
     if zero_shot is not None:  # the cross-collection table's measure is always computed, first

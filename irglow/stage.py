@@ -160,9 +160,11 @@ class Stage:
     always_enabled = False  # runs without ``enabled = true`` in its section (the lexical runs)
 
     def ranker(self, name: str, config: dict[str, Any], parse: Callable[[str], Any]):
-        """The :class:`~irglow.rankers.Ranker` a run's name stands for where this stage writes it, else ``None``
-        (``Experiment(systems=["ql"])`` and the tags of a file ask every stage; ``parse`` reads a name inside this
-        one).  By default: a run of its default settings, made by switching it on."""
+        """What a run's name switches on where this stage writes it (a :class:`~irglow.rankers.Ranker` whose
+        ``configure`` writes it), else ``None``: the reading of a name (:func:`irglow.plan.parsed`; ``parse`` reads a
+        name inside this one).  The node a name stands for is always a binding's (:func:`irglow.plan.ranker`,
+        :meth:`node`); for a stage's own runs, which have no parts, it is this reading (the default :meth:`node`).
+        By default: a run of its default settings, made by switching it on."""
         return StageRun(self.name, name) if name in self.default_tags() else None
 
     def with_fields(self, settings, fields):
@@ -194,8 +196,9 @@ class Stage:
     def node(self, tag: str, settings, node_of: Callable[[str], Any]):
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
         ``settings`` make, each part the graph's own node (``node_of(part's tag)``), so the graph's edges are
-        objects.  By default a run of its own with no parts."""
-        return StageRun(self.name, tag)
+        objects.  By default what its name reads as (:meth:`ranker`: a stage's own run, with no parts — ``bm25f``
+        is ``Lexical("bm25f")`` bound or not), else a run of its own."""
+        return self.ranker(tag, {}, node_of) or StageRun(self.name, tag)
 
     def tags(self, settings, produced: Sequence[str] = ()) -> list[str]:
         """The runs it writes, known from its settings (``produced``: the runs of the stages before it, for a

@@ -148,11 +148,6 @@ class LexicalStage(Stage):
 
         return Lexical(name) if name.removesuffix("-rm3") in lexical_systems() else None
 
-    def node(self, tag, settings, node_of):
-        from irglow.rankers import Lexical
-
-        return Lexical(tag)
-
     def tags(self, settings: LexicalSettings, produced=()) -> list[str]:
         return settings.tags()
 

@@ -237,9 +237,8 @@ def test_a_tag_two_stages_write_is_refused_at_binding(config, both):
 def test_a_reranking_named_like_a_lexical_run_is_refused_from_python_too():
     from irglow import Experiment, Lexical, NRMF, Rerank
 
-    exp = Experiment("demo", systems=[Lexical("bm25f"), Rerank(Lexical("tfidf"), NRMF(), name="bm25f")])
     with pytest.raises(ValueError, match=r"run 'bm25f' is made by \[lexical\] and by \[rerank\]"):
-        exp.check()
+        Experiment("demo", systems=[Lexical("bm25f"), Rerank(Lexical("tfidf"), NRMF(), name="bm25f")])
 
 
 NAMES = st.one_of(st.text(max_size=12), st.sampled_from(["../other/results", "a b", ".hidden", "x/y", "x\\y", "..",

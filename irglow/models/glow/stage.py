@@ -176,11 +176,6 @@ class GlowStage(ChoosesOnOtherSources, Stage):
 
         return Dense(name) if name in (*VARIANTS, *UNTRAINED) else None
 
-    def node(self, tag, settings, node_of):
-        from irglow.rankers import Dense
-
-        return Dense(tag)
-
     def resolved(self, s: GlowSettings):
         """For the manifest and the key: the training settings in full, with the ``"auto"`` token budgets as
         chosen here (256 on a GPU, 96 on CPU: runs made on one device are not taken for the other's)."""

@@ -113,11 +113,6 @@ class TWBertStage(Stage):
 
         return TWBert(name) if name in TWBERT_RUNS else None
 
-    def node(self, tag, settings, node_of):
-        from irglow.rankers import TWBert
-
-        return TWBert(tag)
-
     def resolved(self, s: TWBertSettings):
         return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}
 
