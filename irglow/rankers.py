@@ -252,11 +252,12 @@ class Rerank(Ranker):
                 raise ValueError(f"[rerank] first_stage = {first!r} makes {self.tag!r} re-rank {first}, not "
                                  f"{self.first.tag}: give this re-ranking a name (Rerank(…, name=…))")
             return
-        variants = section.setdefault("variants", {})
         variant = {"kind": self.model.kind, "first_stage": self.first.tag, **self.model.settings}
-        if self.tag in variants and {k: variants[self.tag].get(k) for k in variant} != variant:
-            raise ValueError(f"rerank.variants.{self.tag}: already defined as {variants[self.tag]!r}, not {variant!r}")
-        variants.setdefault(self.tag, variant)
+        defined = section.get("variants", {}).get(self.tag)
+        if defined is not None and {k: defined.get(k) for k in variant} != variant:
+            raise ValueError(f"rerank.variants.{self.tag}: already defined as {defined!r}, not {variant!r}")
+        if defined is None and (self.name or self.model.settings):  # kind(first) says itself: no table for it
+            section.setdefault("variants", {})[self.tag] = variant
 
 
 @dataclass(frozen=True)

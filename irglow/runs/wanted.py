@@ -36,3 +36,17 @@ def fusion_tag(parts) -> str:
 def reranked_tag(model: str, first: str) -> str:
     """The run of ``model`` re-ranking ``first``: ``monobert(bm25f+glow)``."""
     return f"{model}({first})"
+
+
+def split_reranked(tag: str) -> tuple[str, str] | None:
+    """A re-ranking's tag as ``(model, first)`` (``monobert(bm25f+glow)`` → ``("monobert", "bm25f+glow")``), the
+    inverse of :func:`reranked_tag`; ``None`` for a tag of another form (``bm25``, a fusion ``a+monobert(b)``)."""
+    model, paren, rest = tag.partition("(")
+    if not paren or not model or not rest.endswith(")") or len(split_fusion(tag)) > 1:
+        return None
+    depth = 0
+    for ch in rest[:-1]:  # its own parentheses close at the end, not before: "a(b)+c(d)" is no re-ranking
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return None
+    return (model, rest[:-1]) if depth == 0 and rest[:-1] else None

@@ -69,10 +69,8 @@ def test_rankers_compose_and_nest_and_read_back_from_their_tags(tmp_path):
     cfg = exp.config
     assert exp.systems == ["bm25", "monobert(bm25+nrmf(bm25f+glow))", "bm25+twbert", "monobert(twbert)"]
     assert cfg["rerank"]["models"] == ["nrmf(bm25f+glow)", "monobert(bm25+nrmf(bm25f+glow))", "monobert(twbert)"]
-    assert cfg["rerank"]["variants"] == {
-        "nrmf(bm25f+glow)": {"kind": "nrmf", "first_stage": "bm25f+glow", "epochs": 1},
-        "monobert(bm25+nrmf(bm25f+glow))": {"kind": "monobert", "first_stage": "bm25+nrmf(bm25f+glow)"},
-        "monobert(twbert)": {"kind": "monobert", "first_stage": "twbert"}}
+    # a re-ranking's tag says its kind and first stage: a table only for the model's own settings
+    assert cfg["rerank"]["variants"] == {"nrmf(bm25f+glow)": {"kind": "nrmf", "first_stage": "bm25f+glow", "epochs": 1}}
     assert cfg["fusion"]["runs"] == ["bm25f+glow", "bm25+nrmf(bm25f+glow)",
                                      {"runs": ["bm25", "twbert"], "weights": [0.3, 0.7]}]
     assert exp.check()[-3:] == ["bm25f+glow", "bm25+nrmf(bm25f+glow)", "bm25+twbert"]  # the plan binds it
@@ -143,3 +141,21 @@ def test_a_reranking_read_back_keeps_its_models_settings():
 
     exp = Experiment("demo", systems=[Lexical("bm25"), Rerank(TWBert(), NRMF(epochs=3))])
     assert ranker("nrmf(twbert)", exp.config) == Rerank(TWBert(), NRMF(epochs=3))
+
+
+def test_a_rerankings_tag_in_rerank_models_says_its_kind_and_first_stage():
+    """Issue 68: ``monobert(twbert)`` in ``rerank.models`` is monoBERT re-ranking TW-BERT with [rerank.monobert]'s
+    settings (the tag a ranker writes, read by the binding); a name of that form with no kind is named."""
+    from irglow import Lexical, MonoBERT, Rerank, TWBert
+    from irglow.plan import bind_plan, ranker
+
+    config = {"twbert": {"enabled": True}, "rerank": {"enabled": True, "models": ["monobert", "monobert(twbert)"],
+                                                      "monobert": {"epochs": 2}}}
+    plan = bind_plan(config)
+    rerank = dict(plan.stages)[next(s for s, _ in plan.stages if s.name == "rerank")]
+    assert rerank.first_stages == {"monobert": "bm25", "monobert(twbert)": "twbert"}
+    assert rerank.trainers["monobert(twbert)"] == rerank.trainers["monobert"]
+    assert plan.graph["monobert(twbert)"] == Rerank(TWBert(), MonoBERT()) == ranker("monobert(twbert)", config)
+    assert plan.graph["monobert"] == Rerank(Lexical("bm25"), MonoBERT())
+    with pytest.raises(ValueError, match=r"rerank.models: 'bert\(twbert\)' is neither a kind .*monobert\(twbert\)"):
+        bind_plan({"rerank": {"enabled": True, "models": ["bert(twbert)"]}})

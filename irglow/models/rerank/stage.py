@@ -40,7 +40,7 @@ from irglow.data.docstore import docs_store
 from irglow.lexical.searchers import LexicalSearcher
 from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
 from irglow.models.validation import ChoosesOnOtherSources
-from irglow.runs.wanted import reranked_tag
+from irglow.runs.wanted import reranked_tag, split_reranked
 from irglow.stage import Produced, Result, Stage, Unit
 from irglow.eval.measures import parse_measures
 from irglow.models.checkpoints import read_training, validation_score
@@ -217,11 +217,15 @@ class RerankSettings:
                 trainer = {**own, "kind": name}
             elif name in variants:
                 trainer = _variant_trainer(name, table, rcfg)
+            elif (reranking := split_reranked(name)) is not None and reranking[0] in kind_names():
+                kind, first_of_name = reranking  # its tag says it: kind(first), with its kind's settings
+                trainer, table = {**rcfg.get(kind, {}), "kind": kind}, {"first_stage": first_of_name}
             elif "{field}" in name:
                 raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
             else:
-                raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}) nor a variant "
-                                 f"defined under [rerank.variants]" + (f" ({', '.join(variants)})" if variants else ""))
+                raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}), a kind "
+                                 f"re-ranking a run (monobert(twbert)) nor a variant defined under [rerank.variants]"
+                                 + (f" ({', '.join(variants)})" if variants else ""))
             changes = {k: v for k, v in table.items() if k not in NOT_TRAINING}
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
                                        table.get("first_stage", first), table.get("model_of"), changes)
@@ -275,11 +279,11 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             return ranker if ranker.tag == name else replace(ranker, name=name)
 
         section = config.get("rerank", {})
-        head, paren, inner = name.partition("(")
-        if paren and head in kind_names() and inner.endswith(")"):  # its variant's training settings, where it has some
+        head, inner = split_reranked(name) or ("", "")
+        if head in kind_names():  # its variant's training settings, where it has some
             own = {k: v for k, v in section.get("variants", {}).get(name, {}).items()
                    if k not in NOT_TRAINING}
-            return named(Rerank(parse(inner[:-1]), Model(head, **own)))
+            return named(Rerank(parse(inner), Model(head, **own)))
         if name in kind_names():
             return named(Rerank(parse(declared.value(config, "rerank", "first_stage")), Model(name)))
         templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
