@@ -14,8 +14,9 @@ running them, not by reading the code.
         --config configs/demo.toml
 
 ``--trace`` instead counts every irglow function handed the ranker (or a ranker equal to it), its tag, a unit of it,
-its run or its run file — from ``Experiment`` to the run file, and from ``irglow.pyterrier.transformer`` to its
-pipeline (issue 68's targets: 60 functions in 12 files, and 12 in 6)::
+its run or its run file — from ``Experiment`` to the run file (issue 68's targets: 60 functions in 12 files), then
+on to its table (the run evaluated, the table's notes and plots: counted apart), and from
+``irglow.pyterrier.transformer`` to its pipeline (12 in 6)::
 
     python bench/call_paths.py --trace --collection demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10 \\
         --ranker '(Lexical("bm25f") + Dense("glow")) >> MonoBERT()' --set glow.max_steps=2 --set rerank.monobert.max_steps=2
@@ -237,23 +238,39 @@ def traced_path(collection: str, spec: str, out: Path, settings: dict, pyterrier
             return False
         return False
 
-    def trace(run) -> list[tuple[str, str]]:
+    written: list[bool] = []  # set once its run file is written: what follows evaluates and reports it
+    write = Run.write
+
+    def watched_write(self, path, *args, **kwargs):
+        out = write(self, path, *args, **kwargs)
+        if Path(path).name == f"{tag}.run":
+            written.append(True)
+        return out
+
+    def trace(run) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         reached: dict[tuple[str, str], None] = {}
+        after: dict[tuple[str, str], None] = {}
 
         def handed(frame, module, names):
             if any(_handed(frame.f_locals.get(n), marks) for n in names):
-                reached.setdefault((module, frame.f_code.co_qualname), None)
+                (after if written else reached).setdefault((module, frame.f_code.co_qualname), None)
 
         profiled(run, handed, varargs=True)
-        return list(reached)
+        return list(reached), [k for k in after if k not in reached]
 
     experiment = Experiment(collection, systems=[rankers.Lexical("bm25"), ranker], out=out, settings=settings)
-    paths = {"experiment": trace(experiment.run)}
-    paths["experiment"].insert(0, ("irglow.experiment", "Experiment.__init__"))  # handed it, before the clock
+    Run.write = watched_write
+    try:
+        to_file, after = trace(experiment.run)
+    finally:
+        Run.write = write
+    to_file.insert(0, ("irglow.experiment", "Experiment.__init__"))  # handed it, before the clock
+    paths = {"experiment, to its run file": to_file, "experiment, to its table (record, evaluation, notes, plots)":
+             to_file + after}
     if pyterrier:
         from irglow.pyterrier import transformer
 
-        paths["pyterrier"] = trace(lambda: transformer(ranker, out))
+        paths["pyterrier"] = trace(lambda: transformer(ranker, out))[1]  # after the run file, all of it
     return tag, paths
 
 
@@ -278,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         print("| path | functions | files |\n|:--|--:|--:|")
         for name, reached in paths.items():
             print(f"| {name} | {len(reached)} | {len(set(m for m, _ in reached))} |")
-        for name, reached in paths.items():
+        first = list(paths.values())[0]
+        for i, (name, reached) in enumerate(paths.items()):
+            if i == 1:  # the first path is its beginning: what it adds
+                name, reached = "then its record, evaluation, notes and plots", reached[len(first):]
             print(f"\n### {name}\n")
             for module in dict.fromkeys(m for m, _ in reached):
                 print(f"- {module}: " + ", ".join(f for m, f in reached if m == module))
