@@ -246,6 +246,8 @@ def ranker(spec, config: dict[str, Any] | None = None):
     folder rebuilds), else in ``config`` with what makes that name switched on (:func:`parsed`)."""
     if isinstance(spec, Ranker):
         return spec
+    if not isinstance(spec, str) or not spec:
+        raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
     config = copy.deepcopy(dict(config or {}))
     made = made_rankers(config, strict=False)
     if spec in made:
