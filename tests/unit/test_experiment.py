@@ -159,3 +159,18 @@ def test_a_rerankings_tag_in_rerank_models_says_its_kind_and_first_stage():
     assert plan.graph["monobert"] == Rerank(Lexical("bm25"), MonoBERT())
     with pytest.raises(ValueError, match=r"rerank.models: 'bert\(twbert\)' is neither a kind .*monobert\(twbert\)"):
         bind_plan({"rerank": {"enabled": True, "models": ["bert(twbert)"]}})
+
+
+def test_an_experiments_rankers_are_its_bound_graphs_nodes():
+    """Issue 68: the ranker a user passes equals its node, and the experiment keeps the node (bound settings such
+    as the re-ranked depth on it); a saved experiment reads back the same nodes; a name gives the same node."""
+    from irglow import Dense, Lexical, MonoBERT
+    from irglow.plan import bind_plan, ranker
+
+    given = (Lexical("bm25f") + Dense("glow")) >> MonoBERT()
+    exp = Experiment("demo", systems=[Lexical("bm25"), given], settings={"rerank.depth": 30})
+    node = bind_plan(exp.config).graph[given.tag]
+    assert exp.rankers[1] == given == node and given.depth is None and exp.rankers[1].depth == node.depth == 30
+    assert ranker(given.tag, exp.config).depth == 30
+    named = Experiment("demo", systems=["bm25", "monobert(bm25f+glow)"], settings={"rerank.depth": 30})
+    assert named.rankers == exp.rankers and named.config["rerank"] == exp.config["rerank"]
