@@ -250,7 +250,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
     "rerank": _section(
         "rerank",
         ("enabled", "bool", False, "train re-rankers and re-rank a first-stage run"),
-        ("models", "names", ["monobert", "nrmf"], "kinds (monobert, nrmf), a kind re-ranking a run (monobert(twbert)) or [rerank.variants] names"),
+        ("models", "names", ["monobert", "nrmf"],
+         "kinds (monobert, nrmf), a kind re-ranking a run (monobert(twbert)) or [rerank.variants] names"),
         ("depth", "int", 100, "documents re-ranked per query", {"low": 1}),
         ("rerank_also", "names", [], "other runs the trained models re-rank"),
         ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True}),
