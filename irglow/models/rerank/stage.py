@@ -217,11 +217,11 @@ class RerankSettings:
                 trainer = {**own, "kind": name}
             elif name in variants:
                 trainer = _variant_trainer(name, table, rcfg)
+            elif "{field}" in name:
+                raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
             elif (reranking := split_reranked(name)) is not None and reranking[0] in kind_names():
                 kind, first_of_name = reranking  # its tag says it: kind(first), with its kind's settings
                 trainer, table = {**rcfg.get(kind, {}), "kind": kind}, {"first_stage": first_of_name}
-            elif "{field}" in name:
-                raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
             else:
                 raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}), a kind "
                                  f"re-ranking a run (monobert(twbert)) nor a variant defined under [rerank.variants]"
