@@ -31,6 +31,7 @@ from irglow.index import jvm_aot
 MIN_JAVA = 21
 SYSTEM_JVM_DIRS = ("/usr/lib/jvm", "/usr/java", "/opt/java", "/Library/Java/JavaVirtualMachines")
 _OPENAI_PLACEHOLDER = "irglow-placeholder-openai-key-not-used"
+QUICK_COMPILER = "-XX:TieredStopAtLevel=1"  # a short command's JVM: C1 alone (short_command)
 
 
 class JavaNotFoundError(RuntimeError):
@@ -163,6 +164,7 @@ def anserini_jar() -> Path:
 
 
 _started: JavaRuntime | None = None
+_short = False  # a short command: its JVM compiles with C1 alone (short_command)
 _bulk_classes: Path | None = None
 # the Java cache folder, class path and options the JVM started with, and the start-up cache it used (or records)
 _layout: tuple[Path, list[str], list[str], str | None] | None = None
@@ -247,6 +249,15 @@ def bulk_search_available() -> bool:
     return _bulk_classes is not None
 
 
+def short_command() -> None:
+    """Say, before the JVM starts, that this process runs a short command (an ad-hoc query, a few topics): its JVM
+    then compiles with C1 alone (``-XX:TieredStopAtLevel=1``).  C2's code pays off only after a hundred queries or
+    more; before that its compiling competes with the search for the cores (BENCHMARKS.md, section 7: 10 queries
+    on a million documents search in 0.33–0.52 s instead of 0.67–1.14 s).  No effect once the JVM runs."""
+    global _short
+    _short = True
+
+
 def start_jvm(data: str | Path | None = None) -> JavaRuntime:
     """Start the JVM once, with Anserini on the classpath. Idempotent.  ``data``: the data folder a command was
     given (``--data-dir``, ``data_dir``), where the JVM's crash logs go (the bulk-search helper is compiled into
@@ -285,6 +296,8 @@ def start_jvm(data: str | Path | None = None) -> JavaRuntime:
             if runtime.has_vector_module:
                 jnius_config.add_options("--add-modules=jdk.incubator.vector")
             jnius_config.add_options("-Xmx" + os.environ.get("IRGLOW_JVM_HEAP", "4g"))
+            if _short:
+                jnius_config.add_options(QUICK_COMPILER)
             # A crash report belongs under the data directory's logs, never in the working folder;
             # -Xrs leaves SIGINT/SIGTERM to Python, so Ctrl-C is a KeyboardInterrupt, not a JVM exit.
             data = data_dir(data)

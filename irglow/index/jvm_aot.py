@@ -44,7 +44,8 @@ _LAUNCHER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK
 FAILED = "the start-up cache's workload failed:"  # how the recording process reports its own failure
 # JVM options that do not change what a cache holds: where crash logs go, the heap's size, the cache itself,
 # and the class path (keyed on its own, without the folder pyjnius appends)
-_UNKEYED = ("-XX:ErrorFile=", "-Xmx", "-XX:AOTCache", "-Djava.class.path=")
+_UNKEYED = ("-XX:ErrorFile=", "-Xmx", "-XX:AOTCache", "-Djava.class.path=",
+            "-XX:TieredStopAtLevel=")  # a JVM compiling with C1 alone starts from the same cache (checked)
 
 
 def enabled(major: int) -> bool:
