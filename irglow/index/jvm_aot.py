@@ -38,7 +38,7 @@ MIN_JAVA = 25  # -XX:AOTCacheOutput (JEP 514) records and creates a cache in one
 SWITCH = "IRGLOW_JVM_AOT"  # "0": no cache used or recorded
 RECORDING = "IRGLOW_JVM_AOT_RECORD"  # set only in the recording process: the file the JVM writes at exit
 UNUSED_DAYS = 30  # a cache no JVM started from for this long belongs to another Java or irglow: removed
-WORKLOAD = 2  # the version of irglow.lexical.jvm_warmup's workload: a changed workload records anew
+WORKLOAD = 3  # the version of irglow.lexical.jvm_warmup's workload: a changed workload records anew
 _LAUNCHER = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_WORLD_SIZE",
              "MASTER_ADDR", "MASTER_PORT")
 FAILED = "the start-up cache's workload failed:"  # how the recording process reports its own failure
