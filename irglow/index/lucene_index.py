@@ -266,11 +266,13 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         from irglow.index.jvm import bulk_search_available
 
         # irglow's generator (compiled with the bulk helper) keeps document vectors for `contents` alone; without a
-        # compiler Anserini's default stores them for every field too (a larger index, the same runs)
+        # compiler Anserini's default stores them for every field too (a larger index, the same runs).  -optimize
+        # merges the segments into one, as Pyserini's prebuilt indexes are: every search then looks each term up
+        # once (a 10-query search on a million documents 0.09 s faster, for 136 s more indexing)
         generator = GENERATOR if bulk_search_available() else "DefaultLuceneDocumentGenerator"
         args = ["-collection", "JsonCollection", "-input", json_dir, "-index", str(tmp_index),
                 "-generator", generator, "-threads", str(threads),
-                *STORE, "-stemmer", config.stemmer, "-quiet"]
+                *STORE, "-stemmer", config.stemmer, "-optimize", "-quiet"]
         if config.keep_stopwords:
             args.append("-keepStopwords")
         if lucene_fields:
