@@ -10,7 +10,6 @@ from irglow.config import write_run_manifest
 from irglow.data.collection import load_collection
 from irglow.data.records import Query
 from irglow.data.trec import read_topics
-from irglow.index.jvm import short_command
 from irglow.index.lucene_index import available_cores
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.runs.trec import check_token
@@ -43,9 +42,7 @@ def cmd_search(args) -> int:
         queries = read_topics(args.topics)
     else:
         queries = load_collection(args.data).queries(args.split)
-    if len(queries) <= SHORT:  # read before the JVM starts: a few queries start it for a short command
-        short_command()
-    index = open_index(args)
+    index = open_index(args, short=len(queries) <= SHORT)  # read before the JVM starts: a few, a short command
     threads = args.threads or available_cores()  # --threads 0 (the default): every core this process may use
     cfg = LexicalConfig(system=args.system, k1=args.k1, b=args.b, depth=args.depth, threads=threads, mu=args.mu,
                         field_weights=_weights(args.field_weight), rm3=args.rm3).check()

@@ -44,6 +44,7 @@ INDEX_FORMAT = 3
 # vectors with positions (RM3's feedback terms, TW-BERT's phrase frequencies through irglow.index.forward, the
 # statistics' exact lengths).  Stored fields hold the ids alone.
 STORE = ("-storePositions", "-storeDocvectors")
+INDEX_RECORD = "irglow-index.json"  # an index's metadata, written last: a folder without it is no index
 GENERATOR = "IrglowFieldsGenerator"  # irglow/index/java/IrglowFieldsGenerator.java: document vectors of contents only
 
 
@@ -109,7 +110,7 @@ class LuceneIndex:
     def open(cls, path: str | Path) -> "LuceneIndex":
         """An index irglow built, opened read-only (its settings read from the folder, the JVM started if needed)."""
         path = Path(path)
-        meta_file = path / "irglow-index.json"
+        meta_file = path / INDEX_RECORD
         if not meta_file.is_file():
             raise FileNotFoundError(f"{path} is not an irglow index (no irglow-index.json); build it with `irglow index`")
         meta = json.loads(meta_file.read_text())
@@ -229,10 +230,15 @@ def _verified(target: Path) -> LuceneIndex | None:
                     held, expected)
         return None
     try:
-        (target / "irglow-index.json").touch()  # last use, for `irglow cache list/prune`
+        (target / INDEX_RECORD).touch()  # last use, for `irglow cache list/prune`
     except OSError:  # a read-only cache (shared, or on a read-only mount) is still searched
         log.debug("cannot record the last use of %s (read-only)", target)
     return index
+
+
+def index_path(collection, config: IndexConfig, root: str | Path | None = None) -> Path:
+    """Where ``collection``'s index with ``config`` is (or will be) under the data folder ``root``."""
+    return data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
 
 
 def build_index(collection, config: IndexConfig | None = None, root: str | Path | None = None,
@@ -247,7 +253,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     config = config or IndexConfig()
     check_index_config(config)
     keep_data_dir(collection, data_dir(root))  # its document store's tables beside its indexes
-    target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
+    target = index_path(collection, config, root)
     start_jvm(data_dir(root))  # its crash logs beside the indexes of this data folder, not $IRGLOW_DATA's
     if target.exists() and not force:
         cached = _verified(target)
@@ -295,7 +301,7 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
         built.ids  # noqa: B018 - the id table, written once with the index (every process maps it)
         built.meta["id_table_seconds"] = round(time.perf_counter() - t_ids, 3)
         # its metadata last: a folder without it is no index (the id table is written first)
-        (Path(tmp_index) / "irglow-index.json").write_text(json.dumps(built.meta, indent=2))
+        (Path(tmp_index) / INDEX_RECORD).write_text(json.dumps(built.meta, indent=2))
         built.lucene_reader.close()  # the folder is renamed into place next
     if n_empty:
         log.warning("%d of %d documents had no text in any field; Lucene does not index empty documents", n_empty, n_docs)

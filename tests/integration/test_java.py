@@ -285,18 +285,18 @@ def test_a_cache_another_process_is_recording_is_left_to_it(tmp_path, monkeypatc
     assert jvm_aot.ensure(tmp_path / "index", runtime, layout) == target and recorded == [target]
 
 
-def test_only_a_few_queries_make_a_short_command(tmp_path, monkeypatch):
-    """Up to ``SHORT`` queries the search asks for a short command's JVM before the index opens; more, a JVM whose
-    C2 code pays off."""
+def test_only_a_few_queries_on_a_built_index_make_a_short_command(tmp_path, monkeypatch):
+    """Up to ``SHORT`` queries on an index already built, the search asks for a short command's JVM before the
+    index opens; more queries, or an index still to build (long work), a JVM whose C2 code pays off."""
     from irglow.cli import main
-    from irglow.commands import search
+    from irglow.commands import common, search
 
     asked: list[int] = []
-    monkeypatch.setattr(search, "short_command", lambda: asked.append(1))
-    for n in (search.SHORT, search.SHORT + 1):
+    monkeypatch.setattr(common, "short_command", lambda: asked.append(1))
+    for n, short in ((3, False), (search.SHORT, True), (search.SHORT + 1, False)):  # the first builds the index
         topics = tmp_path / f"topics-{n}.tsv"
         topics.write_text("".join(f"q{i}\tcherry fruit {i}\n" for i in range(n)))
         asked.clear()
         assert main(["search", "demo:n_topics=3", "--topics", str(topics), "-o", str(tmp_path / f"{n}.run"),
                      "--data-dir", str(tmp_path / "data")]) in (0, None)
-        assert asked == ([1] if n <= search.SHORT else [])
+        assert asked == ([1] if short else []), n
