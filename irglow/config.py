@@ -18,6 +18,7 @@ from irglow.settings import check_settings  # noqa: F401 (the one unknown-key ch
 from irglow.settings import check_fields
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import current
+from irglow.utils.plugins import dist_key, distributions
 
 
 SHIPPED = Path(__file__).parent / "configs"  # the configurations irglow ships, package data
@@ -255,7 +256,7 @@ def apply_override(config: dict[str, Any], item: str) -> None:
 
 
 def _version(package: str) -> str | None:
-    found = _installed_versions().get(_dist_key(package))
+    found = _installed_versions().get(dist_key(package))
     if found is not None:
         return found
     from importlib.metadata import PackageNotFoundError, version  # an .egg-info install, or none
@@ -266,26 +267,13 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _dist_key(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
 @functools.lru_cache(maxsize=1)
 def _installed_versions() -> dict[str, str]:
     """``{normalized name: version}`` of the distributions on ``sys.path``, from their ``*.dist-info`` folder names
     (one directory listing per path entry; ``importlib.metadata.version`` searches every entry per package, 30 ms
     of a 10-query command for the manifest's nine packages).  The first entry on the path wins, as for imports."""
-    found: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            names = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for folder in names:
-            if folder.endswith(".dist-info") and "-" in folder:
-                name, _, version = folder[:-len(".dist-info")].partition("-")
-                found.setdefault(_dist_key(name), version)
-    return found
+    return {key: name[:-len(".dist-info")].partition("-")[2] for key, folder in distributions(sys.path, (".dist-info",))
+            if "-" in (name := os.path.basename(folder))}
 
 
 def git_commit(cwd: str | Path | None = None) -> str | None:

@@ -244,10 +244,8 @@ def ranker(spec, config: dict[str, Any] | None = None):
     """``spec`` as a node of a bound graph (:class:`~irglow.rankers.Ranker`): a ranker as it is; a run's name as the
     node that makes it in ``config`` (bound, as :func:`bind_plan` binds a run: the node a pipeline runs and a run
     folder rebuilds), else in ``config`` with what makes that name switched on (:func:`parsed`)."""
-    if isinstance(spec, Ranker):
-        return spec
     if not isinstance(spec, str) or not spec:
-        raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
+        return parsed(spec)  # a ranker as it is; anything else a TypeError
     config = copy.deepcopy(dict(config or {}))
     made = made_rankers(config, strict=False)
     if spec in made:

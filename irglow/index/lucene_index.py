@@ -24,8 +24,8 @@ from irglow.utils.progress import tqdm
 
 from irglow.data.records import LUCENE_TERM_LIMIT
 from irglow.index import jvm_aot
-from irglow.index.jvm import (autoclass, bulk_search_available, java_output, layout, lucene_searcher_class, start_jvm,
-                              started)
+from irglow.index.jvm import (autoclass, bulk_search_available, java_output, layout, lucene_searcher_class,
+                              short_command, start_jvm, started)
 from irglow.utils.paths import data_dir  # noqa: F401 (re-exported: where caches live)
 from irglow.settings import setting
 from irglow.config import check_values
@@ -112,7 +112,7 @@ class LuceneIndex:
         path = Path(path)
         meta_file = path / INDEX_RECORD
         if not meta_file.is_file():
-            raise FileNotFoundError(f"{path} is not an irglow index (no irglow-index.json); build it with `irglow index`")
+            raise FileNotFoundError(f"{path} is not an irglow index (no {INDEX_RECORD}); build it with `irglow index`")
         meta = json.loads(meta_file.read_text())
         return cls(path=path, fields=tuple(meta["lucene_fields"]), meta=meta)
 
@@ -236,24 +236,23 @@ def _verified(target: Path) -> LuceneIndex | None:
     return index
 
 
-def index_path(collection, config: IndexConfig, root: str | Path | None = None) -> Path:
-    """Where ``collection``'s index with ``config`` is (or will be) under the data folder ``root``."""
-    return data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
-
-
 def build_index(collection, config: IndexConfig | None = None, root: str | Path | None = None,
-                force: bool = False) -> LuceneIndex:
+                force: bool = False, short: bool = False) -> LuceneIndex:
     """Build (or reuse) the index of ``collection`` under ``<data>/indexes/<name>-<settings>``.
 
     The collection's name carries a digest of its content, so a changed corpus gets a new index; a
     cached index is reused only after Lucene opens it and counts the documents its metadata records.
-    A build is published only when Lucene holds every non-empty document that was exported."""
+    A build is published only when Lucene holds every non-empty document that was exported.  ``short``: the
+    caller's work on the index is short (a search of a few queries), so a JVM this call starts for an index already
+    built compiles with C1 alone (:func:`irglow.index.jvm.short_command`); building one is long work."""
     import time
 
     config = config or IndexConfig()
     check_index_config(config)
     keep_data_dir(collection, data_dir(root))  # its document store's tables beside its indexes
-    target = index_path(collection, config, root)
+    target = data_dir(root) / "indexes" / f"{collection.name}-{config.key()}"
+    if short and not force and (target / INDEX_RECORD).is_file():
+        short_command()
     start_jvm(data_dir(root))  # its crash logs beside the indexes of this data folder, not $IRGLOW_DATA's
     if target.exists() and not force:
         cached = _verified(target)

@@ -10,22 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import sys
-from functools import lru_cache
 import os
 import re
+import sys
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 GROUPS = "irglow."  # the prefix of irglow's entry-point groups
 
 
-@lru_cache(maxsize=4)
-def _declared(path: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
-    """``(group, name, value, metadata folder)`` of every irglow entry point on the import path ``path``: each
-    distribution's ``entry_points.txt`` (``*.dist-info``, ``*.egg-info``), the first distribution of a name
-    winning."""
-    found: list[tuple[str, str, str, str]] = []
+def dist_key(name: str) -> str:
+    """A distribution's name as packaging normalizes it (``irglow-linear``, ``irglow_linear`` → ``irglow_linear``)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def distributions(path: "list[str] | tuple[str, ...]", kinds: tuple[str, ...] = (".dist-info", ".egg-info")
+                  ) -> Iterator[tuple[str, str]]:
+    """``(normalized name, metadata folder)`` of each distribution on the import path ``path`` whose metadata
+    folder is of ``kinds`` (one directory listing per entry), the first of a name winning, as for imports."""
     seen: set[str] = set()
     for entry in path:
         try:
@@ -33,18 +36,25 @@ def _declared(path: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
         except OSError:  # a missing folder, a zip file
             continue
         for folder in folders:
-            if not folder.endswith((".dist-info", ".egg-info")):
-                continue
-            dist = re.sub(r"[-_.]+", "_", folder.rsplit(".", 1)[0].split("-")[0]).lower()
-            if dist in seen:
-                continue
-            seen.add(dist)
-            try:
-                text = Path(entry or ".", folder, "entry_points.txt").read_text(encoding="utf-8")
-            except OSError:
-                continue
-            if "[" + GROUPS in text:
-                found += [(*e, os.path.join(entry or ".", folder)) for e in _entries(text)]
+            if folder.endswith(kinds):
+                key = dist_key(folder.rsplit(".", 1)[0].split("-")[0])
+                if key not in seen:
+                    seen.add(key)
+                    yield key, os.path.join(entry or ".", folder)
+
+
+@lru_cache(maxsize=4)
+def _declared(path: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
+    """``(group, name, value, metadata folder)`` of every irglow entry point on the import path ``path``: each
+    distribution's ``entry_points.txt``."""
+    found: list[tuple[str, str, str, str]] = []
+    for _, folder in distributions(path):
+        try:
+            text = Path(folder, "entry_points.txt").read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if "[" + GROUPS in text:
+            found += [(*e, folder) for e in _entries(text)]
     return tuple(found)
 
 

@@ -289,10 +289,11 @@ def test_only_a_few_queries_on_a_built_index_make_a_short_command(tmp_path, monk
     """Up to ``SHORT`` queries on an index already built, the search asks for a short command's JVM before the
     index opens; more queries, or an index still to build (long work), a JVM whose C2 code pays off."""
     from irglow.cli import main
-    from irglow.commands import common, search
+    from irglow.commands import search
+    from irglow.index import lucene_index
 
     asked: list[int] = []
-    monkeypatch.setattr(common, "short_command", lambda: asked.append(1))
+    monkeypatch.setattr(lucene_index, "short_command", lambda: asked.append(1))
     for n, short in ((3, False), (search.SHORT, True), (search.SHORT + 1, False)):  # the first builds the index
         topics = tmp_path / f"topics-{n}.tsv"
         topics.write_text("".join(f"q{i}\tcherry fruit {i}\n" for i in range(n)))
