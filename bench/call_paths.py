@@ -258,13 +258,13 @@ def traced_path(collection: str, spec: str, out: Path, settings: dict, pyterrier
         profiled(run, handed, varargs=True)
         return list(reached), [k for k in after if k not in reached]
 
-    experiment = Experiment(collection, systems=[rankers.Lexical("bm25"), ranker], out=out, settings=settings)
+    made: list = []  # the experiment, built under the tracer: its binding is on the ranker's path too
     Run.write = watched_write
     try:
-        to_file, after = trace(experiment.run)
+        to_file, after = trace(lambda: made.append(Experiment(collection, systems=[rankers.Lexical("bm25"), ranker],
+                                                              out=out, settings=settings)) or made[0].run())
     finally:
         Run.write = write
-    to_file.insert(0, ("irglow.experiment", "Experiment.__init__"))  # handed it, before the clock
     paths = {"experiment, to its run file": to_file, "experiment, to its table (record, evaluation, notes, plots)":
              to_file + after}
     if pyterrier:

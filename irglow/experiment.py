@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from irglow.defaults import BASELINE, SEED
 from irglow.config import SealedConfig, apply_override, include_sections, load_config
 from irglow.pipeline import run_pipeline
-from irglow.plan import bind_plan, check_config, made_rankers, parsed
+from irglow.plan import Plan, bind_plan, parsed
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -85,7 +85,8 @@ class Experiment:
         for key, value in (settings or {}).items():
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
         self.config = include_sections(cfg)  # a section's config = "file", as loading a file lays it
-        made = made_rankers(copy.deepcopy(self.config))  # bound now: a wrong setting stops here, before any work
+        self.plan = _bound(self.config)  # bound once, now: a wrong setting stops here, before any work
+        made = self.plan.graph
         lost = [r.tag for r in rankers if r.tag not in made]
         if lost:
             raise ValueError(f"Experiment: {', '.join(lost)} is no run of the configuration with settings= laid on "
@@ -93,16 +94,14 @@ class Experiment:
         self.rankers = [made[r.tag] for r in rankers]  # the bound graph's nodes (equal to the rankers given)
 
     def check(self) -> list[str]:
-        """Every setting checked (as ``irglow run`` does before any work); the runs it will produce."""
-        return check_config(copy.deepcopy(self.config))
+        """The runs it will produce (every setting was checked when it was built, as ``irglow run`` checks before
+        any work)."""
+        return list(self.plan.tags)
 
     def run(self):
-        """Run it (every stage cached by content, as ``irglow run``) and return the comparison of the test split
+        """Run its plan (every stage cached by content, as ``irglow run``) and return the comparison of the test split
         (``.table()``, ``.per_query(measure)``, ``.pairs()``, ``.to_markdown()`` …)."""
-        config = SealedConfig(self.config)  # bound, then sealed: nothing reads it after binding
-        plan = bind_plan(config)
-        config.seal()
-        return run_pipeline(plan).comparison
+        return run_pipeline(self.plan).comparison
 
     def save(self, path: str | Path) -> Path:
         """The experiment as a configuration file (``irglow run --config`` runs it; :meth:`load` reads it)."""
@@ -119,8 +118,8 @@ class Experiment:
         exp = cls.__new__(cls)
         exp.config = config
         exp.baseline = ev.get("baseline", BASELINE)
-        made = made_rankers(copy.deepcopy(config))
-        exp.rankers = [made[s] for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
+        exp.plan = _bound(config)
+        exp.rankers = [exp.plan.graph[s] for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
         return exp
 
     @property
@@ -131,6 +130,14 @@ class Experiment:
     def __repr__(self) -> str:
         return (f"Experiment({self.config['collection']['name']!r}, systems={self.systems!r}, "
                 f"baseline={self.baseline!r}, out={self.config['output']['dir']!r})")
+
+
+def _bound(config: dict[str, Any]) -> Plan:
+    """``config`` bound into its plan (a copy of it, sealed once bound: nothing reads it after binding)."""
+    sealed = SealedConfig(copy.deepcopy(config))
+    plan = bind_plan(sealed)
+    sealed.seal()
+    return plan
 
 
 def _section_of(config: dict[str, Any], name: str) -> dict[str, Any]:

@@ -36,8 +36,7 @@ from irglow import settings
 from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
 from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
-from irglow.runs.wanted import fusion_tag, split_fusion
-from irglow.rankers import Fusion, configured_fusions
+from irglow.rankers import Fusion, UnmadeRun, configured_fusions, fusion_tag, split_fusion
 from irglow.stage import Produced, Result, Stage, Unit
 from irglow.eval.measures import parse_measures
 
@@ -98,26 +97,6 @@ class FusionResult(Result):
         return cls(tag, list(info.get("parts", [])), info["method"], list(info["weights"]), info.get("norm"),
                    info.get("why"), measure if score is not None else None, score, info.get("tuning_queries"),
                    info.get("tuning_set"), info.get("carried_from"))
-
-
-def check(s: FusionSettings, produced: list[str]) -> None:
-    """Stop before any work on a hybrid of runs the configuration does not produce."""
-    for hybrid in s.hybrids:
-        parts = list(hybrid.part_tags)
-        if hybrid.every:
-            if len(produced) < 2:
-                raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
-            continue
-        others = [h.tag for h in s.hybrids if h is not hybrid and not h.every]  # a fusion fuses fusions
-        missing = [p for p in parts if p not in produced and p not in others]
-        if missing and s.optional:
-            log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)",
-                        fusion_tag(parts), missing)
-        elif missing:
-            raise ValueError(f"fusion.runs: {fusion_tag(parts)} needs runs this configuration does not produce: "
-                             f"{missing}; its runs: {', '.join(produced)}")
-        if fusion_tag(parts) in produced:
-            raise ValueError(f"fusion.runs: {fusion_tag(parts)} is already a run of another stage; rename or drop one")
 
 
 def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Fusion | None = None,
@@ -204,11 +183,9 @@ class FusionStage(Stage):
     name = "fusion"
     settings_class = FusionSettings
 
-    def tags(self, s: FusionSettings, produced=None) -> list[str]:
-        """The hybrids; with ``optional``, only those whose runs the other stages produce."""
-        if not s.optional or produced is None:
-            return s.tags
-        return [h.tag for h in s.hybrids if h.every or all(x in produced for x in h.part_tags)]
+    def tags(self, s: FusionSettings) -> list[str]:
+        """The hybrids (with ``optional``, the graph leaves out those whose runs the plan does not make: :meth:`node`)."""
+        return s.tags
 
     def resolved(self, s: FusionSettings) -> dict[str, Any]:
         """The hybrids as written in a configuration (a tag, or a table where one sets its own method or weights)."""
@@ -244,14 +221,33 @@ class FusionStage(Stage):
 
     def node(self, tag, s: FusionSettings, node_of):
         """``Fusion(its parts' nodes, its own settings)``; ``all``, whose parts are known once the other runs exist,
-        a run of its own (its unit reads every run not made from it)."""
+        a run of its own (its unit reads every run not made from it).  A part the plan does not make stops binding,
+        naming every missing part — or, with ``optional``, leaves this hybrid out (``None``)."""
         hybrid = next(h for h in s.hybrids if h.tag == tag)
         if hybrid.every:
             return hybrid
-        return Fusion([node_of(p) for p in hybrid.part_tags], hybrid.method, hybrid.norm, hybrid.weights)
+        parts, missing, runs = [], [], ()
+        for p in hybrid.part_tags:
+            try:
+                parts.append(node_of(p))
+            except UnmadeRun as e:
+                if e.tag != p:  # a run further down a part's own parts: that part's error
+                    raise
+                missing.append(p)
+                runs = e.runs
+        if missing and s.optional:
+            log.warning("fusion: %s left out: this configuration does not produce %s (fusion.optional)", tag, missing)
+            return None
+        if missing:
+            raise ValueError(f"fusion.runs: {tag} needs runs this configuration does not produce: {missing}; its runs: "
+                             f"{', '.join(runs)}")
+        return Fusion(parts, hybrid.method, hybrid.norm, hybrid.weights)
 
-    def check_inputs(self, s: FusionSettings, produced: list[str]) -> None:
-        check(s, produced)
+    def check_plan(self, s: FusionSettings, plan) -> None:
+        """``all`` needs two runs of the other stages to fuse."""
+        others = [t for t in plan.tags if t not in plan.written.get(self.name, ())]
+        if any(h.every for h in s.hybrids) and len(others) < 2:
+            raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
 
     def run_of(self, ctx, tag, query_set):
         """A hybrid whose weights are not tuned (fixed, reciprocal-rank), of parts that each search any query: the

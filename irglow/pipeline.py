@@ -91,11 +91,12 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
 
 def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[Any, Context]]:
     """Every stage's units of one split, and each stage's context (the shared one with its own settings object; the
-    runs are shared).  First each run whose stage makes its runs of training queries on demand
-    (:meth:`~irglow.stage.Stage.run_of`: a Lucene run searches any) is given them: a later node asks for them."""
+    runs are shared).  First each run another node reads, whose stage makes its runs of training queries on demand
+    (:meth:`~irglow.stage.Stage.run_of`: a Lucene run searches any), is given them: that node asks for them."""
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
+    read = plan.graph.read()
     for stage, _ in plan.stages:  # in the stages' order: a fusion searches its parts' runs where they search
-        for tag in plan.written[stage.name]:
+        for tag in (t for t in plan.written[stage.name] if t in read):
             for queries in (QuerySet.HELD_OUT, QuerySet.TRAINING):
                 make = stage.run_of(contexts[stage], tag, queries)
                 if make is not None:

@@ -20,9 +20,9 @@ from irglow.eval.compare import COMPARISON_SETTINGS
 from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
-from irglow.runs.keys import check_run_name
+from irglow.runs.trec import check_run_name
 from irglow.models.validation import check_stages
-from irglow.rankers import Graph, Lexical, Ranker
+from irglow.rankers import Graph, Ranker, UnmadeRun
 from irglow import stages  # its STAGES read when binding: a registry tests and plugins extend
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
@@ -191,13 +191,13 @@ class Plan:
 
 
 def _planned(bound: list[tuple[Any, Any]], baseline: str | None, wanted: tuple[str, ...] | None) -> dict[str, Any]:
-    """The runs of the bound stages, each checked against what the stages before produce, and the extra runs the
-    later ones want of the earlier (a fusion's tuning runs, a re-ranker's training runs)."""
+    """The runs of the bound stages, one writer each, and their graph (:func:`_graph`: what each node reads is a
+    run of the plan); ``[eval]``'s baseline and runs checked against them."""
     tags: list[str] = []
     own: list[list[str]] = []
     writer: dict[str, str] = {}
     for s, settings_object in bound:  # in the order they run
-        own.append(s.tags(settings_object, tags))
+        own.append(list(s.tags(settings_object)))
         for tag in own[-1]:  # one run, one name: a second writer of a tag would replace the first one's file
             check_run_name(tag, f"[{s.name}]'s run")
             if tag in writer:
@@ -206,8 +206,8 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str | None, wanted: tuple[s
                                  f"other; rename one (a re-ranking's or variant's name, Rerank(…, name=…))")
             writer[tag] = s.name
         tags += own[-1]
-    for (s, settings_object), mine in zip(bound, own):  # what each reads: any run of the plan but its own
-        s.check_inputs(settings_object, [t for t in tags if t not in mine])
+    graph = _graph(bound, own, tags)
+    tags = [t for t in tags if t in graph]  # a run its stage left out (an optional fusion of runs not made)
     if baseline is not None and baseline not in tags:
         raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
                          f"{', '.join(tags)}")
@@ -215,29 +215,44 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str | None, wanted: tuple[s
     if wanted is not None and missing:
         raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
                          f"{', '.join(tags)}")
-    return {"stages": tuple(bound), "tags": tuple(tags), "graph": _graph(bound, own, tags),
-            "written": {s.name: tuple(mine) for (s, _), mine in zip(bound, own)}}
+    return {"stages": tuple(bound), "tags": tuple(tags), "graph": graph,
+            "written": {s.name: tuple(t for t in mine if t in graph) for (s, _), mine in zip(bound, own)}}
 
 
 def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> Graph:
     """``{run: node}``: each run's :class:`~irglow.rankers.Ranker` as the stage writing it binds it
-    (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  A part no stage of the plan writes is
-    BM25 searched by the re-ranker itself, a node outside the graph."""
+    (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  The graph is where what a run reads is
+    checked, once for every stage: a part no stage of the plan writes stops binding, naming the run that reads it
+    (:class:`~irglow.rankers.UnmadeRun`; a stage may catch it — a re-ranker searches BM25 itself — or leave its
+    node out, ``None``: an optional fusion), and so do runs made of each other."""
     writer = {t: (s, b) for (s, b), mine in zip(bound, own) for t in mine}
     nodes: dict[str, Any] = {}
     making: list[str] = []
 
-    def node_of(tag: str):
+    def made(tag: str):  # its node, or None where its stage leaves it out
         if tag not in nodes:
             if tag in making:
-                raise ValueError(f"runs made of each other: {' → '.join([*making[making.index(tag):], tag])}")
+                raise ValueError(f"runs made of each other (a re-ranking of itself, a fusion of a run made from it): "
+                                 f"{' → '.join([*making[making.index(tag):], tag])}")
+            if tag not in writer:
+                reader = making[-1] if making else None
+                raise UnmadeRun(tag, reader, [t for t in tags if t != reader])
             making.append(tag)
-            s, b = writer.get(tag, (None, None))
-            nodes[tag] = s.node(tag, b, node_of) if s is not None else Lexical(tag)
-            making.pop()
+            try:
+                s, b = writer[tag]
+                nodes[tag] = s.node(tag, b, node_of)
+            finally:
+                making.pop()
         return nodes[tag]
 
-    return Graph({t: node_of(t) for t in tags})
+    def node_of(tag: str):
+        node = made(tag)
+        if node is None:
+            reader = making[-1] if making else None
+            raise UnmadeRun(tag, reader, [t for t in tags if t != reader and nodes.get(t, True) is not None])
+        return node
+
+    return Graph({t: node for t in tags if (node := made(t)) is not None})
 
 
 def ranker(spec, config: dict[str, Any] | None = None):

@@ -24,7 +24,57 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from irglow import settings as declared
 from irglow.config import as_names, flag
-from irglow.runs.wanted import ALL, fusion_tag, reranked_tag, split_fusion
+
+# Run tags: a ranker's tag is its canonical name, written by its ``tag`` and read back by the functions below —
+# a fusion's (``a+b``) and a re-ranking's (``monobert(a)``), one pair each way, beside the classes that write them
+# (the ir_measures pattern: a measure's name and its parser in one place).
+ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tuned, fused at the end
+
+
+def split_fusion(tag: str) -> list[str]:
+    """A fusion's tag as its parts: ``"a+b"`` → ``["a", "b"]``.  ``+`` means fusion and nothing else; inside
+    parentheses it belongs to a part (``"bm25+monobert(bm25f+glow)"``: BM25 fused with monoBERT re-ranking the
+    hybrid ``bm25f+glow``; ``"a+(b+c)"``: a fused with the hybrid b+c)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(tag):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            raise ValueError(f"run {tag!r}: a ')' without its '('")
+        if ch == "+" and depth == 0:
+            parts.append(tag[start:i])
+            start = i + 1
+    if depth:
+        raise ValueError(f"run {tag!r}: a '(' without its ')'")
+    parts.append(tag[start:])
+    if any(not p for p in parts):
+        raise ValueError(f"run {tag!r}: an empty part between '+'")
+    return [p[1:-1] if p.startswith("(") and p.endswith(")") and len(split_fusion(p[1:-1])) > 1 else p
+            for p in parts]
+
+
+def fusion_tag(parts) -> str:
+    """The tag of the fusion of ``parts``: joined by ``+``, a part that is itself a fusion in parentheses."""
+    return "+".join(f"({p})" if len(split_fusion(p)) > 1 else p for p in parts)
+
+
+def reranked_tag(model: str, first: str) -> str:
+    """The run of ``model`` re-ranking ``first``: ``monobert(bm25f+glow)``."""
+    return f"{model}({first})"
+
+
+def split_reranked(tag: str) -> tuple[str, str] | None:
+    """A re-ranking's tag as ``(model, first)`` (``monobert(bm25f+glow)`` → ``("monobert", "bm25f+glow")``), the
+    inverse of :func:`reranked_tag`; ``None`` for a tag of another form (``bm25``, a fusion ``a+monobert(b)``)."""
+    model, paren, rest = tag.partition("(")
+    if not paren or not model or not rest.endswith(")") or len(split_fusion(tag)) > 1:
+        return None
+    depth = 0
+    for ch in rest[:-1]:  # its own parentheses close at the end, not before: "a(b)+c(d)" is no re-ranking
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return None
+    return (model, rest[:-1]) if depth == 0 and rest[:-1] else None
+
 
 RERANKED_BY_DEFAULT = declared.value({}, "rerank", "first_stage")  # what a model's bare name re-ranks
 TWBERT_RUNS = ("twbert", "twbert-rm3", "bm25-ngram")  # TW-BERT's stage writes these (twbert-rm3 with rm3 on)
@@ -431,6 +481,16 @@ def _entries(fs: dict[str, Any]):
     return as_names(entries) if isinstance(entries, str) else entries
 
 
+class UnmadeRun(ValueError):
+    """A run a node reads that no stage of the plan makes (binding stops on it, naming the reader, unless the
+    reader's stage handles it: :func:`irglow.plan._graph`)."""
+
+    def __init__(self, tag: str, reader: str | None, runs: Sequence[str]):
+        self.tag, self.reader, self.runs = tag, reader, tuple(runs)
+        super().__init__(f"{reader + ' reads ' if reader else ''}{tag!r}, which is not a run of this configuration; "
+                         f"its runs: {', '.join(self.runs)}")
+
+
 class Graph(Mapping[str, Ranker]):
     """An experiment bound: ``{run: node}``, each node a :class:`Ranker` whose parts are the graph's own nodes
     (object edges), made by the stage writing it from its bound settings (:mod:`irglow.plan`).  A stage asks the
@@ -457,6 +517,12 @@ class Graph(Mapping[str, Ranker]):
     def untuned(self) -> "Graph":
         """The same graph where no fusion tunes (zero-shot reciprocal-rank fusion): no held-out run is read."""
         return Graph(self._nodes, tunes=False)
+
+    def read(self) -> set[str]:
+        """The runs a node reads: every node's parts; every run where a fusion fuses ``all``."""
+        if any(isinstance(n, Fusion) and n.every for n in self.values()):
+            return set(self)
+        return {p.tag for n in self.values() for p in n.parts}
 
     def reads_held_out(self, tag: str) -> bool:
         """Whether a fusion tunes on ``tag``'s run of the training queries its model held out: ``tag`` is a part of

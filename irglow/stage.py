@@ -196,17 +196,15 @@ class Stage:
     def node(self, tag: str, settings, node_of: Callable[[str], Any]):
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
         ``settings`` make, each part the graph's own node (``node_of(part's tag)``), so the graph's edges are
-        objects.  By default what its name reads as (:meth:`ranker`: a stage's own run, with no parts — ``bm25f``
-        is ``Lexical("bm25f")`` bound or not), else a run of its own."""
+        objects.  A part no stage makes raises :class:`~irglow.rankers.UnmadeRun` from ``node_of``; a stage
+        that can do without the run returns ``None`` (the run is left out of the plan).  By default what its name
+        reads as (:meth:`ranker`: a stage's own run, with no parts — ``bm25f`` is ``Lexical("bm25f")`` bound or
+        not), else a run of its own."""
         return self.ranker(tag, {}, node_of) or StageRun(self.name, tag)
 
-    def tags(self, settings, produced: Sequence[str] = ()) -> list[str]:
-        """The runs it writes, known from its settings (``produced``: the runs of the stages before it, for a
-        stage that writes only what it can make of them — an optional fusion)."""
+    def tags(self, settings) -> list[str]:
+        """The runs it writes, known from its settings (what they read is the graph's to check: :meth:`node`)."""
         raise NotImplementedError
-
-    def check_inputs(self, settings, produced: list[str]) -> None:
-        """Stop before any work if it needs a run that the stages before it do not produce."""
 
     def check_plan(self, settings, plan) -> None:
         """Stop before any work if it cannot do what the bound plan (:class:`irglow.plan.Plan`: the collection, the

@@ -58,7 +58,7 @@ class QueryLikelihoodStage(Stage):
     name = "ql"  # its [ql] section; `Experiment(systems=["ql"])` switches it on
     settings_class = QLSettings  # bound and checked before any work; the run gets it as ctx.settings
 
-    def tags(self, settings, produced=()) -> list[str]:
+    def tags(self, settings) -> list[str]:
         return ["ql"]
 
     def resolved(self, s: QLSettings) -> dict[str, Any]:

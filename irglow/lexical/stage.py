@@ -148,7 +148,7 @@ class LexicalStage(Stage):
 
         return Lexical(name) if name.removesuffix("-rm3") in lexical_systems() else None
 
-    def tags(self, settings: LexicalSettings, produced=()) -> list[str]:
+    def tags(self, settings: LexicalSettings) -> list[str]:
         return settings.tags()
 
     def transformer(self, ranker, folder):

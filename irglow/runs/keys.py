@@ -10,32 +10,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Sequence
 
-from irglow.runs.trec import Run
-
-
-_LONGEST_NAME = 200  # bytes: a file system's 255 less ".run", a partial file's prefix and suffix
-
-
-def check_run_name(name: object, where: str = "run") -> str:
-    """A run's name as its file's name (``<out>/<name>.run``, ``<name>-train/``): one plain file name — not empty,
-    no whitespace or control character, no ``/`` or ``\\``, not starting with ``.`` (``..``, a hidden file), at most
-    200 bytes — else ``ValueError`` naming it.  Every name a user gives a run (a re-ranking, a variant, a registered
-    system or kind, a plugin's run) goes through here when the configuration is bound, before any work."""
-    problem = None
-    if not isinstance(name, str) or not name:
-        problem = "it must be a non-empty string"
-    elif any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in name):
-        problem = "it holds whitespace or a control character"
-    elif "/" in name or "\\" in name:
-        problem = "it holds a path separator: the run would be written outside the output folder"
-    elif name.startswith("."):
-        problem = "it starts with '.' (a hidden file, or a step out of the output folder)"
-    elif len(name.encode("utf-8", "surrogatepass")) > _LONGEST_NAME:
-        problem = f"it is longer than {_LONGEST_NAME} bytes (a file name)"
-    if problem:
-        raise ValueError(f"{where} name {name!r} cannot name a run file: {problem}; give a plain name such as "
-                         f"'monobert-tfidf'")
-    return name
+from irglow.runs.trec import Run, check_run_name
 
 
 class QuerySet(Enum):

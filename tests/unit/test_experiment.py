@@ -42,7 +42,7 @@ def test_a_new_stage_needs_no_edit_to_experiment(monkeypatch):
     class Echo(Stage):
         name, settings_class = "echo", EchoSettings
 
-        def tags(self, settings, produced=()):
+        def tags(self, settings):
             return ["echo"]
 
     monkeypatch.setattr(stages, "STAGES", [*stages.STAGES, Echo()])

@@ -9,10 +9,13 @@ import pytest
 
 from irglow.cli import main
 from irglow.data.records import Qrel, Query
-from irglow.hybrid import FusionSettings, check, fuse_entry
+from irglow import stages
+from irglow.hybrid import FusionSettings, fuse_entry
+from irglow.plan import bind_plan
 from irglow.runs.keys import Runs, held_out
 from irglow.rankers import configured_fusions as hybrids
 from irglow.runs.trec import Run
+from irglow.stage import Stage
 from tests.files import write_trec
 
 
@@ -20,9 +23,28 @@ def _config(runs, **more) -> dict:
     return {"lexical": {"systems": ["bm25"], "depth": 10}, "fusion": {"enabled": True, "runs": runs, **more}}
 
 
+class _Made(Stage):
+    """A stage writing the runs a test names (besides [lexical]'s bm25): what the fusion's parts may be."""
+
+    name, always_enabled = "made", True
+
+    class settings_class:  # noqa: N801 - a stage's settings class, of no setting
+        @classmethod
+        def from_config(cls, config):
+            return cls()
+
+    def __init__(self, runs):
+        self.runs = [r for r in runs if r != "bm25"]
+
+    def tags(self, settings):
+        return self.runs
+
+
 def _check(config, produced) -> None:
-    """Binding [fusion] and checking its hybrids against the runs the stages before produce, as the plan does."""
-    check(FusionSettings.from_config(config), produced)
+    """The configuration bound, with a stage writing ``produced``: the plan's graph checks each hybrid's parts."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stages, "STAGES", [stages.stage("lexical"), _Made(produced), stages.stage("fusion")])
+        bind_plan(config)
 
 
 def test_hybrids_read_lists_and_plus_joined_strings():
@@ -58,7 +80,7 @@ def test_a_hybrid_may_fuse_another_hybrid_of_the_section_but_not_one_it_does_not
 
 
 def test_a_hybrid_may_not_shadow_another_stage_run():
-    with pytest.raises(ValueError, match="bm25f\\+glow is already a run of another stage"):
+    with pytest.raises(ValueError, match=r"run 'bm25f\+glow' is made by \[made\] and by \[fusion\]"):
         _check(_config([["bm25f", "glow"]]), ["bm25f", "glow", "bm25f+glow"])
 
 

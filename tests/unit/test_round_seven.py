@@ -18,7 +18,8 @@ from hypothesis import given, settings, strategies as st
 from irglow.cli import build_parser, main
 from irglow.data.trec import FormatError, read_qrels
 from irglow.runs.columns import read_ranked
-from irglow.runs.keys import RunKey, check_run_name
+from irglow.runs.keys import RunKey
+from irglow.runs.trec import check_run_name
 from irglow.runs.trec import Run
 from tests.files import write_trec
 

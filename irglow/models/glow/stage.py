@@ -154,7 +154,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     trains = True
     collective = True  # under torchrun: data-parallel training, corpus encoding in shards (rank 0 searches)
 
-    def tags(self, s: GlowSettings, produced=()) -> list[str]:
+    def tags(self, s: GlowSettings) -> list[str]:
         return [*s.untrained, *s.variants]
 
     def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:

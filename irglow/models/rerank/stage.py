@@ -40,13 +40,12 @@ from irglow.data.docstore import docs_store
 from irglow.lexical.searchers import LexicalSearcher
 from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
 from irglow.models.validation import ChoosesOnOtherSources
-from irglow.runs.wanted import reranked_tag, split_reranked
 from irglow.stage import Produced, Result, Stage, Unit
 from irglow.eval.measures import parse_measures
 from irglow.models.checkpoints import read_training, validation_score
 from irglow.models.rerank.pt import CrossEncoder
 from irglow.models.source import held_out_run_on_training_corpus, reused_model
-from irglow.rankers import Listed, Model, Rerank
+from irglow.rankers import Lexical, Listed, Model, Rerank, UnmadeRun, reranked_tag, split_reranked
 from irglow.runs.keys import held_out
 from irglow.runs.trec import Run, gather_runs
 from irglow.utils.digest import queries_digest, records_digest, tree_digest, value_digest
@@ -245,7 +244,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     settings_class = RerankSettings
     trains = True
 
-    def tags(self, s: RerankSettings, produced=()) -> list[str]:
+    def tags(self, s: RerankSettings) -> list[str]:
         return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
 
     def with_fields(self, s: RerankSettings, fields) -> RerankSettings:
@@ -260,7 +259,16 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
         owner, changes = s.models_of[name], s.expanded[name].changes
         model = Model(s.trainers[name].kind, **({"of": node_of(owner)} if owner != name else {}), **changes)
-        node = Rerank(node_of(first), model, depth=s.depth)  # its re-ranked block: what a fusion of it fuses
+        try:
+            first_node = node_of(first)
+        except UnmadeRun as e:
+            if e.tag != first:  # a run further down its first stage's parts: that node's error
+                raise
+            if first != "bm25":  # BM25 it searches itself where no [lexical] system writes it
+                where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in kind_names() else "")
+                raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(e.runs)}") from None
+            first_node = Lexical(first)
+        node = Rerank(first_node, model, depth=s.depth)  # its re-ranked block: what a fusion of it fuses
         return node if node.tag == tag else replace(node, name=tag)
 
     def transformer(self, ranker, folder):
@@ -291,20 +299,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 re.fullmatch(re.escape(k).replace(re.escape("{field}"), ".+"), name) for k in templates):
             return Listed("rerank", name, key="models")
         return None
-
-    def check_inputs(self, s: RerankSettings, produced: list[str]) -> None:
-        """Any run of the plan can be a first stage (a fusion, another re-ranking — this stage's own included, to
-        any depth: the pipeline runs a re-ranking once its first stage exists); it must be one, and a chain of
-        re-rankings must not come back to itself."""
-        for name, first in s.first_stages.items():
-            chain = [name]
-            while chain[-1] in s.first_stages and s.first_stages[chain[-1]] in s.first_stages:
-                chain.append(s.first_stages[chain[-1]])
-                if chain[-1] in chain[:-1]:
-                    raise ValueError(f"rerank: {' → '.join(chain)} re-ranks itself")
-            if first != "bm25" and first not in produced and first not in s.first_stages:
-                where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in kind_names() else "")
-                raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(produced)}")
 
     def resolved(self, s: RerankSettings):
         from dataclasses import asdict

@@ -52,7 +52,7 @@ class TWBertStage(Stage):
     trains = True
     collective = True  # under torchrun: data-parallel training, the queries' weights and searches split
 
-    def tags(self, s: TWBertSettings, produced=()) -> list[str]:
+    def tags(self, s: TWBertSettings) -> list[str]:
         return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
 
     def bm25_parameters(self, s: TWBertSettings) -> dict[str, float]:
