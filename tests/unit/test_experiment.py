@@ -174,3 +174,49 @@ def test_an_experiments_rankers_are_its_bound_graphs_nodes():
     assert ranker(given.tag, exp.config).depth == 30
     named = Experiment("demo", systems=["bm25", "monobert(bm25f+glow)"], settings={"rerank.depth": 30})
     assert named.rankers == exp.rankers and named.config["rerank"] == exp.config["rerank"]
+
+
+def test_an_experiment_binds_once_and_runs_the_plan_it_bound(monkeypatch):
+    """Issue 68: the plan bound at construction is the one ``run`` runs (no second binding of the configuration),
+    and the configuration it was bound from is sealed: a plan keeping a table of it could not read it later."""
+    import irglow.experiment as experiment
+
+    exp = Experiment("demo", systems=["bm25", "bm25f"])
+    assert exp.check() == list(exp.plan.tags) == ["bm25", "bm25f"] and exp.rankers == [exp.plan.graph["bm25"],
+                                                                                        exp.plan.graph["bm25f"]]
+    ran = []
+    monkeypatch.setattr(experiment, "bind_plan", lambda *a, **k: pytest.fail("bound a second time"))
+    monkeypatch.setattr(experiment, "run_pipeline", lambda plan: ran.append(plan) or type("R", (), {"comparison": 1}))
+    assert exp.run() == 1 and ran == [exp.plan]
+
+
+def test_a_part_no_stage_makes_is_named_with_the_run_that_reads_it(monkeypatch):
+    """Issue 68: what a node reads is checked once, by the graph, for every stage — a plugin's too."""
+    from dataclasses import dataclass
+
+    from irglow.rankers import Fusion, Lexical, StageRun
+
+    @dataclass(frozen=True)
+    class ReaderSettings:
+        enabled: bool
+
+        @classmethod
+        def from_config(cls, config):
+            return cls(config.get("reader", {}).get("enabled", False))
+
+    class Reader(Stage):
+        name, settings_class = "reader", ReaderSettings
+
+        def tags(self, settings):
+            return ["reader"]
+
+        def node(self, tag, settings, node_of):
+            return Fusion([node_of("bm25"), node_of("nope")])
+
+    monkeypatch.setattr(stages, "STAGES", [*stages.STAGES, Reader()])
+    with pytest.raises(ValueError, match=r"^reader reads 'nope', which is not a run of this configuration; its "
+                                         r"runs: bm25$"):
+        Experiment("demo", systems=["bm25", StageRun("reader", "reader")])
+    assert Experiment("demo", systems=["bm25"]).plan.graph.read() == set()  # no node reads another
+    assert Experiment("demo", systems=["bm25", Lexical("bm25") + Lexical("bm25f")]).plan.graph.read() == {"bm25",
+                                                                                                           "bm25f"}

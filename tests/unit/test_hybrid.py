@@ -79,6 +79,21 @@ def test_a_hybrid_may_fuse_another_hybrid_of_the_section_but_not_one_it_does_not
         _check(_config(["(bm25+twbert)+glow"]), ["bm25", "twbert", "glow"])
 
 
+def test_an_optional_hybrid_of_runs_the_plan_does_not_make_is_left_out_of_it(caplog):
+    """``fusion.optional``: the graph leaves out a hybrid whose parts are not made (its run, its node, its stage's
+    runs), saying so; without it, binding stops naming every missing part."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(stages, "STAGES", [stages.stage("lexical"), _Made(["twbert"]), stages.stage("fusion")])
+        with caplog.at_level(logging.WARNING, logger="irglow.hybrid"):
+            plan = bind_plan(_config(["bm25+twbert", "bm25+glow+dense"], optional=True))
+        with pytest.raises(ValueError, match=r"bm25\+glow\+dense needs runs this configuration does not produce: "
+                                             r"\['glow', 'dense'\]; its runs: bm25, twbert, bm25\+twbert$"):
+            bind_plan(_config(["bm25+twbert", "bm25+glow+dense"]))
+    assert plan.tags == ("bm25", "twbert", "bm25+twbert") and list(plan.graph) == list(plan.tags)
+    assert plan.written["fusion"] == ("bm25+twbert",)
+    assert "fusion: bm25+glow+dense left out: this configuration does not produce ['glow', 'dense']" in caplog.text
+
+
 def test_a_hybrid_may_not_shadow_another_stage_run():
     with pytest.raises(ValueError, match=r"run 'bm25f\+glow' is made by \[made\] and by \[fusion\]"):
         _check(_config([["bm25f", "glow"]]), ["bm25f", "glow", "bm25f+glow"])
