@@ -49,6 +49,12 @@ class Experiment:
         out: The output folder (runs, tables, report, manifest); unset: ``runs/experiments/<collection>``.
         seed: The experiment's seed (sampling, the shared held-out queries); unset: the file's, else 13.
 
+    Attributes:
+        config: The configuration the arguments were written into (what :meth:`save` writes).
+        plan: That configuration bound, once, when the experiment was made (:class:`~irglow.plan.Plan`): what
+            :meth:`run` runs. A change to ``config`` afterwards is not seen: make another experiment.
+        rankers: The runs compared, as the plan's graph's nodes (equal to the rankers given).
+
     Raises:
         ValueError: A setting that is misspelt, out of range or contradicted by another ranker, named with its key,
             before any work.
