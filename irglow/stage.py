@@ -196,11 +196,10 @@ class Stage:
     def node(self, tag: str, settings, node_of: Callable[[str], Any]):
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
         ``settings`` make, each part the graph's own node (``node_of(part's tag)``), so the graph's edges are
-        objects.  A part no stage makes raises :class:`~irglow.rankers.UnmadeRun` from ``node_of``; a stage
-        that can do without the run returns ``None`` (the run is left out of the plan, and its units make only the
-        runs of ``ctx.graph``).  By default what its name
-        reads as (:meth:`ranker`: a stage's own run, with no parts — ``bm25f`` is ``Lexical("bm25f")`` bound or
-        not), else a run of its own."""
+        objects.  A part no stage makes raises :class:`~irglow.rankers.UnmadeRun` from ``node_of``; a stage that
+        can do without the run returns ``None`` (the run is left out of the plan, and its units make only the runs
+        of ``ctx.graph``).  By default what its name reads as (:meth:`ranker`: a stage's own run, with no parts —
+        ``bm25f`` is ``Lexical("bm25f")`` bound or not), else a run of its own."""
         return self.ranker(tag, {}, node_of) or StageRun(self.name, tag)
 
     def tags(self, settings) -> list[str]:
