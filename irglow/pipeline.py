@@ -94,9 +94,9 @@ def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[A
     runs are shared).  First each run another node reads, whose stage makes its runs of training queries on demand
     (:meth:`~irglow.stage.Stage.run_of`: a Lucene run searches any), is given them: that node asks for them."""
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
-    read = plan.graph.read()
+    inputs = plan.graph.inputs()
     for stage, _ in plan.stages:  # in the stages' order: a fusion searches its parts' runs where they search
-        for tag in (t for t in plan.written[stage.name] if t in read):
+        for tag in (t for t in plan.written[stage.name] if t in inputs):
             for queries in (QuerySet.HELD_OUT, QuerySet.TRAINING):
                 make = stage.run_of(contexts[stage], tag, queries)
                 if make is not None:

@@ -518,8 +518,8 @@ class Graph(Mapping[str, Ranker]):
         """The same graph where no fusion tunes (zero-shot reciprocal-rank fusion): no held-out run is read."""
         return Graph(self._nodes, tunes=False)
 
-    def read(self) -> set[str]:
-        """The runs a node reads: every node's parts; every run where a fusion fuses ``all``."""
+    def inputs(self) -> set[str]:
+        """The runs some node reads (its inputs): every node's parts; every run where a fusion fuses ``all``."""
         if any(isinstance(n, Fusion) and n.every for n in self.values()):
             return set(self)
         return {p.tag for n in self.values() for p in n.parts}

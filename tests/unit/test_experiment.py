@@ -217,6 +217,6 @@ def test_a_part_no_stage_makes_is_named_with_the_run_that_reads_it(monkeypatch):
     with pytest.raises(ValueError, match=r"^reader reads 'nope', which is not a run of this configuration; its "
                                          r"runs: bm25$"):
         Experiment("demo", systems=["bm25", StageRun("reader", "reader")])
-    assert Experiment("demo", systems=["bm25"]).plan.graph.read() == set()  # no node reads another
-    assert Experiment("demo", systems=["bm25", Lexical("bm25") + Lexical("bm25f")]).plan.graph.read() == {"bm25",
-                                                                                                           "bm25f"}
+    assert Experiment("demo", systems=["bm25"]).plan.graph.inputs() == set()  # no node reads another
+    fused = Experiment("demo", systems=["bm25", Lexical("bm25") + Lexical("bm25f")])
+    assert fused.plan.graph.inputs() == {"bm25", "bm25f"}
