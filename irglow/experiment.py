@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from irglow.defaults import BASELINE, SEED
-from irglow.config import SealedConfig, apply_override, include_sections, load_config
+from irglow.config import apply_override, include_sections, load_config
 from irglow.pipeline import run_pipeline
-from irglow.plan import Plan, bind_plan, parsed
+from irglow.plan import bind_sealed, parsed
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -91,7 +91,7 @@ class Experiment:
         for key, value in (settings or {}).items():
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
         self.config = include_sections(cfg)  # a section's config = "file", as loading a file lays it
-        self.plan = _bound(self.config)  # bound once, now: a wrong setting stops here, before any work
+        self.plan = bind_sealed(copy.deepcopy(self.config))  # bound once, now: a wrong setting stops here, before any work
         made = self.plan.graph
         lost = [r.tag for r in rankers if r.tag not in made]
         if lost:
@@ -124,7 +124,7 @@ class Experiment:
         exp = cls.__new__(cls)
         exp.config = config
         exp.baseline = ev.get("baseline", BASELINE)
-        exp.plan = _bound(config)
+        exp.plan = bind_sealed(copy.deepcopy(config))
         exp.rankers = [exp.plan.graph[s] for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]
         return exp
 
@@ -136,14 +136,6 @@ class Experiment:
     def __repr__(self) -> str:
         return (f"Experiment({self.config['collection']['name']!r}, systems={self.systems!r}, "
                 f"baseline={self.baseline!r}, out={self.config['output']['dir']!r})")
-
-
-def _bound(config: dict[str, Any]) -> Plan:
-    """``config`` bound into its plan (a copy of it, sealed once bound: nothing reads it after binding)."""
-    sealed = SealedConfig(copy.deepcopy(config))
-    plan = bind_plan(sealed)
-    sealed.seal()
-    return plan
 
 
 def _section_of(config: dict[str, Any], name: str) -> dict[str, Any]:

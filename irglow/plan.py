@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from irglow import settings
-from irglow.config import as_names, check_settings, flag
+from irglow.config import SealedConfig, as_names, check_settings, flag
 from irglow.eval.compare import COMPARISON_SETTINGS
 from irglow.eval.measures import DEFAULT_MEASURES, parse_measures, split_measures
 from irglow.index.lucene_index import IndexConfig, check_index_config
@@ -306,6 +306,16 @@ def _stage_runs() -> list[str]:
         except (ValueError, TypeError, KeyError):
             continue
     return list(dict.fromkeys(names))
+
+
+def bind_sealed(config: dict[str, Any]) -> Plan:
+    """``config`` bound (:func:`bind_plan`), then sealed (:class:`~irglow.config.SealedConfig`; a plain dict is
+    wrapped first): a module that kept a table of it, or reads a setting from it after binding, stops with an error
+    instead of running on a default — what ``irglow run`` and an ``Experiment`` run."""
+    sealed = config if isinstance(config, SealedConfig) else SealedConfig(config)
+    plan = bind_plan(sealed)
+    sealed.seal()
+    return plan
 
 
 def check_config(config: dict[str, Any]) -> list[str]:

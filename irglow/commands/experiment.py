@@ -9,7 +9,7 @@ from pathlib import Path
 from irglow.config import SealedConfig, load_config
 from irglow.grid import run_grid
 from irglow.pipeline import run_pipeline
-from irglow.plan import bind_plan
+from irglow.plan import bind_sealed
 from irglow.regressions import run_matrix
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import collective
@@ -25,9 +25,7 @@ def cmd_run(args) -> int:
     elif args.select_on:
         raise SystemExit("--select-on needs --grid KEY=V1,V2 (the settings to choose between)")
     else:
-        plan = bind_plan(config)
-        config.seal()
-        run_pipeline(plan)
+        run_pipeline(bind_sealed(config))
     return 0
 
 
