@@ -1,6 +1,8 @@
 """Experiment's configuration, built from rankers (irglow.rankers) or the names of their runs, which the stages
 read themselves (irglow.experiment): each ranker switches on what makes it, its parts first."""
 
+from dataclasses import dataclass
+
 import pytest
 
 from irglow import stages
@@ -28,19 +30,22 @@ def test_a_reranker_brings_the_first_stage_it_is_configured_with():
     assert cfg["twbert"]["enabled"] and cfg["rerank"]["models"] == ["nrmf"]
 
 
-def test_a_new_stage_needs_no_edit_to_experiment(monkeypatch):
-    from dataclasses import dataclass
-
+def _switched(section: str) -> type:
+    """A plugin stage's settings class of one setting, ``[section] enabled``."""
     @dataclass(frozen=True)
-    class EchoSettings:
+    class Settings:
         enabled: bool
 
         @classmethod
         def from_config(cls, config):
-            return cls(config.get("echo", {}).get("enabled", False))
+            return cls(config.get(section, {}).get("enabled", False))
 
+    return Settings
+
+
+def test_a_new_stage_needs_no_edit_to_experiment(monkeypatch):
     class Echo(Stage):
-        name, settings_class = "echo", EchoSettings
+        name, settings_class = "echo", _switched("echo")
 
         def tags(self, settings):
             return ["echo"]
@@ -192,20 +197,10 @@ def test_an_experiment_binds_once_and_runs_the_plan_it_bound(monkeypatch):
 
 def test_a_part_no_stage_makes_is_named_with_the_run_that_reads_it(monkeypatch):
     """Issue 68: what a node reads is checked once, by the graph, for every stage — a plugin's too."""
-    from dataclasses import dataclass
-
     from irglow.rankers import Fusion, Lexical, StageRun
 
-    @dataclass(frozen=True)
-    class ReaderSettings:
-        enabled: bool
-
-        @classmethod
-        def from_config(cls, config):
-            return cls(config.get("reader", {}).get("enabled", False))
-
     class Reader(Stage):
-        name, settings_class = "reader", ReaderSettings
+        name, settings_class = "reader", _switched("reader")
 
         def tags(self, settings):
             return ["reader"]
