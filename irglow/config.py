@@ -31,6 +31,13 @@ def config_path(path: str | Path) -> Path:
     given = Path(path)
     if given.is_file():
         return given
+    if given.is_dir():
+        inside = sorted(p.name for p in given.iterdir() if p.suffix in (".toml", ".yaml", ".yml") and p.is_file())
+        hint = (f"name a file in it ({', '.join(inside[:6])}{' …' if len(inside) > 6 else ''})" if inside else
+                "it holds no .toml or .yaml file" + ("; an output folder's settings are in its manifest.json, and "
+                                                     "Experiment.save writes a file Experiment.load reads"
+                                                     if (given / "manifest.json").is_file() else ""))
+        raise IsADirectoryError(f"configuration {path} is a folder, not a file: {hint}")
     if not given.is_absolute():
         inside = Path(*given.parts[1:]) if given.parts[:1] == ("configs",) else given
         if (SHIPPED / inside).is_file():
@@ -301,10 +308,15 @@ def run_manifest_path(run: str | Path) -> Path:
     return run.with_name(run.name + ".manifest.json")
 
 
-def write_run_manifest(run: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path:
+def write_run_manifest(run: str | Path, config: dict[str, Any], seed: int | None = None, **extra: Any) -> Path | None:
     """The record of one command's run file (``irglow search``, ``fuse``, ``rerank``, ``glow search``, ``twbert
     search``), beside it as :func:`run_manifest_path`: a folder's ``manifest.json`` is a pipeline's record (what
-    ``irglow.pyterrier.transformer`` reads), and a single command writing ``-o DIR/x.run`` must not replace it."""
+    ``irglow.pyterrier.transformer`` reads), and a single command writing ``-o DIR/x.run`` must not replace it.  A run
+    written to standard output (``-o -``) has no record (``None``)."""
+    from irglow.utils.atomic import is_stdout
+
+    if is_stdout(run):
+        return None
     return write_manifest(Path(run).parent, config, seed, record=run_manifest_path(run), run=str(run), **extra)
 
 

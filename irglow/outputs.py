@@ -36,6 +36,9 @@ def diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list
             if f.is_file():
                 curves[name] = json.loads(f.read_text()).get("state", {}).get("history", [])
     made.append(plot_training_curves(curves, out / "training-curves.png"))
+    for name in ("per-query.png", "training-curves.png"):  # an earlier experiment's plot would pass for this one's
+        if all(p is None or p.name != name for p in made):
+            (out / name).unlink(missing_ok=True)
     return [p.name for p in made if p is not None]
 
 

@@ -207,6 +207,8 @@ def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict
         from irglow.eval.plots import plot_pairs
 
         plot_pairs(cmp, out / "pairs.png")
+    else:  # an earlier experiment's heatmap would pass for this one's
+        (out / "pairs.png").unlink(missing_ok=True)
     plots = diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
     # the page's notes: each hybrid's weights (and where they were tuned), each model's throughput
     if plan.report_page:

@@ -6,7 +6,7 @@ from irglow.commands.common import open_index
 from irglow.data.collection import load_collection
 from irglow.data.trec import write_qrels
 from irglow.index.stats import CollectionStats
-from irglow.utils.atomic import check_not_input
+from irglow.utils.atomic import check_not_input, is_stdout
 
 
 def cmd_index(args) -> int:
@@ -33,5 +33,6 @@ def cmd_qrels(args) -> int:
     collection = load_collection(args.data)
     output = check_not_input(args.output or f"qrels/{collection.name}.{args.split}.qrels", [], data=args.data)
     path = write_qrels(collection.qrels(args.split), output)
-    print(path)
+    if not is_stdout(path):  # -o -: the judgments themselves are the output
+        print(path)
     return 0

@@ -15,7 +15,7 @@ from irglow.eval import significance as sig
 from irglow.eval.compare import compare, evaluate_files
 from irglow.eval.measures import parse_measures
 from irglow.eval.plots import plot_comparison, plot_pairs
-from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable
+from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable, is_stdout
 
 
 def _qrels(args):
@@ -84,7 +84,9 @@ def cmd_compare(args) -> int:
     qrels = _qrels(args)
     cmp = _comparison(args, qrels)
     text = cmp.render(args.format)
-    if args.format in ("markdown", "md"):  # the terminal's width: CI stacked, wide tables in blocks, prose wrapped
+    if is_stdout(args.output):  # -o -: the table once, in its format, on standard output
+        pass
+    elif args.format in ("markdown", "md"):  # the terminal's width: CI stacked, wide tables in blocks, prose wrapped
         print(cmp.to_terminal(shutil.get_terminal_size((100, 24)).columns))
     else:
         print(text)

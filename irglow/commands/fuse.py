@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from irglow import settings as declared
@@ -11,7 +12,7 @@ from irglow.data.trec import read_qrels
 from irglow.runs.fusion import fuse, tune_weights
 from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
 from irglow.runs.trec import Run, check_token
-from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable
+from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable, is_stdout
 
 
 def cmd_fuse(args) -> int:
@@ -50,7 +51,8 @@ def cmd_fuse(args) -> int:
     write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
                        weights=weights)
     shown = ", ".join(f"{Path(p).stem} {w:g}" for p, w in zip(args.runs, weights or [1.0] * len(args.runs)))
-    print(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note} → {output}")
+    print(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note} → "
+          f"{'standard output' if is_stdout(output) else output}", file=sys.stderr if is_stdout(output) else sys.stdout)
     return 0
 
 
@@ -65,11 +67,13 @@ def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
     per_query = qpp_weights(runs, [looks_dense(r) for r in runs], args.per_query)
     fused = fuse_weighted(runs, per_query, args.k, args.depth, tag)
     fused.write(output)
-    table = output.with_name(output.name + ".weights.tsv")
+    table = Path(f"{tag}.weights.tsv") if is_stdout(output) else output.with_name(output.name + ".weights.tsv")
     atomic_write_text(table, "query\t" + "\t".join(names) + "\n" + "".join(
         f"{q}\t" + "\t".join(f"{w:.6g}" for w in ws) + "\n" for q, ws in per_query.items()))
     args.method = "rrf"
     write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
                        weights_per_query=str(table))
-    print(f"rrf of {', '.join(names)}, weighted per query ({args.per_query}) → {output} (weights: {table})")
+    print(f"rrf of {', '.join(names)}, weighted per query ({args.per_query}) → "
+          f"{'standard output' if is_stdout(output) else output} (weights: {table})",
+          file=sys.stderr if is_stdout(output) else sys.stdout)
     return 0

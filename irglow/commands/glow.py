@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from irglow.config import apply_override, load_config, write_manifest, write_run_manifest
@@ -15,6 +16,7 @@ from irglow.models.glow.model import GlowEncoder
 from irglow.models.glow.runner import featurizer_for, glow_run
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 from irglow.settings import field_values
+from irglow.utils.atomic import is_stdout
 from irglow.utils.distributed import collective, join, main_first
 
 
@@ -72,15 +74,18 @@ def cmd_search(args) -> int:
     if args.field_tokens:
         budgets = parse_field_tokens(args.field_tokens)
         model.with_token_budgets({f: n for f, n in budgets.items() if f != "*"}, budgets.get("*"))
+    # -o -: the run on standard output, the encodings kept under runs/ as for a run named glow
+    folder, name = (Path("runs"), "glow") if is_stdout(out) else (out.parent, out.stem)
     run, info = glow_run(model, index, stats, docs_store(coll).sequence(), coll.queries(args.split),
-                         out.parent, out.stem, args.depth, faiss_kind=args.faiss,
+                         folder, name, args.depth, faiss_kind=args.faiss,
                          shard_rows=args.shard_rows, workers=max(0, args.workers))
     if not w.main:  # its shard is encoded; rank 0 searched and writes
         return 0
     run.write(out)
     write_run_manifest(out, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}},
                        **info)
-    print(f"{len(run)} queries → {out} ({info['docs_per_s']:.1f} docs/s encoding)")
+    print(f"{len(run)} queries → {'standard output' if is_stdout(out) else out} ({info['docs_per_s']:.1f} docs/s "
+          "encoding)", file=sys.stderr if is_stdout(out) else sys.stdout)
     return 0
 
 

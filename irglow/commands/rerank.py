@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from irglow.config import apply_override, load_config, write_manifest, write_run_manifest
 from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.data.docstore import docs_store
@@ -11,7 +14,7 @@ from irglow.models.rerank.explain import explain_table
 from irglow.models.rerank.kinds import kind_of, load_reranker, reranker_kind
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
 from irglow.runs.trec import Run, check_token, gather_runs
-from irglow.utils.atomic import check_not_input, check_writable
+from irglow.utils.atomic import check_not_input, check_writable, is_stdout
 from irglow.utils.distributed import collective, is_main, main_first, rank_file, split
 
 
@@ -56,14 +59,15 @@ def cmd_rerank(args) -> int:
     order = [Query(q, "") for q in run.ranking]
     mine = Run({q.query_id: run.ranking[q.query_id] for q in split(order)}, run.tag)
     tag = args.tag or f"{run.tag}-{kind.name}"
-    partial = out.with_name(rank_file(f".{out.name}.partial.jsonl"))
+    partial = (Path(".") if is_stdout(out) else out.parent) / rank_file(f".{tag if is_stdout(out) else out.name}.partial.jsonl")
     reranked = gather_runs({tag: kind.rerank_run(model, mine, queries, docs, args.depth, tag,
                                                  batch_size=args.batch_size, checkpoint=partial)},
                            order)[tag]  # a killed re-ranking resumes (irglow's kinds)
     reranked.write(out)
     write_run_manifest(out, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}})
     if is_main():
-        print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {out}")
+        print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {'standard output' if is_stdout(out) else out}",
+              file=sys.stderr if is_stdout(out) else sys.stdout)
     return 0
 
 

@@ -97,13 +97,20 @@ MAX_LABEL = 1_000_000
 
 
 def check_label(label: int, where: str = "") -> int:
-    """A label trec_eval's arrays can hold (``|label| <= MAX_LABEL``), else ``ValueError`` saying why (``where``:
-    the judgment it belongs to, put first)."""
-    if not -MAX_LABEL <= label <= MAX_LABEL:
-        raise ValueError(f"{where}relevance {label} is beyond ±{MAX_LABEL:,}: trec_eval and pytrec_eval size an array by the "
+    """A label trec_eval's arrays can hold (``label <= MAX_LABEL``), else ``ValueError`` saying why (``where``:
+    the judgment it belongs to, put first).  A negative label of any size is evaluated: trec_eval reads every
+    negative label as "in the pool, not judged" and sizes nothing by it (:func:`pooled_label`)."""
+    if label > MAX_LABEL:
+        raise ValueError(f"{where}relevance {label} is beyond {MAX_LABEL:,}: trec_eval and pytrec_eval size an array by the "
                          f"largest label (this one would ask for {8 * (abs(label) + 1) / 2**30:,.1f} GiB and score "
                          f"wrongly where it cannot get it); write the labels on a graded scale (0, 1, 2 …)")
     return label
+
+
+def pooled_label(label: int) -> int:
+    """A negative label as the evaluators are given it: one below ``-MAX_LABEL`` (which a C int or an int64 may not
+    hold) becomes ``-MAX_LABEL``, which trec_eval treats the same (only -1, "not in the pool", is told apart)."""
+    return label if label >= -MAX_LABEL else -MAX_LABEL
 
 
 def parse_label(text: str) -> tuple[int, bool]:
@@ -180,9 +187,17 @@ _TAG = re.compile(r"<(num|title|desc|narr|top|/top)>", re.I)
 def read_topics(path: str | Path, field: str = "title") -> list[Query]:
     """Read topics: TSV (``qid<TAB>text``), BEIR ``queries.jsonl``, or classic TREC SGML.
 
-    Read in Python on purpose: Pyserini guesses a topic reader from the file path.
+    Read in Python on purpose: Pyserini guesses a topic reader from the file path.  A file that holds no query
+    (empty, blank lines only, SGML without a ``<top>``) is an error: its run would be an empty file and exit 0.
     """
-    path = Path(path)
+    queries = _read_topics(Path(path), field)
+    if not queries:
+        raise ValueError(f"{path} holds no queries; give a file of 'qid<TAB>query text' lines, BEIR queries.jsonl "
+                         "records or TREC <top> topics")
+    return queries
+
+
+def _read_topics(path: Path, field: str) -> list[Query]:
     # lines end at "\n" (and "\r\n") only: str.splitlines would also split at U+2028, U+0085 … inside a JSON
     # string or a query's text, and number every later line wrongly
     lines = [(n, line.rstrip("\n").removesuffix("\r")) for n, line in utf8_lines(path)]

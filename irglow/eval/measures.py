@@ -20,7 +20,7 @@ from ir_measures.measures.base import SumAgg
 from ir_measures.providers import registry
 
 from irglow.data.records import Qrel
-from irglow.data.trec import check_label
+from irglow.data.trec import MAX_LABEL, check_label, pooled_label
 from irglow.eval import vectorized
 from irglow.runs.columns import Columns, RankedRun
 from irglow.runs.trec import Run
@@ -157,6 +157,8 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
     qids = sorted({q.query_id for q in qrels})
     for q in qrels:  # qrels from Python or ir_datasets, not only from a file (read_qrels checks those by line)
         check_label(q.relevance, f"query {q.query_id}, document {q.doc_id}: ")
+    if any(q.relevance < -MAX_LABEL for q in qrels):
+        qrels = [q if q.relevance >= -MAX_LABEL else q._replace(relevance=pooled_label(q.relevance)) for q in qrels]
     # a query the run misses, as ``trec_eval -c`` scores it: NumQ counts it and NumRel its relevant documents (both
     # follow the judgments alone); every other measure is 0
     out: dict[str, dict[str, float]] = {str(m): missed_values(m, qrels, qids) for m in measures}
@@ -218,7 +220,10 @@ def _score_part(part: dict, measures: list, judged: dict) -> list[tuple[str, str
     with_labels = {q.query_id for q in scored_qrels}
     pooled_qrels = [q for q in part_qrels if q.query_id in with_labels]
     longest = max((len(d) for d in part.values()), default=0)
-    out = []
+    # a query judged with negative labels only is retrieved all the same: NumRet counts its documents, as trec_eval
+    # does (every other count and measure is 0, or the judgment rate's, computed on ``part_qrels`` below)
+    out = [(str(m), qid, float(len(docs))) for m in measures if m.NAME == "NumRet" and m.params.get("rel") is None
+           for qid, docs in part.items() if qid not in with_labels]
     for group, depth in _by_depth(measures, longest):
         families: dict[tuple, list] = {}
         for m in group:

@@ -105,15 +105,34 @@ def _candidate(home: Path, source: str) -> JavaRuntime | None:
 
 
 def _describe_rejected(home: Path) -> str:
-    major = _major_version(home)
+    return f"{home} ({_rejected_because(home)})"
+
+
+def _rejected_because(home: Path) -> str:
+    if not home.is_dir():
+        return "no such folder"
     if _libjvm(home) is None:
-        return f"{home} (no libjvm found)"
-    return f"{home} (Java {major if major is not None else '?'})"
+        return "no libjvm found"
+    major = _major_version(home)
+    return f"Java {major if major is not None else '?'}"
 
 
 @lru_cache(maxsize=1)
 def find_java() -> JavaRuntime:
-    """Find a Java 21+ runtime, or raise :class:`JavaNotFoundError` with a fix."""
+    """Find a Java 21+ runtime, or raise :class:`JavaNotFoundError` with a fix.  An explicit ``$JAVA_HOME`` that
+    cannot be used is said (a warning, shown without ``-v``) before another runtime is used in its place."""
+    found = _find_java()
+    env_home = os.environ.get("JAVA_HOME")
+    if env_home and found.source != "JAVA_HOME":
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "JAVA_HOME=%s is not used (%s; irglow needs Java %d or newer): using %s (Java %d, %s) instead",
+            env_home, _rejected_because(Path(env_home)), MIN_JAVA, found.home, found.major, found.source)
+    return found
+
+
+def _find_java() -> JavaRuntime:
     rejected: list[str] = []
     env_home = os.environ.get("JAVA_HOME")
     if env_home:

@@ -21,7 +21,8 @@ from typing import Iterator, Sequence
 from irglow.data.records import ScoredDoc
 from irglow.data.trec import FormatError, open_binary, split_fields, truncated_gzip, utf8_advice
 from irglow.runs.packed import PackedRanking
-from irglow.utils.atomic import atomic_file
+from irglow.config import run_manifest_path
+from irglow.utils.atomic import atomic_file, is_stdout
 from irglow.utils import distributed
 from irglow.utils.digest import records_digest
 from irglow.utils.distributed import is_main
@@ -156,6 +157,10 @@ class Run:
             for qid, docs in self.ranking.items():
                 f.write("".join([f"{qid} Q0 {doc_id} {rank} {format_score(score)} {tag}\n"
                                  for rank, (doc_id, score) in enumerate(docs, 1)]))
+        # a single command's record of an earlier file of this name no longer describes it (its writer, if a
+        # command, writes its own next)
+        if not is_stdout(path):
+            run_manifest_path(path).unlink(missing_ok=True)
         return path
 
     @classmethod

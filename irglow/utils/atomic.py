@@ -13,6 +13,8 @@ from typing import Iterator
 
 def check_writable(path: str | Path) -> Path:
     """Fail *before* the work if ``path`` cannot be written: its folder is under a regular file or read-only."""
+    if is_stdout(path):
+        return Path(path)
     path = Path(path)
     if path.is_dir():
         raise SystemExit(f"cannot write {path}: it is a folder; name a file in it, e.g. {path / 'out.txt'}")
@@ -46,6 +48,8 @@ def check_not_input(output: str | Path, inputs, option: str = "-o", data: str | 
     through ``..``, a symbolic or a hard link, or lies inside the collection folder ``data`` (``report … --data C
     -o C/qrels/test.tsv`` would replace the qrels with HTML): the result would replace what it was computed from."""
     output = Path(output)
+    if is_stdout(output):
+        return output
     for p in inputs:
         if p and _same_file(output, Path(p)):
             same = "" if Path(p) == output else f" (the same file as {p})"
@@ -97,6 +101,9 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
     ``mkstemp``'s private 0600.  Its name carries the pid, so the half-written file of a writer that
     was killed (a trainer checkpoint can be hundreds of MB) is swept by the next write of ``path``.
     """
+    if is_stdout(path):  # ``-o -``: the whole output, once complete, on standard output
+        yield from _to_stdout()
+        return
     path = Path(path)
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,9 +115,38 @@ def atomic_file(path: str | Path) -> Iterator[Path]:
         yield tmp
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as e:
+        # a write into the hidden temporary file (a file-size limit, a full disk) names the file the user gave
+        if e.errno is not None and e.filename in (None, str(tmp), name):
+            raise type(e)(e.errno, e.strerror, str(path)) from None
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+STDOUT = "-"  # an output named "-" is standard output, as everywhere in Unix
+
+
+def is_stdout(path: str | Path | None) -> bool:
+    """Whether an output option names standard output (``-o -``)."""
+    return path is not None and str(path) == STDOUT
+
+
+def _to_stdout() -> Iterator[Path]:
+    import sys
+
+    fd, name = tempfile.mkstemp(prefix=".irglow-stdout.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        sys.stdout.flush()
+        with open(tmp, "rb") as f:
+            shutil.copyfileobj(f, sys.stdout.buffer)
+        sys.stdout.flush()
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
