@@ -28,19 +28,67 @@ def dist_key(name: str) -> str:
 def distributions(path: "list[str] | tuple[str, ...]", kinds: tuple[str, ...] = (".dist-info", ".egg-info")
                   ) -> Iterator[tuple[str, str]]:
     """``(normalized name, metadata folder)`` of each distribution on the import path ``path`` whose metadata
-    folder is of ``kinds`` (one directory listing per entry), the first of a name winning, as for imports."""
+    folder is of ``kinds``, the first of a name winning — in ``importlib.metadata``'s own order (its ``Lookup``):
+    each path entry's children as the directory lists them (not sorted: of two dist-infos of one name in one
+    folder, the one it lists first), then an egg's ``EGG-INFO`` where the entry is a ``.egg`` (a folder or a zip
+    file).  One listing per entry."""
     seen: set[str] = set()
     for entry in path:
+        root = entry or "."
+        base = os.path.basename(root).lower()
         try:
-            folders = sorted(os.listdir(entry or "."))
-        except OSError:  # a missing folder, a zip file
+            children = os.listdir(root)
+        except NotADirectoryError:  # a zipped egg (or wheel) on the path
+            children = _zip_children(root)
+        except OSError:  # a missing folder
             continue
-        for folder in folders:
-            if folder.endswith(kinds):
-                key = dist_key(folder.rsplit(".", 1)[0].split("-")[0])
-                if key not in seen:
-                    seen.add(key)
-                    yield key, os.path.join(entry or ".", folder)
+        infos, eggs = [], []
+        for child in children:
+            low = child.lower()
+            if low.endswith(kinds):
+                infos.append((dist_key(low.rpartition(".")[0].partition("-")[0]), os.path.join(root, child)))
+            elif base.endswith(".egg") and low == "egg-info" and ".egg-info" in kinds:
+                eggs.append((dist_key(base.rpartition(".")[0].partition("-")[0]), os.path.join(root, child)))
+        for key, folder in (*infos, *eggs):
+            if key not in seen:
+                seen.add(key)
+                yield key, folder
+
+
+def _zip_children(archive: str) -> list[str]:
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(archive) as z:
+            return list(dict.fromkeys(name.split("/", 1)[0] for name in z.namelist()))
+    except (OSError, zipfile.BadZipFile):
+        return []
+
+
+def _metadata_file(folder: str, name: str) -> str:
+    """A metadata file's text, from a folder or from inside a zipped egg (``x.egg/EGG-INFO``); ``OSError`` if none."""
+    if os.path.isdir(folder):
+        return Path(folder, name).read_text(encoding="utf-8")
+    import zipfile
+
+    archive, inner = os.path.split(folder)
+    try:
+        with zipfile.ZipFile(archive) as z:
+            return z.read(f"{inner}/{name}").decode("utf-8")
+    except (KeyError, zipfile.BadZipFile) as e:
+        raise OSError(str(e)) from None
+
+
+def _distribution(folder: str):
+    """The ``importlib.metadata`` distribution of a metadata folder (inside a zip file too, as importlib opens it)."""
+    from importlib.metadata import Distribution, PathDistribution
+
+    if os.path.isdir(folder):
+        return Distribution.at(folder)
+    import zipfile
+
+    archive, inner = os.path.split(folder)
+    return PathDistribution(zipfile.Path(archive, inner + "/"))
 
 
 @lru_cache(maxsize=4)
@@ -50,7 +98,7 @@ def _declared(path: tuple[str, ...]) -> tuple[tuple[str, str, str, str], ...]:
     found: list[tuple[str, str, str, str]] = []
     for _, folder in distributions(path):
         try:
-            text = Path(folder, "entry_points.txt").read_text(encoding="utf-8")
+            text = _metadata_file(folder, "entry_points.txt")
         except OSError:
             continue
         if "[" + GROUPS in text:
@@ -76,11 +124,11 @@ def _scanned(group: str, path: tuple[str, ...]) -> tuple[Any, ...]:
     points = [(name, value, folder) for g, name, value, folder in _declared(path) if g == group]
     if not points:
         return ()
-    from importlib.metadata import Distribution, EntryPoint  # only where a package registers something
+    from importlib.metadata import EntryPoint  # only where a package registers something
 
     def point(name: str, value: str, folder: str) -> EntryPoint:
         made = EntryPoint(name, value, group)
-        vars(made).update(dist=Distribution.at(folder))  # as entry_points() gives it: its package named
+        vars(made).update(dist=_distribution(folder))  # as entry_points() gives it: its package named
         return made
 
     return tuple(sorted((point(*p) for p in points), key=lambda p: p.name))
@@ -91,28 +139,55 @@ def registered(group: str) -> tuple[Any, ...]:
     return _scanned(group, tuple(sys.path))
 
 
-def module_code(module: str) -> dict[str, str] | None:
+def module_code(module: str, dist: Any = None) -> dict[str, str] | None:
     """What a cache key holds of another package's code (``None`` for irglow's own, whose version every key
-    holds): the distribution's name and version, and a digest of the module's source — of every ``.py`` file of
-    its package where the module is a package's ``__init__`` — so an edited plugin, with or without a version
-    bump, never reuses the runs or models its old code made."""
+    holds): the distribution's name and version, and a digest of the source of every module the plugin's package
+    holds — every ``.py`` file under its top-level package's folder, and every ``.py`` file its distribution lists
+    (its other top-level packages) — so an edited plugin, or an edited module it imports (``jmpkg.plugin`` reading
+    ``jmpkg/consts.py``), with or without a version bump, never reuses the runs or models its old code made.
+    ``dist``: the distribution the entry point came from (the one whose code is loaded), else the one
+    ``importlib.metadata`` names for the top-level package."""
     if module == "irglow" or module.startswith("irglow."):
         return None
     loaded = importlib.import_module(module)
-    origin = Path(getattr(loaded, "__file__", "") or "")
-    files = sorted(origin.parent.rglob("*.py")) if origin.name == "__init__.py" else [origin] if origin.name else []
-    source = hashlib.sha256()
-    for f in files:  # read each time: a file edited since it was imported is what the next run loads
-        text = f.read_bytes()
-        source.update(f"{f.relative_to(origin.parent)}\0{len(text)}\0".encode() + text)
-    from importlib.metadata import packages_distributions, version  # a plugin's key only
+    top_name = module.split(".")[0]
+    top = sys.modules.get(top_name) or importlib.import_module(top_name)
+    files: dict[str, Path] = {}
+    for folder in list(getattr(top, "__path__", None) or []):  # a package (a namespace package's every folder)
+        for f in sorted(Path(folder).rglob("*.py")):
+            files.setdefault(f"{top_name}/{f.relative_to(folder).as_posix()}", f)
+    for m in (top, loaded):  # a single-file module, or an entry module outside its package's folders
+        origin = getattr(m, "__file__", None)
+        if origin and origin.endswith(".py") and not any(p == Path(origin) for p in files.values()):
+            files[m.__name__.replace(".", "/") + ".py"] = Path(origin)
+    from importlib.metadata import packages_distributions, distribution  # a plugin's key only
 
-    dists = packages_distributions().get(module.split(".")[0], [])
-    return {"module": module, "package": ",".join(f"{d} {version(d)}" for d in dists),
-            "source": source.hexdigest()[:16]}
+    dists = [dist] if dist is not None else []
+    if not dists:
+        for name in packages_distributions().get(top_name, []):
+            try:
+                dists.append(distribution(name))
+            except Exception:  # noqa: BLE001 - listed but unreadable: keyed on the folders above
+                continue
+    for d in dists:
+        for listed in d.files or []:
+            if listed.suffix == ".py":
+                located = Path(d.locate_file(listed))
+                if located.is_file():
+                    files.setdefault(listed.as_posix(), located)
+    source = hashlib.sha256()
+    for label, f in sorted(files.items()):  # read each time: a file edited since it was imported is what runs next
+        try:
+            text = f.read_bytes()
+        except OSError:
+            continue
+        source.update(f"{label}\0{len(text)}\0".encode() + text)
+    package = ",".join(dict.fromkeys(f"{d.metadata['Name']} {d.version}" for d in dists))
+    return {"module": module, "package": package, "source": source.hexdigest()[:16]}
 
 
 def entry_point_code(group: str, name: str) -> dict[str, str] | None:
-    """:func:`module_code` of the module behind ``name``'s entry point in ``group`` (``None``: none registered)."""
+    """:func:`module_code` of the module behind ``name``'s entry point in ``group`` (``None``: none registered),
+    keyed with the distribution that registered it."""
     point = next((p for p in registered(group) if p.name == name), None)
-    return None if point is None else module_code(point.module)
+    return None if point is None else module_code(point.module, getattr(point, "dist", None))

@@ -30,3 +30,62 @@ def test_the_scan_finds_what_importlib_metadata_finds(tmp_path, monkeypatch):
         assert ours == theirs
     assert [p.name for p in plugins.registered("irglow.lexical")] == ["bm", "jm"]
     assert plugins.registered("irglow.lexical")[1].module == "jm_system"
+
+
+def test_the_scan_takes_an_egg_and_the_listing_order_as_importlib_metadata_does(tmp_path, monkeypatch):
+    """Issue 80, item 16: an egg on the path (a folder and a zip file) was not scanned ("unknown lexical system"),
+    and of two dist-infos of one name in one folder irglow took the sorted first (0.10) where importlib takes the one
+    the folder lists first; the key then named the other.  Both now agree with ``entry_points()`` and ``version()``."""
+    import zipfile
+    from importlib.metadata import entry_points, version
+
+    egg = tmp_path / "eggy-1.0-py3.11.egg"
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[irglow.lexical]\negg = eggy_mod:E\n")
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: eggy\nVersion: 1.0\n")
+    zipped = tmp_path / "zeggy-2.0-py3.11.egg"
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("EGG-INFO/entry_points.txt", "[irglow.lexical]\nzegg = zeggy_mod:Z\n")
+        z.writestr("EGG-INFO/PKG-INFO", "Metadata-Version: 1.1\nName: zeggy\nVersion: 2.0\n")
+    site = tmp_path / "site"
+    for v in ("0.9", "0.10"):
+        folder = site / f"irglow_two-{v}.dist-info"
+        folder.mkdir(parents=True)
+        (folder / "entry_points.txt").write_text(f"[irglow.lexical]\ntwo = two_{v.replace('.', '_')}:T\n")
+        (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: irglow-two\nVersion: {v}\n")
+    monkeypatch.setattr(sys, "path", [str(egg), str(zipped), str(site)])
+    ours = [(p.name, p.value, p.dist.name, p.dist.version) for p in plugins.registered("irglow.lexical")]
+    theirs = sorted((p.name, p.value, p.dist.name, p.dist.version) for p in entry_points(group="irglow.lexical"))
+    assert ours == theirs
+    assert {p.name for p in plugins.registered("irglow.lexical")} == {"egg", "zegg", "two"}
+    two = next(p for p in plugins.registered("irglow.lexical") if p.name == "two")
+    assert two.dist.version == version("irglow-two")
+
+
+def test_a_plugin_is_keyed_on_every_module_of_its_package(tmp_path, monkeypatch):
+    """Issue 80, item 1: ``jmpkg.plugin:JM`` importing ``jmpkg/consts.py`` was keyed on ``plugin.py`` alone, so a λ
+    edited in ``consts.py`` reused the old run.  Every module of the top-level package is in the key (and every
+    module its distribution lists, here a second top-level package ``jmhelpers``)."""
+    pkg, helpers = tmp_path / "jmpkg", tmp_path / "jmhelpers"
+    pkg.mkdir()
+    helpers.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "consts.py").write_text("LAMBDA = 0.7\n")
+    (pkg / "plugin.py").write_text("from jmpkg.consts import LAMBDA\n\nclass JM:\n    pass\n")
+    (helpers / "__init__.py").write_text("SMOOTH = 1\n")
+    info = tmp_path / "jmpkg-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jmpkg\nVersion: 1.0\n")
+    (info / "RECORD").write_text("jmpkg/__init__.py,,\njmpkg/consts.py,,\njmpkg/plugin.py,,\n"
+                                 "jmhelpers/__init__.py,,\njmpkg-1.0.dist-info/METADATA,,\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("jmpkg", "jmpkg.plugin", "jmpkg.consts", "jmhelpers"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    first = plugins.module_code("jmpkg.plugin")
+    assert first["package"] == "jmpkg 1.0" and first["module"] == "jmpkg.plugin"
+    (pkg / "consts.py").write_text("LAMBDA = 0.05\n")
+    second = plugins.module_code("jmpkg.plugin")
+    assert second["source"] != first["source"]
+    (helpers / "__init__.py").write_text("SMOOTH = 2\n")
+    assert plugins.module_code("jmpkg.plugin")["source"] != second["source"]
+    assert plugins.module_code("jmpkg.plugin") == plugins.module_code("jmpkg.plugin")  # nothing else moves it
