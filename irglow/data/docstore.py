@@ -35,6 +35,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from irglow.data.records import Document, make_document
+from irglow.utils.digest import check_table_digests, table_digests
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ class JsonLinesStore(DocStore):
         self.order, self.sorted_hashes = order, sorted_hashes
 
     TABLES = ("offsets", "lines", "order", "sorted_hashes")
-    TABLE_FORMAT = 1
+    TABLE_FORMAT = 2  # 2: each array's digest recorded, checked once per process
 
     @classmethod
     def scan(cls, path: Path, name: str, parse: Callable[[int, str], Document],
@@ -194,8 +195,9 @@ class JsonLinesStore(DocStore):
             with atomic_dir(folder) as tmp:
                 for key in self.TABLES:
                     np.save(Path(tmp) / f"{key}.npy", getattr(self, key))
-                (Path(tmp) / "format.json").write_text(json.dumps({"format": self.TABLE_FORMAT, "meta": self.meta,
-                                                                   "documents": len(self.offsets)}))
+                (Path(tmp) / "format.json").write_text(json.dumps({
+                    "format": self.TABLE_FORMAT, "meta": self.meta, "documents": len(self.offsets),
+                    "digests": table_digests(tmp, [f"{key}.npy" for key in self.TABLES])}))
         except OSError as e:  # a read-only data folder: the pass is made again next time, nothing is lost
             log.warning("document store of %s not kept in %s (%s)", self.name, folder, e)
 
@@ -209,6 +211,11 @@ class JsonLinesStore(DocStore):
         except (OSError, ValueError) as e:  # absent, or cut short ("mmap length is greater than file size")
             if (folder / "format.json").is_file():
                 log.warning("document store tables in %s are damaged (%s); the corpus is scanned again", folder, e)
+            return None
+        damaged = check_table_digests(folder, info.get("digests") or {f"{k}.npy": "" for k in cls.TABLES})
+        if damaged is not None:  # the same size, other bytes: a record's offset would read another document
+            log.warning("document store table %s differs from the digest recorded when it was built; the corpus is "
+                        "scanned again", folder / damaged)
             return None
         n, size = info.get("documents"), path.stat().st_size
         lengths = {key: len(a) for key, a in arrays.items()}

@@ -13,7 +13,9 @@ Files (folder ``irglow-ids/`` inside the index):
   helper breaks ties by it, as trec_eval breaks them by ``strcmp``;
 * ``hashes.npy`` — the 64-bit ids' hashes (:func:`irglow.data.docstore.id_hash`), sorted; ``hash-docs.npy`` —
   the doc number of each sorted hash: an id is found by binary search, then confirmed against its bytes;
-* ``format.json`` — written last: a folder without it is not a table.
+* ``format.json`` — written last: a folder without it is not a table.  It records each file's SHA-256, checked the
+  first time a process opens the table: a file damaged at its own size (two ids swapped) would otherwise map hits
+  to wrong ids without a word.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from typing import Iterable, Iterator
 import numpy as np
 from irglow.data.docstore import id_hash, position_by_hash
 from irglow.utils.atomic import atomic_dir
+from irglow.utils.digest import check_table_digests, table_digests
 
 FOLDER = "irglow-ids"
-FORMAT = 1
+FORMAT = 2  # 2: each file's digest recorded (a table of format 1 is written again from the index)
 ARRAYS = ("ids.offsets.npy", "tie-rank.npy", "hashes.npy", "hash-docs.npy")
+FILES = ("ids.utf8", *ARRAYS)
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +54,7 @@ class IdTable(Sequence):
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
+        self._check_digests()
         # plain ndarrays over the mapped files (np.memmap's own indexing is several times slower)
         arrays = []
         for name in ARRAYS:
@@ -65,6 +70,18 @@ class IdTable(Sequence):
                 self._bytes = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         else:
             self._bytes = b""
+
+    def _check_digests(self) -> None:
+        """Every file as it was built (its recorded digest; once per process and file state)."""
+        try:
+            recorded = json.loads((self.folder / "format.json").read_text()).get("digests") or {}
+        except (OSError, ValueError) as e:
+            raise DamagedTable(self.folder / "format.json", f"unreadable ({e})") from None
+        if set(recorded) != set(FILES):
+            raise DamagedTable(self.folder / "format.json", "records no digest of the table's files")
+        damaged = check_table_digests(self.folder, recorded)
+        if damaged is not None:
+            raise DamagedTable(self.folder / damaged, "differs from the digest recorded when the table was built")
 
     def _check(self, size: int) -> None:
         """The files agree with each other and with ``format.json`` (O(1): sizes and end points, no pass over the
@@ -113,7 +130,8 @@ class IdTable(Sequence):
             by_hash = np.argsort(h, kind="stable")
             np.save(tmp / "hashes.npy", h[by_hash])
             np.save(tmp / "hash-docs.npy", by_hash.astype("<i4"))
-            (tmp / "format.json").write_text(json.dumps({"format": FORMAT, "documents": n}))
+            (tmp / "format.json").write_text(json.dumps({"format": FORMAT, "documents": n,
+                                                         "digests": table_digests(tmp, FILES)}))
         return cls(folder)
 
     @classmethod

@@ -14,6 +14,7 @@ so a torch BM25 built on them reproduces Lucene's scores.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import math
 from dataclasses import dataclass
@@ -30,8 +31,10 @@ from irglow.index.jvm import autoclass, bulk_search_available
 from irglow.index.lucene_index import LuceneIndex, doc_ids
 from irglow.utils.atomic import atomic_dir
 from irglow.index.id_table import IdTable
+from irglow.utils.digest import check_table_digests, table_digests
 from irglow.utils.paths import cache_dir
 
+log = logging.getLogger(__name__)
 STATS_DIR = "irglow-stats"
 DOC_COLUMNS = "docs"  # per-document columns as .npy files, rows by Lucene doc number
 
@@ -188,8 +191,26 @@ def export_stats(index: LuceneIndex, force: bool = False) -> Path:
         for column in docs.columns:  # each per-document column also as a flat array every process memory-maps
             if column != "doc_id":
                 np.save(tmp / DOC_COLUMNS / f"{column}.npy", docs[column].to_numpy())
+        # each memory-mapped column's digest, checked once per process (CollectionStats.load): a column damaged at
+        # its own size would otherwise give wrong lengths or frequencies to every model without a word
+        columns = sorted(p.relative_to(tmp).as_posix() for p in (*(tmp / DOC_COLUMNS).glob("*.npy"),
+                                                                 *(tmp / TERM_TABLE).glob("*.npy")))
+        (tmp / DIGESTS).write_text(json.dumps(table_digests(tmp, columns), indent=1))
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     return target
+
+
+DIGESTS = "digests.json"  # {column file: SHA-256}, written with the export
+
+
+def _damaged(path: Path) -> str | None:
+    """What is wrong with an export's memory-mapped columns (``None``: each is as exported)."""
+    try:
+        recorded = json.loads((path / DIGESTS).read_text())
+    except (OSError, ValueError):
+        return f"the statistics in {path} record no digest of their columns"
+    damaged = check_table_digests(path, recorded)
+    return None if damaged is None else f"{path / damaged} differs from the digest recorded when it was exported"
 
 
 TERM_TABLE = "terms"  # the vocabulary as an id table (term → row) and its df_/cf_ columns as .npy files
@@ -270,6 +291,12 @@ class CollectionStats:
         column (a Python string per document): a document's row is its Lucene doc number, found in the index's
         memory-mapped id table."""
         path = export_stats(index) if export else stats_dir(index)
+        damaged = _damaged(path)
+        if damaged and export:  # a column changed since the export (or an export of before digests): made again
+            log.warning("%s; the statistics are exported again from the index", damaged)
+            path = export_stats(index, force=True)
+        elif damaged:
+            raise ValueError(f"{damaged}; export them again (irglow stats)")
         meta = json.loads((path / "meta.json").read_text())
         return cls(path, meta, DocColumns(path), index.ids)
 
