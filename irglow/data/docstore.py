@@ -212,16 +212,16 @@ class JsonLinesStore(DocStore):
             if (folder / "format.json").is_file():
                 log.warning("document store tables in %s are damaged (%s); the corpus is scanned again", folder, e)
             return None
-        damaged = check_table_digests(folder, info.get("digests") or {f"{k}.npy": "" for k in cls.TABLES})
-        if damaged is not None:  # the same size, other bytes: a record's offset would read another document
-            log.warning("document store table %s differs from the digest recorded when it was built; the corpus is "
-                        "scanned again", folder / damaged)
-            return None
         n, size = info.get("documents"), path.stat().st_size
         lengths = {key: len(a) for key, a in arrays.items()}
         if set(lengths.values()) != {n} or (n and not 0 <= int(arrays["offsets"][-1]) < size):
             log.warning("document store tables in %s are damaged (%s for %s documents of a %d-byte file); the corpus "
                         "is scanned again", folder, lengths, n, size)
+            return None
+        damaged = check_table_digests(folder, info.get("digests") or {f"{k}.npy": "" for k in cls.TABLES})
+        if damaged is not None:  # the same size, other bytes: a record's offset would read another document
+            log.warning("document store table %s differs from the digest recorded when it was built; the corpus is "
+                        "scanned again", folder / damaged)
             return None
         return cls(path, name, parse, None, arrays["offsets"], arrays["lines"], arrays["order"],
                    arrays["sorted_hashes"], info.get("meta"))

@@ -104,7 +104,7 @@ def check_label(label: int, where: str = "") -> int:
         raise ValueError(f"{where}relevance {label} is beyond {MAX_LABEL:,}: trec_eval and pytrec_eval size an array by the "
                          f"largest label (this one would ask for {8 * (abs(label) + 1) / 2**30:,.1f} GiB and score "
                          f"wrongly where it cannot get it); write the labels on a graded scale (0, 1, 2 …)")
-    return label
+    return pooled_label(label)
 
 
 def pooled_label(label: int) -> int:

@@ -54,7 +54,6 @@ class IdTable(Sequence):
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self._check_digests()
         # plain ndarrays over the mapped files (np.memmap's own indexing is several times slower)
         arrays = []
         for name in ARRAYS:
@@ -64,7 +63,8 @@ class IdTable(Sequence):
                 raise DamagedTable(self.folder / name, f"unreadable ({e})") from None
         self.offsets, self.tie_rank, self.hashes, self.hash_docs = arrays
         size = (self.folder / "ids.utf8").stat().st_size
-        self._check(size)
+        self._check(size)  # sizes and end points first: what a cut or extended file did, said in those terms
+        self._check_digests()
         if size:
             with open(self.folder / "ids.utf8", "rb") as f:
                 self._bytes = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

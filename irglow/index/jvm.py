@@ -189,7 +189,7 @@ _bulk_classes: Path | None = None
 _layout: tuple[Path, list[str], list[str], str | None] | None = None
 
 
-def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
+def compile_bulk_helper(runtime: JavaRuntime, root: Path, existing_only: bool = False) -> Path | None:
     """Compile ``java/*.java`` (the bulk helper: hits as primitive arrays, searched on a thread pool; irglow's
     document generator) with the runtime's own ``javac``, once per source and Anserini version, into the jar
     ``root/<digest>.jar`` (``$IRGLOW_CACHE/java``; a jar, not a folder, so the JVM's start-up cache accepts it).
@@ -208,8 +208,8 @@ def compile_bulk_helper(runtime: JavaRuntime, root: Path) -> Path | None:
     key = hashlib.sha256(b"".join(s.read_bytes() for s in sources) + jar.name.encode() +
                          str(runtime.major).encode()).hexdigest()[:12]
     target = root / f"{key}.jar"
-    if target.is_file():
-        return target
+    if target.is_file() or existing_only:
+        return target if target.is_file() else None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))
@@ -244,6 +244,24 @@ def writable_folder(preferred: Path) -> Path:
         preferred.name
     fallback.mkdir(parents=True, exist_ok=True)
     return fallback
+
+
+def java_cache_folder(runtime: JavaRuntime, preferred: Path) -> Path:
+    """Where the JVM's jars and start-up cache are: ``preferred`` (``$IRGLOW_CACHE/java``); where it is read-only (a
+    shared cache), still ``preferred`` when it holds every jar this runtime needs (then its recorded start-up cache is
+    used too: its key names those jars), else a writable folder of the same name (:func:`writable_folder`)."""
+    folder = writable_folder(preferred)
+    if folder == preferred or not preferred.is_dir():
+        return folder
+    try:
+        bulk_possible = (runtime.home / "bin" / "javac").exists() and not os.environ.get("IRGLOW_NO_BULK")
+        if bulk_possible and compile_bulk_helper(runtime, preferred, existing_only=True) is None:
+            return folder
+        if jvm_aot.enabled(runtime.major):
+            jvm_aot.pyjnius_jar(preferred)  # OSError where it is not there and cannot be written
+    except OSError:
+        return folder
+    return preferred
 
 
 def started() -> JavaRuntime | None:
@@ -306,7 +324,7 @@ def start_jvm(data: str | Path | None = None) -> JavaRuntime:
 
             # compiled once per source into the user's cache, not the data folder: a data folder (a test's, a
             # scratch one) may be removed while this JVM still loads classes from it
-            java_cache = writable_folder(cache_dir("java"))
+            java_cache = java_cache_folder(runtime, cache_dir("java"))
             _bulk_classes = compile_bulk_helper(runtime, java_cache)
             class_path = [str(anserini_jar()), *([str(_bulk_classes)] if _bulk_classes else [])]
             if jvm_aot.enabled(runtime.major):

@@ -13,14 +13,21 @@ which a JVM under pyjnius never does: recording runs in its own process (:mod:`i
 And a cache refuses a class path holding a non-empty folder: irglow's Java helper and pyjnius's own classes
 travel as jars, and the recording process leaves out the folder pyjnius appends (its classes are in the jar).
 
+A cache the JVM is handed must be the one recorded: a damaged one (a flipped or zeroed region) makes every JVM
+abort with SIGSEGV.  So its size and SHA-256 are recorded beside it (``.sum``) before it is put in place, and
+checked before a JVM starts from it (hashed once per file state: the ``.sum`` keeps the state it was checked in); one
+that differs is set aside, said once, and recorded again by the next command that opens an index.
+
 Off with ``IRGLOW_JVM_AOT=0``; Java 21–24 run without a cache.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -96,34 +103,132 @@ def cache_file(root: Path, home: Path, class_path: list[str], options: list[str]
 
 
 def jvm_options(root: Path, home: Path, class_path: list[str], options: list[str]) -> list[str]:
-    """The option that records (in :func:`record`'s process) or uses (where one was recorded) the cache."""
+    """The option that records (in :func:`record`'s process) or uses (where one was recorded and is intact) the
+    cache."""
     out = recording()
     if out:
         return [f"-XX:AOTCacheOutput={out}"]
     path = cache_file(root, home, class_path, options)
-    if not path.is_file():
+    if not path.is_file() or not intact(path):
         return []
     try:
-        os.utime(path)  # its last use: caches of an older Java or irglow unused for UNUSED_DAYS are removed
+        os.utime(sum_file(path))  # its last use (the .sum's time: the cache's own stays as checked), for prune
     except OSError:  # a read-only cache is still used
         pass
     return [f"-XX:AOTCache={path}"]
 
 
+def sum_file(target: Path) -> Path:
+    """Where a cache's size and digest are recorded, and the file state they were last checked in."""
+    return target.with_name(target.name + ".sum")
+
+
+def _state(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
+def intact(path: Path) -> bool:
+    """Whether the cache at ``path`` is the one recorded (its size and digest as its ``.sum`` says).  It is hashed
+    only when its state (inode, size, times) differs from the one last checked; a damaged cache, or one without a
+    ``.sum`` (recorded by an older irglow), is set aside (``.damaged``, removed by the next recording), said once,
+    and the JVM starts without it."""
+    note = sum_file(path)
+    try:
+        recorded = json.loads(note.read_text())
+        state = _state(path)
+        if recorded.get("checked") == state:
+            return True
+        if state[2] == recorded.get("size") and _sha256(path) == recorded.get("sha256"):
+            try:  # hashed once per state: later JVMs trust it without reading 40 MB
+                _write_atomic(note, json.dumps({**recorded, "checked": state}))
+            except OSError:  # a read-only cache: checked again by the next process
+                pass
+            return True
+        why = "its content differs from the digest recorded with it"
+    except FileNotFoundError as e:
+        if not path.is_file():  # set aside meanwhile by another process
+            return False
+        why = "no digest was recorded with it" if e.filename == str(note) else str(e)
+    except (OSError, ValueError) as e:
+        why = f"its digest cannot be read ({e})"
+    aside = path.with_name(path.name + ".damaged")
+    try:
+        os.replace(path, aside)
+        note.unlink(missing_ok=True)
+    except OSError:  # a read-only cache: not used, not moved
+        aside = None
+    log.warning("the JVM's start-up cache %s is not used: %s%s; it is recorded again when a command next opens an "
+                "index (commands start slower until then, results are the same)", path, why,
+                f" (set aside as {aside.name})" if aside else "")
+    return False
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def prune(root: Path, keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
-    """Remove the caches under ``root`` (and their ``.failed`` notes and locks) that no process has started from for ``days``
-    (another Java's, an older irglow's: some 40 MB each), all but ``keep``; returns what was removed."""
+    """Remove the caches under ``root`` (with their ``.sum``, ``.failed`` notes and locks) that no process has started
+    from for ``days`` (another Java's, an older irglow's: some 40 MB each), all but ``keep``; and every cache set
+    aside as damaged and every file a killed recorder left (``.aot-<key>.aot.<pid>`` and its ``.config``, 44 MB),
+    whatever their age.  Returns what was removed."""
     removed = []
     for other in root.glob("aot-*.aot*"):
-        if other.name.startswith(keep.name) or not other.name.endswith((".aot", ".aot.failed", ".aot.lock")):
+        if other.name.startswith(keep.name) and not other.name.endswith(".damaged"):
+            continue
+        if not other.name.endswith((".aot", ".aot.failed", ".aot.lock", ".aot.sum", ".aot.damaged")):
             continue
         try:
-            if time.time() - other.stat().st_mtime > days * 86400:
+            base = other.with_name(other.name.rpartition(".aot")[0] + ".aot")
+            used = max((p.stat().st_mtime for p in (other, sum_file(base)) if p.exists()), default=0)
+            if other.name.endswith(".damaged") or time.time() - used > days * 86400:
                 other.unlink()
                 removed.append(other)
         except OSError:
             continue
+    removed += sweep_leftovers(root)
     return removed
+
+
+_LEFTOVER = re.compile(r"^\.aot-[0-9a-f]+\.aot\.(\d+)(\.config)?$")
+
+
+def sweep_leftovers(root: Path) -> list[Path]:
+    """The temporary files of recorders that are no longer running (killed: their pid is gone)."""
+    removed = []
+    for leftover in root.glob(".aot-*.aot.*"):
+        m = _LEFTOVER.match(leftover.name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        try:
+            leftover.unlink()
+            removed.append(leftover)
+        except OSError:
+            continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
 
 
 def ensure(index: Path, runtime, layout: tuple[Path, list[str], list[str]] | None) -> Path | None:
@@ -154,12 +259,43 @@ def lock_file(target: Path) -> Path:
     return target.with_name(target.name + ".lock")
 
 
+RETRY_SECONDS = 600  # a failed recording is tried again after this long, doubled at every failure (up to a week)
+
+
+def retry_due(failed: Path, now: float | None = None) -> bool:
+    """Whether a key whose recording failed is tried again now: its cause may have passed (a full disk freed, a
+    killed recorder).  After :data:`RETRY_SECONDS`, doubled with each failure in a row, so a cause that stays costs
+    a few attempts, not one per command."""
+    try:
+        note = json.loads(failed.read_text(encoding="utf-8"))
+        attempts, when = int(note.get("attempts", 1)), float(note.get("time", failed.stat().st_mtime))
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError, TypeError, AttributeError):  # a note of an older irglow (plain text): one attempt
+        try:
+            attempts, when = 1, failed.stat().st_mtime
+        except OSError:
+            return True
+    wait = min(RETRY_SECONDS * 2 ** (attempts - 1), 7 * 86400)
+    return (time.time() if now is None else now) - when >= wait
+
+
+def _attempts(failed: Path) -> int:
+    try:
+        return int(json.loads(failed.read_text(encoding="utf-8")).get("attempts", 1))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 1 if failed.is_file() else 0
+
+
 def record(index: Path, target: Path) -> Path | None:
-    """Run the workload in a process of its own that records the cache into ``target`` at exit (atomically).  A
-    failure is written beside it (``.failed``, with the reason) and not tried again for the same key."""
+    """Run the workload in a process of its own that records the cache into ``target`` at exit, its size and
+    digest recorded beside it (``.sum``) before it is put in place (atomically).  A failure is written beside it
+    (``.failed``: the reason from both of the process's streams, the JVM's ``[error][aot]`` lines go to standard
+    output) and tried again only once :func:`retry_due`."""
     failed = target.with_name(target.name + ".failed")
-    if failed.is_file():
+    if failed.is_file() and not retry_due(failed):
         return None
+    sweep_leftovers(target.parent)  # a killed recorder's 44 MB
     tmp = target.with_name(f".{target.name}.{os.getpid()}")
     # one process of its own, even when this one is a torchrun rank (it must not join that job's process group)
     env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER and not k.startswith("TORCHELASTIC_")}
@@ -171,24 +307,31 @@ def record(index: Path, target: Path) -> Path | None:
     reason = ""
     try:
         done = subprocess.run([sys.executable, "-m", "irglow.lexical.jvm_warmup", str(index)], env=env,
-                              capture_output=True, text=True, timeout=600)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                              timeout=600)
         if done.returncode == 0 and tmp.is_file():
+            _write_atomic(sum_file(target), json.dumps({"size": tmp.stat().st_size, "sha256": _sha256(tmp)}))
             os.replace(tmp, target)
+            failed.unlink(missing_ok=True)
             for gone in prune(target.parent, target):
-                log.info("removed the JVM's start-up cache %s (unused for %d days)", gone.name, UNUSED_DAYS)
+                log.info("removed %s from the JVM's start-up caches (unused for %d days, damaged, or a killed "
+                         "recorder's)", gone.name, UNUSED_DAYS)
             return target
-        lines = done.stderr.strip().splitlines()
-        reason = next((line for line in lines if line.startswith(FAILED)), None) or "\n".join(lines[-5:]) or \
+        lines = [line for line in done.stdout.strip().splitlines() if line.strip()]
+        reason = next((line for line in lines if line.startswith(FAILED)), None) or \
+            "\n".join([line for line in lines if "[error]" in line][:5] or lines[-5:]) or \
             f"exit status {done.returncode}"
     except (OSError, subprocess.SubprocessError) as e:
         reason = str(e)
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".config")):
             leftover.unlink(missing_ok=True)
-    log.warning("could not record the JVM's start-up cache (commands start slower, results are the same; the reason "
-                "is in %s): %s", failed, reason.splitlines()[0][:300] if reason else "")
+    attempts = _attempts(failed) + 1
+    log.warning("could not record the JVM's start-up cache (commands start slower, results are the same; tried again "
+                "in %d min; the reason is in %s): %s", min(RETRY_SECONDS * 2 ** (attempts - 1), 7 * 86400) // 60,
+                failed, reason.splitlines()[0][:300] if reason else "")
     try:
-        failed.write_text(reason + "\n", encoding="utf-8")
+        _write_atomic(failed, json.dumps({"reason": reason, "attempts": attempts, "time": time.time()}, indent=1))
     except OSError:
         pass
     return None

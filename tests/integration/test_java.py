@@ -159,7 +159,19 @@ def test_the_start_cache_key_follows_what_shapes_the_cache(tmp_path):
     assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == []  # none recorded: the JVM starts as before
     made = jvm_aot.cache_file(tmp_path, home, cp, opts)
     made.write_bytes(b"")
+    _summed(made)
     assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == [f"-XX:AOTCache={made}"]
+
+
+def _summed(cache) -> None:
+    """The ``.sum`` a recording writes beside its cache: its size and digest."""
+    import hashlib
+    import json
+
+    from irglow.index import jvm_aot
+
+    data = cache.read_bytes()
+    jvm_aot.sum_file(cache).write_text(json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
 
 
 def test_an_index_records_the_start_cache_and_a_fresh_process_starts_from_it(tiny_index, tmp_path):
@@ -202,9 +214,12 @@ def test_an_index_records_the_start_cache_and_a_fresh_process_starts_from_it(tin
     assert runs["1"] == runs["0"] and "d3" in runs["1"]
 
 
-def test_a_failed_recording_says_why_once_and_is_not_retried(tmp_path, caplog):
+def test_a_failed_recording_says_why_once_and_is_not_retried_until_its_time(tmp_path, caplog):
     """A workload that fails (here: no index where one is named) leaves no cache, logs its reason once and writes it
-    beside the cache's name; the same key is not recorded again (each index build would pay for it)."""
+    beside the cache's name; the same key is not recorded again at once (each index build would pay for it), but
+    once :data:`~irglow.index.jvm_aot.RETRY_SECONDS` have passed (its cause may have: a full disk freed)."""
+    import json
+
     from irglow.index import jvm_aot
 
     jvm.start_jvm()
@@ -213,14 +228,22 @@ def test_a_failed_recording_says_why_once_and_is_not_retried(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="irglow.index.jvm_aot"):
         assert jvm_aot.record(tmp_path / "data" / "indexes" / "gone", target) is None
     failed = target.with_name("aot-x.aot.failed")
-    assert not target.exists() and failed.read_text().startswith(jvm_aot.FAILED)
-    assert "is not an irglow index" in failed.read_text()
+    note = json.loads(failed.read_text())
+    assert not target.exists() and note["reason"].startswith(jvm_aot.FAILED) and note["attempts"] == 1
+    assert "is not an irglow index" in note["reason"]
     assert [r.getMessage() for r in caplog.records if "could not record" in r.getMessage()]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["aot-x.aot.failed", "data"]  # no scratch left
     caplog.clear()
     with caplog.at_level("INFO", logger="irglow.index.jvm_aot"):
         assert jvm_aot.record(tmp_path / "data" / "indexes" / "gone", target) is None
     assert not caplog.records  # not tried again
+    assert not jvm_aot.retry_due(failed, note["time"] + jvm_aot.RETRY_SECONDS - 1)
+    assert jvm_aot.retry_due(failed, note["time"] + jvm_aot.RETRY_SECONDS)
+    failed.write_text(json.dumps({**note, "time": note["time"] - jvm_aot.RETRY_SECONDS}))
+    with caplog.at_level("WARNING", logger="irglow.index.jvm_aot"):
+        assert jvm_aot.record(tmp_path / "data" / "indexes" / "gone", target) is None
+    assert json.loads(failed.read_text())["attempts"] == 2  # tried again; next in twice the time
+    assert not jvm_aot.retry_due(failed, time.time() + 2 * jvm_aot.RETRY_SECONDS - 5)
 
 
 def test_a_rank_records_the_start_cache_in_a_process_outside_its_job(tmp_path, monkeypatch):
@@ -235,7 +258,7 @@ def test_a_rank_records_the_start_cache_in_a_process_outside_its_job(tmp_path, m
 
     def fake_run(cmd, env, **kwargs):
         seen.update(env)
-        return subprocess.CompletedProcess(cmd, 1, "", f"{jvm_aot.FAILED} stopped here")
+        return subprocess.CompletedProcess(cmd, 1, f"{jvm_aot.FAILED} stopped here", None)
 
     monkeypatch.setattr(jvm_aot.subprocess, "run", fake_run)
     assert jvm_aot.record(tmp_path / "data" / "indexes" / "x", tmp_path / "aot-y.aot") is None
@@ -258,11 +281,12 @@ def test_caches_unused_for_a_month_go_when_a_new_one_is_recorded(tmp_path):
     home, cp, opts = tmp_path, [], ["-Xrs"]
     used = jvm_aot.cache_file(tmp_path, home, cp, opts)
     os.replace(files["aot-used.aot"], used)
+    _summed(used)
     assert jvm_aot.jvm_options(tmp_path, home, cp, opts) == [f"-XX:AOTCache={used}"]  # started from: used now
     removed = jvm_aot.prune(tmp_path, files["aot-new.aot"])
     assert sorted(p.name for p in removed) == ["aot-old.aot", "aot-old.aot.failed", "aot-old.aot.lock"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["aot-new.aot", "aot-recent.aot", used.name,
-                                                                 "d08a55ac0866.jar"])
+                                                                 used.name + ".sum", "d08a55ac0866.jar"])
 
 
 def test_a_cache_another_process_is_recording_is_left_to_it(tmp_path, monkeypatch):

@@ -91,3 +91,113 @@ def test_a_document_store_table_damaged_at_equal_size_is_scanned_again(tmp_path,
         docs = docs_store(BeirCollection(folder)).get_many(["d1", "d2"])
     assert "differs from the digest recorded when it was built; the corpus is scanned again" in caplog.text
     assert [d.doc_id for d in docs] == ["d1", "d2"]
+
+
+# -- 5 and 8: the JVM's start-up cache, damaged, unrecordable, left behind ----------------------------------------------
+_SEARCH = """
+import sys
+from irglow.data.records import Query, make_document
+from irglow.index.lucene_index import IndexConfig, build_index
+from irglow.index import jvm
+from irglow.lexical.searchers import run_lexical
+
+class Docs:
+    name, fields = "aot-docs", ("title", "body")
+    def docs_iter(self):
+        yield make_document("d1", body="apple pie")
+        yield make_document("d2", body="banana bread")
+
+index = build_index(Docs(), IndexConfig(threads=1), root=sys.argv[1])
+print(jvm.start_cache(), [d for d, _ in run_lexical(index, [Query("q", "apple")], "bm25").ranking["q"]])
+"""
+
+
+@pytest.mark.slow
+def test_a_damaged_start_up_cache_never_stops_a_command(tmp_path):
+    """A zeroed region in ``aot-*.aot`` made every Java command abort with SIGSEGV (exit 134) until someone deleted
+    the file.  Its recorded size and digest are checked before a JVM is handed it: the command runs without it, says
+    once that it was set aside, and records it again; the next command starts from the new one."""
+    import subprocess
+    import sys
+
+    from irglow.index import jvm, jvm_aot
+
+    if not jvm_aot.enabled(jvm.find_java().major):
+        pytest.skip(f"Java {jvm.find_java().major} has no start-up cache")
+    env = {**os.environ, "IRGLOW_CACHE": str(tmp_path / "cache"), "IRGLOW_DATA": str(tmp_path / "data")}
+    env.pop(jvm_aot.RECORDING, None)
+
+    def command():
+        return subprocess.run([sys.executable, "-c", _SEARCH, str(tmp_path / "data")], capture_output=True,
+                              text=True, env=env, timeout=600)
+
+    first = command()  # builds the index and records the cache
+    assert first.returncode == 0, first.stderr[-3000:]
+    (cache,) = (tmp_path / "cache" / "java").glob("aot-*.aot")
+    assert json.loads(jvm_aot.sum_file(cache).read_text())["size"] == cache.stat().st_size
+    with open(cache, "r+b") as f:  # a zeroed region in the middle of it
+        f.seek(cache.stat().st_size // 2)
+        f.write(b"\0" * 65536)
+    second = command()
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout.strip().endswith("['d1']") and second.stdout.startswith("None ")  # started without it
+    assert second.stderr.count("is not used: its content differs from the digest recorded with it") == 1
+    assert cache.is_file() and not list(cache.parent.glob("*.damaged"))  # recorded again, the damaged one gone
+    third = command()
+    assert third.returncode == 0 and third.stdout.startswith(f"{cache} "), third.stderr[-3000:]
+    assert "is not used" not in third.stderr
+
+
+def test_a_failed_recording_keeps_both_streams_and_a_killed_recorder_leaves_nothing(tmp_path, monkeypatch, caplog):
+    """The JVM writes ``[error][aot] …`` to standard output: the reason kept was a progress bar from stderr.  And a
+    killed recorder's ``.aot-<key>.aot.<pid>.config`` (44 MB) was never removed."""
+    import subprocess
+
+    from irglow.index import jvm_aot
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    leftovers = [tmp_path / f".aot-0123abcd.aot.{dead.pid}", tmp_path / f".aot-0123abcd.aot.{dead.pid}.config"]
+    for f in leftovers:
+        f.write_bytes(b"x" * 1024)
+    mine = tmp_path / f".aot-0123abcd.aot.{os.getpid()}.config"  # a recorder still running (this process)
+    mine.write_bytes(b"x")
+
+    def fake_run(cmd, env, **kwargs):
+        assert kwargs["stderr"] == subprocess.STDOUT
+        return subprocess.CompletedProcess(cmd, 1, "terms: 100%|██████| 3/3\n[0.412s][error][aot] An error has "
+                                                   "occurred while writing the shared archive file.\nexit\n", None)
+
+    monkeypatch.setattr(jvm_aot.subprocess, "run", fake_run)
+    with caplog.at_level(logging.WARNING, logger="irglow.index.jvm_aot"):
+        assert jvm_aot.record(tmp_path / "data" / "indexes" / "x", tmp_path / "aot-y.aot") is None
+    note = json.loads((tmp_path / "aot-y.aot.failed").read_text())
+    assert note["reason"] == "[0.412s][error][aot] An error has occurred while writing the shared archive file."
+    assert "[error][aot]" in caplog.text
+    assert not any(f.exists() for f in leftovers) and mine.exists()
+
+
+def test_a_read_only_cache_that_holds_a_recorded_start_up_cache_is_used(tmp_path, monkeypatch):
+    """A shared, read-only ``$IRGLOW_CACHE/java`` holding the jars and a recorded cache: its jars are used (the
+    cache's key names them), so its cache is too; before, a writable folder elsewhere was used and the cache never."""
+    from irglow.index import jvm, jvm_aot
+
+    runtime = jvm.find_java()
+    shared = tmp_path / "java"
+    shared.mkdir()
+    bulk = jvm.compile_bulk_helper(runtime, shared)
+    pyjnius = jvm_aot.pyjnius_jar(shared) if jvm_aot.enabled(runtime.major) else None
+    shared.chmod(0o555)
+    monkeypatch.setattr(jvm.os, "access", lambda p, mode: False if Path(p) == shared else os.access(p, mode))
+    try:
+        assert jvm.java_cache_folder(runtime, shared) == shared
+        assert jvm.compile_bulk_helper(runtime, shared) == bulk and (pyjnius is None or
+                                                                     jvm_aot.pyjnius_jar(shared) == pyjnius)
+        if bulk is not None:
+            bulk_path = Path(bulk)
+            shared.chmod(0o755)
+            bulk_path.unlink()
+            shared.chmod(0o555)
+            assert jvm.java_cache_folder(runtime, shared) != shared  # a jar it lacks: a writable folder
+    finally:
+        shared.chmod(0o755)

@@ -12,7 +12,9 @@ trec_eval and ir_measures disagree, trec_eval's source decides and the differenc
 - a negative label is "in the pool, not judged" (``form_res_rels.c``: ``RELVALUE_UNJUDGED``): never relevant,
   dropped by ``-J``, and told apart from an unpooled document by infAP alone — so the reference gives infAP the
   negative labels and every other measure the others, which trec_eval scores the same;
-- a query whose every label is negative is scored as one with no judgment (trec_eval reads past its label counts).
+- a query whose every label is negative is scored as one with no judgment (trec_eval reads past its label counts),
+  except that NumRet counts the documents it retrieved, as trec_eval 9.0.7 and 10 do (issue 80: ``0 0 x 1 / 1 0 a -1
+  / 2 0 b 1`` with a run of ``0 x, 1 a, 1 c, 2 b`` gives NumRet 4).
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def ir_measures_values(measures: list[str], run: dict, qrels: dict) -> dict[str,
         for metric in ir_measures.iter_calc([measure], numbered, ranking):
             if back[metric.query_id] in out[text] and run.get(back[metric.query_id]):  # -c: a missed query is 0
                 out[text][back[metric.query_id]] = float(metric.value)
+        if measure.NAME == "NumRet" and measure.params.get("rel") is None:  # retrieved, whatever the labels
+            for q in set(qrels) - set(labelled):
+                out[text][q] = float(len(run.get(q) or {}))
     return out
 
 
@@ -169,7 +174,10 @@ def test_every_measure_agrees_with_ir_measures(data):
                 # and NumRel also count the queries the run misses, as trec_eval -c does)
                 aggregate = ir_measures.calc_aggregate([measure], [q for q in _qrels_list(qrels_model) if q[2] >= 0],
                                                        {q: d for q, d in as_trec_eval_reads(run).items() if d})
-                assert math.isclose(got, aggregate.get(measure, 0.0), abs_tol=1e-9), m
+                # ir_measures is not given a query judged with negative labels only: its retrieved documents added
+                extra = sum(len(run.get(q) or {}) for q, judged in qrels_model.items()
+                            if judged and not any(g >= 0 for g in judged.values())) if m == "NumRet" else 0
+                assert math.isclose(got, aggregate.get(measure, 0.0) + extra, abs_tol=1e-9), m
 
 
 def _qrels_list(model: dict) -> list:

@@ -58,6 +58,10 @@ def test_a_large_negative_label_is_evaluated_not_refused(tmp_path, capsys):
     got = aggregate(parse_measures("NumRel P@1 AP infAP Judged@2"), [Qrel("1", "d1", 1), Qrel("1", "d2", -10**30)],
                     Run({"1": [("d2", 2.0), ("d1", 1.0)]}, "t"))
     assert got["NumRel"] == 1.0 and got["P@1"] == 0.0 and got["AP"] == 0.5 and got["Judged@2"] == 1.0
+    (tmp_path / "huge.qrels").write_text("1 0 d1 1\n1 0 d2 -9223372036854775809\n")  # beyond int64: no overflow
+    assert main(["eval", r, "--qrels", str(tmp_path / "huge.qrels"), "-m", "P@1 AP", "--format", "csv",
+                 "--no-judged", "--judged-only"]) == 0
+    assert _table(capsys) == {"P@1": "0.0", "AP": "0.5", "P@1'": "1.0", "AP'": "1.0"}
     (tmp_path / "big.qrels").write_text("1 0 d1 5000000\n")
     assert main(["eval", r, "--qrels", str(tmp_path / "big.qrels"), "-m", "P@1"]) == 2
     assert "beyond 1,000,000" in capsys.readouterr().err

@@ -95,14 +95,14 @@ def test_numrel_counts_the_missed_queries_relevant_documents_as_trec_eval_c(tmp_
 
 
 # -- 8 and a traceback: labels trec_eval's arrays cannot hold -------------------------------------------------
-@pytest.mark.parametrize("label", ["1000000001", "3000000000", str(2 ** 63), "-9223372036854775809"])
+@pytest.mark.parametrize("label", ["1000000001", "3000000000", str(2 ** 63)])  # a negative one is evaluated (round 8)
 def test_a_label_trec_eval_would_mis_size_is_refused_naming_file_and_line(tmp_path, label, capsys):
     """Was NumRel 0 beside P@1 1 (1e9: pytrec_eval asks for 8 GB), or an OverflowError (2^63)."""
     (tmp_path / "q.qrels").write_text(f"1 0 d0 1\n1 0 d1 {label}\n")
     run = write_trec(tmp_path / "a.run", [("1", "d1", 1.0)])
     assert main(["eval", run, "--qrels", str(tmp_path / "q.qrels")]) == 2
     err = capsys.readouterr().err
-    assert f"q.qrels:2: relevance {int(label)} is beyond ±1,000,000" in err and "Traceback" not in err
+    assert f"q.qrels:2: relevance {int(label)} is beyond 1,000,000" in err and "Traceback" not in err
 
 
 def test_labels_from_python_are_bounded_too():
