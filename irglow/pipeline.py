@@ -6,6 +6,7 @@ run as a TREC file, the qrels, a markdown/CSV/LaTeX table, a plot and a manifest
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import sys
@@ -18,11 +19,11 @@ from irglow.data.trec import write_qrels
 from irglow.eval.compare import compare
 from irglow.eval.plots import plot_comparison
 from irglow.plan import Plan, bind_plan
-from irglow.utils.atomic import atomic_write_text
+from irglow.utils.atomic import atomic_write_text, output_lock
 from irglow.utils.digest import queries_digest
 
 from irglow.stage_cache import STAGE_FORMAT, StageCache, _irglow_version
-from irglow.preparation import Prepared, prepare
+from irglow.preparation import Prepared, check_output, prepare
 from irglow.outputs import diagnostic_plots, settings_note, stage_report, write_results_page
 from irglow.hybrid import FusionSettings
 from irglow.rankers import Fusion
@@ -53,15 +54,19 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared.
     ``prepared``: what :func:`prepare` already did (a grid search: ``config`` is then one point's plan, given the
     prepared training index's fields); ``notes``: markdown for the reports."""
-    p = prepared or prepare(config)
-    if prepared is None:
-        plan = p.plan
-    else:
-        plan = (config if isinstance(config, Plan) else bind_plan(config)).with_fields(list(p.source.index.fields))
-    comparisons = {}
-    for split in p.splits:
-        comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,
-                                            notes=notes)
+    if prepared is None and not isinstance(config, Plan):
+        config = bind_plan(config)
+    out = prepared.out if prepared is not None else check_output(config)
+    with output_lock(out) if is_main() else contextlib.nullcontext():  # one writer per folder, for the whole run
+        p = prepared or prepare(config)
+        if prepared is None:
+            plan = p.plan
+        else:
+            plan = (config if isinstance(config, Plan) else bind_plan(config)).with_fields(list(p.source.index.fields))
+        comparisons = {}
+        for split in p.splits:
+            comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,
+                                                notes=notes)
 
     barrier()  # under torchrun: no rank leaves before rank 0 has written the tables
     return PipelineResult(p.out, comparisons)

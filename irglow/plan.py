@@ -389,12 +389,15 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
         names = [str(m) for m in parse_measures(names)]
         first = str(parse_measures([zero_shot.measure])[0])
         measures = tuple(names if first in names else [first, *names])
+    out_dir = settings.value(config, "output", "dir")
+    if not str(out_dir).strip():  # Path("") is the working folder: its files would be swept as an earlier run's
+        raise ValueError("output.dir is empty: name the folder the runs and tables go to (e.g. out/demo)")
     plan = Plan(recorded=json.dumps(config, default=str), seed=config.get("seed"), data_dir=config.get("data_dir"),
                 collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
                 eval=EvalSettings(measures, baseline,
                                   None if wanted is None else tuple(wanted),
                                   {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}),
-                output_dir=Path(settings.value(config, "output", "dir")),
+                output_dir=Path(out_dir),
                 report_clusters=settings.value(config, "output", "clusters"),
                 report_page=settings.value(config, "output", "page"),
                 validation=validation,

@@ -74,15 +74,21 @@ def training_side(plan: Plan, timings: dict[str, float], collection=None, index=
     return source, on_main(lambda: lexical.field_weights_for(source.index, source.queries, source.qrels, timings))
 
 
+def check_output(plan: Plan) -> Path:
+    """The plan's output folder, refused where it lies in a collection's folder (never written into) or is the
+    empty string (``output.dir = ""`` would write into the working folder)."""
+    c, out = plan.collection, plan.output_dir
+    for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
+        check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
+    return out
+
+
 def prepare(config: dict[str, Any] | Plan) -> Prepared:
     """Bind the configuration (every setting checked before any work), load and index the collection (and the
     training collection), tune each multi-field system's weights; the models' training root is ``out``, shared
     by every split."""
     plan = config if isinstance(config, Plan) else bind_plan(config)
-    c, out = plan.collection, plan.output_dir
-
-    for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
-        check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
+    c, out = plan.collection, check_output(plan)
     out.mkdir(parents=True, exist_ok=True)
 
     agree("settings", json.loads(plan.recorded))  # under torchrun: one plan on every rank, or nothing starts

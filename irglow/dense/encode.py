@@ -79,8 +79,51 @@ def in_workers(recipe: Callable[[], Callable[[Sequence], Any]], items, jobs: lis
     batches in shared memory, a few ahead per worker)."""
     loader = torch.utils.data.DataLoader(_PreparedBatches(recipe, items, jobs), batch_size=None, shuffle=False,
                                          num_workers=workers, multiprocessing_context="spawn", prefetch_factor=4)
-    for (k, idx), batch in loader:
-        yield (int(k), [int(i) for i in idx]), batch
+    batches = iter(loader)
+    try:
+        for (k, idx), batch in batches:
+            yield (int(k), [int(i) for i in idx]), batch
+    except RuntimeError as e:  # PyTorch's "DataLoader worker (pid 123) is killed by signal: Killed." and kin
+        died = worker_death(e, getattr(batches, "_workers", []), workers)
+        if died is None:
+            raise
+        raise died from None
+
+
+class EncodingWorkerDied(ChildProcessError):
+    """An encoding worker process ended without finishing its batches (killed: the out-of-memory killer, a signal):
+    one line saying which, how, and what to do (an ``OSError``: the command line prints it as one line)."""
+
+
+def worker_death(error: RuntimeError, processes: list, workers: int) -> EncodingWorkerDied | None:
+    """The one-line error for a DataLoader worker that died (``None``: ``error`` is about something else)."""
+    import re
+    import signal as signals
+
+    text = str(error)
+    m = re.search(r"DataLoader worker \(pids?(?:\(s\))? ([\d, ]+)\)", text)
+    if m is None:
+        return None
+    pids = [int(p) for p in re.findall(r"\d+", m.group(1))]
+    which = [i for i, p in enumerate(processes) if getattr(p, "pid", None) in pids]
+    codes = [getattr(processes[i], "exitcode", None) for i in which]
+    how = "ended unexpectedly"
+    for code in codes:
+        if code is not None and code < 0:
+            try:
+                name = signals.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            how = f"was killed by {name}" + (" (the out-of-memory killer, most often)" if name == "SIGKILL" else "")
+            break
+    else:
+        sig = re.search(r"killed by signal: (\w[\w ]*)", text)
+        if sig:
+            how = f"was killed by signal {sig.group(1).strip()}"
+    who = (f"encoding worker {which[0] + 1} of {workers} (pid {pids[0]})" if which else
+           f"an encoding worker (pid {', '.join(map(str, pids))}) of {workers}")
+    return EncodingWorkerDied(f"{who} {how}: a rerun resumes from the batches already encoded; lower the number of "
+                              f"encoding workers ([glow] encode_workers, --workers; {workers} now) or the batch size")
 
 
 def prefetched(make: Callable[[Any], Any], jobs: Iterable, depth: int = 2) -> Iterator[tuple[Any, Any]]:

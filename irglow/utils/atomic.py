@@ -221,3 +221,66 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
         for old in aside:
             shutil.rmtree(old, ignore_errors=True)
+
+
+LOCK_NAME = ".irglow-writer.lock"  # in an output folder: held by the one irglow run writing it
+_held: dict[str, list] = {}  # folder → [open lock file, depth]: a process's nested runs into one folder
+
+
+@contextmanager
+def output_lock(folder: str | Path) -> Iterator[None]:
+    """One writer per output folder, for the whole of a run: two ``irglow run`` (or ``Experiment.run``) into one
+    folder would otherwise each sweep the other's runs as "an earlier configuration's" after it had printed its table.
+    A second run waits for the first, saying for whom (its pid, command line and start), then runs as it would have
+    after it.  The lock is the kernel's (``flock``): it goes with its holder, even a killed one.  Re-entrant within a
+    process; nothing is locked where ``fcntl`` is missing (Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    import json
+    import sys
+    import time
+
+    folder = Path(folder)
+    key = str(folder.resolve())
+    if key in _held:
+        _held[key][1] += 1
+        try:
+            yield
+        finally:
+            _held[key][1] -= 1
+        return
+    with naming(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+    path = folder / LOCK_NAME
+    lock = open(path, "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            try:
+                holder = json.loads(lock.read() or "{}")
+            except ValueError:
+                holder = {}
+            who = (f"pid {holder.get('pid', '?')}: {' '.join(holder.get('command') or []) or 'irglow'}, since "
+                   f"{holder.get('since', '?')}") if holder else "another process"
+            print(f"another irglow run is writing {folder}/ ({who}): waiting for it to finish (Ctrl-C to stop; or "
+                  f"write into another folder, -o or [output] dir)", file=sys.stderr, flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(json.dumps({"pid": os.getpid(), "command": sys.argv,
+                               "since": time.strftime("%Y-%m-%d %H:%M:%S")}))
+        lock.flush()
+        _held[key] = [lock, 1]
+        try:
+            yield
+        finally:
+            del _held[key]
+            lock.seek(0)
+            lock.truncate()
+    finally:
+        lock.close()  # releases the flock

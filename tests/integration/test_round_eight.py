@@ -201,3 +201,90 @@ def test_a_read_only_cache_that_holds_a_recorded_start_up_cache_is_used(tmp_path
             assert jvm.java_cache_folder(runtime, shared) != shared  # a jar it lacks: a writable folder
     finally:
         shared.chmod(0o755)
+
+
+# -- 7: one writer per output folder -------------------------------------------------------------------------------------
+_HOLD = """
+import sys
+from irglow.utils.atomic import output_lock
+with output_lock(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_second_run_into_a_folder_waits_for_the_first_saying_for_whom(tmp_path):
+    """Two ``irglow run`` of different configurations into one folder both exited 0, and the later one's sweep
+    deleted the earlier one's run after it had printed its table.  A run holds the folder for its whole duration: a
+    second one waits, naming the holder, writes nothing meanwhile, and runs once the first is done."""
+    import subprocess
+    import sys
+
+    from tests.integration.pipelines import small_pipeline
+
+    out = tmp_path / "out"
+    config = small_pipeline(out, tmp_path / "data", systems=("bm25", "tfidf"))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "held"
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    code = ("import json, sys; from irglow.pipeline import run_pipeline; "
+            "run_pipeline(json.load(open(sys.argv[1])))")
+    second = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "c.json")], stderr=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    line = second.stderr.readline()  # the first thing it says: whom it waits for
+    assert line.startswith(f"another irglow run is writing {out}/ (pid {holder.pid}: ") and "waiting" in line
+    assert not list(out.glob("*.run"))  # nothing written while the other holds the folder
+    holder.stdin.write("done\n")
+    holder.stdin.flush()
+    assert holder.wait(timeout=60) == 0
+    _, err = second.communicate(timeout=600)
+    assert second.returncode == 0, err[-3000:]
+    assert sorted(p.name for p in out.glob("*.run")) == ["bm25.run", "tfidf.run"]
+    assert not (out / ".irglow-writer.lock").read_text()  # released: no holder named
+
+
+def test_an_empty_output_dir_is_refused():
+    from irglow.plan import bind_plan
+    from tests.integration.pipelines import small_pipeline
+
+    with pytest.raises(ValueError, match="output.dir is empty"):
+        bind_plan(small_pipeline("", "/tmp/unused"))
+
+
+# -- 6: a killed encoding worker -------------------------------------------------------------------------------------------
+class _Items(list):
+    """Strings with a document store sequence's batch read (``take``): what workers prepare from."""
+
+    def take(self, positions):
+        return [self[i] for i in positions]
+
+
+def _prepare_or_die(batch):
+    import signal
+
+    import torch
+
+    if "die" in batch:  # what the out-of-memory killer does to a worker
+        os.kill(os.getpid(), signal.SIGKILL)
+    return torch.ones(len(batch), 4)
+
+
+def _killer_recipe():
+    return _prepare_or_die
+
+
+def test_a_killed_encoding_worker_is_one_line_saying_which_how_and_what_to_lower(tmp_path, capsys):
+    """Was a 45-frame traceback from PyTorch's DataLoader.  One line: which worker, the signal, that a rerun resumes,
+    and what to lower; the command line prints it as one line (it is an ``OSError``)."""
+    from irglow.cli import os_error
+    from irglow.dense.encode import EncodingWorkerDied, TwoStep, encode
+
+    items = _Items(["aa", "bb", "cc", "dd", "die", "ee"])
+    encoder = TwoStep(_prepare_or_die, lambda x: x, recipe=_killer_recipe)
+    with pytest.raises(EncodingWorkerDied) as e:
+        encode(items, encoder, batch_size=1, out_path=tmp_path / "v.npy", workers=1)
+    message = os_error(e.value)
+    assert message.startswith("encoding worker 1 of 1 (pid ") and "was killed by SIGKILL" in message
+    assert "a rerun resumes" in message and "[glow] encode_workers" in message and "\n" not in message
+    assert isinstance(e.value, OSError) and e.value.__cause__ is None

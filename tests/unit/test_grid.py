@@ -165,3 +165,16 @@ def test_the_plan_given_the_index_fields_plans_each_fields_model_without_the_con
     assert per_field.tags == ("bm25", "nrmf-title", "nrmf-text")
     assert dict(per_field.stages)[next(s for s, _ in plan.stages if s.name == "rerank")].trainers[
         "nrmf-text"].model == {"fields": ["text"]}
+
+
+def test_encoding_workers_are_not_in_what_a_glow_model_is_keyed_on():
+    """Issue 80: ``[glow] encode_workers`` 0 → 2 trained the model again; the workers change the encoder's speed,
+    not its vectors."""
+    from irglow.models.glow.model import GlowConfig
+    from irglow.models.glow.stage import training_inputs
+    from irglow.models.glow.train import GlowTrainConfig
+
+    model = GlowConfig(fields=["title"])
+    for variant in ("glow", "bert"):
+        assert training_inputs(GlowTrainConfig(encode_workers=0), model, variant, {}) == \
+            training_inputs(GlowTrainConfig(encode_workers=2), model, variant, {})

@@ -38,6 +38,7 @@ UNTRAINED = ("minilm", "minilm-fields", "minilm-glow")
 # settings an unweighted encoder (variant "bert") never reads: a grid over them trains it once
 WEIGHT_ONLY_MODEL = ("attention", "weights", "weight_alpha")
 WEIGHT_ONLY_TRAINING = ("alpha_ramp",)
+SPEED_ONLY_TRAINING = ("encode_workers",)  # left out of what a trained model is keyed on
 
 
 def model_config(train, chosen: frozenset[str], fields, variant: str):
@@ -62,7 +63,8 @@ def training_inputs(train, model, variant: str, source_digest: dict, chosen_on: 
     constants) trains ``bert`` once, not once per point."""
     from dataclasses import asdict
 
-    settings = {k: v for k, v in asdict(train).items() if k != "model"}
+    # how many processes featurize for the encoder changes its speed, never its vectors: no model trained again for it
+    settings = {k: v for k, v in asdict(train).items() if k not in ("model", *SPEED_ONLY_TRAINING)}
     model = asdict(model)
     if variant == "bert":
         model = {k: v for k, v in model.items() if k not in WEIGHT_ONLY_MODEL}
