@@ -13,6 +13,7 @@ from irglow.index.stats import CollectionStats
 from irglow.models.fields import resolve_auto_budgets
 from irglow.models.glow.explain import explain_table
 from irglow.models.glow.model import GlowEncoder
+from irglow.dense.encode import check_faiss_size
 from irglow.models.glow.runner import featurizer_for, glow_run
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 from irglow.settings import field_values
@@ -68,6 +69,7 @@ def parse_field_tokens(items: list[str]) -> dict[str, int]:
 def cmd_search(args) -> int:
     w = join()
     coll, index, stats = _load(args)
+    check_faiss_size(args.faiss, index.meta.get("documents"))  # before the model loads and the corpus is encoded
     out = Path(args.output)
     model = GlowEncoder.load(args.model)
     model.config.read_all_fields = model.config.read_all_fields or args.read_all_fields

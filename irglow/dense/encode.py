@@ -368,6 +368,17 @@ ADD_ROWS = 65_536  # vectors handed to faiss at once: its index holds the only f
 FAISS_KINDS = declared.FAISS_KINDS  # declared with [glow] faiss
 
 
+IVFPQ_MIN = 39 * 256  # faiss trains 256 codes per sub-vector on at least 39 points each
+
+
+def check_faiss_size(kind: str, documents: int | None) -> None:
+    """Refuse an index kind the corpus is too small for, before any training or encoding (``documents``: the corpus's
+    count, ``None``: unknown yet)."""
+    if kind == "ivfpq" and documents is not None and documents < IVFPQ_MIN:
+        raise ValueError(f"ivfpq trains 256 codes per sub-vector on at least {IVFPQ_MIN:,} vectors; this corpus has "
+                         f"{documents:,}: use flat or ivf (ivfpq is for corpora whose flat index would not fit)")
+
+
 def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 256,
                 nlist: int | None = None, nprobe: int = 128, pq_m: int | None = None):
     """An inner-product faiss index of ``vectors`` (a memory map is read ``ADD_ROWS`` rows at a time: the index holds
@@ -388,9 +399,7 @@ def faiss_index(vectors: np.ndarray, kind: str = "flat", hnsw_m: int = 32, ef_se
         m = pq_m or max(1, d // 4)
         if kind == "ivfpq" and d % m:
             raise ValueError(f"ivfpq: {m} sub-quantizers must divide the dimension {d}")
-        if kind == "ivfpq" and n < 39 * 256:
-            raise ValueError(f"ivfpq trains 256 codes per sub-vector on at least {39 * 256:,} vectors; this corpus has "
-                             f"{n:,}: use flat or ivf (ivfpq is for corpora whose flat index would not fit)")
+        check_faiss_size(kind, n)
         # the factory's index owns its coarse quantizer (no Python object to outlive it)
         index = faiss.index_factory(d, f"IVF{lists},Flat" if kind == "ivf" else f"IVF{lists},PQ{m}",
                                     faiss.METRIC_INNER_PRODUCT)

@@ -217,11 +217,13 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         return trained
 
     def run(self, ctx) -> dict:
+        from irglow.dense.encode import check_faiss_size
         from irglow.models.glow.model import GlowEncoder
         from irglow.models.glow.runner import glow_run, validation_queries
 
         s = ctx.settings
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
+        check_faiss_size(s.faiss, index.meta.get("documents"))  # before training: the corpus's size is known
         trained = self.train(s, source, ctx.train_root, ctx.lexical_config("bm25"))
         tune_q, _ = ([], []) if not trained else validation_queries(
             next(iter(trained.values())), source.queries(), source.qrels())
