@@ -103,6 +103,10 @@ class RunFolder:
             self._results = read_results(self.out)
         if isinstance(node, str):
             return self._results.get(node)
+        made = self.plan.graph[node.tag] if node.tag in self.plan.graph else None
+        if made is not None and made != node:  # looked up by node: a tag alone could name another ranker's run
+            raise ValueError(f"{self.out} made no {node!r}: its run {node.tag!r} is {made!r}; build that one, or run "
+                             f"an experiment with this ranker")
         unit = self._made_by.get(node.tag)
         if unit is None:  # an older folder: the stage's unit of the run, or the stage's one unit
             unit = next((u for u in (f"{node.stage}:{node.tag}", node.stage) if u in self._results), None)

@@ -66,6 +66,14 @@ def test_every_kind_nested_runs_through_the_pipeline(experiment):
     folder = RunFolder(out)
     assert folder.result(folder.ranker("nrmf(ql)")) == results["rerank:nrmf(ql)"]
     assert folder.result(TWBert()) == results["twbert"] and folder.result(Lexical("bm25")) is None
+    # issue 80.3: a ranker named as a run the folder made, but another ranker, is not given that run's model
+    from dataclasses import replace
+
+    from irglow import Rerank
+
+    liar = replace(Rerank(Lexical("bm25"), folder.ranker("nrmf(ql)").model), name="nrmf(ql)")
+    with pytest.raises(ValueError, match=r"made no .*: its run 'nrmf\(ql\)' is "):
+        folder.result(liar)
     # a fusion's: none
     assert read_training(results["rerank:monobert(bm25+nrmf(ql)+glow)"].model)["first_stage"] == "bm25"
     # QL is tuned like any ranker (its run of the judged training queries), not left to reciprocal rank

@@ -167,3 +167,21 @@ def test_an_explicit_java_home_too_old_is_said_without_verbose(tmp_path, monkeyp
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
     assert f"JAVA_HOME={old} is not used (Java 17; irglow needs Java 21 or newer)" in caplog.text
     assert "jdk-25 (Java 25, system)" in caplog.text
+
+
+# -- 3: a re-ranking named as another ------------------------------------------------------------------------------
+def test_a_variant_named_as_another_reranking_is_refused_and_one_without_a_first_stage_is_what_it_says():
+    """``[rerank.variants."nrmf(tfidf)"]`` with ``first_stage = "bm25"`` made a BM25 re-ranking whose row said tfidf
+    (and whose transformer put the BM25-trained model behind tfidf)."""
+    from irglow.models.rerank.stage import RerankSettings
+
+    def bound(variant: dict):
+        return RerankSettings.from_config({"rerank": {"enabled": True, "models": ["nrmf(tfidf)"],
+                                                      "variants": {"nrmf(tfidf)": variant}}})
+
+    with pytest.raises(ValueError, match=r"is named as nrmf re-ranking 'tfidf' but re-ranks 'bm25'"):
+        bound({"kind": "nrmf", "first_stage": "bm25"})
+    with pytest.raises(ValueError, match=r"is named as nrmf re-ranking 'tfidf' but a monobert"):
+        bound({"kind": "monobert", "first_stage": "tfidf"})
+    assert bound({"kind": "nrmf"}).first_stages == {"nrmf(tfidf)": "tfidf"}  # what its name says
+    assert bound({"kind": "nrmf", "first_stage": "tfidf", "epochs": 1}).first_stages == {"nrmf(tfidf)": "tfidf"}

@@ -216,6 +216,7 @@ class RerankSettings:
                 trainer = {**own, "kind": name}
             elif name in variants:
                 trainer = _variant_trainer(name, table, rcfg)
+                table = _named_as_it_is(name, table, trainer["kind"], first)
             elif "{field}" in name:
                 raise ValueError(f"rerank.models: {name!r} needs a [rerank.variants.\"{name}\"] table")
             elif (reranking := split_reranked(name)) is not None and reranking[0] in kind_names():
@@ -237,6 +238,24 @@ class RerankSettings:
                     tuple(as_names(declared.value(config, "rerank", "rerank_also"))), rcfg.get("model_dir"),
                     precision=declared.value(config, "rerank", "precision"))
         return bound.with_fields(fields) if fields else (bound.check() or bound)
+
+
+def _named_as_it_is(name: str, table: dict, kind: str, first: str) -> dict:
+    """A variant named as a re-ranking, ``kind(first)``, is that re-ranking: its first stage is the run its name says
+    (taken from the name where the table sets none), and a table that says another kind or first stage is refused —
+    the table's row and a transformer built from the name would otherwise describe another ranker than the run."""
+    said = split_reranked(name)
+    if said is None or said[0] not in kind_names():
+        return table
+    said_kind, said_first = said
+    given = table.get("first_stage", said_first)
+    if said_kind != kind or given != said_first:
+        what = " and ".join(w for w in (f"a {kind}" if said_kind != kind else "",
+                                         f"re-ranks {given!r}" if given != said_first else "") if w)
+        raise ValueError(f"[rerank.variants.{name!r}] is named as {said_kind} re-ranking {said_first!r} but {what}: a "
+                         f"name of the form kind(first) must say what it is; rename the variant (e.g. "
+                         f"{kind}-{given}) or make it {said_kind} over {said_first}")
+    return {**table, "first_stage": said_first}
 
 
 class RerankStage(ChoosesOnOtherSources, Stage):
