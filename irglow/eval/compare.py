@@ -311,27 +311,32 @@ class Comparison:
 
     def to_csv(self) -> str:
         """Always every number: mean, Δ, CI, raw and adjusted p, wins/ties/losses per measure."""
-        frame = self.means.copy()
+        index = self.means.index
+        # every column gathered, then one frame (a column inserted at a time fragments it: pandas warned per column)
+        columns: dict = {m: self.means[m] for m in self.means.columns}
         for m in self.means.columns:
-            frame[f"{m} delta"] = self.deltas[m]
+            columns[f"{m} delta"] = self.deltas[m]
             if self.ci_low is not None:
-                frame[f"{m} ci_low"] = self.ci_low[m]
-                frame[f"{m} ci_high"] = self.ci_high[m]
+                columns[f"{m} ci_low"] = self.ci_low[m]
+                columns[f"{m} ci_high"] = self.ci_high[m]
             if self.raw_pvalues is not None:
-                frame[f"{m} p"] = self.raw_pvalues[m]
-            frame[f"{m} p({self.correction})"] = self.pvalues[m]
+                columns[f"{m} p"] = self.raw_pvalues[m]
+            columns[f"{m} p({self.correction})"] = self.pvalues[m]
             if self.wtl:
                 for i, what in enumerate(("wins", "ties", "losses")):
-                    frame[f"{m} {what}"] = [self.wtl.get(r, {}).get(m, (np.nan,) * 3)[i] for r in frame.index]
+                    columns[f"{m} {what}"] = pd.Series([self.wtl.get(r, {}).get(m, (np.nan,) * 3)[i] for r in index],
+                                                       index=index)
         if self.judged is not None:
-            frame[JUDGED] = self.judged
+            columns[JUDGED] = self.judged
         if self.risk is not None:
             for c in self.risk.columns:
-                frame[c] = self.risk[c]
+                columns[c] = self.risk[c]
                 if c.startswith("TRisk"):
-                    frame[f"{c} p"] = self.risk_p[c]
+                    columns[f"{c} p"] = self.risk_p[c]
         if self.groups:
-            frame["group"] = pd.Series(self.groups)
+            columns["group"] = pd.Series(self.groups)
+        frame = pd.DataFrame({k: (v.reindex(index) if isinstance(v, pd.Series) else v) for k, v in columns.items()},
+                             index=index)
         return frame.to_csv()
 
     def to_latex(self) -> str:

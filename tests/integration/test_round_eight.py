@@ -307,3 +307,17 @@ def test_ivfpq_on_too_small_a_corpus_is_refused_before_any_training(tmp_path, mo
     with pytest.raises(ValueError, match=r"ivfpq trains 256 codes per sub-vector on at least 9,984 vectors; this "
                                          r"corpus has \d+: use flat or ivf"):
         run_pipeline(config)
+
+
+def test_plots_of_an_earlier_experiment_do_not_stay_beside_a_new_one(tmp_path):
+    """A one-run result beside the earlier two-run experiment's ``per-query.png`` (and ``pairs.png``)."""
+    from irglow.pipeline import run_pipeline
+    from tests.integration.pipelines import small_pipeline
+
+    out = tmp_path / "out"
+    run_pipeline(small_pipeline(out, tmp_path / "data", systems=("bm25", "tfidf")))
+    assert (out / "per-query.png").is_file()
+    (out / "pairs.png").write_bytes(b"an earlier heatmap")
+    run_pipeline(small_pipeline(out, tmp_path / "data", systems=("bm25",)))
+    assert not (out / "per-query.png").exists() and not (out / "pairs.png").exists()
+    assert (out / "results.png").is_file()

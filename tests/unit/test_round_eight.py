@@ -185,3 +185,35 @@ def test_a_variant_named_as_another_reranking_is_refused_and_one_without_a_first
         bound({"kind": "monobert", "first_stage": "tfidf"})
     assert bound({"kind": "nrmf"}).first_stages == {"nrmf(tfidf)": "tfidf"}  # what its name says
     assert bound({"kind": "nrmf", "first_stage": "tfidf", "epochs": 1}).first_stages == {"nrmf(tfidf)": "tfidf"}
+
+
+# -- not counted but wanted: a wide CSV table warns nothing ------------------------------------------------------------
+def test_a_csv_table_of_many_measures_prints_no_pandas_warning(tmp_path, capsys):
+    import warnings
+
+    import pandas as pd
+
+    (tmp_path / "q.qrels").write_text("1 0 d1 1\n2 0 d2 1\n")
+    a = write_trec(tmp_path / "a.run", [("1", "d1", 2), ("1", "d2", 1), ("2", "d1", 1)])
+    b = write_trec(tmp_path / "b.run", [("1", "d2", 2), ("2", "d2", 1)])
+    measures = "P@1 P@2 P@3 P@5 AP nDCG nDCG@2 nDCG@3 R@1 R@2 R@3 RR RR@2 NumRet NumRel Bpref Rprec Success@1"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.PerformanceWarning)  # was 30 lines of it
+        assert main(["compare", a, b, "--qrels", str(tmp_path / "q.qrels"), "-m", measures, "--format", "csv"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split(",")
+    assert header[1:19] == measures.split()[:13] + ["NumRet", "NumRel", "Bpref", "Rprec", "Success@1"]
+    assert header[19:21] == ["P@1 delta", "P@1 ci_low"]
+
+
+# -- 13: files of an earlier experiment ------------------------------------------------------------------------------
+def test_a_run_written_over_takes_the_earlier_commands_manifest_with_it(tmp_path):
+    """``irglow search --system tfidf -o out/bm25.run`` left ``bm25.run.manifest.json`` saying tfidf beside the
+    pipeline's ``bm25.run`` written later."""
+    from irglow.config import run_manifest_path, write_run_manifest
+
+    path = tmp_path / "bm25.run"
+    Run({"1": [("d1", 1.0)]}, "tfidf").write(path)
+    write_run_manifest(path, {"search": {"system": "tfidf"}})
+    assert run_manifest_path(path).is_file()
+    Run({"1": [("d2", 1.0)]}, "bm25").write(path)  # what a pipeline does
+    assert not run_manifest_path(path).exists()
