@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from irglow.commands.evaluate import _comparison, _qrels
 from irglow.data.collection import load_collection
 from irglow.data.records import Query
@@ -13,7 +15,7 @@ from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.models.explain import report_analysis, twbert_weights
 from irglow.runs.columns import read_ranked
-from irglow.utils.atomic import check_not_input, check_writable
+from irglow.utils.atomic import check_not_input, check_writable, is_stdout
 
 
 def cmd_report(args) -> int:
@@ -22,7 +24,8 @@ def cmd_report(args) -> int:
     check_writable(output)
     data = report_from_files(args)
     write_report(output, data)
-    print(f"{len(data['runs'])} runs, {len(data['queries'])} queries → {output}")
+    print(f"{len(data['runs'])} runs, {len(data['queries'])} queries → {'standard output' if is_stdout(output) else output}",
+          file=sys.stderr if is_stdout(output) else sys.stdout)
     return 0
 
 

@@ -208,8 +208,10 @@ def compile_bulk_helper(runtime: JavaRuntime, root: Path, existing_only: bool = 
     key = hashlib.sha256(b"".join(s.read_bytes() for s in sources) + jar.name.encode() +
                          str(runtime.major).encode()).hexdigest()[:12]
     target = root / f"{key}.jar"
-    if target.is_file() or existing_only:
-        return target if target.is_file() else None
+    if existing_only:
+        return target if target.is_file() and jvm_aot.intact_jar(target) else None
+    if target.is_file() and jvm_aot.intact_jar(target):
+        return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=target.parent))

@@ -68,13 +68,35 @@ def jar_of(folder: Path, target: Path) -> Path:
     """The ``.class`` files under ``folder`` as a jar at ``target`` (written once, atomically): the class path a
     cache accepts.  A jar needs no manifest to be on a class path."""
     if target.is_file():
-        return target
+        if intact_jar(target):
+            return target
+        log.warning("%s is damaged (its entries fail their checksums); it is written again", target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as jar:
         for path in sorted(folder.rglob("*.class")):
             jar.write(path, path.relative_to(folder).as_posix())
     os.replace(tmp, target)
     return target
+
+
+_sound_jars: set[tuple] = set()
+
+
+def intact_jar(path: Path) -> bool:
+    """Whether a jar irglow wrote reads back whole (every entry's CRC; a few hundred KB, checked once per process and
+    file state): a damaged one would stop every JVM at its start with a class-loading error."""
+    try:
+        st = path.stat()
+        state = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if state in _sound_jars:
+            return True
+        with zipfile.ZipFile(path) as jar:
+            if jar.testzip() is not None:
+                return False
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError):
+        return False
+    _sound_jars.add(state)
+    return True
 
 
 def pyjnius_jar(root: Path) -> Path:

@@ -146,6 +146,14 @@ def test_a_damaged_start_up_cache_never_stops_a_command(tmp_path):
     third = command()
     assert third.returncode == 0 and third.stdout.startswith(f"{cache} "), third.stderr[-3000:]
     assert "is not used" not in third.stderr
+    # a sibling: a damaged jar of irglow's own (the bulk helper, pyjnius's classes) would stop every JVM's start
+    for jar in (tmp_path / "cache" / "java").glob("*.jar"):
+        raw = bytearray(jar.read_bytes())
+        raw[len(raw) // 3:len(raw) // 3 + 64] = b"\0" * 64
+        jar.write_bytes(bytes(raw))
+    fourth = command()
+    assert fourth.returncode == 0 and fourth.stdout.strip().endswith("['d1']"), fourth.stderr[-3000:]
+    assert "is damaged (its entries fail their checksums); it is written again" in fourth.stderr
 
 
 def test_a_failed_recording_keeps_both_streams_and_a_killed_recorder_leaves_nothing(tmp_path, monkeypatch, caplog):
