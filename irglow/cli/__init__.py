@@ -27,10 +27,11 @@ EXAMPLES = {
     "stats": "irglow stats demo",
     "search": "irglow search demo --system bm25f --query 'sleep apnea'\n  irglow search beir/scifact --split test "
               "--system qld --mu 500 -o runs/qld.run",
-    "eval": "irglow eval runs/demo/bm25.run runs/demo/twbert.run --data demo -m nDCG@10 -m AP\n"
+    "eval": "irglow eval runs/demo/bm25.run runs/demo/twbert.run --data demo:n_topics=120 -m nDCG@10 -m AP\n"
             "  zcat run.gz | irglow eval - --qrels qrels/test.qrels",
-    "compare": "irglow compare runs/demo/*.run --data demo --baseline bm25 -o table.md --plot table.png",
-    "report": "irglow report runs/demo/bm25.run runs/demo/twbert.run --data demo -o report.html",
+    "compare": "irglow compare runs/demo/*.run --data demo:n_topics=120 --baseline bm25 -o table.md "
+               "--plot table.png",
+    "report": "irglow report runs/demo/bm25.run runs/demo/twbert.run --data demo:n_topics=120 -o report.html",
     "qrels": "irglow qrels beir/scifact --split test -o qrels/scifact.test.qrels",
     "fuse": "irglow fuse runs/demo/bm25f.run runs/demo/glow.run --method rrf -o runs/hybrid.run",
     "settings": "irglow settings glow",
@@ -46,7 +47,8 @@ EXAMPLES = {
     "glow train": "irglow glow train demo --out models/glow --set epochs=1",
     "glow search": "irglow glow search demo --model models/glow/best -o runs/glow.run",
     "glow explain": "irglow glow explain demo --doc d12 --model glow=models/glow/best",
-    "rerank": "irglow rerank runs/demo/bm25.run --data demo --model models/monobert/best -o runs/monobert.run",
+    "rerank": "irglow rerank runs/demo/bm25.run --data demo:n_topics=120 --model models/monobert/best "
+              "-o runs/monobert.run",
     "monobert": "irglow monobert train demo --out models/monobert",
     "monobert train": "irglow monobert train demo --out models/monobert --set epochs=1",
     "monobert explain": "irglow monobert explain demo --model models/monobert/best --query 'sleep apnea' --doc d12",
@@ -167,7 +169,8 @@ def os_error(e: OSError) -> str:
         return f"{reason}; outputs are written atomically, so nothing half-written was left"
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (f"{where}: {reason}: irglow cannot write there; choose a writable place (-o, [output] dir, "
-                f"--data-dir or $IRGLOW_DATA) or change its permissions; nothing half-written was left")
+                f"--data-dir, data_dir in a configuration, or $IRGLOW_DATA) or change its permissions; nothing "
+                f"half-written was left")
     return f"{where}: {reason}"
 
 

@@ -29,7 +29,8 @@ def add_rerank_commands(sub: argparse._SubParsersAction) -> None:
         t = add_train_parser(g, f"train a {title} on a collection's judged queries",
                              command("irglow.commands.rerank:cmd_train"),
                              config="configs/rerank.toml", config_help=f"its [{kind}] section",
-                             example="epochs=2, model.dim=128")
+                             example="epochs=2, model.dim=128" if kind == "nrmf" else
+                             "epochs=2, model.default_field_tokens=64")
         t.set_defaults(kind=kind)
         e = g.add_parser("explain", help="a query's documents: score, and its change without each field")
         e.add_argument("data", help="'demo', a BEIR folder or an ir_datasets id")
