@@ -31,20 +31,27 @@ def config_path(path: str | Path) -> Path:
     given = Path(path)
     if given.is_file():
         return given
-    if given.is_dir():
-        inside = sorted(p.name for p in given.iterdir() if p.suffix in (".toml", ".yaml", ".yml") and p.is_file())
-        hint = (f"name a file in it ({', '.join(inside[:6])}{' …' if len(inside) > 6 else ''})" if inside else
-                "it holds no .toml or .yaml file" + ("; an output folder's settings are in its manifest.json, and "
-                                                     "Experiment.save writes a file Experiment.load reads"
-                                                     if (given / "manifest.json").is_file() else ""))
-        raise IsADirectoryError(f"configuration {path} is a folder, not a file: {hint}")
+    shipped_here = None
     if not given.is_absolute():
         inside = Path(*given.parts[1:]) if given.parts[:1] == ("configs",) else given
-        if (SHIPPED / inside).is_file():
-            return SHIPPED / inside
+        shipped_here = SHIPPED / inside
+        if shipped_here.is_file():
+            return shipped_here
+    for folder in (given, shipped_here):  # `--config out` (a run folder), `--config configs` (irglow's own)
+        if folder is not None and folder.is_dir():
+            raise IsADirectoryError(f"configuration {path} is a folder, not a file: {_folder_hint(folder)}")
     shipped = ", ".join(str(p.relative_to(SHIPPED)) for p in sorted(SHIPPED.glob("*.*")))
     raise FileNotFoundError(f"configuration {path} does not exist (irglow ships {shipped}: name one as "
                             f"configs/<name>)")
+
+
+def _folder_hint(folder: Path) -> str:
+    inside = sorted(p.name for p in folder.iterdir() if p.suffix in (".toml", ".yaml", ".yml") and p.is_file())
+    if inside:
+        return f"name a file in it ({', '.join(inside[:6])}{' …' if len(inside) > 6 else ''})"
+    return "it holds no .toml or .yaml file" + ("; an output folder's settings are in its manifest.json, and "
+                                                "Experiment.save writes a file Experiment.load reads"
+                                                if (folder / "manifest.json").is_file() else "")
 
 
 def load_config(path: str | Path | None, overrides: Sequence[str] = (), _chain: tuple[Path, ...] = ()

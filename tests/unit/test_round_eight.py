@@ -145,6 +145,10 @@ def test_a_folder_given_as_a_configuration_is_said_to_be_a_folder(tmp_path):
 
     with pytest.raises(IsADirectoryError, match="is a folder"):
         Experiment.load(tmp_path / "out")
+    # irglow's own folder of configurations, named from anywhere (`irglow run --config configs`)
+    with pytest.raises(IsADirectoryError, match=r"configuration configs is a folder, not a file: name a file in it "
+                                                r"\(demo.toml, "):
+        load_config("configs")
 
 
 # -- 12: an explicit JAVA_HOME that is too old is said ----------------------------------------------------------------
