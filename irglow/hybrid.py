@@ -197,7 +197,7 @@ class FusionStage(Stage):
         settings differ from the one the folder made is refused (those weights are not its)."""
         from irglow.runs.pt import Fusion
 
-        info = folder.result(ranker)
+        info = folder.result(ranker, checked=False)  # compared below, naming the settings that differ
         if info is None:
             raise ValueError(f"{ranker.tag}: the run in {folder.out} made no such fusion (its weights are tuned there)")
         # the fusion as the folder's [fusion] binds it, never the recorded configuration's raw table

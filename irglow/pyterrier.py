@@ -93,10 +93,11 @@ class RunFolder:
             self._bound[section] = stage(section).settings_class.from_config(self.config)
         return self._bound[section]
 
-    def result(self, node):
+    def result(self, node, checked: bool = True):
         """What the unit that made ``node``'s run did (:class:`~irglow.stage.Result`: the model it trained, the
         fusion's weights …), or ``None``; ``node`` a ranker of the folder's graph (or a unit's name, as its manifest
-        records it).  A folder written before runs recorded their unit is read by the units' names."""
+        records it).  A folder written before runs recorded their unit is read by the units' names.  A ranker named as
+        a run the folder made but another ranker is refused (``checked=False``: the caller compares them itself)."""
         if self._results is None:
             from irglow.outputs import read_results
 
@@ -104,7 +105,7 @@ class RunFolder:
         if isinstance(node, str):
             return self._results.get(node)
         made = self.plan.graph[node.tag] if node.tag in self.plan.graph else None
-        if made is not None and made != node:  # looked up by node: a tag alone could name another ranker's run
+        if checked and made is not None and made != node:  # by node: a tag alone could name another ranker's run
             raise ValueError(f"{self.out} made no {node!r}: its run {node.tag!r} is {made!r}; build that one, or run "
                              f"an experiment with this ranker")
         unit = self._made_by.get(node.tag)
