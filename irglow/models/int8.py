@@ -17,6 +17,7 @@ graph.  Training and GPUs never come here: a GPU keeps torch's fp16/bf16 autocas
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from irglow.utils.digest import model_digest
+from irglow.utils.digest import check_table_digests, model_digest, table_digests
 from irglow.utils.paths import cache_dir
 from irglow.utils.atomic import atomic_dir
 
@@ -109,7 +110,10 @@ class Int8Forward:
         key = model_digest(module, backend="onnxruntime-int8-weights-2", opset=OPSET, ort=ort.__version__,
                            inputs=shapes, kind=type(module).__name__, optimized=True, **settings)
         self.path = Path(cache_dir or default_cache_dir()) / key / "model.onnx"
-        if not self.path.is_file():
+        if not (self.path.is_file() and intact(self.path)):  # a damaged graph would score wrongly, or stop the process
+            if self.path.is_file():
+                log.warning("the int8 graph %s is not the one built (its recorded digest differs, or none was "
+                            "recorded); it is built again", self.path)
             build(module, self.path, example)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()
@@ -182,7 +186,20 @@ def build(module: torch.nn.Module, path: Path, example: dict[str, torch.Tensor])
             root.setLevel(level)
         for f in (fp32, fused):
             f.unlink(missing_ok=True)
+        (tmp / DIGESTS).write_text(json.dumps(table_digests(tmp, [path.name])))
     return path
+
+
+DIGESTS = "digests.json"  # the graph's SHA-256, written with it and checked before a session loads it
+
+
+def intact(path: Path) -> bool:
+    """Whether a cached graph is the one built (its recorded digest; hashed once per process and file state)."""
+    try:
+        recorded = json.loads((path.parent / DIGESTS).read_text())
+    except (OSError, ValueError):
+        return False
+    return set(recorded) == {path.name} and check_table_digests(path.parent, recorded) is None
 
 
 class MeanPooled(torch.nn.Module):

@@ -169,6 +169,14 @@ def module_code(module: str, dist: Any = None) -> dict[str, str] | None:
                 dists.append(distribution(name))
             except Exception:  # noqa: BLE001 - listed but unreadable: keyed on the folders above
                 continue
+    origin = getattr(top, "__file__", None)
+    if not dists and not getattr(top, "__path__", None) and origin:  # a lone module on the path (PYTHONPATH, a
+        # notebook's folder): every module loaded from its folder, which it may import (jm.py reading jmconsts.py)
+        here = Path(origin).parent
+        for name, m in list(sys.modules.items()):
+            f = getattr(m, "__file__", None)
+            if f and f.endswith(".py") and Path(f).parent == here:
+                files.setdefault(f"{name.replace('.', '/')}.py", Path(f))
     for d in dists:
         for listed in d.files or []:
             if listed.suffix == ".py":

@@ -74,6 +74,16 @@ def test_the_graph_is_cached_by_the_weights(graphs, monkeypatch):
     monkeypatch.setattr(int8, "build", lambda *a, **k: pytest.fail("built again for the same weights"))
     again = int8.Int8Forward(int8.MeanPooled(model), cache_dir=graphs / "int8")
     assert again.path == first.path and first.path.is_file()
+    monkeypatch.undo()
+    # issue 80 (a sibling of the start-up cache): a graph damaged in the cache is built again, not loaded
+    raw = bytearray(first.path.read_bytes())
+    raw[len(raw) // 2:len(raw) // 2 + 256] = bytes(256)
+    first.path.write_bytes(bytes(raw))
+    built = []
+    real_build = int8.build
+    monkeypatch.setattr(int8, "build", lambda *a, **k: built.append(1) or real_build(*a, **k))
+    mended = int8.Int8Forward(int8.MeanPooled(model), cache_dir=graphs / "int8")
+    assert built == [1] and mended.path == first.path and int8.intact(first.path)
     with torch.no_grad():
         model.pooler.dense.bias.add_(1.0)  # any change of a weight is another graph
     monkeypatch.undo()

@@ -89,3 +89,15 @@ def test_a_plugin_is_keyed_on_every_module_of_its_package(tmp_path, monkeypatch)
     (helpers / "__init__.py").write_text("SMOOTH = 2\n")
     assert plugins.module_code("jmpkg.plugin")["source"] != second["source"]
     assert plugins.module_code("jmpkg.plugin") == plugins.module_code("jmpkg.plugin")  # nothing else moves it
+
+
+def test_a_lone_plugin_module_is_keyed_on_the_modules_loaded_from_its_folder(tmp_path, monkeypatch):
+    """A plugin that is one file on the path (no package, no distribution), reading a sibling module."""
+    (tmp_path / "jmlone.py").write_text("from jmlone_consts import LAMBDA\n")
+    (tmp_path / "jmlone_consts.py").write_text("LAMBDA = 0.7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("jmlone", "jmlone_consts"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    first = plugins.module_code("jmlone")
+    (tmp_path / "jmlone_consts.py").write_text("LAMBDA = 0.05\n")
+    assert plugins.module_code("jmlone")["source"] != first["source"]
