@@ -33,3 +33,23 @@ def numbers(text: str | None, option: str) -> list[float]:
             raise SystemExit(f"{option} {text!r}: {item.strip()!r} is not a finite number")
         out.append(value)
     return out
+
+
+def writes_folder(option: str):
+    """A command that writes the folder its ``option`` names for the whole of its work (a trainer's ``--out``: its
+    checkpoints, ``best`` and manifest): held as a run holds its output folder
+    (:func:`irglow.utils.atomic.output_lock`; rank 0's under ``torchrun``), so a second command into the same folder
+    waits instead of interleaving checkpoints."""
+    import contextlib
+    import functools
+
+    from irglow.utils.atomic import output_lock
+    from irglow.utils.distributed import is_main
+
+    def wrap(command):
+        @functools.wraps(command)  # keeps the collective mark
+        def held(args):
+            with output_lock(getattr(args, option)) if is_main() else contextlib.nullcontext():
+                return command(args)
+        return held
+    return wrap

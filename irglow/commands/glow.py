@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from irglow.commands.common import writes_folder
 from irglow.config import apply_override, load_config, write_manifest, write_run_manifest
 from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.data.docstore import docs_store
@@ -35,6 +36,7 @@ def _load(args):
 
 
 @collective
+@writes_folder("out")
 def cmd_train(args) -> int:
     cfg = load_config(args.config).get("glow", {})  # a shipped configs/… file is found from any folder
     for item in args.set:

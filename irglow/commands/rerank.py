@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from irglow.commands.common import writes_folder
 from irglow.config import apply_override, load_config, write_manifest, write_run_manifest
 from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.data.docstore import docs_store
@@ -27,6 +28,7 @@ def train_config(kind: str, config_path: str, overrides: list[str]):
 
 
 @collective
+@writes_folder("out")
 def cmd_train(args) -> int:
     config, raw = train_config(args.kind, args.config, args.set)
     coll = load_collection(args.data)

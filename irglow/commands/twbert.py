@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from irglow.commands.common import writes_folder
 from irglow.config import apply_override, load_config, write_manifest, write_run_manifest
 from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.index.lucene_index import build_index
@@ -21,6 +22,7 @@ def _index(args):
 
 
 @collective
+@writes_folder("out")
 def cmd_train(args) -> int:
     cfg = load_config(args.config).get("twbert", {}) if args.config else {}
     for item in args.set:

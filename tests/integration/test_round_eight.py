@@ -329,3 +329,45 @@ def test_plots_of_an_earlier_experiment_do_not_stay_beside_a_new_one(tmp_path):
     run_pipeline(small_pipeline(out, tmp_path / "data", systems=("bm25",)))
     assert not (out / "per-query.png").exists() and not (out / "pairs.png").exists()
     assert (out / "results.png").is_file()
+
+
+def test_a_trainer_into_a_folder_another_command_writes_waits_for_it(tmp_path, monkeypatch):
+    """A sibling of one writer per folder: two ``… train --out DIR`` into one folder interleaved their checkpoints.
+    The train commands hold their ``--out`` as a run holds its folder."""
+    import io
+    import subprocess
+    import sys
+    import threading
+    from argparse import Namespace
+
+    from irglow.commands.common import writes_folder
+
+    out = tmp_path / "model"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "held"
+    said, ran = threading.Event(), threading.Event()
+
+    class Stderr(io.StringIO):
+        def write(self, text):
+            if "waiting for it to finish" in text:
+                said.set()
+            return super().write(text)
+
+    monkeypatch.setattr(sys, "stderr", Stderr())
+
+    @writes_folder("out")
+    def train(args):
+        ran.set()
+        return 0
+
+    worker = threading.Thread(target=train, args=(Namespace(out=out),))
+    worker.start()
+    assert said.wait(timeout=300)  # it said whom it waits for (the bound only stops a broken lock from hanging) …
+    assert not ran.is_set()  # … and did not start
+    holder.stdin.write("done\n")
+    holder.stdin.flush()
+    assert holder.wait(timeout=60) == 0
+    worker.join()
+    assert ran.is_set()
+    assert f"another irglow run is writing {out}/ (pid {holder.pid}: " in sys.stderr.getvalue()
