@@ -371,3 +371,22 @@ def test_a_trainer_into_a_folder_another_command_writes_waits_for_it(tmp_path, m
     worker.join()
     assert ran.is_set()
     assert f"another irglow run is writing {out}/ (pid {holder.pid}: " in sys.stderr.getvalue()
+
+
+def test_search_writes_its_run_to_standard_output_and_refuses_a_topics_file_without_queries(tmp_path, capsys,
+                                                                                             monkeypatch):
+    """``irglow search … -o -``: the run on standard output, no file named ``-``, the command's line on stderr (item
+    9); an empty topics file stopped nothing and gave a 0-byte run (item 14)."""
+    from irglow.cli import main
+    from tests.files import write_beir
+
+    monkeypatch.chdir(tmp_path)
+    data = write_beir(tmp_path / "c")
+    (tmp_path / "t.tsv").write_text("q1\tlyme ticks\n")
+    assert main(["search", data, "--topics", "t.tsv", "-o", "-", "--data-dir", str(tmp_path / "d")]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0].startswith("q1 Q0 d1 1 ") and "1 queries → standard output" in out.err
+    assert not (tmp_path / "-").exists() and not (tmp_path / "-.manifest.json").exists()
+    (tmp_path / "e.tsv").write_text("")
+    assert main(["search", data, "--topics", "e.tsv", "-o", "e.run", "--data-dir", str(tmp_path / "d")]) == 2
+    assert "e.tsv holds no queries" in capsys.readouterr().err and not (tmp_path / "e.run").exists()
