@@ -167,6 +167,9 @@ def os_error(e: OSError) -> str:
         reason = e.strerror if e.strerror and "no space left" in e.strerror.lower() and \
             e.strerror != "No space left on device" else f"no space left on the device holding {where}"
         return f"{reason}; outputs are written atomically, so nothing half-written was left"
+    if e.errno == errno.EFBIG and e.strerror == "File too large":  # the system's words: the limit named
+        return (f"{where}: File too large: a file-size limit (ulimit -f, or the file system's) stopped it; outputs "
+                f"are written atomically, so nothing half-written was left")
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return (f"{where}: {reason}: irglow cannot write there; choose a writable place (-o, [output] dir, "
                 f"--data-dir, data_dir in a configuration, or $IRGLOW_DATA) or change its permissions; nothing "

@@ -246,17 +246,22 @@ def vector_file(path: Path, shape: tuple[int, int]) -> np.ndarray:
     """A ``.npy`` file of float32 vectors, memory-mapped for writing, its blocks reserved on disk at once: a map over
     a sparse file would kill the process (SIGBUS) when a full disk refuses a page, halfway through an encoding;
     reserved, a full disk is an ``OSError`` (ENOSPC) before the first vector, which the command line names."""
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
-    fd = os.open(path, os.O_RDWR)
+    size = f"{shape[0]:,} vectors of {shape[1]} dimensions ({shape[0] * shape[1] * 4 / 2**20:,.0f} MB)"
+    out = None
     try:
-        os.posix_fallocate(fd, 0, os.path.getsize(path))
+        out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
+        fd = os.open(path, os.O_RDWR)
+        try:
+            os.posix_fallocate(fd, 0, os.path.getsize(path))
+        finally:
+            os.close(fd)
     except OSError as e:
         del out
+        if e.errno == errno.EFBIG:  # a file-size limit (ulimit -f), not a full disk
+            raise OSError(e.errno, f"a file-size limit stops {path} short of {size} (ulimit -f); nothing was kept",
+                          str(path)) from None
         raise OSError(e.errno or errno.ENOSPC, f"no space left on the device holding {Path(path).parent.parent} "
-                      f"for {shape[0]:,} vectors of {shape[1]} dimensions ({shape[0] * shape[1] * 4 / 2**20:,.0f} MB); "
-                      f"nothing was kept", str(path)) from None
-    finally:
-        os.close(fd)
+                      f"for {size}; nothing was kept", str(path)) from None
     return out
 
 
@@ -306,7 +311,7 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
                          f"encode shard {rank}/{world}", out_path=partial / "embeddings.npy", resume=resume,
                          workers=workers)
     except OSError as e:
-        if e.errno == errno.ENOSPC:  # nothing of a full disk's attempt is kept, or reused
+        if e.errno in (errno.ENOSPC, errno.EFBIG):  # nothing of a full disk's (or a size limit's) attempt is kept
             shutil.rmtree(partial, ignore_errors=True)
         raise
     del vectors

@@ -221,3 +221,22 @@ def test_a_run_written_over_takes_the_earlier_commands_manifest_with_it(tmp_path
     assert run_manifest_path(path).is_file()
     Run({"1": [("d2", 1.0)]}, "bm25").write(path)  # what a pipeline does
     assert not run_manifest_path(path).exists()
+
+
+def test_a_file_size_limit_on_a_corpus_encoding_is_said_as_one(tmp_path):
+    """A sibling of item 10: the memory-mapped vector file of an encoding, stopped by ``ulimit -f``, said nothing of
+    where (numpy's own write), or called a size limit a full disk."""
+    from irglow.dense.encode import vector_file
+
+    target = tmp_path / "embeddings.npy"
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, hard))
+    try:
+        with pytest.raises(OSError) as e:
+            vector_file(target, (10_000, 384))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+    assert e.value.errno == errno.EFBIG and e.value.filename == str(target)
+    assert "a file-size limit stops" in str(e.value) and "no space" not in str(e.value)
