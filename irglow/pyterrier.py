@@ -59,7 +59,8 @@ class RunFolder:
     (:func:`irglow.plan.bind_plan`: the same graph of rankers, the same bound settings), its index and field
     weights, each unit's result, the collection's documents — what the stages build transformers from."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: str | Path):
+        out = Path(out)
         manifest = json.loads((out / "manifest.json").read_text())
         self.out, self.config = out, manifest["config"]
         self._made_by: dict[str, str] = manifest.get("made_by", {})
