@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -183,6 +184,21 @@ def module_code(module: str, dist: Any = None) -> dict[str, str] | None:
                 located = Path(d.locate_file(listed))
                 if located.is_file():
                     files.setdefault(listed.as_posix(), located)
+        # an editable install lists no module: its other top-level packages, found where they import from
+        for other in (d.read_text("top_level.txt") or "").split():
+            if other == top_name or other.startswith("_"):
+                continue
+            try:
+                spec = importlib.util.find_spec(other)
+            except (ImportError, ValueError):
+                continue
+            if spec is None:
+                continue
+            for folder in spec.submodule_search_locations or []:
+                for f in sorted(Path(folder).rglob("*.py")):
+                    files.setdefault(f"{other}/{f.relative_to(folder).as_posix()}", f)
+            if not spec.submodule_search_locations and spec.origin and spec.origin.endswith(".py"):
+                files.setdefault(f"{other}.py", Path(spec.origin))
     source = hashlib.sha256()
     for label, f in sorted(files.items()):  # read each time: a file edited since it was imported is what runs next
         try:

@@ -89,6 +89,12 @@ def test_a_plugin_is_keyed_on_every_module_of_its_package(tmp_path, monkeypatch)
     (helpers / "__init__.py").write_text("SMOOTH = 2\n")
     assert plugins.module_code("jmpkg.plugin")["source"] != second["source"]
     assert plugins.module_code("jmpkg.plugin") == plugins.module_code("jmpkg.plugin")  # nothing else moves it
+    # an editable install lists no module: its top_level.txt names the packages it holds
+    (info / "RECORD").write_text("jmpkg-1.0.dist-info/METADATA,,\n__editable__.jmpkg-1.0.pth,,\n")
+    (info / "top_level.txt").write_text("jmhelpers\njmpkg\n")
+    third = plugins.module_code("jmpkg.plugin")
+    (helpers / "__init__.py").write_text("SMOOTH = 3\n")
+    assert plugins.module_code("jmpkg.plugin")["source"] != third["source"]
 
 
 def test_a_lone_plugin_module_is_keyed_on_the_modules_loaded_from_its_folder(tmp_path, monkeypatch):
