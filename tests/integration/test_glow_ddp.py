@@ -39,7 +39,10 @@ def test_ddp_training_on_two_cpu_processes(trained):
     from irglow.models.glow.model import GlowEncoder
 
     root, out = trained
-    assert sorted(p.name for p in out.iterdir()) == ["best", "checkpoint", "manifest.json", "manifests", "training.json"]
+    # the trainer held its --out for its whole work (issue 80: one writer per folder); the lock file stays, empty
+    assert sorted(p.name for p in out.iterdir()) == [".irglow-writer.lock", "best", "checkpoint", "manifest.json",
+                                                     "manifests", "training.json"]
+    assert not (out / ".irglow-writer.lock").read_text()
     assert not list(out.rglob("*.tmp*"))  # no half-written output left by a second writer
     training = json.loads((out / "training.json").read_text())
     losses = [h["loss"] for h in training["state"]["history"] if h["loss"] is not None]
