@@ -6,7 +6,6 @@ run as a TREC file, the qrels, a markdown/CSV/LaTeX table, a plot and a manifest
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import sys
@@ -57,7 +56,7 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     if prepared is None and not isinstance(config, Plan):
         config = bind_plan(config)
     out = prepared.out if prepared is not None else check_output(config)
-    with output_lock(out) if is_main() else contextlib.nullcontext():  # one writer per folder, for the whole run
+    with output_lock(out):  # one writer per folder, for the whole run
         p = prepared or prepare(config)
         if prepared is None:
             plan = p.plan

@@ -40,16 +40,14 @@ def writes_folder(option: str):
     checkpoints, ``best`` and manifest): held as a run holds its output folder
     (:func:`irglow.utils.atomic.output_lock`; rank 0's under ``torchrun``), so a second command into the same folder
     waits instead of interleaving checkpoints."""
-    import contextlib
     import functools
 
     from irglow.utils.atomic import output_lock
-    from irglow.utils.distributed import is_main
 
     def wrap(command):
         @functools.wraps(command)  # keeps the collective mark
         def held(args):
-            with output_lock(getattr(args, option)) if is_main() else contextlib.nullcontext():
+            with output_lock(getattr(args, option)):
                 return command(args)
         return held
     return wrap

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from irglow import settings as declared
@@ -12,7 +11,7 @@ from irglow.data.trec import read_qrels
 from irglow.runs.fusion import fuse, tune_weights
 from irglow.runs.qpp import fuse_weighted, looks_dense, qpp_weights
 from irglow.runs.trec import Run, check_token
-from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable, is_stdout
+from irglow.utils.atomic import atomic_write_text, check_not_input, check_writable, is_stdout, say_written
 
 
 def cmd_fuse(args) -> int:
@@ -51,8 +50,7 @@ def cmd_fuse(args) -> int:
     write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
                        weights=weights)
     shown = ", ".join(f"{Path(p).stem} {w:g}" for p, w in zip(args.runs, weights or [1.0] * len(args.runs)))
-    print(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note} → "
-          f"{'standard output' if is_stdout(output) else output}", file=sys.stderr if is_stdout(output) else sys.stdout)
+    say_written(f"{args.method}{'' if args.method == 'rrf' else ' ' + args.norm} of {shown}{note}", output)
     return 0
 
 
@@ -73,7 +71,5 @@ def _fuse_per_query(args, runs, output: Path, tag: str) -> int:
     args.method = "rrf"
     write_run_manifest(output, {"fuse": {k: v for k, v in vars(args).items() if k != "func"}},
                        weights_per_query=str(table))
-    print(f"rrf of {', '.join(names)}, weighted per query ({args.per_query}) → "
-          f"{'standard output' if is_stdout(output) else output} (weights: {table})",
-          file=sys.stderr if is_stdout(output) else sys.stdout)
+    say_written(f"rrf of {', '.join(names)}, weighted per query ({args.per_query})", output, f" (weights: {table})")
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from irglow.commands.common import writes_folder
@@ -18,7 +17,7 @@ from irglow.dense.encode import check_faiss_size
 from irglow.models.glow.runner import featurizer_for, glow_run
 from irglow.models.glow.train import GlowTrainConfig, GlowTrainer
 from irglow.settings import field_values
-from irglow.utils.atomic import is_stdout
+from irglow.utils.atomic import is_stdout, say_written
 from irglow.utils.distributed import collective, join, main_first
 
 
@@ -88,8 +87,7 @@ def cmd_search(args) -> int:
     run.write(out)
     write_run_manifest(out, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}},
                        **info)
-    print(f"{len(run)} queries → {'standard output' if is_stdout(out) else out} ({info['docs_per_s']:.1f} docs/s "
-          "encoding)", file=sys.stderr if is_stdout(out) else sys.stdout)
+    say_written(f"{len(run)} queries", out, f" ({info['docs_per_s']:.1f} docs/s encoding)")
     return 0
 
 

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from irglow.commands.evaluate import _comparison, _qrels
 from irglow.data.collection import load_collection
 from irglow.data.records import Query
@@ -15,7 +13,7 @@ from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.models.explain import report_analysis, twbert_weights
 from irglow.runs.columns import read_ranked
-from irglow.utils.atomic import check_not_input, check_writable, is_stdout
+from irglow.utils.atomic import check_not_input, check_writable, say_written
 
 
 def cmd_report(args) -> int:
@@ -24,8 +22,7 @@ def cmd_report(args) -> int:
     check_writable(output)
     data = report_from_files(args)
     write_report(output, data)
-    print(f"{len(data['runs'])} runs, {len(data['queries'])} queries → {'standard output' if is_stdout(output) else output}",
-          file=sys.stderr if is_stdout(output) else sys.stdout)
+    say_written(f"{len(data['runs'])} runs, {len(data['queries'])} queries", output)
     return 0
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from irglow.commands.common import writes_folder
@@ -15,7 +14,7 @@ from irglow.models.rerank.explain import explain_table
 from irglow.models.rerank.kinds import kind_of, load_reranker, reranker_kind
 from irglow.models.rerank.train import RerankTrainConfig, RerankTrainer
 from irglow.runs.trec import Run, check_token, gather_runs
-from irglow.utils.atomic import check_not_input, check_writable, is_stdout
+from irglow.utils.atomic import check_not_input, check_writable, is_stdout, say_written
 from irglow.utils.distributed import collective, is_main, main_first, rank_file, split
 
 
@@ -61,15 +60,16 @@ def cmd_rerank(args) -> int:
     order = [Query(q, "") for q in run.ranking]
     mine = Run({q.query_id: run.ranking[q.query_id] for q in split(order)}, run.tag)
     tag = args.tag or f"{run.tag}-{kind.name}"
-    partial = (Path(".") if is_stdout(out) else out.parent) / rank_file(f".{tag if is_stdout(out) else out.name}.partial.jsonl")
+    # a killed re-ranking's scores so far, beside its run file (-o -: in the working folder, named by its tag)
+    folder, name = (Path("."), tag) if is_stdout(out) else (out.parent, out.name)
+    partial = folder / rank_file(f".{name}.partial.jsonl")
     reranked = gather_runs({tag: kind.rerank_run(model, mine, queries, docs, args.depth, tag,
                                                  batch_size=args.batch_size, checkpoint=partial)},
                            order)[tag]  # a killed re-ranking resumes (irglow's kinds)
     reranked.write(out)
     write_run_manifest(out, {"rerank": {k: v for k, v in vars(args).items() if k != "func"}})
     if is_main():
-        print(f"{len(reranked)} queries re-ranked (top {args.depth}) → {'standard output' if is_stdout(out) else out}",
-              file=sys.stderr if is_stdout(out) else sys.stdout)
+        say_written(f"{len(reranked)} queries re-ranked (top {args.depth})", out)
     return 0
 
 

@@ -3,7 +3,6 @@ Pyserini."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from irglow.commands.common import open_index
@@ -15,7 +14,7 @@ from irglow.index.lucene_index import available_cores
 from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 from irglow.runs.trec import check_token
 from irglow.settings import field_values
-from irglow.utils.atomic import check_not_input, check_writable, is_stdout
+from irglow.utils.atomic import check_not_input, check_writable, say_written
 
 
 SHORT = 100  # queries: up to this many, a short command's JVM (C1 alone is faster at 100 on a million documents)
@@ -56,6 +55,5 @@ def cmd_search(args) -> int:
     output = Path(args.output or f"runs/{run.tag}.run")
     run.write(output)
     write_run_manifest(output, {"search": vars(args)})
-    print(f"{len(run)} queries → {'standard output' if is_stdout(output) else output}",
-          file=sys.stderr if is_stdout(output) else sys.stdout)
+    say_written(f"{len(run)} queries", output)
     return 0

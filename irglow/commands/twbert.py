@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from irglow.commands.common import writes_folder
 from irglow.config import apply_override, load_config, write_manifest, write_run_manifest
 from irglow.data.collection import agree_on_inputs, load_collection
@@ -13,7 +11,7 @@ from irglow.models.twbert.model import TWBert, TWBertConfig
 from irglow.models.twbert.search import twbert_search
 from irglow.models.twbert.terms import extract_terms
 from irglow.models.twbert.train import TrainConfig, Trainer
-from irglow.utils.atomic import is_stdout
+from irglow.utils.atomic import say_written
 from irglow.utils.distributed import collective, is_main, main_first
 
 
@@ -51,8 +49,7 @@ def cmd_search(args) -> int:
     run.write(args.output)
 
     write_run_manifest(args.output, {"twbert_search": vars(args) | {"func": None}})
-    print(f"{len(run)} queries → {'standard output' if is_stdout(args.output) else args.output}",
-          file=sys.stderr if is_stdout(args.output) else sys.stdout)
+    say_written(f"{len(run)} queries", args.output)
     return 0
 
 

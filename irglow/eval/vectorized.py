@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from irglow.data.records import Qrel
-from irglow.data.trec import MAX_LABEL  # a negative label below it means the same (pooled_label)
+from irglow.data.trec import pooled_label  # a negative label of any size, as int64 holds it
 from irglow.runs.columns import Columns
 
 # name → does the measure need a cutoff here (P@k, R@k … are only defined with one in trec_eval's names)
@@ -64,7 +64,7 @@ class Judgments:
     def of(cls, qrels: Sequence[Qrel]) -> "Judgments":
         """A (query, document) judged twice keeps its last label, as ir_measures' dicts do."""
         frame = pd.DataFrame({"q": [q.query_id for q in qrels], "d": [q.doc_id for q in qrels],
-                              "l": np.array([max(q.relevance, -MAX_LABEL) for q in qrels], dtype=np.int64)})
+                              "l": np.array([pooled_label(q.relevance) for q in qrels], dtype=np.int64)})
         frame = frame.drop_duplicates(["q", "d"], keep="last")
         q_codes, q_names = pd.factorize(frame["q"], sort=True)
         d_codes, d_ids = pd.factorize(frame["d"])

@@ -34,6 +34,9 @@ import time
 import zipfile
 from pathlib import Path
 
+from irglow.utils.atomic import atomic_write_text
+from irglow.utils.digest import file_digest
+
 try:
     import fcntl
 except ImportError:  # Windows: no recording (a JVM there starts as before)
@@ -150,14 +153,6 @@ def _state(path: Path) -> list[int]:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
-
-
 def intact(path: Path) -> bool:
     """Whether the cache at ``path`` is the one recorded (its size and digest as its ``.sum`` says).  It is hashed
     only when its state (inode, size, times) differs from the one last checked; a damaged cache, or one without a
@@ -169,9 +164,9 @@ def intact(path: Path) -> bool:
         state = _state(path)
         if recorded.get("checked") == state:
             return True
-        if state[2] == recorded.get("size") and _sha256(path) == recorded.get("sha256"):
+        if state[2] == recorded.get("size") and file_digest(path, 1 << 22, chars=None) == recorded.get("sha256"):
             try:  # hashed once per state: later JVMs trust it without reading 40 MB
-                _write_atomic(note, json.dumps({**recorded, "checked": state}))
+                atomic_write_text(note, json.dumps({**recorded, "checked": state}))
             except OSError:  # a read-only cache: checked again by the next process
                 pass
             return True
@@ -192,12 +187,6 @@ def intact(path: Path) -> bool:
                 "index (commands start slower until then, results are the same)", path, why,
                 f" (set aside as {aside.name})" if aside else "")
     return False
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def prune(root: Path, keep: Path, days: float = UNUSED_DAYS) -> list[Path]:
@@ -284,29 +273,32 @@ def lock_file(target: Path) -> Path:
 RETRY_SECONDS = 600  # a failed recording is tried again after this long, doubled at every failure (up to a week)
 
 
-def retry_due(failed: Path, now: float | None = None) -> bool:
-    """Whether a key whose recording failed is tried again now: its cause may have passed (a full disk freed, a
-    killed recorder).  After :data:`RETRY_SECONDS`, doubled with each failure in a row, so a cause that stays costs
-    a few attempts, not one per command."""
+def retry_wait(attempts: int) -> float:
+    """Seconds before a key that failed ``attempts`` times in a row is recorded again: :data:`RETRY_SECONDS`, doubled
+    with each failure, so a cause that stays costs a few attempts, not one per command (at most a week)."""
+    return min(RETRY_SECONDS * 2 ** (attempts - 1), 7 * 86400)
+
+
+def _failures(failed: Path) -> tuple[int, float] | None:
+    """``(failures in a row, time of the last)`` from a ``.failed`` note (``None``: none); a note of an older irglow
+    (plain text) is one failure at the file's time."""
     try:
         note = json.loads(failed.read_text(encoding="utf-8"))
-        attempts, when = int(note.get("attempts", 1)), float(note.get("time", failed.stat().st_mtime))
+        return int(note.get("attempts", 1)), float(note.get("time", failed.stat().st_mtime))
     except FileNotFoundError:
-        return True
-    except (OSError, ValueError, TypeError, AttributeError):  # a note of an older irglow (plain text): one attempt
-        try:
-            attempts, when = 1, failed.stat().st_mtime
-        except OSError:
-            return True
-    wait = min(RETRY_SECONDS * 2 ** (attempts - 1), 7 * 86400)
-    return (time.time() if now is None else now) - when >= wait
-
-
-def _attempts(failed: Path) -> int:
-    try:
-        return int(json.loads(failed.read_text(encoding="utf-8")).get("attempts", 1))
+        return None
     except (OSError, ValueError, TypeError, AttributeError):
-        return 1 if failed.is_file() else 0
+        try:
+            return 1, failed.stat().st_mtime
+        except OSError:
+            return None
+
+
+def retry_due(failed: Path, now: float | None = None) -> bool:
+    """Whether a key whose recording failed is tried again now: its cause may have passed (a full disk freed, a
+    killed recorder), once :func:`retry_wait` has passed since the last failure."""
+    seen = _failures(failed)
+    return seen is None or (time.time() if now is None else now) - seen[1] >= retry_wait(seen[0])
 
 
 def record(index: Path, target: Path) -> Path | None:
@@ -332,7 +324,8 @@ def record(index: Path, target: Path) -> Path | None:
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                               timeout=600)
         if done.returncode == 0 and tmp.is_file():
-            _write_atomic(sum_file(target), json.dumps({"size": tmp.stat().st_size, "sha256": _sha256(tmp)}))
+            atomic_write_text(sum_file(target), json.dumps({"size": tmp.stat().st_size,
+                                                             "sha256": file_digest(tmp, 1 << 22, chars=None)}))
             os.replace(tmp, target)
             failed.unlink(missing_ok=True)
             for gone in prune(target.parent, target):
@@ -348,12 +341,12 @@ def record(index: Path, target: Path) -> Path | None:
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".config")):
             leftover.unlink(missing_ok=True)
-    attempts = _attempts(failed) + 1
+    attempts = (_failures(failed) or (0, 0.0))[0] + 1
     log.warning("could not record the JVM's start-up cache (commands start slower, results are the same; tried again "
-                "in %d min; the reason is in %s): %s", min(RETRY_SECONDS * 2 ** (attempts - 1), 7 * 86400) // 60,
-                failed, reason.splitlines()[0][:300] if reason else "")
+                "in %d min; the reason is in %s): %s", retry_wait(attempts) // 60, failed,
+                reason.splitlines()[0][:300] if reason else "")
     try:
-        _write_atomic(failed, json.dumps({"reason": reason, "attempts": attempts, "time": time.time()}, indent=1))
+        atomic_write_text(failed, json.dumps({"reason": reason, "attempts": attempts, "time": time.time()}, indent=1))
     except OSError:
         pass
     return None

@@ -133,6 +133,15 @@ def is_stdout(path: str | Path | None) -> bool:
     return path is not None and str(path) == STDOUT
 
 
+def say_written(what: str, output: str | Path, after: str = "") -> None:
+    """A command's line of what it wrote, ``what → output after``: on standard error where the output itself went to
+    standard output (``-o -``), so that stays what the command wrote, and nothing else."""
+    import sys
+
+    here = is_stdout(output)
+    print(f"{what} → {'standard output' if here else output}{after}", file=sys.stderr if here else sys.stdout)
+
+
 def _to_stdout() -> Iterator[Path]:
     import sys
 
@@ -233,10 +242,16 @@ def output_lock(folder: str | Path) -> Iterator[None]:
     folder would otherwise each sweep the other's runs as "an earlier configuration's" after it had printed its table.
     A second run waits for the first, saying for whom (its pid, command line and start), then runs as it would have
     after it.  The lock is the kernel's (``flock``): it goes with its holder, even a killed one.  Re-entrant within a
-    process; nothing is locked where ``fcntl`` is missing (Windows)."""
+    process; under ``torchrun`` rank 0's (the job's writer; its other ranks hold nothing); nothing is locked where
+    ``fcntl`` is missing (Windows)."""
+    from irglow.utils.distributed import is_main
+
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    if not is_main():
         yield
         return
     import json

@@ -33,13 +33,14 @@ def model_digest(model, **settings) -> str:
     return value_digest({"weights": h.hexdigest(), **settings})
 
 
-def file_digest(path: str | Path, chunk: int = 1 << 20) -> str:
-    """SHA-256 of a file's bytes, read in chunks (constant memory whatever the size)."""
+def file_digest(path: str | Path, chunk: int = 1 << 20, chars: int | None = DIGEST_CHARS) -> str:
+    """SHA-256 of a file's bytes, read in chunks (constant memory whatever the size); its first ``chars`` hex digits
+    (``None``: all 64, what a file is checked against)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(chunk):
             h.update(block)
-    return h.hexdigest()[:DIGEST_CHARS]
+    return h.hexdigest()[:chars]
 
 
 def content_digest(path: str | Path) -> str:
@@ -133,11 +134,7 @@ def table_digests(folder: str | Path, names: Iterable[str]) -> dict[str, str]:
     folder = Path(folder)
     out = {}
     for name in names:
-        h = hashlib.sha256()
-        with open(folder / name, "rb") as f:
-            while block := f.read(1 << 22):
-                h.update(block)
-        out[name] = h.hexdigest()
+        out[name] = file_digest(folder / name, 1 << 22, chars=None)
         _checked.add(_stamp(folder / name, out[name]))
     return out
 
@@ -162,11 +159,7 @@ def check_table_digests(folder: str | Path, recorded: dict[str, str]) -> str | N
             return name
         if stamp in _checked:
             continue
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while block := f.read(1 << 22):
-                h.update(block)
-        if h.hexdigest() != digest:
+        if file_digest(path, 1 << 22, chars=None) != digest:
             return name
         _checked.add(stamp)
     return None
