@@ -7,6 +7,7 @@ Embeddings are L2-normalised float32, so inner product = cosine; ``IndexFlatIP``
 from __future__ import annotations
 
 import errno
+import json
 import os
 import queue
 import shutil
@@ -26,6 +27,7 @@ from irglow.data.records import Document, Query
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_dir
 from irglow.utils.batching import length_batches
+from irglow.utils.digest import check_table_digests, table_digests
 from irglow.utils.digest import model_digest  # noqa: F401 (re-exported: glow's runner keys shards on it)
 from irglow.defaults import DEPTH
 from irglow.models.checkpoints import load_encoder, pick_device
@@ -293,7 +295,8 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
         return part.ids() if hasattr(part, "ids") else (d.doc_id for d in part)
 
     if world > 1 and (target / "ids.txt").is_file() and (target / "key.txt").is_file() and \
-            (target / "key.txt").read_text(encoding="utf-8") == key and _same_lines(target / "ids.txt", part_ids()):
+            (target / "key.txt").read_text(encoding="utf-8") == key and _same_lines(target / "ids.txt", part_ids()) \
+            and _vectors_intact(target):
         return target, float("nan")
     t = time.perf_counter()
     # the vectors go straight to disk, into <target>.partial: a killed encoding resumes there with the batches it
@@ -320,10 +323,24 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
             f.write(i + "\n")
     (partial / "key.txt").write_text(key, encoding="utf-8")
     (partial / "embeddings.done.npy").unlink(missing_ok=True)
+    (partial / VECTOR_DIGESTS).write_text(json.dumps(table_digests(partial, ["embeddings.npy"])), encoding="utf-8")
     shutil.rmtree(target, ignore_errors=True)
     os.replace(partial, target)
     rate = len(part) / max(1e-9, time.perf_counter() - t)
     return target, rate
+
+
+VECTOR_DIGESTS = "digests.json"  # a finished encoding's vectors as written: a shard is reused only while they are
+
+
+def _vectors_intact(folder: Path) -> bool:
+    """Whether a finished encoding's vectors are the ones written (a shard damaged at its own size is encoded again,
+    not merged)."""
+    try:
+        recorded = json.loads((folder / VECTOR_DIGESTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return check_table_digests(folder, recorded) is None
 
 
 def _same_lines(path: Path, items: Iterable[str]) -> bool:

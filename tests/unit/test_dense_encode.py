@@ -27,6 +27,16 @@ def test_a_shard_left_by_another_model_is_encoded_again(tmp_path):
     assert calls == [3, 3]  # another model: encoded again
     vectors, ids = load_embeddings(shard_dir(tmp_path / "emb", 0, 2))
     assert ids == ["d0", "d1", "d2"] and vectors[0, 0] < 0
+    # issue 80 (a sibling of the damaged tables): a shard whose vectors changed at their own size is encoded again
+    import numpy as np
+
+    path = shard_dir(tmp_path / "emb", 0, 2) / "embeddings.npy"
+    damaged = np.load(path)
+    damaged[:] = damaged[::-1]
+    np.save(path, damaged)
+    encode_corpus(docs, encoder(-1.0), tmp_path / "emb", batch_size=8, rank=0, world=2, key="model-b")
+    assert calls == [3, 3, 3]
+    assert np.isclose(load_embeddings(shard_dir(tmp_path / "emb", 0, 2))[0][0, 0], -2 ** -0.5)  # d0 [-1, 1], normalised
 
 
 def _unit(n: int, d: int, seed: int = 1):
