@@ -1,20 +1,26 @@
-"""A learned re-ranker in one file: a re-ranker kind irglow finds by its entry point, with nothing of irglow edited.
+"""A learned re-ranker in one file: a re-ranker kind, with nothing of irglow edited.
 
 It re-ranks a run's top ``depth`` documents by a linear model over four features of each (query, document) pair —
 the run's score (min-max over the query's list), its reciprocal rank, and the share of the query's words in the
 document's first field (the title) and in the others — trained on the training queries' judgments by pairwise
 logistic regression over the first stage's top ``train_depth`` (full-batch gradient descent: the same weights
-every time).  Register it in the package that holds this file::
+every time).
+
+Used as an object, it needs nothing else — this file on ``sys.path``, or the class pasted into a notebook cell::
+
+    from linear_rerank import LinearReranker
+    Experiment("beir/scifact", systems=[Lexical("bm25"), Lexical("bm25") >> LinearReranker(steps=50)])
+
+It is then a kind like monoBERT: over any ranker (a fusion, another re-ranking:
+``(Lexical("bm25") >> NRMF()) >> LinearReranker()``), inside a fusion (tuned on the training queries every trainer
+holds out: the re-ranking stage holds them out of its training), and a PyTerrier pipeline
+(``irglow.pyterrier.transformer``).  The stage trains it once per settings, training data and code (this file's:
+edited, it trains again), caches its runs and records its model in the manifest.  For configuration files and the
+CLI (``[rerank] models = ["linear"]``, its settings in ``[rerank.linear]``), register it in the package that holds
+this file::
 
     [project.entry-points."irglow.rerankers"]
     linear = "linear_rerank:LinearReranker"
-
-then it is a kind like monoBERT: ``Lexical("bm25") >> LinearRerank()`` in an ``Experiment``, over any ranker
-(a fusion, another re-ranking: ``(Lexical("bm25") >> NRMF()) >> LinearRerank()``), inside a fusion (tuned on the
-training queries every trainer holds out: the re-ranking stage holds them out of its training), ``[rerank] models
-= ["linear"]`` in a configuration (its settings in ``[rerank.linear]``), and a PyTerrier pipeline
-(``irglow.pyterrier.transformer``).  The stage trains it once per settings and training data, caches its runs
-and records its model in the manifest.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ import numpy as np
 
 from irglow.defaults import VAL_FRACTION
 from irglow.models.rerank.kinds import RerankerKind
-from irglow.rankers import Model
 from irglow.settings import setting
 
 
@@ -38,11 +43,6 @@ class LinearSettings:
     lr: float = setting(0.5, "the step size", above=0)
     # the share of the training queries held out (irglow's trainers' default: the same queries, a fusion tunes on them)
     val_fraction: float = setting(VAL_FRACTION, "share of the training queries held out", low=0, high=1)
-
-
-def LinearRerank(**settings) -> Model:  # noqa: N802 (a constructor, as irglow's MonoBERT())
-    """The linear re-ranker, for ``>>`` (``Lexical("bm25") >> LinearRerank(steps=50)``)."""
-    return Model("linear", **settings)
 
 
 def _words(text: str) -> set[str]:

@@ -11,8 +11,10 @@ from a few arguments, its result the comparison object ``irglow compare`` render
 ``systems`` are rankers (:mod:`irglow.rankers`: objects that compose and nest) or the names of their runs, read
 the same way: ``bm25``, ``bm25-rm3``, ``bm25f``, ``ql``, ``twbert``, ``glow``, ``minilm``, ``monobert`` (over BM25),
 ``monobert(twbert)`` (over another run), ``bm25f+glow`` (a fusion), ``bm25+monobert(bm25f+glow)``; each switches on
-what makes it.  The baseline is the first system unless named.  ``config`` starts from a configuration file or
-dict (a stage's own settings, e.g. ``configs/demo.toml``), ``settings`` overrides dotted keys as ``--set`` does.
+what makes it, and nothing else runs: the systems, their parts, what trains them and the baseline.  The baseline is
+the first system unless named.  ``config`` supplies settings (a configuration file or dict, e.g.
+``configs/demo.toml``: its ``[…] enabled`` switches and run lists say what ``irglow run`` compares, and are not
+read here), ``settings`` overrides dotted keys as ``--set`` does.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Sequence
 from irglow.defaults import BASELINE, SEED
 from irglow.config import apply_override, include_sections, load_config
 from irglow.pipeline import run_pipeline
-from irglow.plan import bind_sealed, parsed
+from irglow.plan import bind_sealed, parsed, settings_only
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -44,7 +46,9 @@ class Experiment:
         train_split: The split of the training collection the models learn from.
         test_split: The split evaluated.
         config: A configuration file (``configs/demo.toml``, any path, or a shipped ``configs/<name>``) or a
-            dict to start from: each stage's own settings; the arguments here are laid on it.
+            dict to start from: each stage's own settings; the arguments here are laid on it.  Its switches and
+            lists of runs (``enabled``, ``lexical.systems``, ``glow.variants``, ``rerank.models``, ``fusion.runs`` …)
+            are left out: only ``systems`` say what runs.
         settings: Dotted overrides, as ``--set`` gives them: ``{"lexical.k1": 1.2, "glow.epochs": 2}``.
         out: The output folder (runs, tables, report, manifest); unset: ``runs/experiments/<collection>``.
         seed: The experiment's seed (sampling, the shared held-out queries); unset: the file's, else 13.
@@ -70,7 +74,7 @@ class Experiment:
         rankers = [parsed(s, base) for s in systems]  # what each name switches on; the nodes come from binding
         first = parsed(baseline, base) if baseline is not None else rankers[0]
         self.baseline = first.tag
-        cfg = base
+        cfg = settings_only(base)  # the file's settings; which runs are made is the systems' to say
         cfg["seed"] = seed if seed is not None else cfg.get("seed", SEED)  # an argument given wins over the file
         cfg["collection"] = {**cfg.get("collection", {}), "name": str(collection), "train_split": train_split,
                              "test_split": test_split}

@@ -20,21 +20,20 @@ from irglow.eval.plots import plot_per_query, plot_training_curves
 from irglow.eval.report import report_data, write_report
 from irglow.models.checkpoints import training_summary
 from irglow.models.explain import glow_weights, report_analysis, twbert_weights
-from irglow.models.source import trained_models
+from irglow.models.source import used_models
 
 log = logging.getLogger(__name__)
 
 
-def diagnostic_plots(cmp, out: Path, train_dir: Path, stages: list[str]) -> list[str]:
+def diagnostic_plots(cmp, out: Path, results: Mapping[str, Result]) -> list[str]:
     """``per-query.png`` (each system's per-query difference to the baseline, first measure) and
-    ``training-curves.png`` (loss and validation per step of every model the stages trained)."""
+    ``training-curves.png`` (loss and validation per step of every model the run's units used: ``results``)."""
     made = [plot_per_query(cmp, str(cmp.means.columns[0]), out / "per-query.png")]
     curves = {}
-    if stages:
-        for name, folder in trained_models(train_dir).items():
-            f = folder / "training.json"
-            if f.is_file():
-                curves[name] = json.loads(f.read_text()).get("state", {}).get("history", [])
+    for name, folder in used_models(results).items():
+        f = folder / "training.json"
+        if f.is_file():
+            curves[name] = json.loads(f.read_text()).get("state", {}).get("history", [])
     made.append(plot_training_curves(curves, out / "training-curves.png"))
     for name in ("per-query.png", "training-curves.png"):  # an earlier experiment's plot would pass for this one's
         if all(p is None or p.name != name for p in made):

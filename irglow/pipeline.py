@@ -213,7 +213,7 @@ def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict
         plot_pairs(cmp, out / "pairs.png")
     else:  # an earlier experiment's heatmap would pass for this one's
         (out / "pairs.png").unlink(missing_ok=True)
-    plots = diagnostic_plots(cmp, out, p.train_root, [s.name for s in stages if s.trains])
+    plots = diagnostic_plots(cmp, out, cache.results)
     # the page's notes: each hybrid's weights (and where they were tuned), each model's throughput
     if plan.report_page:
         write_results_page(out, cmp, runs, test_qrels, ctx, cache.results, f"{collection.name} / {test_split}",

@@ -308,6 +308,25 @@ def _stage_runs() -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def selecting_keys() -> list[tuple[str, str]]:
+    """``(section, key)`` of every setting that chooses which runs a configuration makes (declared ``selects``):
+    the ``enabled`` switches and the lists of runs."""
+    declared = [*((s, k) for s, keys in settings.DECLARED.items() for k, d in keys.items() if d.selects),
+                *(("lexical", k) for k, d in settings.declared_fields("lexical", LexicalSettings).items() if d.selects)]
+    return declared
+
+
+def settings_only(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` without what chooses its runs (:func:`selecting_keys`): the settings an ``Experiment`` takes from a
+    file whose runs its systems say (``lexical.systems`` empty: a lexical run is made where a system needs it)."""
+    out = copy.deepcopy(config)
+    for section, key in selecting_keys():
+        if isinstance(out.get(section), dict):
+            out[section].pop(key, None)
+    out.setdefault("lexical", {})["systems"] = []
+    return out
+
+
 def bind_sealed(config: dict[str, Any]) -> Plan:
     """``config`` bound (:func:`bind_plan`), then sealed (:class:`~irglow.config.SealedConfig`; a plain dict is
     wrapped first): a module that kept a table of it, or reads a setting from it after binding, stops with an error

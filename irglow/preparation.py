@@ -19,6 +19,7 @@ from irglow.data.union import SPLIT, UnionCollection, parse_sources
 from irglow.models.source import TrainSource
 from irglow.models.validation import sources
 from irglow.utils.atomic import check_not_input
+from irglow.utils.paths import models_dir
 from irglow.utils.distributed import agree, check_shared_folder, launched, main_first, on_main
 
 log = logging.getLogger(__name__)
@@ -85,8 +86,8 @@ def check_output(plan: Plan) -> Path:
 
 def prepare(config: dict[str, Any] | Plan) -> Prepared:
     """Bind the configuration (every setting checked before any work), load and index the collection (and the
-    training collection), tune each multi-field system's weights; the models' training root is ``out``, shared
-    by every split."""
+    training collection), tune each multi-field system's weights; the models' training root is shared
+    by every split and every output folder (:func:`models_root`)."""
     plan = config if isinstance(config, Plan) else bind_plan(config)
     c, out = plan.collection, check_output(plan)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,7 +110,16 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
         agree("training data", source.digest)  # another collection's corpus, queries and judgments too
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
     plan = plan.with_fields(list(source.index.fields))
-    return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, out, plan)
+    return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, models_root(), plan)
+
+
+def models_root() -> Path:
+    """Where models train (:func:`~irglow.utils.paths.models_dir`: shared by every output folder, each model in a
+    folder keyed on its inputs); under ``torchrun``, checked to be a folder every rank sees."""
+    root = models_dir()
+    root.mkdir(parents=True, exist_ok=True)
+    check_shared_folder(root)
+    return root
 
 
 def training_collection(value, default_split: str):

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from irglow import settings as declared
 from irglow.config import as_names, flag
+from irglow.utils.plugins import RERANKERS, define
 
 # Run tags: a ranker's tag is its canonical name, written by its ``tag`` and read back by the functions below —
 # a fusion's (``a+b``) and a re-ranking's (``monobert(a)``), one pair each way, beside the classes that write them
@@ -107,8 +108,9 @@ class Ranker:
         right = list(other.rankers) if isinstance(other, Fusion) and other.plain else [other]
         return Fusion([*left, *right])
 
-    def __rshift__(self, model: "Model") -> "Rerank":
-        """``first >> MonoBERT()``: the model re-ranking this ranker's run."""
+    def __rshift__(self, model: Any) -> "Rerank":
+        """``first >> MonoBERT()`` (or ``first >> LinearReranker()``, a kind as an object): the model re-ranking this
+        ranker's run."""
         return Rerank(self, model)
 
     def __str__(self) -> str:
@@ -252,6 +254,20 @@ class Model:
         object.__setattr__(self, "of", of)
 
 
+def as_model(model: Any) -> Model:
+    """What ``>>`` and :class:`Rerank` take: a :class:`Model`, or a re-ranker kind used as an object (an instance of
+    a :class:`~irglow.models.rerank.kinds.RerankerKind` subclass defined anywhere, a notebook cell included:
+    ``Lexical("bm25") >> LinearReranker(steps=50)``), which this process then knows by its name."""
+    if isinstance(model, Model):
+        return model
+    name = getattr(model, "name", None)
+    if isinstance(name, str) and name and callable(getattr(model, "rerank_run", None)):
+        define(RERANKERS, name, model)
+        return Model(name, **dict(getattr(model, "settings", None) or {}))
+    raise TypeError(f"a re-ranking takes a model (MonoBERT(), NRMF(), an instance of a RerankerKind subclass), "
+                    f"not {model!r}")
+
+
 def MonoBERT(**settings: Any) -> Model:  # noqa: N802 (a constructor, as PyTerrier's)
     """The monoBERT cross-encoder (``[rerank.monobert]``, changed by ``settings``)."""
     return Model("monobert", **settings)
@@ -277,6 +293,9 @@ class Rerank(Ranker):
     # the depth of its re-ranked block, as binding sets it from [rerank] (a fusion takes that block only); not part
     # of what the ranker is: the user's Rerank(first, model) equals its bound node
     depth: int | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "model", as_model(self.model))  # a kind given as an object: its Model
 
     @property
     def tag(self) -> str:

@@ -45,6 +45,7 @@ class Setting:
     below: float | None = None  # exclusive upper bound
     choices: tuple[Any, ...] = ()
     optional: bool = False  # may be unset (None)
+    selects: bool = False  # it chooses which runs are made (an Experiment's systems say that: irglow.experiment)
 
     @property
     def key(self) -> str:
@@ -109,11 +110,12 @@ class Setting:
 
 def setting(default: Any = None, doc: str = "", *, factory: Callable[[], Any] | None = None,
             low: float | None = None, high: float | None = None, above: float | None = None,
-            choices: tuple[Any, ...] = (), optional: bool = False) -> Any:
+            choices: tuple[Any, ...] = (), optional: bool = False, selects: bool = False) -> Any:
     """A settings dataclass's field, declared as every other setting is: its default (``factory`` for a list or
-    a table), its meaning, its range or choices, whether it may be unset.  Its type is the field's annotation."""
+    a table), its meaning, its range or choices, whether it may be unset, whether it chooses which runs are made.
+    Its type is the field's annotation."""
     meta = {"setting": {"doc": doc, "low": low, "high": high, "above": above, "choices": tuple(choices),
-                        "optional": optional}}
+                        "optional": optional, "selects": selects}}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -141,7 +143,7 @@ def declared_fields(section: str, cls: type) -> dict[str, Setting]:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         out[f.name] = Setting(section, f.name, _KINDS.get(base, "any"), default, meta["doc"], low=meta["low"],
                               high=meta["high"], above=meta["above"], choices=meta["choices"],
-                              optional=meta["optional"] or "None" in parts)
+                              optional=meta["optional"] or "None" in parts, selects=meta.get("selects", False))
     return out
 
 
@@ -199,8 +201,9 @@ DECLARED: dict[str, dict[str, Setting]] = {
          "contributions); the tables, plots and manifest are written either way")),
     "fusion": _section(
         "fusion",
-        ("enabled", "bool", False, "fuse runs into hybrids"),
-        ("runs", "any", [], "the hybrids: ['a+b', ['a', 'b', 'c'], 'all'] or one 'a+b,a+b+c' string"),
+        ("enabled", "bool", False, "fuse runs into hybrids", {"selects": True}),
+        ("runs", "any", [], "the hybrids: ['a+b', ['a', 'b', 'c'], 'all'] or one 'a+b,a+b+c' string",
+         {"selects": True}),
         ("method", "str", FUSION_METHOD, "wsum: weighted sum of normalised scores (weights tuned on held-out training "
          "queries); rrf: reciprocal-rank fusion (nothing tuned)", {"choices": FUSION_METHODS}),
         ("norm", "str", FUSION_NORM, "score normalisation before a weighted sum", {"choices": FUSION_NORMS}),
@@ -213,7 +216,7 @@ DECLARED: dict[str, dict[str, Setting]] = {
     "ql": _section(
         "ql",
         ("enabled", "bool", False, "query likelihood with Dirichlet smoothing (the new-stage example), with "
-         "[lexical] mu: one μ per experiment, shared with the qld system")),
+         "[lexical] mu: one μ per experiment, shared with the qld system", {"selects": True})),
     "validation": _section(
         "validation",
         ("also", "names", [], "other collection@split sources a checkpoint is also chosen on"),
@@ -229,16 +232,16 @@ DECLARED: dict[str, dict[str, Setting]] = {
     # the model stages' own keys (their training settings are the trainers' dataclasses)
     "twbert": _section(
         "twbert",
-        ("enabled", "bool", False, "train TW-BERT and write bm25-ngram and twbert"),
+        ("enabled", "bool", False, "train TW-BERT and write bm25-ngram and twbert", {"selects": True}),
         ("config", "str", None, "a file whose [twbert] this section starts from", {"optional": True}),
-        ("rm3", "bool", True, "also write twbert-rm3 (the weighted query expanded by RM3)"),
+        ("rm3", "bool", True, "also write twbert-rm3 (the weighted query expanded by RM3)", {"selects": True}),
         ("model_dir", "str", None, "a trained model to reuse instead of training", {"optional": True})),
     "glow": _section(
         "glow",
-        ("enabled", "bool", False, "train GLOW/BERT dense encoders and search them with faiss"),
+        ("enabled", "bool", False, "train GLOW/BERT dense encoders and search them with faiss", {"selects": True}),
         ("config", "str", None, "a file whose [glow] this section starts from", {"optional": True}),
-        ("variants", "names", ["glow"], "glow (BM25-weighted attention) and/or bert (plain)"),
-        ("untrained", "names", [], "untrained reference runs: minilm, minilm-fields, minilm-glow"),
+        ("variants", "names", ["glow"], "glow (BM25-weighted attention) and/or bert (plain)", {"selects": True}),
+        ("untrained", "names", [], "untrained reference runs: minilm, minilm-fields, minilm-glow", {"selects": True}),
         ("zero_shot_tokens", "int", 256, "the untrained MiniLM run's token budget", {"low": 1}),
         ("precision", "str", "fp32", "int8: corpus and queries encoded through ONNX Runtime with int8 weights on "
          "the CPU, kept where its nDCG@10 over held-out training queries' BM25 pools is within 0.002 of fp32's "
@@ -249,14 +252,15 @@ DECLARED: dict[str, dict[str, Setting]] = {
          "flat index would not fit)", {"choices": FAISS_KINDS})),
     "rerank": _section(
         "rerank",
-        ("enabled", "bool", False, "train re-rankers and re-rank a first-stage run"),
+        ("enabled", "bool", False, "train re-rankers and re-rank a first-stage run", {"selects": True}),
         ("models", "names", ["monobert", "nrmf"],
-         "kinds (monobert, nrmf), a kind re-ranking a run (monobert(twbert)) or [rerank.variants] names"),
+         "kinds (monobert, nrmf), a kind re-ranking a run (monobert(twbert)) or [rerank.variants] names",
+         {"selects": True}),
         ("depth", "int", 100, "documents re-ranked per query", {"low": 1}),
-        ("rerank_also", "names", [], "other runs the trained models re-rank"),
+        ("rerank_also", "names", [], "other runs the trained models re-rank", {"selects": True}),
         ("model_dir", "str", None, "a folder of trained models to reuse", {"optional": True}),
         ("variants", "table", {}, "named variants: kind, first_stage, model_of and training settings"),
-        ("first_stage", "str", "bm25", "the run re-ranked (and trained on)"),
+        ("first_stage", "str", "bm25", "the run re-ranked (and trained on)", {"selects": True}),
         ("precision", "str", "fp32", "int8: monoBERT re-ranks through ONNX Runtime with int8 weights on the CPU, "
          "kept where its nDCG@10 on the held-out training queries is within 0.002 of fp32's (else fp32, said once; "
          "needs irglow[int8])", {"choices": ("fp32", "int8")}),

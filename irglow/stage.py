@@ -59,13 +59,15 @@ def result_of(record: Mapping[str, Any]) -> Result | None:
 @dataclass(frozen=True)
 class ModelsResult(Result):
     """A model stage's result: the model folder each of its runs used (trained, found trained or reused), and where
-    it measured them, each run's corpus encoding throughput and the precision it ran in (``{run: check}``)."""
+    it measured them, each run's corpus encoding throughput and the precision it ran in (``{run: check}``), and the
+    folder of each run's corpus encoding (kept with the models, shared by every output folder)."""
 
     kind: ClassVar[str] = "models"
     models: Mapping[str, str] = field(default_factory=dict)
     encode_docs_per_s: Mapping[str, float] = field(default_factory=dict)
     precision: Mapping[str, Any] = field(default_factory=dict)
     untrained: Mapping[str, Any] = field(default_factory=dict)
+    encodings: Mapping[str, str] = field(default_factory=dict)  # {run: its corpus encoding's folder}
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from irglow.eval.plots import grouped_bars, plot_forest
 from irglow.hybrid import FusionResult
 from irglow.outputs import read_results
 from irglow.pipeline import evaluate_split
-from irglow.preparation import Prepared, index_and_stats, training_side
+from irglow.preparation import Prepared, index_and_stats, models_root, training_side
 from irglow.plan import CollectionSettings, bind_plan
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.distributed import barrier, check_shared_folder, is_main
@@ -220,6 +220,7 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     seen = Seen.of([(train_coll, list(source.queries())),
                     *((v.collection, list(v.queries)) for v in getattr(source, "validation", ()))])
     results, notes, folders, in_domain, samples = {}, [], {}, [], {}
+    models = models_root()  # the models trained once for every collection, shared with other output folders
     for name, split in specs:
         column = label(name, split)
         while column in folders or any(n.startswith(f"{column} not evaluated") for n in notes):
@@ -228,9 +229,9 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
         loaded = _load(name, split, plan, notes, column)
         if loaded is not None:  # a collection that loaded is evaluated; a failure there is a bug, and stops
             collection, index, stats = loaded
-            # one experiment per collection, the models trained once (out/train) for every one
+            # one experiment per collection, the models trained once for every one
             prepared = Prepared.trained_elsewhere(collection, index, stats, source, lexical, weights, split,
-                                                  out / column, out / "train")
+                                                  out / column, models)
             results[column] = evaluate_split(plan.evaluating(name, split, train_split), prepared, split, out / column)
             folders[column] = str(out / column)
             shared = seen.shared(collection, collection.queries(split))

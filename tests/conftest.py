@@ -15,6 +15,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
 
+# trained models and corpus encodings are kept in one folder every output folder shares ($IRGLOW_MODELS): a test
+# session's own, so no test finds a model an earlier session (or the user's runs) trained; each test has its own
+# (the fixture below), so none finds another's
+import tempfile  # noqa: E402
+
+os.environ["IRGLOW_MODELS"] = tempfile.mkdtemp(prefix="irglow-test-models-")
+
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 
 # property tests draw the same examples on every run (`make test`, CI): a suite's colour says what changed in the
@@ -51,6 +58,13 @@ class TinyCollection:
 
     def qrels(self, split="test"):
         return [Qrel("q1", "d1", 1), Qrel("q2", "d3", 2), Qrel("q2", "d2", 1)]
+
+
+@pytest.fixture(autouse=True)
+def own_models_folder(tmp_path, monkeypatch):
+    """Each test trains into its own models folder (as each made its own output folder before models were shared);
+    a test of sharing sets ``IRGLOW_MODELS`` itself."""
+    monkeypatch.setenv("IRGLOW_MODELS", str(tmp_path / "models"))
 
 
 @pytest.fixture(scope="session")

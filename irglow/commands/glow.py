@@ -87,7 +87,9 @@ def cmd_search(args) -> int:
     run.write(out)
     write_run_manifest(out, {"glow_search": {k: v for k, v in vars(args).items() if k != "func"}},
                        **info)
-    say_written(f"{len(run)} queries", out, f" ({info['docs_per_s']:.1f} docs/s encoding)")
+    rate = info["docs_per_s"]
+    say_written(f"{len(run)} queries", out, f" ({rate:.1f} docs/s encoding)" if rate == rate else
+                f" (the corpus encoding in {info['embeddings']} reused)")
     return 0
 
 

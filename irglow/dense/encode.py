@@ -286,7 +286,8 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
     With ``world`` > 1 this process encodes only its contiguous shard into ``shard_dir(out_dir, rank,
     world)`` (processes on several GPUs or nodes, one shard each); ``merge_shards`` then writes
     ``out_dir`` once, in corpus order.  A shard left by an interrupted run is reused only for the same
-    documents *and* the same ``key`` (:func:`model_digest`: the model and its settings)."""
+    documents *and* the same ``key`` (:func:`model_digest`: the model and its settings), and so is a finished
+    encoding (rate NaN: nothing was encoded)."""
     lo, hi = shard_bounds(len(docs), rank, world)
     target = Path(out_dir) if world == 1 else shard_dir(out_dir, rank, world)
     part = docs[lo:hi]
@@ -294,7 +295,7 @@ def encode_corpus(docs: Sequence[Document], encoder: BatchEncoder, out_dir: str 
     def part_ids() -> Iterable[str]:  # streamed: a store's sequence reads its ids, nothing kept
         return part.ids() if hasattr(part, "ids") else (d.doc_id for d in part)
 
-    if world > 1 and (target / "ids.txt").is_file() and (target / "key.txt").is_file() and \
+    if (target / "ids.txt").is_file() and (target / "key.txt").is_file() and \
             (target / "key.txt").read_text(encoding="utf-8") == key and _same_lines(target / "ids.txt", part_ids()) \
             and _vectors_intact(target):
         return target, float("nan")

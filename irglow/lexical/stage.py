@@ -37,7 +37,7 @@ class LexicalSettings:
     threads, and the field weights (configured, or tuned per system with ``tune_bm25f``)."""
 
     systems: list[str] = setting(factory=lambda: list(DEFAULT_SYSTEMS), doc="the lexical runs written (bm25, bm25f, "
-                                 "bm25-mf, tfidf, qld; bm25 and bm25-mf also with RM3: bm25-rm3 …)")
+                                 "bm25-mf, tfidf, qld; bm25 and bm25-mf also with RM3: bm25-rm3 …)", selects=True)
     k1: float = setting(BM25_K1, "BM25's k1 (Anserini's MS MARCO default)", low=0)
     b: float = setting(BM25_B, "BM25's b", low=0, high=1)
     depth: int = setting(DEPTH, "documents retrieved per query", low=1)
@@ -55,8 +55,8 @@ class LexicalSettings:
             raise ValueError(f"[lexical] must be a table of settings, not {lx!r}")
         check_settings(lx, cls.__dataclass_fields__, "[lexical]")
         settings = cls(**copy.deepcopy(dict(lx)))  # its own values: nothing of the configuration is kept
-        if not isinstance(settings.systems, list) or not settings.systems:
-            raise ValueError(f"lexical.systems = {settings.systems!r} must be a non-empty list, e.g. ['bm25', 'bm25f']")
+        if not isinstance(settings.systems, list):  # empty: no lexical run (an Experiment whose systems need none)
+            raise ValueError(f"lexical.systems = {settings.systems!r} must be a list, e.g. ['bm25', 'bm25f']")
         check_values(settings, "lexical")
         for system in settings.systems:
             if "+" in str(system):  # one meaning for "+": the runs of a fusion

@@ -49,8 +49,10 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
 
     Trainers resume from the checkpoint they find, so each set of inputs trains in its own folder: the same
     inputs resume (or find the training finished), other inputs never see its checkpoints, and a grid of
-    settings (``irglow run --grid``) keeps every point's model side by side.  ``folder/current`` names the
-    folder the latest run used (reports and plots read it)."""
+    settings (``irglow run --grid``) keeps every point's model side by side.  ``folder`` lies under
+    :func:`~irglow.utils.paths.models_dir`, shared by every output folder: an experiment run into a second folder
+    finds the first one's model.  Which folder a run used is its manifest's (each unit's result), not a marker here,
+    which another output folder's run would move."""
     import json
 
     # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew
@@ -59,41 +61,37 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
     key = value_digest(inputs)[:16]
     keyed = folder / key
     keyed.mkdir(parents=True, exist_ok=True)
-    if is_main():  # under torchrun rank 0 writes
+    if is_main() and not (keyed / "inputs.json").is_file():  # under torchrun rank 0 writes
         atomic_write_text(keyed / "inputs.json", json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
-        atomic_write_text(folder / "current", key + "\n")
     return keyed
 
 
-def current_train_dir(folder: Path) -> Path | None:
-    """The keyed training folder under ``folder`` that the latest run used (see :func:`keyed_train_dir`)."""
-    marker = Path(folder) / "current"
-    if not marker.is_file():
-        return None
-    keyed = Path(folder) / marker.read_text().strip()
-    return keyed if keyed.is_dir() else None
-
-
-def trained_models(root: Path) -> dict[str, Path]:
-    """``{name: training folder}`` for every ``<name>-train`` under ``root`` that a run used last."""
-    found = {}
-    for folder in sorted(Path(root).glob("*-train")):
-        keyed = current_train_dir(folder)
-        if keyed is not None:
-            found[folder.name.removesuffix("-train")] = keyed
-    return found
+def used_models(results) -> dict[str, Path]:
+    """``{model: its training folder}`` for the models a run folder's units used: their results (typed, or as the
+    manifest's ``results`` records them), whichever output folder trained them."""
+    found: dict[str, Path] = {}
+    for result in results.values():
+        record = result.to_json() if hasattr(result, "to_json") else result
+        if record.get("kind") == "models":
+            found.update({name: Path(folder) for name, folder in record.get("models", {}).items()})
+        elif record.get("kind") == "rerank":
+            found[record["run"]] = Path(record["model"])
+    return {name: folder.parent if folder.name == "best" else folder for name, folder in found.items()}
 
 
 def reused_model(root: str | Path, name: str) -> Path:
-    """A trained model to reuse instead of training (``MODEL=``): ``root`` is a previous run's training
-    root (``<name>-train/<current>/best``) or a folder of model folders (``<name>/best``)."""
+    """A trained model to reuse instead of training (``MODEL=``, ``model_dir``): ``root`` is a previous run's output
+    folder (its manifest names the model it used) or a folder of model folders (``<name>/best``)."""
+    import json
+
     root = Path(root)
-    keyed = current_train_dir(root / f"{name}-train")
-    for candidate in ([keyed / "best"] if keyed else []) + [root / name / "best"]:
+    manifest = root / "manifest.json"
+    used = used_models(json.loads(manifest.read_text()).get("results", {})).get(name) if manifest.is_file() else None
+    for candidate in ([used / "best"] if used else []) + [root / name / "best"]:
         if candidate.is_dir():
             return candidate
-    raise FileNotFoundError(f"no trained {name!r} model in {root}: looked for {root}/{name}-train/<current>/best "
-                            f"and {root}/{name}/best (model_dir must be a previous run's output or training folder)")
+    raise FileNotFoundError(f"no trained {name!r} model in {root}: looked for the model its manifest.json names and "
+                            f"{root}/{name}/best (model_dir must be a previous run's output folder or hold <name>/best)")
 
 
 def held_out_run_on_training_corpus(train_root: str | Path, name: str, key: str, make) -> Any:
@@ -104,12 +102,15 @@ def held_out_run_on_training_corpus(train_root: str | Path, name: str, key: str,
     ``work``, removed once the run is written.  ``fusion.zero_shot = "rrf"`` never asks for it."""
     import shutil
 
+    from irglow.utils.atomic import output_lock
+
     folder = Path(train_root) / "held-out-runs" / f"{name}-{key}"
     path = folder / "held-out.run"
-    if path.is_file():
-        return Run.read(path)
-    work = folder / "work"
-    run = make(work)
-    run.write(path)
-    shutil.rmtree(work, ignore_errors=True)  # the run is what is kept, not the vectors it was made from
-    return run
+    with output_lock(folder):  # shared by every output folder: one process makes it, another then reads it
+        if path.is_file():
+            return Run.read(path)
+        work = folder / "work"
+        run = make(work)
+        run.write(path)
+        shutil.rmtree(work, ignore_errors=True)  # the run is what is kept, not the vectors it was made from
+        return run

@@ -272,8 +272,11 @@ class TrainingLoop:
         parts = dict(task.parts())
         if resume and self.checkpoint.is_file():
             self.state = _upgraded(resume_trainer(self.checkpoint, self.device, inputs=inputs, **parts))
-            log.warning("resuming %s training from %s (epoch %d, step %d)", task.name, self.checkpoint,
-                        self.state["epoch"], self.state["step"])
+            if self._finished():  # models are shared by every output folder: found trained, not resumed
+                log.info("%s: found trained in %s (step %d); nothing to train", task.name, self.out, self.state["step"])
+            else:
+                log.warning("resuming %s training from %s (epoch %d, step %d)", task.name, self.checkpoint,
+                            self.state["epoch"], self.state["step"])
         task.state = self.state
         if self.use_amp and self.state.get("scaler"):  # the loss scale the interrupted run had reached
             self.scaler.load_state_dict(self.state["scaler"])
@@ -287,7 +290,7 @@ class TrainingLoop:
         if self.state["last_eval_step"] is None:
             task.at_step(0, start=True)
             self._evaluate(None)
-        while (self.state["epoch"] < s.epochs and not self._done_stepping() and self.state["bad"] < s.patience):
+        while not self._finished():
             self._epoch(warming=False)
         self._clock()
         if self.rank == 0:
@@ -300,6 +303,12 @@ class TrainingLoop:
                 {"config": config, "state": self.state, **task.report()}, indent=2, default=_json_default))
         barrier()  # under torchrun the others load what rank 0 kept only once it is written
         return self.state
+
+    def _finished(self) -> bool:
+        """Whether the training has ended: every epoch, every step, or its patience spent."""
+        s = self.settings
+        return not self.state["warming"] and not (
+            self.state["epoch"] < s.epochs and not self._done_stepping() and self.state["bad"] < s.patience)
 
     def _done_stepping(self) -> bool:
         return bool(self.settings.max_steps) and self.state["step"] >= self.settings.max_steps

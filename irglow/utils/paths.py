@@ -24,6 +24,15 @@ def cache_dir(name: str) -> Path:
     return Path(os.environ.get("IRGLOW_CACHE", Path.home() / ".cache" / "irglow")) / name
 
 
+def models_dir() -> Path:
+    """Where trained models (and the corpus encodings and held-out runs made with them) are kept, each in a folder
+    keyed on what it was made from: ``$IRGLOW_MODELS``, else ``$IRGLOW_CACHE/models``.  Every output folder shares
+    it, so an experiment run into a second folder trains nothing the first one trained; under ``torchrun`` on
+    several nodes it must be a folder every node mounts (point ``IRGLOW_MODELS`` at one)."""
+    given = os.environ.get("IRGLOW_MODELS")
+    return Path(given) if given else cache_dir("models")
+
+
 def keep_data_dir(collection, folder: Path) -> None:
     """Tell a collection (and the collections it wraps) the data folder its index lives in, so its own caches —
     its document store's tables — go there too (``--data-dir``, ``data_dir =``), not to the default."""

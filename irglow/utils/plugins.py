@@ -140,6 +140,70 @@ def registered(group: str) -> tuple[Any, ...]:
     return _scanned(group, tuple(sys.path))
 
 
+RERANKERS = "irglow.rerankers"  # the entry-point group of re-ranker kinds (irglow.models.rerank.kinds)
+_DEFINED: dict[str, dict[str, Any]] = {}  # {group: {name: object}}: kinds used as objects in this process
+
+
+def define(group: str, name: str, obj: Any) -> None:
+    """Make ``obj`` (a re-ranker kind a notebook cell or a script defines, used as an object: ``first >>
+    LinearReranker()``) known under ``name`` in this process, beside ``group``'s entry points, which configuration
+    files and the CLI name (another process knows only those).  A later definition of the name replaces it (a cell
+    run again)."""
+    _DEFINED.setdefault(group, {})[name] = obj
+
+
+def defined(group: str) -> dict[str, Any]:
+    """The objects this process defined in ``group`` (:func:`define`), by name."""
+    return dict(_DEFINED.get(group, {}))
+
+
+def class_code(cls: type) -> str:
+    """A digest of what a class defined without a file runs (a notebook's ``__main__``): its methods' code, its
+    simple attributes, its dataclass fields, and, followed by name, the functions, classes and constants of its module
+    its code uses — so an edited cell (the class, or a helper it calls) never reuses what the old code made."""
+    import dataclasses
+    import inspect
+
+    module = sys.modules.get(cls.__module__)
+    names = vars(module) if module is not None else {}
+    h, seen = hashlib.sha256(), set()
+
+    def code(co) -> None:
+        h.update(co.co_code + repr((co.co_names, co.co_varnames)).encode())
+        for const in co.co_consts:
+            code(const) if inspect.iscode(const) else h.update(repr(const).encode())
+        for name in co.co_names:
+            value = names.get(name)
+            if isinstance(value, (str, int, float, bool, tuple, type(None))) and name in names:
+                h.update(repr((name, value)).encode())  # a module-level constant it reads
+            else:
+                visit(value)
+
+    def visit(obj) -> None:
+        if id(obj) in seen or getattr(obj, "__module__", None) != cls.__module__:
+            return
+        seen.add(id(obj))
+        if inspect.isfunction(obj):
+            h.update(repr(obj.__defaults__).encode())
+            code(obj.__code__)
+        elif inspect.isclass(obj):
+            h.update(obj.__qualname__.encode())
+            for f in dataclasses.fields(obj) if dataclasses.is_dataclass(obj) else ():
+                h.update(repr((f.name, str(f.type), f.default)).encode())
+                if callable(f.default_factory):
+                    visit(f.default_factory)
+            for key, value in sorted(vars(obj).items()):
+                inner = getattr(value, "__func__", None) or getattr(value, "fget", None) or value
+                if inspect.isfunction(inner) or inspect.isclass(inner):
+                    h.update(key.encode())
+                    visit(inner)
+                elif isinstance(value, (str, int, float, bool, tuple, type(None))):
+                    h.update(repr((key, value)).encode())
+
+    visit(cls)
+    return h.hexdigest()[:16]
+
+
 def module_code(module: str, dist: Any = None) -> dict[str, str] | None:
     """What a cache key holds of another package's code (``None`` for irglow's own, whose version every key
     holds): the distribution's name and version, and a digest of the source of every module the plugin's package

@@ -50,3 +50,14 @@ def nrmf_pipeline(folder, out, data, **rerank) -> dict:
             "index": {"threads": 1}, "lexical": {"systems": ["bm25"], "depth": 30},
             "eval": {"measures": ["nDCG@10", "AP"], "baseline": "bm25"}, "output": {"dir": str(out), "clusters": 0},
             "rerank": {"enabled": True, "models": ["nrmf"], "depth": 10, "nrmf": dict(NRMF), **rerank}}
+
+
+def model_folder(out, name: str):
+    """The training folder of the model ``name`` that the run folder ``out`` used (its manifest names it; models
+    are kept in the shared models folder, not in ``out``)."""
+    import json
+    from pathlib import Path
+
+    from irglow.models.source import used_models
+
+    return used_models(json.loads((Path(out) / "manifest.json").read_text())["results"])[name]

@@ -342,3 +342,35 @@ def test_an_experiments_config_keeps_its_output_settings_and_its_seed_argument_w
     assert exp.config["output"] == {"page": False, "dir": str(tmp_path / "o")} and exp.config["seed"] == 7
     assert Experiment("demo:n_topics=20", config={"seed": 5}).config["seed"] == 5
     assert Experiment("demo:n_topics=20").config["seed"] == 13
+
+
+def test_a_model_trained_for_one_output_folder_is_found_by_another(tmp_path, monkeypatch, caplog):
+    """Trained models are kept by content in the models folder every output folder shares ($IRGLOW_MODELS): the
+    same experiment run into a second folder trains nothing, writes the same runs and names the same model."""
+    import logging
+
+    from irglow import Experiment, Lexical, TWBert
+    from irglow.models.training import TrainingLoop
+    from tests.integration.pipelines import model_folder
+
+    monkeypatch.chdir(tmp_path)
+    epochs = []
+    real_epoch = TrainingLoop._epoch
+
+    def counted_epoch(self, *args, **kwargs):
+        epochs.append(self.out)
+        return real_epoch(self, *args, **kwargs)
+
+    monkeypatch.setattr(TrainingLoop, "_epoch", counted_epoch)
+    settings = {"twbert.epochs": 1, "twbert.candidates": 10, "index.threads": 1, "lexical.depth": 50}
+    Experiment(SMALL_DEMO, systems=[Lexical("bm25"), TWBert()], settings=settings, out=tmp_path / "a").run()
+    trained = len(epochs)
+    assert trained >= 1
+    with caplog.at_level(logging.INFO, logger="irglow.models.training"):
+        Experiment(SMALL_DEMO, systems=[Lexical("bm25"), TWBert()], settings=settings, out=tmp_path / "b").run()
+    assert len(epochs) == trained  # found trained: not one more epoch
+    assert "found trained" in caplog.text and "resuming" not in caplog.text
+    assert model_folder(tmp_path / "a", "twbert") == model_folder(tmp_path / "b", "twbert")
+    assert model_folder(tmp_path / "a", "twbert").parent.parent == tmp_path / "models"  # shared, in neither folder
+    assert not list((tmp_path / "b").glob("*-train"))
+    assert (tmp_path / "a" / "twbert.run").read_bytes() == (tmp_path / "b" / "twbert.run").read_bytes()

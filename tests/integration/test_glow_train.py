@@ -63,8 +63,9 @@ def test_search_writes_embeddings_and_run(trained, demo_index, tmp_path):
     some = list(docs.values())[:50]
     queries = DemoCollection().queries("test")[:3]
     run, info = glow_run(model, demo_index, stats, some, queries, tmp_path, "glow", depth=10)
-    assert (tmp_path / "glow.embeddings" / "embeddings.npy").is_file()
-    ids = (tmp_path / "glow.embeddings" / "ids.txt").read_text().split()
+    emb, = tmp_path.glob("glow-*.embeddings")  # keyed on the model, the corpus and the precision
+    assert (emb / "embeddings.npy").is_file()
+    ids = (emb / "ids.txt").read_text().split()
     assert ids == [d.doc_id for d in some] and all(len(v) == 10 for v in run.ranking.values())
     words = top_attended_words(model, featurizer_for(model, demo_index, stats), docs["t000d00"], top=3)
     assert set(words) == {"title", "url", "body", "anchor"} and len(words["title"]) == 3
@@ -132,9 +133,8 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     for tag, run in runs.items():
         assert set(run.ranking) == test_ids and (tmp_path / f"{tag}.run").is_file()
         assert all(len(docs) <= 20 for docs in run.ranking.values())
-    from irglow.models.source import current_train_dir
-
-    held_out = json.loads((current_train_dir(tmp_path / "glow-train") / "training.json").read_text())["val_query_ids"]
+    keyed, = (tmp_path / "glow-train").iterdir()  # the one folder keyed on this training's inputs
+    held_out = json.loads((keyed / "training.json").read_text())["val_query_ids"]
     assert held_out and not set(held_out) & test_ids
 
 

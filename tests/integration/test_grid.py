@@ -22,7 +22,7 @@ def _config(out, data) -> dict:
 def test_grid_selects_on_validation_and_runs_the_chosen_point_once(tmp_path, monkeypatch):
     from irglow.grid import run_grid
     from irglow.models.rerank import train as rerank_train
-    from irglow.models.source import current_train_dir
+    from tests.integration.pipelines import model_folder
 
     monkeypatch.chdir(tmp_path)
     calls = []
@@ -45,7 +45,7 @@ def test_grid_selects_on_validation_and_runs_the_chosen_point_once(tmp_path, mon
 
     # two points trained in two folders; the final run found the chosen one finished (no new steps)
     folders = sorted({p for p in calls})
-    assert len(folders) == 2 and calls[-1] == current_train_dir(out / "nrmf-train")
+    assert len(folders) == 2 and calls[-1] == model_folder(out, "nrmf")
     history = json.loads((calls[-1] / "training.json").read_text())["state"]["history"]
     assert len({h["step"] for h in history}) == len(history)
     from irglow.outputs import read_results

@@ -32,8 +32,9 @@ TINY = ["index.threads=1", "lexical.threads=1", "lexical.depth=30",
 def miniature(root: Path) -> dict[str, str]:
     """The environment the miniature runs in: its ir_datasets home, and no disk check — ir_datasets checks that
     the disk holds the real collection's document store (14.4 GB) before it builds the miniature's (kilobytes;
-    CI's /tmp has 5 GB free)."""
-    return {"IR_DATASETS_HOME": str(root / "irds"), "IR_DATASETS_SKIP_DISK_FREE": "true"}
+    CI's /tmp has 5 GB free), and its own models folder."""
+    return {"IR_DATASETS_HOME": str(root / "irds"), "IR_DATASETS_SKIP_DISK_FREE": "true",
+            "IRGLOW_MODELS": str(root / "models")}
 
 
 def write_msmarco_document(home: Path) -> dict[str, int]:
@@ -117,7 +118,7 @@ def test_run_msmarco_pipeline_on_a_miniature_msmarco_document(one_process):
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["config"]["collection"]["test_split"] == split
     # trained once, shared by the three splits
-    assert sorted(p.name for p in out.glob("*-train")) == ["bert-train", "glow-train", "monobert-train",
+    assert sorted(p.name for p in (out.parent / "models").glob("*-train")) == ["bert-train", "glow-train", "monobert-train",
                                                             "nrmf-train", "twbert-train"]
 
 
@@ -157,7 +158,7 @@ def test_pipeline_under_torchrun_equals_one_process_and_resumes_after_a_killed_r
     from tests.integration.torchrun import environment, irglow, launcher, run_files
 
     root, _ = one_process
-    env = miniature(root)
+    env = {**miniature(root), "IRGLOW_MODELS": str(tmp_path / "models")}  # trained again, by two processes
     # rank 1 is killed once TW-BERT's runs are recorded (GLOW trains and encodes next)
     # two of the three test splits: a second split under torchrun reuses what the first trained, as the third would
     two = ["run", "--config", "configs/msmarco.toml", "--set", f"collection.test_split={list(SPLITS)}"]
@@ -191,5 +192,5 @@ def test_pipeline_under_torchrun_equals_one_process_and_resumes_after_a_killed_r
     # rank 0 alone wrote: no half-written file, no rank's scratch left behind
     assert not [p for p in (tmp_path / "two").rglob("*") if ".tmp" in p.name or ".rank" in p.name]
     for trainer in ("twbert", "bert", "glow", "monobert", "nrmf"):
-        trained = list((tmp_path / "two" / f"{trainer}-train").glob("*/training.json"))
+        trained = list((tmp_path / "models" / f"{trainer}-train").glob("*/training.json"))
         assert len(trained) == 1 and json.loads(trained[0].read_text())["state"]["step"] >= 1, trainer

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from irglow.models.source import current_train_dir
-from tests.integration.pipelines import beir_from_demo, small_pipeline
+from tests.integration.pipelines import beir_from_demo, model_folder, small_pipeline
 
 
 def _config(folder, out, data, b=0.4) -> dict:
@@ -83,7 +82,7 @@ def test_exactly_the_dependent_stages_rerun(tmp_path, monkeypatch):
     (folder / "qrels" / "train.tsv").write_text("\n".join(train[:-1]) + "\n")
     run_pipeline(_config(folder, out, data))
     assert _stages(out) == {"lexical:bm25": "reused", "lexical:bm25f": "reused", "rerank:nrmf": "ran"}
-    inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
+    inputs = json.loads((model_folder(out, "nrmf") / "inputs.json").read_text())["inputs"]["source"]
     from irglow.data.beir import BeirCollection
     from irglow.utils.digest import qrels_digest
 
@@ -164,7 +163,7 @@ def test_models_can_train_on_another_collection(tmp_path, monkeypatch):
     config["collection"]["train"] = "demo:n_topics=14,docs_per_topic=4,n_roundups=10,n_background=10"
     config["rerank"]["nrmf"]["epochs"] = 1
     out = run_pipeline(config).out
-    inputs = json.loads((current_train_dir(out / "nrmf-train") / "inputs.json").read_text())["inputs"]["source"]
+    inputs = json.loads((model_folder(out, "nrmf") / "inputs.json").read_text())["inputs"]["source"]
     assert inputs["index"].startswith("demo-s13-t14-") and (out / "nrmf.run").is_file()
 
 
@@ -188,7 +187,7 @@ def test_models_can_train_on_several_collections_at_once(tmp_path, monkeypatch):
     judged = {f"{k}/{r.query_id}" for k, spec in enumerate((a, b)) for r in load_collection(spec).qrels("train")
               if r.relevance > 0}
     for model in ("nrmf", "twbert"):
-        keyed = current_train_dir(out / f"{model}-train")
+        keyed = model_folder(out, model)
         assert json.loads((keyed / "inputs.json").read_text())["inputs"]["source"]["index"].startswith("union-")
         info = read_training(keyed / "best")
         held_out = set(info["val_query_ids"])
@@ -248,7 +247,7 @@ def test_twbert_cross_validation_reads_no_judgment_of_the_evaluated_split(tmp_pa
     out = run_pipeline(config).out
     assert events.count("training") == 1 and "qrels:test" in events
     assert "qrels:test" not in events[: events.index("trained")]
-    keyed = current_train_dir(out / "twbert-train")
+    keyed = model_folder(out, "twbert")
     held = set().union(*(read_training(keyed / "folds" / f"fold-{i}" / "best")["val_query_ids"] for i in (1, 2)))
     test_ids = {r.query_id for r in load_collection(config["collection"]["name"]).qrels("test")}
     assert held and held <= given and test_ids and not given & test_ids

@@ -38,7 +38,7 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
     from irglow.outputs import read_results
     from irglow.plan import check_config
 
-    linear = Lexical("bm25") >> registered.LinearRerank()
+    linear = Lexical("bm25") >> registered.LinearReranker()
     nested = linear >> NRMF(epochs=1, val_depth=10, negatives=2, batch_queries=4)
     fused = Lexical("bm25f") + linear
     with_twbert = TWBert() + linear
@@ -78,7 +78,7 @@ def test_a_learned_reranker_in_one_file_composes_like_irglows_own(registered, tm
                  "--tag", "linear", "-o", str(tmp_path / "cli" / "linear.run")]) == 0
     assert Run.read(tmp_path / "cli" / "linear.run").ranking == reranked.ranking
     # the share it holds out is its own setting where it declares one (the default: every trainer's)
-    other = Experiment(SMALL_DEMO, systems=[Lexical("bm25") >> registered.LinearRerank(val_fraction=0.5)],
+    other = Experiment(SMALL_DEMO, systems=[Lexical("bm25") >> registered.LinearReranker(val_fraction=0.5)],
                        out=tmp_path / "half", settings=settings)
     other.run()
     model = Path(read_results(tmp_path / "half")["rerank:linear(bm25)"].model)
@@ -184,3 +184,111 @@ def test_a_registered_lexical_system_has_every_right_of_irglows_own(tmp_path, mo
         made = frame_to_run(transformer(ranker, out).transform(topics)).ranking
         assert {q: [d for d, _ in r] for q, r in made.items()} == \
             {q: [d for d, _ in r] for q, r in Run.read(out / f"{ranker.tag}.run").ranking.items()}, ranker.tag
+
+
+CELL = '''
+import json
+from pathlib import Path
+
+from irglow.models.rerank.kinds import RerankerKind
+from irglow.models.rerank.rerank import rerank_ranking
+from irglow.runs.trec import Run
+
+
+def overlap(query, doc):
+    words = set(query.text.lower().split())
+    text = " ".join(t for f in doc.fields.values() for t in f).lower().split()
+    return sum(w in words for w in text) / (1 + len(text)) * SCALE
+
+
+SCALE = 1.0
+
+
+class Overlap(RerankerKind):
+    name = "overlap"
+
+    def train(self, settings, queries, qrels, first_stage, docs, model_dir):
+        Path(model_dir, "model.json").write_text(json.dumps({"queries": len(queries)}))
+
+    def rerank(self, model_dir, run, queries, docs, depth, tag):
+        ranking = {}
+        for q in queries:
+            ranked = run.ranking.get(q.query_id)
+            if ranked is not None:
+                top = ranked[:depth]
+                ranking[q.query_id] = rerank_ranking(ranked, {d: overlap(q, docs.get(d)) for d, _ in top}, depth)
+        return Run(ranking, tag)
+'''
+
+
+def cell(source: str, monkeypatch):
+    """A notebook cell's code: run in a module with no file (as IPython's __main__ is)."""
+    import types
+
+    module = types.ModuleType("notebook_cell")
+    monkeypatch.setitem(sys.modules, "notebook_cell", module)
+    exec(compile(source, "<cell>", "exec"), module.__dict__)
+    return module
+
+
+def test_a_reranker_defined_in_a_cell_is_an_object_that_runs_caches_nests_and_fuses(tmp_path, monkeypatch):
+    """Issue 81.5: a re-ranker kind defined where there is no file and no entry point, used as an object: it runs in
+    an Experiment, nests and fuses, its runs are cached on its code (an edited helper trains and runs again), and
+    its run folder's rankers become PyTerrier transformers."""
+    from irglow import Experiment, Lexical
+
+    from irglow.utils import plugins  # the cell's module and its registration go with the test
+
+    monkeypatch.setattr(plugins, "_DEFINED", {})
+    nb = cell(CELL, monkeypatch)
+    over = Lexical("bm25") >> nb.Overlap()
+    systems = [Lexical("bm25"), over, Lexical("bm25f") + over, over >> nb.Overlap()]
+    settings = {"lexical.depth": 30, "rerank.depth": 10, "output.clusters": 0, "output.page": False}
+    exp = Experiment(SMALL_DEMO, systems=systems, out=tmp_path / "out", settings=settings)
+    assert exp.systems == ["bm25", "overlap", "bm25f+overlap", "overlap(overlap)"]
+    cmp = exp.run()
+    assert list(cmp.means.index) == exp.systems
+    out = tmp_path / "out"
+    bm25, reranked = Run.read(out / "bm25.run"), Run.read(out / "overlap.run")
+    assert any([d for d, _ in reranked.ranking[q]] != [d for d, _ in bm25.ranking[q]] for q in bm25.ranking)
+    stages = json.loads((out / "manifest.json").read_text())["stages"]
+    Experiment(SMALL_DEMO, systems=systems, out=tmp_path / "out", settings=settings).run()
+    assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
+    before = nb.Overlap().code()
+    nb = cell(CELL.replace("SCALE = 1.0", "SCALE = 2.0"), monkeypatch)  # the cell edited and run again: a helper's constant
+    assert nb.Overlap().code() != before
+    Experiment(SMALL_DEMO, systems=[Lexical("bm25"), Lexical("bm25") >> nb.Overlap()], out=tmp_path / "out",
+               settings=settings).run()
+    again = json.loads((out / "manifest.json").read_text())["stages"]
+    assert stages["rerank:overlap"] == again["rerank:overlap"] == "ran"
+
+    pytest.importorskip("pyterrier", reason="the PyTerrier extra is not installed")
+    import pandas as pd
+
+    from irglow.data.collection import load_collection
+    from irglow.pyterrier import frame_to_run, transformer
+
+    queries = load_collection(SMALL_DEMO).queries("test")
+    topics = pd.DataFrame({"qid": [q.query_id for q in queries], "query": [q.text for q in queries]})
+    ranker = Lexical("bm25") >> nb.Overlap()
+    made, wrote = frame_to_run(transformer(ranker, out).transform(topics)).ranking, Run.read(out / "overlap.run").ranking
+    assert made and {q: r[:10] for q, r in made.items()} == {q: r[:10] for q, r in wrote.items()}  # the re-ranked block
+
+
+def test_a_reranker_module_on_the_path_with_no_entry_point_has_its_row(tmp_path, monkeypatch):
+    """examples/linear_rerank.py on sys.path, not installed: ``Lexical("bm25") >> LinearReranker()`` runs."""
+    from irglow import Experiment, Lexical
+
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.delitem(sys.modules, "linear_rerank", raising=False)  # imported from the path, gone afterwards
+    from irglow.utils import plugins
+
+    monkeypatch.setattr(plugins, "_DEFINED", {})
+    linear_rerank = importlib.import_module("linear_rerank")
+    exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), Lexical("bm25") >> linear_rerank.LinearReranker(steps=50)],
+                     out=tmp_path / "out", settings={"lexical.depth": 30, "rerank.depth": 10, "output.page": False})
+    assert list(exp.run().means.index) == ["bm25", "linear(bm25)"]
+    from irglow.outputs import read_results
+
+    model = Path(read_results(tmp_path / "out")["rerank:linear(bm25)"].model)
+    assert json.loads((model / "weights.json").read_text())["pairs"] > 0

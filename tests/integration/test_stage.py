@@ -23,7 +23,7 @@ def coll(tmp_path_factory):
 
 def test_a_model_replaced_at_the_same_path_is_not_reused(coll, tmp_path, monkeypatch):
     """30.1: ``model_dir = "M"``, the weights in M replaced between two runs: the stage used to be 'reused'."""
-    from irglow.models.source import current_train_dir
+    from tests.integration.pipelines import model_folder
     from irglow.pipeline import run_pipeline
 
     monkeypatch.chdir(tmp_path)
@@ -32,7 +32,7 @@ def test_a_model_replaced_at_the_same_path_is_not_reused(coll, tmp_path, monkeyp
         config = nrmf_pipeline(coll, tmp_path / f"train{seed}", data)
         config["rerank"]["nrmf"]["seed"] = seed
         run_pipeline(config)
-    trained = {s: current_train_dir(tmp_path / f"train{s}" / "nrmf-train") / "best" for s in (1, 2)}
+    trained = {s: model_folder(tmp_path / f"train{s}", "nrmf") / "best" for s in (1, 2)}
     # 30.3: the table notes say how many queries trained and validated, and how many steps were taken
     notes = (tmp_path / "train1" / "results.md").read_text()
     assert "| model | training queries | validation queries | optimizer steps |" in notes

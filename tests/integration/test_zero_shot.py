@@ -5,6 +5,8 @@ others still run."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+import os
 
 import pytest
 
@@ -43,7 +45,6 @@ def _config(out, data, broken) -> dict:
 
 @pytest.mark.slow
 def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
-    from irglow.models.source import current_train_dir
     from irglow.models.twbert import train as twbert_train
     from irglow.zero_shot import run_zero_shot
 
@@ -84,8 +85,9 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     out = run_zero_shot(_config(tmp_path / "zs", tmp_path / "data", _broken_beir(tmp_path / "broken")))
 
     # trained in one place, for both evaluated collections (the second call resumes a finished training)
-    assert {p.name for p in (out / "train").iterdir()} >= {"twbert-train", "glow-train", "nrmf-train"}
-    keyed = current_train_dir(out / "train" / "twbert-train")  # the folder keyed on this training's inputs
+    models = Path(os.environ["IRGLOW_MODELS"])  # the models folder every output folder shares
+    assert {p.name for p in models.iterdir()} >= {"twbert-train", "glow-train", "nrmf-train"}
+    keyed, = (models / "twbert-train").iterdir()  # the one folder keyed on this training's inputs
     assert set(fits) == {keyed}
     history = json.loads((keyed / "training.json").read_text())["state"]["history"]
     assert history[-1]["step"] > 0  # it trained, and only once: the resumed call added no steps

@@ -103,18 +103,23 @@ def test_bert_does_not_key_on_weighting_settings():
 
 
 def test_training_folders_are_keyed_on_inputs_and_kept_side_by_side(tmp_path):
-    from irglow.models.source import current_train_dir, keyed_train_dir, reused_model, trained_models
+    from irglow.models.source import keyed_train_dir, reused_model
 
-    a = keyed_train_dir(tmp_path / "glow-train", {"lr": 1})
+    a = keyed_train_dir(tmp_path / "models" / "glow-train", {"lr": 1})
     (a / "best").mkdir()
-    b = keyed_train_dir(tmp_path / "glow-train", {"lr": 2})
+    b = keyed_train_dir(tmp_path / "models" / "glow-train", {"lr": 2})
     assert a != b and a.parent == b.parent and a.is_dir() and b.is_dir()
-    assert current_train_dir(tmp_path / "glow-train") == b
-    assert keyed_train_dir(tmp_path / "glow-train", {"lr": 1}) == a  # the same inputs: the same folder
-    assert trained_models(tmp_path) == {"glow": a}
-    assert reused_model(tmp_path, "glow") == a / "best"
+    assert keyed_train_dir(tmp_path / "models" / "glow-train", {"lr": 1}) == a  # the same inputs: the same folder
+    assert sorted(p.name for p in a.parent.iterdir()) == sorted([a.name, b.name])  # no marker another run moves
+    # a run folder names the model it used in its manifest, wherever the model was trained
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps({"results": {"glow": {
+        "kind": "models", "models": {"glow": str(a / "best")}}}}))
+    assert reused_model(tmp_path / "run", "glow") == a / "best"
+    (tmp_path / "folder" / "glow" / "best").mkdir(parents=True)  # or a folder of model folders
+    assert reused_model(tmp_path / "folder", "glow") == tmp_path / "folder" / "glow" / "best"
     with pytest.raises(FileNotFoundError, match="no trained 'bert' model"):
-        reused_model(tmp_path, "bert")
+        reused_model(tmp_path / "run", "bert")
 
 
 def test_training_summary_reads_every_trainer(tmp_path):

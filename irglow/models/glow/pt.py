@@ -57,7 +57,7 @@ class Glow(pt.Transformer):
 
 class Dense(pt.Transformer):
     """A trained GLOW/BERT encoder's faiss retrieval over a corpus encoding an irglow run kept
-    (``<run folder>/<variant>.embeddings``): a query frame in, the run the pipeline wrote out."""
+    (its folder the run's manifest names): a query frame in, the run the pipeline wrote out."""
 
     def __init__(self, model, index: LuceneIndex | str | Path, embeddings: str | Path, depth: int = DEPTH,
                  batch_size: int = 64, device=None):

@@ -20,6 +20,7 @@ from irglow.models.glow.train import embed, to_device
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
 from irglow.eval.measures import parse_measures
+from irglow.utils.atomic import output_lock
 from irglow.utils.distributed import barrier, current, on_main
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,8 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
              queries: list[Query], out_dir: Path, tag: str, depth: int = DEPTH, batch_size: int = 64,
              faiss_kind: str = "flat", device=None, also: dict[str, list[Query]] | None = None,
              precision: str = "fp32", shard_rows: int | None = None, workers: int = 0) -> tuple[Run, dict]:
-    """Encode ``docs`` (embeddings on disk), search ``queries`` with faiss.  ``also``: more query sets
+    """Encode ``docs`` (embeddings on disk, under ``out_dir``, keyed on the model, corpus and precision: found there,
+    an encoding is reused), search ``queries`` with faiss.  ``also``: more query sets
     searched on the same corpus encoding (their runs in ``info["also"]``), e.g. fusion-tuning queries.
     ``workers``: processes that read and featurize documents while the model encodes (0: this process).
 
@@ -62,17 +64,21 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     w = current()
     if missing and w.main:
         log.warning("%s: fields %s are not in this collection; they encode as empty segments", tag, missing)
-    emb_dir = out_dir / f"{tag}.embeddings"
     doc_encoder, query_encoder = glow_encoders(model, feat, device, check_precision(precision, device))
-    with torch.no_grad():
-        # the model and the corpus: a shard, or an encoding killed halfway, is resumed only for the same ones
-        key = model_digest(model, config=model.config, index=Path(index.path).name)
-        _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key, workers)
-    if w.size == 1:
-        return _search(emb_dir, query_encoder, queries, also, batch_size, depth, tag, shard_rows, faiss_kind, rate)
-    barrier()  # every shard is on disk
-    return on_main(lambda: (merge_shards(emb_dir, w.size), _search(emb_dir, query_encoder, queries, also, batch_size,
-                                                                   depth, tag, shard_rows, faiss_kind, rate))[1])
+    # the model, the corpus and the precision: an encoding is reused (and one killed halfway resumed) only for the same
+    # ones, so a folder shared by every output folder holds each encoding once, under this key
+    key = model_digest(model, config=model.config, index=Path(index.path).name, precision=precision)
+    emb_dir = Path(out_dir) / f"{tag}-{key[:16]}.embeddings"
+    with output_lock(Path(f"{emb_dir}.lock")):  # one process encodes it; another then finds it (rank 0's lock)
+        barrier()  # under torchrun: no rank writes its shard before rank 0 holds the encoding
+        with torch.no_grad():
+            _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key, workers)
+        if w.size == 1:
+            return _search(emb_dir, query_encoder, queries, also, batch_size, depth, tag, shard_rows, faiss_kind, rate)
+        barrier()  # every shard is on disk
+        return on_main(lambda: (merge_shards(emb_dir, w.size), _search(emb_dir, query_encoder, queries, also,
+                                                                       batch_size, depth, tag, shard_rows, faiss_kind,
+                                                                       rate))[1])
 
 
 def _search(emb_dir: Path, query_encoder, queries, also, batch_size: int, depth: int, tag: str,
@@ -85,11 +91,11 @@ def _search(emb_dir: Path, query_encoder, queries, also, batch_size: int, depth:
         run = sharded_search(vectors, ids, queries, qv, depth, tag, shard_rows, faiss_kind)
         extra = {name: sharded_search(vectors, ids, also[name], v, depth, tag, shard_rows, faiss_kind)
                  for name, v in more.items()}
-        return run, {"docs_per_s": rate, "also": extra}
+        return run, {"docs_per_s": rate, "also": extra, "embeddings": str(emb_dir)}
     index_ = faiss_index(vectors, faiss_kind)
     run = dense_search(index_, ids, queries, qv, depth, tag)
     extra = {name: dense_search(index_, ids, also[name], v, depth, tag) for name, v in more.items()}
-    return run, {"docs_per_s": rate, "also": extra}
+    return run, {"docs_per_s": rate, "also": extra, "embeddings": str(emb_dir)}
 
 
 def pool_scores(encoders: dict, queries: list[Query], qrels, pools: dict[str, list[Document]]) -> dict[str, float]:

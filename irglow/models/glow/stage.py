@@ -28,6 +28,7 @@ from irglow.models.checkpoints import pick_device
 from irglow.models.fields import resolve_auto_budgets
 from irglow.models.glow import VARIANTS
 from irglow.models.source import held_out_run_on_training_corpus, keyed_train_dir, reused_model
+from irglow.utils.atomic import output_lock
 from irglow.runs.keys import held_out
 from irglow.utils.digest import model_digest, queries_digest
 from irglow.utils.distributed import on_main
@@ -168,10 +169,9 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         from irglow.models.glow.pt import Dense
 
         done = folder.result(ranker)
-        if done is None or ranker.tag not in done.models:
+        if done is None or ranker.tag not in done.models or ranker.tag not in done.encodings:
             return super().transformer(ranker, folder)
-        return Dense(done.models[ranker.tag], folder.index, folder.out / f"{ranker.tag}.embeddings",
-                     folder.lexical.depth)
+        return Dense(done.models[ranker.tag], folder.index, done.encodings[ranker.tag], folder.lexical.depth)
 
     def ranker(self, name, config, parse):
         from irglow.rankers import Dense
@@ -212,8 +212,9 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                                         {**training_inputs(s.train, model, variant, source.digest, chosen),
                                          **pool_inputs(bm25)})
             docs = docs if docs is not None else docs_store(source.collection)
-            trained[variant] = GlowTrainer(replace(copy.deepcopy(s.train), model=model), train_dir).train(
-                source.index, source.stats, docs, source.queries(), source.qrels(), validation=also, bm25=bm25)
+            with output_lock(train_dir):  # shared by every output folder: one trains it, another then finds it
+                trained[variant] = GlowTrainer(replace(copy.deepcopy(s.train), model=model), train_dir).train(
+                    source.index, source.stats, docs, source.queries(), source.qrels(), validation=also, bm25=bm25)
         return trained
 
     def run(self, ctx) -> dict:
@@ -229,7 +230,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             next(iter(trained.values())), source.queries(), source.qrels())
         docs = docs_store(ctx.collection).sequence()  # read a batch at a time as the corpus is encoded
         also = {"tune": tune_q} if tune_q and not ctx.zero_shot else None  # in domain: the same corpus
-        runs, rates, checks = {}, {}, {}
+        runs, rates, checks, encodings = {}, {}, {}, {}
         for name in self.tags(s):
             if name in trained:
                 model = GlowEncoder.load(trained[name])
@@ -240,10 +241,13 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                 run, info = on_main(lambda: _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out,
                                                             name, depth))
             else:
-                run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.out, name, depth=depth, also=also,
+                run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.train_root / "encodings", name,
+                                     depth=depth, also=also,
                                      precision=used, faiss_kind=s.faiss, workers=s.train.encode_workers)
             run.write(ctx.out / f"{name}.run")
             runs[name], rates[name] = run, info["docs_per_s"]
+            if "embeddings" in info:
+                encodings[name] = info["embeddings"]
             tune_run = info["also"].get("tune")
             if ctx.zero_shot and tune_q and ctx.graph.reads_held_out(name):
                 tune_run = on_main(lambda: self._held_out_run_elsewhere(
@@ -252,7 +256,8 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                 runs.update([held_out(name).write(ctx.out, tune_run)])
         return Produced(runs, ModelsResult({k: str(v) for k, v in trained.items()}, rates,
                                            checks if s.precision != "fp32" else {},
-                                           {"zero_shot_tokens": s.zero_shot_tokens} if "minilm" in s.untrained else {}))
+                                           {"zero_shot_tokens": s.zero_shot_tokens} if "minilm" in s.untrained else {},
+                                           encodings))
 
     @staticmethod
     def _held_out_run_elsewhere(model, name: str, precision: str, ctx, tune_q):

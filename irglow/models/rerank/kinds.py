@@ -21,9 +21,10 @@ from typing import Any, Sequence
 
 from irglow.models.rerank.builtin import TORCH_MODELS, TorchModel
 from irglow.settings import check_fields, check_settings
-from irglow.utils.plugins import module_code, registered
+from irglow.utils.atomic import output_lock
+from irglow.utils.plugins import RERANKERS, class_code, defined, module_code, registered
 
-ENTRY_POINTS = "irglow.rerankers"
+ENTRY_POINTS = RERANKERS
 MODEL_FILE = "irglow-model.json"  # {"kind": ...} in every re-ranking model folder irglow writes
 
 
@@ -73,6 +74,11 @@ class RerankerKind:
     collective = False  # True: every torchrun rank trains with it and re-ranks its share of the queries
     precisions: tuple[str, ...] = ("fp32",)  # what [rerank] precision it can re-rank in
 
+    def __init__(self, **settings: Any) -> None:
+        """``settings``: training settings that differ from its ``[rerank.<name>]`` table, as ``MonoBERT(**settings)``
+        takes them (``first >> LinearReranker(steps=50)``)."""
+        self.settings = settings
+
     def bind(self, table: dict[str, Any], where: str) -> Any:
         """Its training settings from a table; a misspelt key or a wrong value is named before any work."""
         if self.settings_class is None:
@@ -100,10 +106,17 @@ class RerankerKind:
         """Its settings as plain values (the cache key and the manifest)."""
         return asdict(settings) if is_dataclass(settings) else {}
 
-    def code(self) -> str | None:
-        """A digest of its module's code, in its cache keys: an edited plugin runs again (irglow's own kinds:
-        ``None``, irglow's version keys them; :func:`~irglow.utils.plugins.module_code`)."""
-        return module_code(type(self).__module__)
+    def code(self) -> dict[str, str] | None:
+        """A digest of its code, in its cache keys: an edited plugin runs again (irglow's own kinds: ``None``,
+        irglow's version keys them).  Its module's files (:func:`~irglow.utils.plugins.module_code`), or, for a class
+        defined where there is no file (a notebook cell), the class and what it calls
+        (:func:`~irglow.utils.plugins.class_code`)."""
+        import sys
+
+        cls = type(self)
+        if getattr(sys.modules.get(cls.__module__), "__file__", None) is None:
+            return {"module": cls.__module__, "class": cls.__qualname__, "source": class_code(cls)}
+        return module_code(cls.__module__)
 
     def load(self, model_dir: str | Path) -> Any:
         """What :meth:`rerank_run` is given: the model folder itself (a kind loads its model in :meth:`rerank`)."""
@@ -118,12 +131,7 @@ class RerankerKind:
         """The trained model's folder: found trained for these settings and training data, or trained on the first
         stage's run of the training queries with the queries every trainer holds out left out (they tune fusions;
         a kind whose settings declare ``val_fraction`` holds out that share)."""
-        from irglow.data.docstore import docs_store
-        from irglow.defaults import SEED, VAL_FRACTION
-        from irglow.models.checkpoints import split_validation
         from irglow.models.source import keyed_train_dir
-        from irglow.runs.trec import Run
-        from irglow.utils.atomic import atomic_dir, atomic_write_text
 
         source = job.source
         first = job.first_stage if job.first_stage is not None else job.bm25_run()
@@ -131,6 +139,17 @@ class RerankerKind:
         folder = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {
             "kind": self.name, "code": self.code(), "settings": settings, "source": source.digest, "seed": job.seed,
             "first_stage": first.digest()})
+        with output_lock(folder):  # shared by every output folder: one trains it, another then finds it
+            return self._fit(bound, job, folder, first, settings)
+
+    def _fit(self, bound: Any, job: FitJob, folder: Path, first, settings: dict[str, Any]) -> Path:
+        from irglow.data.docstore import docs_store
+        from irglow.defaults import SEED, VAL_FRACTION
+        from irglow.models.checkpoints import split_validation
+        from irglow.runs.trec import Run
+        from irglow.utils.atomic import atomic_dir, atomic_write_text
+
+        source = job.source
         model_dir = folder / "best"
         if (model_dir / MODEL_FILE).is_file():
             return model_dir
@@ -161,6 +180,7 @@ class TorchKind(RerankerKind):
     precisions = ("fp32", "int8")
 
     def __init__(self, name: str, model: TorchModel) -> None:
+        super().__init__()
         self.name, self.title, self.declared = name, model.title, model
 
     @property
@@ -211,9 +231,10 @@ class TorchKind(RerankerKind):
             inputs["first_stage"] = [first_stage.tag, first_stage.digest()]
         train_dir = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {"settings": asdict(bound), **inputs})
         docs = job.docs if job.docs is not None else docs_store(source.collection)
-        return RerankTrainer(copy.deepcopy(bound), train_dir).train(
-            source.index, docs, source.queries(), source.qrels(), first_stage=first_stage, validation=also,
-            bm25=job.bm25)
+        with output_lock(train_dir):  # shared by every output folder: one trains it, another then finds it
+            return RerankTrainer(copy.deepcopy(bound), train_dir).train(
+                source.index, docs, source.queries(), source.qrels(), first_stage=first_stage, validation=also,
+                bm25=job.bm25)
 
 
 # irglow's own kinds: the registry's first entries (a plugin may not take their names)
@@ -221,8 +242,9 @@ BUILT_IN: dict[str, RerankerKind] = {name: TorchKind(name, model) for name, mode
 
 
 def plugin_kinds() -> dict[str, RerankerKind]:
-    """The kinds other packages register (entry-point group ``irglow.rerankers``); a name irglow's kinds (or another
-    plugin) use is an error naming both, as is an entry point that is no :class:`RerankerKind`."""
+    """The kinds other packages register (entry-point group ``irglow.rerankers``), and those used as objects in this
+    process (``first >> LinearReranker()``: a class defined anywhere, a notebook cell included); a name irglow's
+    kinds (or another plugin) use is an error naming both, as is an entry point that is no :class:`RerankerKind`."""
     found: dict[str, RerankerKind] = {}
     for point in registered(ENTRY_POINTS):
         where = f"entry point {point.name} = {point.value!r} ({ENTRY_POINTS})"
@@ -239,6 +261,12 @@ def plugin_kinds() -> dict[str, RerankerKind]:
         if kind.name in BUILT_IN or kind.name in found:
             raise ValueError(f"{where}: the re-ranker kind {kind.name!r} is taken")
         found[kind.name] = kind
+    for name, kind in defined(ENTRY_POINTS).items():  # used as objects in this process (a notebook's class)
+        taken = BUILT_IN.get(name) or found.get(name)
+        if taken is not None and type(taken) is not type(kind):
+            raise ValueError(f"the re-ranker kind {name!r} of {type(kind).__module__}.{type(kind).__qualname__} is "
+                             f"taken by {type(taken).__module__}.{type(taken).__qualname__}: give yours another name")
+        found[name] = kind
     return found
 
 

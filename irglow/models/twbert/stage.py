@@ -14,6 +14,7 @@ from irglow.data.collection import load_collection
 from irglow.lexical.stage import LexicalSettings
 from irglow.models.checkpoints import read_training
 from irglow.models.source import keyed_train_dir
+from irglow.utils.atomic import output_lock
 from irglow.runs.keys import QuerySet, held_out
 from irglow.runs.trec import Run, gather_runs
 from irglow.utils.distributed import split
@@ -125,8 +126,9 @@ class TWBertStage(Stage):
         through equals Lucene's with those), not ``bm25``'s."""
         if s.model_dir:
             return {"twbert": Path(s.model_dir)}
-        return {"twbert": self._trainer(s, source, train_root).train(source.index, source.stats, source.queries(),
-                                                                     source.qrels())}
+        trainer = self._trainer(s, source, train_root)
+        with output_lock(trainer.out):  # shared by every output folder: one trains it, another then finds it
+            return {"twbert": trainer.train(source.index, source.stats, source.queries(), source.qrels())}
 
     @staticmethod
     def _trainer(s: TWBertSettings, source, train_root: Path):
