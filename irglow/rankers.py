@@ -316,6 +316,8 @@ class Rerank(Ranker):
         if self.tag not in models:
             section["models"] = models + [self.tag]
         if self.tag == self.model.kind:  # the kind's own section, over [rerank] first_stage
+            if "first_stage" not in section and self.first.tag != RERANKED_BY_DEFAULT:
+                section["first_stage"] = self.first.tag  # a name read with a file's first stage brings it
             first = section.get("first_stage", RERANKED_BY_DEFAULT)
             if first != self.first.tag:
                 raise ValueError(f"[rerank] first_stage = {first!r} makes {self.tag!r} re-rank {first}, not "

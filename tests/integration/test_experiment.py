@@ -374,3 +374,26 @@ def test_a_model_trained_for_one_output_folder_is_found_by_another(tmp_path, mon
     assert model_folder(tmp_path / "a", "twbert").parent.parent == tmp_path / "models"  # shared, in neither folder
     assert not list((tmp_path / "b").glob("*-train"))
     assert (tmp_path / "a" / "twbert.run").read_bytes() == (tmp_path / "b" / "twbert.run").read_bytes()
+
+
+def test_an_experiment_runs_what_its_systems_need_whatever_its_config_switches_on(tmp_path, monkeypatch):
+    """Issue 81.3: config= supplies settings; its [...] enabled switches and run lists say what `irglow run` compares,
+    not what an Experiment given other systems runs."""
+    from irglow import Dense, Experiment, Lexical, MonoBERT, TWBert
+
+    monkeypatch.chdir(tmp_path)
+    exp = Experiment(SMALL_DEMO, config="configs/demo.toml", systems=[Lexical("bm25"), Lexical("bm25f")],
+                     settings={"index.threads": 1}, out=tmp_path / "out")
+    assert exp.check() == ["bm25", "bm25f"]
+    exp.run()
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.run")) == ["bm25.run", "bm25f.run"]
+    assert not (tmp_path / "out" / "tuning").exists()  # no fusion, no training: nothing else was made
+    # the file's settings are kept (its k1), its switches are not
+    from irglow.config import load_config
+
+    assert exp.config["lexical"]["k1"] == load_config("configs/demo.toml")["lexical"]["k1"]
+    hybrid = Experiment(SMALL_DEMO, config="configs/demo.toml",
+                        systems=[TWBert(), (Lexical("bm25f") + Dense("glow")) >> MonoBERT()])
+    assert sorted(hybrid.check()) == ["bm25-ngram", "bm25f", "bm25f+glow", "glow", "monobert(bm25f+glow)", "twbert"]
+    again = Experiment.load(hybrid.save(tmp_path / "hybrid.yaml"))
+    assert again.rankers == hybrid.rankers and again.check() == hybrid.check()

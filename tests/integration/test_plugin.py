@@ -186,39 +186,17 @@ def test_a_registered_lexical_system_has_every_right_of_irglows_own(tmp_path, mo
             {q: [d for d, _ in r] for q, r in Run.read(out / f"{ranker.tag}.run").ranking.items()}, ranker.tag
 
 
-CELL = '''
-import json
-from pathlib import Path
+def _cell_from_the_page() -> str:
+    """docs/extending.md's re-ranker cell, as the page prints it."""
+    import re
 
-from irglow.models.rerank.kinds import RerankerKind
-from irglow.models.rerank.rerank import rerank_ranking
-from irglow.runs.trec import Run
-
-
-def overlap(query, doc):
-    words = set(query.text.lower().split())
-    text = " ".join(t for f in doc.fields.values() for t in f).lower().split()
-    return sum(w in words for w in text) / (1 + len(text)) * SCALE
+    page = (Path(__file__).parents[2] / "docs" / "extending.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "class Overlap(RerankerKind)" in b)
+    return block
 
 
-SCALE = 1.0
-
-
-class Overlap(RerankerKind):
-    name = "overlap"
-
-    def train(self, settings, queries, qrels, first_stage, docs, model_dir):
-        Path(model_dir, "model.json").write_text(json.dumps({"queries": len(queries)}))
-
-    def rerank(self, model_dir, run, queries, docs, depth, tag):
-        ranking = {}
-        for q in queries:
-            ranked = run.ranking.get(q.query_id)
-            if ranked is not None:
-                top = ranked[:depth]
-                ranking[q.query_id] = rerank_ranking(ranked, {d: overlap(q, docs.get(d)) for d, _ in top}, depth)
-        return Run(ranking, tag)
-'''
+CELL = _cell_from_the_page()
+EDITED = "/ (1 + len(text))"  # the cell's helper, edited before the cell is run again
 
 
 def cell(source: str, monkeypatch):
@@ -255,7 +233,8 @@ def test_a_reranker_defined_in_a_cell_is_an_object_that_runs_caches_nests_and_fu
     Experiment(SMALL_DEMO, systems=systems, out=tmp_path / "out", settings=settings).run()
     assert set(json.loads((out / "manifest.json").read_text())["stages"].values()) == {"reused"}
     before = nb.Overlap().code()
-    nb = cell(CELL.replace("SCALE = 1.0", "SCALE = 2.0"), monkeypatch)  # the cell edited and run again: a helper's constant
+    assert EDITED in CELL
+    nb = cell(CELL.replace(EDITED, "/ (2 + len(text))"), monkeypatch)  # the cell edited and run again: a helper
     assert nb.Overlap().code() != before
     Experiment(SMALL_DEMO, systems=[Lexical("bm25"), Lexical("bm25") >> nb.Overlap()], out=tmp_path / "out",
                settings=settings).run()
