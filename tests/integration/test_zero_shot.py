@@ -127,7 +127,7 @@ def test_zero_shot_trains_once_and_writes_one_table(tmp_path, monkeypatch):
     assert in_domain.carried_from is None
     # the models' runs of those queries on the training corpus are kept once, under the training folder, for
     # every collection of the suite (the lexical ones search the training index: no corpus pass to keep)
-    kept = sorted(p.parent.name.split("-")[0] for p in (out / "train" / "held-out-runs").glob("*/held-out.run"))
+    kept = sorted(p.parent.name.split("-")[0] for p in (models / "held-out-runs").glob("*/held-out.run"))
     assert kept == ["glow", "nrmf"]
     for page in ("results.md", "report.html"):  # the weights and where they were tuned, under the table and on the page
         assert "carried from demo-s13-" in (out / target / page).read_text()
