@@ -67,6 +67,15 @@ def own_models_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("IRGLOW_MODELS", str(tmp_path / "models"))
 
 
+@pytest.fixture(autouse=True)
+def own_defined_kinds(monkeypatch):
+    """The re-ranker kinds a test uses as objects are known to that test alone (irglow.utils.plugins.define: per
+    process, and a worker runs many tests)."""
+    from irglow.utils import plugins
+
+    monkeypatch.setattr(plugins, "_DEFINED", {})
+
+
 @pytest.fixture(scope="session")
 def tiny_collection():
     return TinyCollection()

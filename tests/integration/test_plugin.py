@@ -215,9 +215,6 @@ def test_a_reranker_defined_in_a_cell_is_an_object_that_runs_caches_nests_and_fu
     its run folder's rankers become PyTerrier transformers."""
     from irglow import Experiment, Lexical
 
-    from irglow.utils import plugins  # the cell's module and its registration go with the test
-
-    monkeypatch.setattr(plugins, "_DEFINED", {})
     nb = cell(CELL, monkeypatch)
     over = Lexical("bm25") >> nb.Overlap()
     systems = [Lexical("bm25"), over, Lexical("bm25f") + over, over >> nb.Overlap()]
@@ -260,9 +257,6 @@ def test_a_reranker_module_on_the_path_with_no_entry_point_has_its_row(tmp_path,
 
     monkeypatch.syspath_prepend(str(EXAMPLES))
     monkeypatch.delitem(sys.modules, "linear_rerank", raising=False)  # imported from the path, gone afterwards
-    from irglow.utils import plugins
-
-    monkeypatch.setattr(plugins, "_DEFINED", {})
     linear_rerank = importlib.import_module("linear_rerank")
     exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), Lexical("bm25") >> linear_rerank.LinearReranker(steps=50)],
                      out=tmp_path / "out", settings={"lexical.depth": 30, "rerank.depth": 10, "output.page": False})
