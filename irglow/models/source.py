@@ -12,6 +12,7 @@ from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import local_paths_digest, qrels_digest, queries_digest, value_digest
 from irglow.utils.distributed import is_main
+from irglow.models.kept import mark_used
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,11 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
     key = value_digest(inputs)[:16]
     keyed = folder / key
     keyed.mkdir(parents=True, exist_ok=True)
-    if is_main() and not (keyed / "inputs.json").is_file():  # under torchrun rank 0 writes
-        atomic_write_text(keyed / "inputs.json", json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
+    if is_main():  # under torchrun rank 0 writes
+        if (keyed / "inputs.json").is_file():
+            mark_used(keyed / "inputs.json")  # its last use (irglow cache prune --older-than)
+        else:
+            atomic_write_text(keyed / "inputs.json", json.dumps({"key": key, "inputs": inputs}, indent=1, default=str))
     return keyed
 
 
@@ -108,6 +112,7 @@ def held_out_run_on_training_corpus(train_root: str | Path, name: str, key: str,
     path = folder / "held-out.run"
     with output_lock(folder):  # shared by every output folder: one process makes it, another then reads it
         if path.is_file():
+            mark_used(folder)
             return Run.read(path)
         work = folder / "work"
         run = make(work)

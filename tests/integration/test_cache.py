@@ -61,3 +61,32 @@ def test_two_demo_specs_are_two_sources_not_versions_of_one(tmp_path):
         build_index(load_collection(spec), IndexConfig(threads=1), root=tmp_path / "data")
     indexes = cached_indexes(tmp_path / "data")
     assert len(indexes) == 2 and len({c.source for c in indexes}) == 2 and prunable(indexes) == []
+
+
+def test_kept_models_encodings_and_runs_are_listed_and_pruned_by_age_never_while_written(tmp_path, monkeypatch, capsys):
+    """$IRGLOW_MODELS keeps by content, so nothing replaces an old model: `irglow cache` lists what it keeps and
+    prunes what no run used for --older-than days, leaving what a process is writing."""
+    import os
+    import time
+
+    from irglow.cli import main
+    from irglow.models.source import keyed_train_dir
+    from irglow.utils.atomic import output_lock
+
+    models = tmp_path / "models"
+    monkeypatch.setenv("IRGLOW_MODELS", str(models))
+    old, used, busy = (keyed_train_dir(models / "glow-train", {"lr": lr}) for lr in (1, 2, 3))
+    encoding = models / "encodings" / "glow-0123456789abcdef.embeddings"
+    encoding.mkdir(parents=True)
+    (encoding / "embeddings.npy").write_bytes(b"\0" * 2048)
+    month_ago = time.time() - 30 * 86400
+    for path in (old / "inputs.json", busy / "inputs.json", encoding):
+        os.utime(path, (month_ago, month_ago))
+    assert keyed_train_dir(models / "glow-train", {"lr": 2}) == used  # used again: its last use is now
+    assert main(["cache", "list", "--data-dir", str(tmp_path / "data")]) == 0
+    listed = capsys.readouterr().out
+    assert listed.count("glow") >= 4 and "encoding" in listed and "model" in listed
+    with output_lock(busy):  # a process trains it now
+        assert main(["cache", "prune", "--older-than", "7", "--data-dir", str(tmp_path / "data")]) == 0
+    assert not old.exists() and not encoding.exists() and used.is_dir() and busy.is_dir()
+    assert "removed 0 indexes and 2 kept models, encodings and runs" in capsys.readouterr().out

@@ -20,6 +20,7 @@ from irglow.models.glow.train import embed, to_device
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
 from irglow.eval.measures import parse_measures
+from irglow.models.kept import mark_used
 from irglow.utils.atomic import output_lock
 from irglow.utils.distributed import barrier, current, on_main
 
@@ -73,6 +74,8 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
         barrier()  # under torchrun: no rank writes its shard before rank 0 holds the encoding
         with torch.no_grad():
             _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key, workers)
+        if w.main:
+            mark_used(emb_dir)  # its last use (irglow cache prune --older-than)
         if w.size == 1:
             return _search(emb_dir, query_encoder, queries, also, batch_size, depth, tag, shard_rows, faiss_kind, rate)
         barrier()  # every shard is on disk
