@@ -281,17 +281,18 @@ def NRMF(**settings: Any) -> Model:  # noqa: N802
 @dataclass(frozen=True)
 class Rerank(Ranker):
     """``model`` re-ranking ``first``'s run — any ranker: a lexical run, TW-BERT, a dense run, a fusion, another
-    re-ranking.  Its tag is the model's kind over BM25 (``monobert``), else ``kind(first)``
-    (``monobert(bm25f+glow)``), unless ``name`` gives one.  The model learns from ``first``'s run of the training
-    queries where its stage writes one (lexical runs, QL, TW-BERT's), else from BM25's."""
+    re-ranking — to ``depth`` documents per query (unset: ``[rerank] depth``).  Its tag is the model's kind over BM25
+    (``monobert``), else ``kind(first)`` (``monobert(bm25f+glow)``), unless ``name`` gives one.  The model learns
+    from ``first``'s run of the training queries where its stage writes one (lexical runs, QL, TW-BERT's), else from
+    BM25's."""
 
     stage: ClassVar[str] = "rerank"
 
     first: Ranker
     model: Model
     name: str | None = None
-    # the depth of its re-ranked block, as binding sets it from [rerank] (a fusion takes that block only); not part
-    # of what the ranker is: the user's Rerank(first, model) equals its bound node
+    # the depth of its re-ranked block (a fusion takes that block only): its own where given (Rerank(…, depth=20)),
+    # else binding sets [rerank]'s; not compared: the user's Rerank(first, model) equals its bound node
     depth: int | None = field(default=None, compare=False)
 
     def __post_init__(self):
@@ -313,8 +314,10 @@ class Rerank(Ranker):
         section = _section(config, "rerank")
         section["enabled"] = True
         models = list(section.get("models", []))
-        if self.tag not in models:
+        listed = self.tag in models  # by another ranker of the experiment (or this one, again)
+        if not listed:
             section["models"] = models + [self.tag]
+        own = {"depth": self.depth} if self.depth is not None else {}  # its own depth: its variant's
         if self.tag == self.model.kind:  # the kind's own section, over [rerank] first_stage
             if "first_stage" not in section and self.first.tag != RERANKED_BY_DEFAULT:
                 section["first_stage"] = self.first.tag  # a name read with a file's first stage brings it
@@ -322,12 +325,15 @@ class Rerank(Ranker):
             if first != self.first.tag:
                 raise ValueError(f"[rerank] first_stage = {first!r} makes {self.tag!r} re-rank {first}, not "
                                  f"{self.first.tag}: give this re-ranking a name (Rerank(…, name=…))")
-            return
-        variant = {"kind": self.model.kind, "first_stage": self.first.tag, **self.model.settings}
+            variant = own
+        else:
+            variant = {"kind": self.model.kind, "first_stage": self.first.tag, **self.model.settings, **own}
         defined = section.get("variants", {}).get(self.tag)
-        if defined is not None and {k: defined.get(k) for k in variant} != variant:
-            raise ValueError(f"rerank.variants.{self.tag}: already defined as {defined!r}, not {variant!r}")
-        if defined is None and (self.name or self.model.settings):  # kind(first) says itself: no table for it
+        said = {**variant, "depth": self.depth}  # no depth of its own: none in the table either
+        if (defined is not None and {k: defined.get(k) for k in said} != said) or (defined is None and listed and own):
+            raise ValueError(f"rerank.variants.{self.tag}: already defined as {defined or {}!r}, not {variant!r}: one "
+                             f"run name names one re-ranking; give one of them a name (Rerank(…, name=…))")
+        if defined is None and (self.name or self.model.settings or own):  # kind(first) says itself: no table
             section.setdefault("variants", {})[self.tag] = variant
 
 

@@ -265,3 +265,31 @@ def test_a_reranker_module_on_the_path_with_no_entry_point_has_its_row(tmp_path,
 
     model = Path(read_results(tmp_path / "out")["rerank:linear(bm25)"].model)
     assert json.loads((model / "weights.json").read_text())["pairs"] > 0
+
+
+def test_a_reranking_has_its_own_depth(tmp_path, monkeypatch):
+    """Issue 81.5: a per-re-ranking setting is one field on its node: Rerank(…, depth=3) re-ranks 3 documents a
+    query beside a re-ranking at [rerank] depth, and a fusion of it fuses its block of 3."""
+    from irglow import Experiment, Lexical, Rerank
+    from irglow.outputs import read_results
+
+    nb = cell(CELL, monkeypatch)
+    shallow, deep = Rerank(Lexical("bm25"), nb.Overlap(), depth=3), Lexical("bm25f") >> nb.Overlap()
+    exp = Experiment(SMALL_DEMO, systems=[Lexical("bm25"), shallow, deep, Lexical("bm25f") + shallow],
+                     out=tmp_path / "out", settings={"lexical.depth": 30, "rerank.depth": 10, "output.page": False})
+    assert [r.depth for r in exp.rankers[1:3]] == [3, 10] and exp.rankers[1] == shallow
+    exp.run()
+    results = read_results(tmp_path / "out")
+    assert (results["rerank:overlap"].depth, results["rerank:overlap(bm25f)"].depth) == (3, 10)
+    bm25, reranked = Run.read(tmp_path / "out" / "bm25.run"), Run.read(tmp_path / "out" / "overlap.run")
+    for qid, ranked in bm25.ranking.items():  # BM25's top 3 re-ordered, the rest kept below in BM25's order
+        ours = [d for d, _ in reranked.ranking[qid]]
+        assert set(ours[:3]) == {d for d, _ in ranked[:3]} and ours[3:] == [d for d, _ in ranked[3:]]
+    fused = Run.read(tmp_path / "out" / "bm25f+overlap.run")
+    assert fused.ranking
+    again = Experiment.load(exp.save(tmp_path / "exp.yaml"))
+    assert [r.depth for r in again.rankers[1:3]] == [3, 10]
+    with pytest.raises(ValueError, match="one run name names one re-ranking"):
+        Experiment(SMALL_DEMO, systems=[shallow, Lexical("bm25") >> nb.Overlap()])
+    with pytest.raises(ValueError, match="one run name names one re-ranking"):  # in either order
+        Experiment(SMALL_DEMO, systems=[Lexical("bm25") >> nb.Overlap(), shallow])

@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 # a [rerank.variants.<name>] table's keys that are not its model's settings: its kind, the run it re-ranks, and whose
 # trained model it uses
-NOT_TRAINING = ("kind", "first_stage", "model_of")
+NOT_TRAINING = ("kind", "first_stage", "model_of", "depth")
 
 
 def _variant_trainer(name: str, table: dict, rcfg: dict) -> dict:
@@ -118,6 +118,7 @@ class Reranker:
     model_of: str | None = None
     # what a variant sets itself, as written (its Model's settings: MonoBERT(epochs=2)); its kind's section is the rest
     changes: dict = field(default_factory=dict)
+    depth: int | None = None  # its own re-ranking depth (Rerank(…, depth=20)); None: [rerank] depth
 
 
 def _top(run, depth: int):
@@ -153,7 +154,8 @@ class RerankSettings:
                 continue
             for f in self.fields if self.fields and len(self.fields) > 1 else ():
                 out[name.replace("{field}", f)] = Reranker(_fill(reranker.train, f), reranker.first_stage,
-                                                           reranker.model_of, _fill(reranker.changes, f))
+                                                           reranker.model_of, _fill(reranker.changes, f),
+                                                           reranker.depth)
         return out
 
     @property
@@ -169,6 +171,10 @@ class RerankSettings:
     def first_stages(self) -> dict[str, str]:
         """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``."""
         return {name: r.first_stage for name, r in self.expanded.items()}
+
+    def depth_of(self, name: str) -> int:
+        """The depth ``name`` re-ranks: its own (a variant's ``depth``, ``Rerank(…, depth=…)``), else ``[rerank] depth``."""
+        return self.expanded[name].depth or self.depth
 
     @property
     def models_of(self) -> dict[str, str]:
@@ -227,8 +233,11 @@ class RerankSettings:
                                  f"re-ranking a run (monobert(twbert)) nor a variant defined under [rerank.variants]"
                                  + (f" ({', '.join(variants)})" if variants else ""))
             changes = {k: v for k, v in table.items() if k not in NOT_TRAINING}
+            depth = table.get("depth")
+            if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+                raise ValueError(f"rerank.variants.{name}.depth = {depth!r} must be an integer >= 1")
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
-                                       table.get("first_stage", first), table.get("model_of"), changes)
+                                       table.get("first_stage", first), table.get("model_of"), changes, depth)
         # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
         for name, table in variants.items():
             if name not in rerankers:
@@ -287,7 +296,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in kind_names() else "")
                 raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(e.runs)}") from None
             first_node = Lexical(first)
-        node = Rerank(first_node, model, depth=s.depth)  # its re-ranked block: what a fusion of it fuses
+        node = Rerank(first_node, model, depth=s.depth_of(name))  # its re-ranked block: what a fusion of it fuses
         return node if node.tag == tag else replace(node, name=tag)
 
     def transformer(self, ranker, folder):
@@ -323,7 +332,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from dataclasses import asdict
 
         return {"models": {n: asdict(t) for n, t in s.trainers.items()},
-                "depth": s.depth, "first_stages": s.first_stages, "rerank_also": list(s.rerank_also),
+                "depth": s.depth, **({"depths": own} if (own := {n: s.depth_of(n) for n in s.models
+                                                                   if s.depth_of(n) != s.depth}) else {}),
+                "first_stages": s.first_stages, "rerank_also": list(s.rerank_also),
                 "model_dir": s.model_dir}
 
     def reused_models(self, s: RerankSettings) -> dict[str, Path]:
@@ -365,11 +376,11 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         from dataclasses import asdict
 
         s = ctx.settings
-        depth, also, trainers, firsts, owners = s.depth, list(s.rerank_also), s.trainers, s.first_stages, s.models_of
+        also, trainers, firsts, owners = list(s.rerank_also), s.trainers, s.first_stages, s.models_of
         reused = self.reused_models(s)
         units = []
         for name in s.models:
-            owner = owners[name]
+            owner, depth = owners[name], s.depth_of(name)
             # its first stage's training-query run is made when the model trains (Stage.run_of), from that run's
             # stage: the first stage's test run here stands for it in the key
             reads = {firsts[name], firsts[owner], *also}
@@ -391,7 +402,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         ``name`` (trained once per settings and training data), and its held-out training queries' run for a
         fusion.  A collective kind (irglow's own) re-ranks under torchrun each rank's share of the queries."""
         s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
-        depth, also, firsts, owner = s.depth, s.rerank_also, s.first_stages, s.models_of[name]
+        depth, also, firsts, owner = s.depth_of(name), s.rerank_also, s.first_stages, s.models_of[name]
         kind = reranker_kind(s.trainers[owner].kind)
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         first, first_training = self.first_stage(ctx, firsts[name])
