@@ -21,7 +21,8 @@ from irglow.plan import Plan, bind_plan
 from irglow.utils.atomic import atomic_write_text, output_lock
 from irglow.utils.digest import queries_digest
 
-from irglow.stage_cache import STAGE_FORMAT, StageCache, _irglow_version
+from irglow.stage_cache import STAGE_FORMAT, StageCache
+from irglow.utils.plugins import irglow_version
 from irglow.preparation import Prepared, check_output, prepare
 from irglow.outputs import diagnostic_plots, settings_note, stage_report, write_results_page
 from irglow.hybrid import FusionSettings
@@ -79,7 +80,7 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     ctx = split_context(plan, p, test_split, out)
     # every unit keys on the content it reads: the index (its name carries the corpus digest and the analysis
     # settings) and the test queries; model stages also on what they train on and the models they load
-    cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": _irglow_version(), "index": Path(p.index.path).name,
+    cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": irglow_version(), "index": Path(p.index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
     units, contexts = split_units(plan, ctx)
     for stage, unit in run_order(units, plan.graph):

@@ -19,15 +19,6 @@ from irglow.utils import distributed
 log = logging.getLogger(__name__)
 
 
-def _irglow_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("irglow")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 # raise when what a stage writes changes for the same inputs (2: lossless run scores; 3: stage notes, runs of the
 # held-out training queries for [fusion]; 4: stages as objects, one fusion stage, per-system field weights; 5: runs
 # keyed by tag and query set, each unit's typed result kept in its record)

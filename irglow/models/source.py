@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from irglow.utils.plugins import irglow_version
 from irglow.runs.trec import Run
 from irglow.utils.atomic import atomic_write_text
 from irglow.utils.digest import local_paths_digest, qrels_digest, queries_digest, value_digest
@@ -56,9 +57,11 @@ def keyed_train_dir(folder: Path, inputs: dict[str, Any]) -> Path:
     which another output folder's run would move."""
     import json
 
-    # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew
+    # a starting checkpoint named by its path is keyed on its content: replaced in place, it trains anew; the folder is
+    # shared by every output folder and kept across upgrades, so the code that trains (irglow's version) is keyed too
     files = local_paths_digest(inputs)
     inputs = {**inputs, "files": files} if files else inputs
+    inputs = {**inputs, "irglow": irglow_version()}
     key = value_digest(inputs)[:16]
     keyed = folder / key
     keyed.mkdir(parents=True, exist_ok=True)

@@ -140,6 +140,16 @@ def registered(group: str) -> tuple[Any, ...]:
     return _scanned(group, tuple(sys.path))
 
 
+def irglow_version() -> str:
+    """The installed irglow's version (what every cache key of irglow's own code holds; "unknown" uninstalled)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("irglow")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 RERANKERS = "irglow.rerankers"  # the entry-point group of re-ranker kinds (irglow.models.rerank.kinds)
 _DEFINED: dict[str, dict[str, Any]] = {}  # {group: {name: object}}: kinds used as objects in this process
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from irglow.utils.plugins import irglow_version
 from irglow.data.records import Document, Query
 from irglow.dense.encode import (TwoStep, dense_search, encode, encode_corpus, faiss_index, load_embeddings,
                                  merge_shards, model_digest, sharded_search)
@@ -68,7 +69,8 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     doc_encoder, query_encoder = glow_encoders(model, feat, device, check_precision(precision, device))
     # the model, the corpus and the precision: an encoding is reused (and one killed halfway resumed) only for the same
     # ones, so a folder shared by every output folder holds each encoding once, under this key
-    key = model_digest(model, config=model.config, index=Path(index.path).name, precision=precision)
+    key = model_digest(model, config=model.config, index=Path(index.path).name, precision=precision,
+                       irglow=irglow_version())  # kept across upgrades: the code that encodes is keyed too
     emb_dir = Path(out_dir) / f"{tag}-{key[:16]}.embeddings"
     with output_lock(Path(f"{emb_dir}.lock")):  # one process encodes it; another then finds it (rank 0's lock)
         barrier()  # under torchrun: no rank writes its shard before rank 0 holds the encoding
