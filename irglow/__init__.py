@@ -2,7 +2,7 @@
 
 import logging as _logging
 
-__version__ = "0.1.0"  # the one place: pyproject.toml reads it (dynamic), `irglow --version` prints it
+__version__ = "0.2.0.dev0"  # the one place: pyproject.toml reads it (dynamic), `irglow --version` prints it
 
 # faiss reports at INFO, on every import, which of its AVX builds it could not load: expected on most
 # CPUs and not actionable; its real warnings still show.

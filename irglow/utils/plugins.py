@@ -141,13 +141,9 @@ def registered(group: str) -> tuple[Any, ...]:
 
 
 def irglow_version() -> str:
-    """The installed irglow's version (what every cache key of irglow's own code holds; "unknown" uninstalled)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("irglow")
-    except PackageNotFoundError:
-        return "unknown"
+    """irglow's version, ``irglow.__version__`` (what every cache key of irglow's own code holds).  Read from the
+    loaded package, not from installed metadata, which a checkout's stale ``irglow.egg-info`` can contradict."""
+    return sys.modules["irglow"].__version__
 
 
 RERANKERS = "irglow.rerankers"  # the entry-point group of re-ranker kinds (irglow.models.rerank.kinds)
