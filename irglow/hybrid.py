@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from irglow.defaults import FUSION_METHOD, FUSION_NORM
 from irglow import settings
-from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, restricted
+from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, method_of, restricted
 from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
 from irglow.rankers import Fusion, UnmadeRun, configured_fusions, fusion_tag, split_fusion
@@ -59,6 +59,7 @@ class FusionSettings:
         settings.check(config, ("fusion",))  # types, ranges, choices and misspelt keys, each named
         keys = ("method", "norm", "step", "measure", "optional", "zero_shot")
         bound = cls(tuple(configured_fusions(config)), *(settings.value(config, "fusion", k) for k in keys))
+        method_of(bound.method, "fusion.method")  # a registered method, named before any work
         parse_measures([bound.measure])
         try:  # the weight grid is built after every model trained: its step is checked now
             convex_grid(1, bound.step)
@@ -122,13 +123,13 @@ def fuse_entry(ctx, parts: list[str], cut: dict[str, int], hybrid: Fusion | None
 
     test = [top(runs[p], p) for p in parts]
     fixed = hybrid is not None and hybrid.weights is not None
-    if fixed or method == "rrf":  # nothing tuned: its held-out run fuses its parts' as the test runs are
+    if fixed or not method_of(method).tuned:  # nothing tuned: its held-out run fuses its parts' as the test runs are
         weights = list(hybrid.weights) if fixed else [1.0] * len(parts)
         tuning = _parts_on_tuning_queries(ctx, parts, top) if held_out_too else None
         held = fuse(tuning[0], method, norm, weights, depth=depth, tag=tag) if isinstance(tuning, tuple) else None
         return fuse(test, method, norm, weights, depth=depth, tag=tag), {
-            "method": method, "norm": norm if method == "wsum" else None, "weights": weights,
-            "why": "fixed weights" if fixed else "method = rrf (nothing tuned)", "parts": list(parts)}, held
+            "method": method, "norm": norm if method_of(method).normalises else None, "weights": weights,
+            "why": "fixed weights" if fixed else f"method = {method} (nothing tuned)", "parts": list(parts)}, held
     carried = ctx.zero_shot and fs.zero_shot == "carried"
     tuning = _parts_on_tuning_queries(ctx, parts, top) if carried or not ctx.zero_shot else None
     if not isinstance(tuning, tuple):

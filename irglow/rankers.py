@@ -417,7 +417,9 @@ class Fusion(Ranker):
 
     def tuned(self, default_method: str) -> bool:
         """Whether its weights are tuned: no fixed weights and not reciprocal-rank (``default_method``: [fusion]'s)."""
-        return self.weights is None and (self.method or default_method) != "rrf"
+        from irglow.runs.fusion import method_of  # numpy and the measures: not on a command's start
+
+        return self.weights is None and method_of(self.method or default_method).tuned
 
     def settings_text(self) -> str:
         """Its own settings as an error message names them (``{'weights': [1, 0]}``, or the [fusion] defaults)."""
@@ -449,10 +451,12 @@ class Fusion(Ranker):
         runs = entry["runs"]
         if not (isinstance(runs, str) or (isinstance(runs, list) and all(isinstance(r, str) for r in runs))):
             raise ValueError(f"{where}.runs = {runs!r} must be 'a+b' or a list of run tags")
-        for key, allowed in (("method", declared.FUSION_METHODS), ("norm", declared.FUSION_NORMS)):
-            value = entry.get(key)
-            if value is not None and value not in allowed:
-                raise ValueError(f"{where}.{key} = {value!r} must be one of {', '.join(allowed)}")
+        if entry.get("method") is not None:
+            from irglow.runs.fusion import method_of
+
+            method_of(entry["method"], f"{where}.method")
+        if entry.get("norm") is not None and entry["norm"] not in declared.FUSION_NORMS:
+            raise ValueError(f"{where}.norm = {entry['norm']!r} must be one of {', '.join(declared.FUSION_NORMS)}")
         parts = split_fusion(runs) if isinstance(runs, str) else runs
         weights = entry.get("weights")
         if len(parts) < 2 and parts != [ALL]:

@@ -23,7 +23,6 @@ from typing import Any, Callable
 from irglow.defaults import (BASELINE, CORRECTIONS, FUSION_MEASURE, FUSION_METHOD, FUSION_NORM, FUSION_STEP,
                              MAX_PERMUTATIONS, MEASURES, PERMUTATIONS, SIGNIFICANCE_TESTS)
 
-FUSION_METHODS = ("wsum", "rrf")  # weighted sum of normalised scores | reciprocal-rank fusion
 ZERO_SHOT_FUSION = ("carried", "rrf")  # weights carried from the training collection | equal-weight RRF
 FUSION_NORMS = ("min-max", "z-score", "none")
 FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq")  # irglow.dense.encode.faiss_index
@@ -204,8 +203,9 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("enabled", "bool", False, "fuse runs into hybrids", {"selects": True}),
         ("runs", "any", [], "the hybrids: ['a+b', ['a', 'b', 'c'], 'all'] or one 'a+b,a+b+c' string",
          {"selects": True}),
-        ("method", "str", FUSION_METHOD, "wsum: weighted sum of normalised scores (weights tuned on held-out training "
-         "queries); rrf: reciprocal-rank fusion (nothing tuned)", {"choices": FUSION_METHODS}),
+        ("method", "str", FUSION_METHOD, "a registered fusion method (irglow.runs.fusion.fusion_method): wsum, the "
+         "weighted sum of normalised scores (weights tuned on held-out training queries); rrf, reciprocal-rank fusion "
+         "(nothing tuned)"),
         ("norm", "str", FUSION_NORM, "score normalisation before a weighted sum", {"choices": FUSION_NORMS}),
         ("step", "number", FUSION_STEP, "the convex weight grid's step", {"above": 0, "high": 0.5}),
         ("measure", "str", FUSION_MEASURE, "what the weights maximise on the tuning queries"),

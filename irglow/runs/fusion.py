@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from irglow.data.records import Qrel
 from irglow.eval.measures import aggregate, parse_measures
 from irglow.runs.trec import Run, trec_order
 
-from irglow.settings import FUSION_METHODS as METHODS, FUSION_NORMS as NORMS  # declared once
+from irglow.settings import FUSION_NORMS as NORMS  # declared once
 from irglow.defaults import DEPTH, FUSION_MEASURE, FUSION_METHOD, FUSION_NORM, FUSION_STEP, RRF_K
 from irglow.utils.ascent import coordinate_ascent
 from irglow.utils.progress import tqdm
@@ -48,6 +49,63 @@ def _normalise(scores: np.ndarray, norm: str) -> np.ndarray:
     raise ValueError(f"fusion norm must be one of {NORMS}, not {norm!r}")
 
 
+@dataclass(frozen=True)
+class FusionMethod:
+    """A way to fuse runs, registered once (:func:`fusion_method`) and named by ``[fusion] method``,
+    ``Fusion(method=…)`` and ``irglow fuse --method``: ``score(lists, weights, norm, k)`` gives one query's fused
+    ``{document: score}`` from each run's ranked list (as the run holds it), its weight, the normalisation and the RRF
+    constant; ``tuned``: its weights are tuned on training queries no fused model saw (else each part weighs 1 unless
+    fixed); ``normalises``: it reads scores through ``norm`` (which then must be finite), not ranks."""
+
+    name: str
+    score: Callable[[list, list[float], str, float], dict[str, float]]
+    tuned: bool
+    normalises: bool
+
+
+FUSION_METHODS: dict[str, FusionMethod] = {}
+
+
+def fusion_method(name: str, *, tuned: bool, normalises: bool):
+    """Register the decorated ``score(lists, weights, norm, k) -> {document: score}`` as the fusion method ``name``."""
+    def register(score):
+        FUSION_METHODS[name] = FusionMethod(name, score, tuned, normalises)
+        return score
+
+    return register
+
+
+def method_of(name: str, where: str = "fusion method") -> FusionMethod:
+    """The registered method ``name``; another name is an error listing them."""
+    if name not in FUSION_METHODS:
+        raise ValueError(f"{where} = {name!r} must be one of {', '.join(FUSION_METHODS)}")
+    return FUSION_METHODS[name]
+
+
+@fusion_method("wsum", tuned=True, normalises=True)
+def weighted_sum(lists, weights, norm: str, k: float) -> dict[str, float]:
+    """The weighted sum of each run's normalised scores; a document a run did not retrieve counts as ranked below
+    everything it returned: its lowest score, one lower where all its scores are equal (else such a run would count
+    for nothing)."""
+    per_run = []
+    for docs, w in zip(lists, weights):
+        if docs:
+            normed = _normalise(np.array([s for _, s in docs], dtype=np.float64), norm)
+            low, high = float(normed.min()), float(normed.max())
+            per_run.append((w, {d: float(s) for (d, _), s in zip(docs, normed)}, low - (high == low)))
+    return {d: sum(w * own.get(d, floor) for w, own, floor in per_run) for d in {d for _, own, _ in per_run for d in own}}
+
+
+@fusion_method("rrf", tuned=False, normalises=False)
+def reciprocal_rank(lists, weights, norm: str, k: float) -> dict[str, float]:
+    """Reciprocal-rank fusion (Cormack et al., SIGIR 2009): each run adds ``weight / (k + rank)`` to a document."""
+    fused: dict[str, float] = {}
+    for docs, w in zip(lists, weights):
+        for rank, (d, _) in enumerate(trec_order(docs), 1):
+            fused[d] = fused.get(d, 0.0) + w / (k + rank)
+    return fused
+
+
 def fuse(runs: Sequence[Run], method: str = FUSION_METHOD, norm: str = FUSION_NORM, weights: Sequence[float] | None = None,
          k: float = RRF_K, depth: int = DEPTH, tag: str = "fused") -> Run:
     """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents."""
@@ -60,38 +118,22 @@ def fuse(runs: Sequence[Run], method: str = FUSION_METHOD, norm: str = FUSION_NO
     bad = [w for w in weights if not math.isfinite(w) or w < 0]
     if bad:
         raise ValueError(f"fusion weights must be finite and >= 0, got {bad}")
-    if method == "wsum" and norm != "none":
+    way = FUSION_METHODS[method]
+    if way.normalises and norm != "none":
         for i, run in enumerate(runs):
             if any(not math.isfinite(s) for docs in run.ranking.values() for _, s in docs):
                 raise ValueError(f"run {i + 1} ({run.tag}) has infinite scores, which {norm} normalisation cannot "
                                  f"place; use --method rrf, or --norm none")
     ranking: dict[str, list[tuple[str, float]]] = {}
     for qid in sorted({q for r in runs for q in r.ranking}):
-        fused: dict[str, float] = {}
-        if method == "rrf":
-            for run, w in zip(runs, weights):
-                for rank, (d, _) in enumerate(trec_order(run.ranking.get(qid, [])), 1):
-                    fused[d] = fused.get(d, 0.0) + w / (k + rank)
-        else:
-            per_run = []
-            for run, w in zip(runs, weights):
-                docs = run.ranking.get(qid, [])
-                if docs:
-                    normed = _normalise(np.array([s for _, s in docs], dtype=np.float64), norm)
-                    # a document the run did not retrieve ranked below everything it returned: its lowest score,
-                    # one lower where all its scores are equal (else such a run would count for nothing)
-                    low, high = float(normed.min()), float(normed.max())
-                    per_run.append((w, {d: float(s) for (d, _), s in zip(docs, normed)}, low - (high == low)))
-            for d in {d for _, own, _ in per_run for d in own}:
-                fused[d] = sum(w * own.get(d, floor) for w, own, floor in per_run)
+        fused = way.score([run.ranking.get(qid, []) for run in runs], weights, norm, k)
         ranking[qid] = trec_order(list(fused.items()))[:depth]
     return Run(ranking, tag)
 
 
 def check_fusion(method: str, norm: str, k: float, depth: int) -> None:
     """Settings that would divide by zero, silently drop documents or mean nothing, refused up front."""
-    if method not in METHODS:
-        raise ValueError(f"fusion method must be one of {METHODS}, not {method!r}")
+    method_of(method)
     if norm not in NORMS:
         raise ValueError(f"fusion norm must be one of {NORMS}, not {norm!r}")
     if not math.isfinite(k) or k < 0:
@@ -180,7 +222,7 @@ def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: l
     """Fuse ``test_runs`` with the convex weights that do best on ``tune_runs`` (the same systems, in the same
     order, on held-out *training* queries).  RRF is tuned too: its weights, with ``k`` fixed."""
     weights, score, _ = tune_weights(tune_runs, tune_qrels, method, norm, measure, step, k, depth)
-    info = {"method": method, "norm": norm if method == "wsum" else None, "weights": list(weights),
+    info = {"method": method, "norm": norm if method_of(method).normalises else None, "weights": list(weights),
             f"tuning_{measure}": score, "tuning_queries": len({q.query_id for q in tune_qrels})}
     return fuse(test_runs, method, norm, weights, k, depth, tag), info
 

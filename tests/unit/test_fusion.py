@@ -179,3 +179,32 @@ def test_a_cross_fitted_run_fuses_each_query_with_weights_its_own_judgments_did_
     run, weights = cross_fitted([a, b], [Qrel("q1", "d1", 1, "0"), Qrel("q2", "d2", 0, "0")], step=0.5, folds=2)
     assert weights == [(0.5, 0.5), (1.0, 0.0)]
     assert run.ranking["q1"] == [("d2", 0.5), ("d1", 0.5)]
+
+
+def test_a_fusion_method_is_one_registered_function(monkeypatch):
+    """Issue 81.5: a method registered once is what [fusion] method, Fusion(method=…) and fuse() take; whether it
+    tunes its weights and reads scores is said where it is registered."""
+    from irglow.rankers import Fusion
+    from irglow.runs import fusion
+
+    monkeypatch.setattr(fusion, "FUSION_METHODS", dict(fusion.FUSION_METHODS))
+
+    @fusion.fusion_method("combmax", tuned=False, normalises=True)
+    def combmax(lists, weights, norm, k):
+        best: dict[str, float] = {}
+        for docs, w in zip(lists, weights):
+            if docs:
+                scores = [s for _, s in docs]
+                lo, hi = min(scores), max(scores)
+                for d, s in docs:
+                    best[d] = max(best.get(d, 0.0), w * (s - lo) / ((hi - lo) or 1))
+        return best
+
+    a = Run({"q1": [("d1", 3.0), ("d2", 1.0)]}, "a")
+    b = Run({"q1": [("d2", 4.0), ("d3", 2.0)]}, "b")
+    # min-max per run: a d1 1, d2 0; b d2 1, d3 0; the larger of each document's: d1 1, d2 1, d3 0
+    assert dict(fuse([a, b], "combmax", "min-max").ranking["q1"]) == {"d1": 1.0, "d2": 1.0, "d3": 0.0}
+    hybrid = Fusion.of({"runs": ["a", "b"], "method": "combmax"})
+    assert hybrid.method == "combmax" and not hybrid.tuned("wsum") and Fusion(["a", "b"]).tuned("wsum")
+    with pytest.raises(ValueError, match=r"fusion.runs.method = 'max' must be one of wsum, rrf, combmax"):
+        Fusion.of({"runs": ["a", "b"], "method": "max"})
