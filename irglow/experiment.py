@@ -114,7 +114,14 @@ class Experiment:
         return run_pipeline(self.plan).comparison
 
     def save(self, path: str | Path) -> Path:
-        """The experiment as a configuration file (``irglow run --config`` runs it; :meth:`load` reads it)."""
+        """The experiment as a configuration file (``irglow run --config`` runs it; :meth:`load` reads it).
+
+        Args:
+            path: The file to write (YAML; written atomically).
+
+        Returns:
+            The path written.
+        """
         import yaml
 
         path = Path(path)
@@ -122,7 +129,11 @@ class Experiment:
 
     @classmethod
     def load(cls, path: str | Path) -> "Experiment":
-        """A saved experiment as it was saved (the file says every setting; nothing is switched on again)."""
+        """A saved experiment as it was saved (the file says every setting; nothing is switched on again).
+
+        Args:
+            path: A file :meth:`save` wrote (or any configuration whose ``[eval]`` names its runs).
+        """
         config = load_config(path)
         ev = config.get("eval", {})
         exp = cls.__new__(cls)

@@ -57,7 +57,12 @@ def transformer(ranker, run_dir: str | Path) -> pt.Transformer:
 class RunFolder:
     """One pipeline run's folder, read once: its recorded configuration bound again by the pipeline's own binding
     (:func:`irglow.plan.bind_plan`: the same graph of rankers, the same bound settings), its index and field
-    weights, each unit's result, the collection's documents — what the stages build transformers from."""
+    weights, each unit's result, the collection's documents — what the stages build transformers from.
+
+    Args:
+        out: The run folder (``irglow run``'s ``output.dir``, an ``Experiment``'s ``out``): its ``manifest.json`` is
+            read.
+    """
 
     def __init__(self, out: str | Path):
         out = Path(out)
@@ -82,7 +87,11 @@ class RunFolder:
 
     def ranker(self, spec) -> Any:
         """A ranker, or a run's name: the node of the folder's bound graph that made it (a name it made none of is
-        read as a configuration would read it, and has no result here)."""
+        read as a configuration would read it, and has no result here).
+
+        Args:
+            spec: A ranker (``Lexical("bm25f") + Dense("glow")``) or a run's name (``"bm25f+glow"``).
+        """
         if isinstance(spec, str) and spec in self.plan.graph:
             return self.plan.graph[spec]
         return ranker(spec, self.config)

@@ -170,7 +170,13 @@ class Listed(StageRun):
 @dataclass(frozen=True)
 class Lexical(Ranker):
     """A Lucene run of ``[lexical]``: ``bm25``, ``bm25f``, ``bm25-mf``, ``tfidf``, ``qld`` (query likelihood), and
-    ``bm25`` and ``bm25-mf`` with RM3 (``Lexical("bm25", rm3=True)``, the run ``bm25-rm3``)."""
+    ``bm25`` and ``bm25-mf`` with RM3 (``Lexical("bm25", rm3=True)``, the run ``bm25-rm3``).
+
+    Args:
+        system: The lexical system (a registered one too: ``irglow.lexical`` entry points); ``"bm25-rm3"`` is
+            ``system="bm25", rm3=True``.
+        rm3: Whether the query is expanded by RM3 (Pyserini's) before it is searched.
+    """
 
     stage: ClassVar[str] = "lexical"
 
@@ -195,7 +201,11 @@ class Lexical(Ranker):
 @dataclass(frozen=True)
 class TWBert(Ranker):
     """TW-BERT's runs: ``twbert`` (learned term weights in Lucene), ``twbert-rm3`` (with RM3) or ``bm25-ngram``
-    (the same uni- and bi-gram query, unweighted: what the weights add)."""
+    (the same uni- and bi-gram query, unweighted: what the weights add).
+
+    Args:
+        run: Which of TW-BERT's runs: ``twbert``, ``twbert-rm3`` or ``bm25-ngram``.
+    """
 
     stage: ClassVar[str] = "twbert"
 
@@ -242,7 +252,13 @@ class Dense(Ranker):
 class Model:
     """A re-ranking model to train: ``kind`` (``monobert`` or ``nrmf``) and training settings that differ from
     its kind's section (``NRMF(epochs=3, model={"dim": 64})``).  ``of``: the re-ranking whose trained model this
-    one uses (a configuration's ``model_of``), a node of the plan's graph: its training comes first."""
+    one uses (a configuration's ``model_of``), a node of the plan's graph: its training comes first.
+
+    Args:
+        kind: The re-ranker kind (``monobert``, ``nrmf`` or a registered one).
+        of: The re-ranking whose trained model this one re-ranks with (it trains nothing itself).
+        **settings: Training settings that differ from ``[rerank.<kind>]`` (``epochs=3``, ``model={"dim": 64}``).
+    """
 
     kind: str
     settings: dict = field(default_factory=dict)
@@ -257,7 +273,11 @@ class Model:
 def as_model(model: Any) -> Model:
     """What ``>>`` and :class:`Rerank` take: a :class:`Model`, or a re-ranker kind used as an object (an instance of
     a :class:`~irglow.models.rerank.kinds.RerankerKind` subclass defined anywhere, a notebook cell included:
-    ``Lexical("bm25") >> LinearReranker(steps=50)``), which this process then knows by its name."""
+    ``Lexical("bm25") >> LinearReranker(steps=50)``), which this process then knows by its name.
+
+    Args:
+        model: A :class:`Model` (``MonoBERT()``, ``NRMF(epochs=3)``) or a ``RerankerKind`` instance.
+    """
     if isinstance(model, Model):
         return model
     name = getattr(model, "name", None)
@@ -436,7 +456,12 @@ class Fusion(Ranker):
     @classmethod
     def of(cls, entry: Any, where: str = "fusion.runs") -> "Fusion":
         """A ``fusion.runs`` entry (``"a+b"``, ``["a", "b"]``, a table, a Fusion) as a Fusion; a table's wrong key,
-        method, normalisation or weights is an error naming it."""
+        method, normalisation or weights is an error naming it.
+
+        Args:
+            entry: The entry as a configuration holds it.
+            where: Its place in the configuration, for the error.
+        """
         if isinstance(entry, Fusion):
             return entry
         if isinstance(entry, (str, list)):

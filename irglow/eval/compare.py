@@ -74,7 +74,35 @@ def latex_table(tabular: str, caption: str) -> str:
 
 @dataclass
 class Comparison:
-    """Means, tests, effect sizes and per-query values of a set of runs."""
+    """Means, tests, effect sizes and per-query values of a set of runs (what :func:`compare` returns).
+
+    Args:
+        means: Each run's mean of each measure (run × measure).
+        pvalues: Each run's p-value against the baseline, corrected (run × measure; NaN for the baseline).
+        deltas: Each run's mean minus the baseline's (run × measure).
+        baseline: The run every other is tested against (``None``: no tests).
+        alpha: The level a corrected p-value is significant at.
+        n_queries: The judged queries evaluated.
+        missing: Judged queries each run has no ranking for (scored 0).
+        values_per_query: Each run's value of each measure on each query (run → measure → query → value).
+        notes: Warnings worth a reader's eye (runs sharing few query ids with the judgments …).
+        test: The significance test (``randomization``, ``t``, ``bootstrap``, ``wilcoxon``).
+        correction: The multiple-comparison correction (``holm``, ``bonferroni``, ``bh``, ``none``).
+        permutations: The randomization test's sign flips (or bootstrap samples).
+        raw_pvalues: The p-values before correction (run × measure).
+        ci_low: The lower end of each difference's 95 % confidence interval (run × measure).
+        ci_high: The upper end of each difference's 95 % confidence interval (run × measure).
+        wtl: Each run's queries won, tied and lost against the baseline (run → measure → (wins, ties, losses)).
+        judged: Each run's Judged@10 (the share of its top 10 that is judged).
+        risk: URisk and TRisk against the baseline on the first measure (run × column).
+        risk_p: The p-values of the TRisk statistics.
+        pair_p: Every pair of runs' Tukey HSD adjusted p on the first measure (run × run).
+        groups: Each run's letters: runs sharing a letter cannot be told apart.
+        show_ci: Whether the table shows Δ [CI] beside each mean.
+        condensed: The columns scored on judged documents only (condensed lists, ``'`` after the measure).
+        tested: Whether there were enough queries for any test (``False``: no p-values, no marks).
+        totals: The count columns (``NumRet`` …), summed over the queries as trec_eval does.
+    """
 
     means: pd.DataFrame  # run × measure
     pvalues: pd.DataFrame  # run × measure, corrected, NaN for the baseline
@@ -464,7 +492,30 @@ def compare(runs: Mapping[str, Run], qrels: list[Qrel], measures: Sequence | str
             correction: str = "holm", permutations: int = sig.DEFAULT_PERMUTATIONS, seed: int = 0,
             ci: bool = False, judged: bool = True, judged_only: bool = False,
             risk_alphas: Sequence[float] = (1.0, 5.0), pairs: str | None = None) -> Comparison:
-    """Evaluate ``runs`` on ``qrels``; tests, effect sizes and risk of each run against ``baseline``."""
+    """Evaluate ``runs`` on ``qrels``; tests, effect sizes and risk of each run against ``baseline``.
+
+    Args:
+        runs: The runs by name, in the table's order (a :class:`~irglow.runs.trec.Run` or an already
+            :class:`EvaluatedRun`).
+        qrels: The judgments; every judged query is evaluated (a run without a ranking for one scores 0 there).
+        measures: ir_measures names, as a list or one string (``"nDCG@10 R@100"``); ``NCG@k`` too.
+        baseline: The run every other is tested against (``None``: means only).
+        alpha: The significance level, after correction.
+        test: The paired test: ``randomization`` (the default), ``t``, ``bootstrap`` or ``wilcoxon``.
+        correction: Over the runs compared on one measure: ``holm``, ``bonferroni``, ``bh`` (Benjamini-Hochberg) or
+            ``none``.
+        permutations: The randomization test's sign flips (all of them where fewer exist) or bootstrap samples.
+        seed: The seed of the randomization and bootstrap draws.
+        ci: Whether the table shows each difference's 95 % confidence interval.
+        judged: Whether to add Judged@10 (the share of each run's top 10 that is judged).
+        judged_only: Whether to add each measure on condensed lists (unjudged documents removed; ``nDCG@10'``).
+        risk_alphas: The α of URisk/TRisk against the baseline (Dinçer et al., SIGIR 2014).
+        pairs: ``"all"``: every pair of runs tested (Tukey HSD on the first measure); ``None``: only against the
+            baseline.
+
+    Returns:
+        The :class:`Comparison`: ``.table()``, ``.per_query(measure)``, ``.pairs()``, ``.to_markdown()`` ….
+    """
     check_comparison_settings(test=test, correction=correction, permutations=permutations, seed=seed, ci=ci,
                               judged_only=judged_only, risk_alphas=risk_alphas, pairs=pairs, alpha=alpha)
     measures = parse_measures(measures)

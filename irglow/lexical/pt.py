@@ -15,7 +15,17 @@ from irglow.lexical.searchers import LexicalConfig, LexicalSearcher
 
 class Lexical(pt.Transformer):
     """Lucene retrieval through irglow (``bm25``, ``bm25f``, ``tfidf``, ``bm25-rm3`` …, as ``irglow search``):
-    a query frame in, a result frame of the top ``depth`` out."""
+    a query frame in, a result frame of the top ``depth`` out.
+
+    Args:
+        index: The Lucene index irglow built (a :class:`~irglow.index.lucene_index.LuceneIndex` or its folder).
+        system: The lexical system: ``bm25``, ``bm25f``, ``bm25-mf``, ``tfidf``, ``qld``, or one with RM3
+            (``bm25-rm3``).
+        depth: Documents retrieved per query.
+        config: A whole :class:`~irglow.lexical.searchers.LexicalConfig` instead of ``system``, ``depth`` and
+            ``overrides`` (what a run folder's ``[lexical]`` binds).
+        **overrides: Any other ``LexicalConfig`` field: ``k1``, ``b``, ``mu``, ``field_weights``, ``threads`` ….
+    """
 
     def __init__(self, index: LuceneIndex | str | Path, system: str = "bm25", depth: int = DEPTH, config=None,
                  **overrides: Any):
@@ -26,7 +36,11 @@ class Lexical(pt.Transformer):
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         """A query frame (``qid``, ``query``) in, a result frame (``qid``, ``docno``, ``score``, ``rank`` …) of each
-        query's top ``depth`` out, as ``irglow search`` ranks them."""
+        query's top ``depth`` out, as ``irglow search`` ranks them.
+
+        Args:
+            topics: The queries: a frame with ``qid`` and ``query`` columns.
+        """
         return run_to_frame(LexicalSearcher(self.index, self.config).search(queries_of(topics), self.system), topics)
 
     def __repr__(self) -> str:
@@ -35,7 +49,14 @@ class Lexical(pt.Transformer):
 
 class QL(Lexical):
     """Query likelihood with Dirichlet smoothing (Lucene's ``LMDirichletSimilarity``), as irglow's ``ql`` run: the
-    ``qld`` system with ``[lexical] mu``."""
+    ``qld`` system with ``[lexical] mu``.
+
+    Args:
+        index: The Lucene index irglow built (or its folder).
+        mu: The Dirichlet prior μ; unset: 1000, ``[lexical] mu``'s default (Anserini's).
+        depth: Documents retrieved per query.
+        threads: Search threads.
+    """
 
     def __init__(self, index: LuceneIndex | str | Path, mu: float | None = None, depth: int = DEPTH,
                  threads: int = THREADS):

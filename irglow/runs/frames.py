@@ -14,7 +14,12 @@ from irglow.runs.trec import Run
 
 
 def frame_to_run(frame: pd.DataFrame, tag: str = "pyterrier") -> Run:
-    """A result frame as an irglow run (ties in trec_eval's order, as every irglow run)."""
+    """A result frame as an irglow run (ties in trec_eval's order, as every irglow run).
+
+    Args:
+        frame: A result frame with ``qid``, ``docno`` and ``score`` columns.
+        tag: The run's name (its TREC tag).
+    """
     ranking: dict[str, list[tuple[str, float]]] = {}
     for qid, docno, score in zip(frame["qid"].astype(str), frame["docno"].astype(str), frame["score"].astype(float)):
         ranking.setdefault(qid, []).append((docno, score))
@@ -22,7 +27,12 @@ def frame_to_run(frame: pd.DataFrame, tag: str = "pyterrier") -> Run:
 
 
 def run_to_frame(run: Run, topics: pd.DataFrame) -> pd.DataFrame:
-    """An irglow run as a result frame over ``topics`` (its other columns carried along, rank 0 first)."""
+    """An irglow run as a result frame over ``topics`` (its other columns carried along, rank 0 first).
+
+    Args:
+        run: The run (:class:`~irglow.runs.trec.Run`).
+        topics: The query frame (``qid``, ``query`` …) whose queries, in their order, the frame holds.
+    """
     rows = []
     for qid in dict.fromkeys(topics["qid"].astype(str)):
         for rank, (docno, score) in enumerate(run.ranking.get(qid, [])):

@@ -19,7 +19,15 @@ from irglow.runs.frames import frame_to_run, run_to_frame
 
 class Fusion(pt.Transformer):
     """irglow's fusion of several pipelines' results (``irglow fuse``): reciprocal-rank fusion (``rrf``) or a
-    weighted sum of normalised scores (``wsum`` with ``weights``, equal if none)."""
+    weighted sum of normalised scores (``wsum`` with ``weights``, equal if none).
+
+    Args:
+        *parts: The transformers fused (two or more), each given the same query frame.
+        method: A registered fusion method (:func:`~irglow.runs.fusion.fusion_method`): ``wsum`` or ``rrf``.
+        norm: The score normalisation before a weighted sum: ``min-max``, ``z-score`` or ``none``.
+        weights: One weight per part (``None``: each 1).
+        depth: Documents kept per query.
+    """
 
     def __init__(self, *parts: pt.Transformer, method: str = FUSION_METHOD, norm: str = FUSION_NORM,
                  weights: Sequence[float] | None = None, depth: int = DEPTH):
@@ -31,7 +39,11 @@ class Fusion(pt.Transformer):
         self.parts, self.method, self.norm, self.weights, self.depth = parts, method, norm, weights, depth
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
-        """A query frame run through every part, their results fused (method, normalisation, weights) to ``depth``."""
+        """A query frame run through every part, their results fused (method, normalisation, weights) to ``depth``.
+
+        Args:
+            topics: The queries: a frame with ``qid`` and ``query`` columns.
+        """
         runs = [frame_to_run(part.transform(topics), f"part{i}") for i, part in enumerate(self.parts)]
         fused = fuse(runs, method=self.method, norm=self.norm, weights=self.weights, depth=self.depth, tag="fusion")
         return run_to_frame(fused, topics)

@@ -17,7 +17,15 @@ from irglow.models.checkpoints import pick_device
 
 class Glow(pt.Transformer):
     """A GLOW/BERT encoder (a saved ``GlowEncoder`` directory) re-scoring a result frame's documents by the cosine
-    of query and document embeddings — what its faiss run computes for those documents."""
+    of query and document embeddings — what its faiss run computes for those documents.
+
+    Args:
+        model: A trained encoder's folder (``<training folder>/best``) or a loaded ``GlowEncoder``.
+        index: The Lucene index its BM25 weights are read from (the one it was trained for, or its folder).
+        docs: The documents by id (a collection's document store, or a ``{docno: Document}`` mapping).
+        batch_size: Documents (and queries) encoded per batch.
+        device: The torch device (``"cuda"``, ``"cpu"``); unset: a GPU where there is one.
+    """
 
     def __init__(self, model, index: LuceneIndex | str | Path, docs, batch_size: int = 64, device=None):
         from irglow.models.glow.model import GlowEncoder, featurizer_for
@@ -28,7 +36,11 @@ class Glow(pt.Transformer):
         self.docs, self.batch_size, self.device = LazyDocuments(docs), batch_size, device
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """A result frame re-scored by the encoder: each (query, document) pair's cosine of the two embeddings."""
+        """A result frame re-scored by the encoder: each (query, document) pair's cosine of the two embeddings.
+
+        Args:
+            frame: A result frame (``qid``, ``query``, ``docno`` …), e.g. a lexical transformer's.
+        """
         import numpy as np
         import torch
 
@@ -57,7 +69,16 @@ class Glow(pt.Transformer):
 
 class Dense(pt.Transformer):
     """A trained GLOW/BERT encoder's faiss retrieval over a corpus encoding an irglow run kept
-    (its folder the run's manifest names): a query frame in, the run the pipeline wrote out."""
+    (its folder the run's manifest names): a query frame in, the run the pipeline wrote out.
+
+    Args:
+        model: The trained encoder's folder or a loaded ``GlowEncoder``: the one that made the encoding.
+        index: The Lucene index the queries' BM25 weights are read from (or its folder).
+        embeddings: The corpus encoding's folder (``embeddings.npy`` and ``ids.txt``).
+        depth: Documents retrieved per query.
+        batch_size: Queries encoded per batch.
+        device: The torch device; unset: a GPU where there is one.
+    """
 
     def __init__(self, model, index: LuceneIndex | str | Path, embeddings: str | Path, depth: int = DEPTH,
                  batch_size: int = 64, device=None):
@@ -70,7 +91,11 @@ class Dense(pt.Transformer):
 
     def transform(self, topics: pd.DataFrame) -> pd.DataFrame:
         """A query frame in (``qid``, ``query``), the top ``depth`` documents of the stored embeddings out (faiss over
-        the run's vectors)."""
+        the run's vectors).
+
+        Args:
+            topics: The queries: a frame with ``qid`` and ``query`` columns.
+        """
         import torch
 
         from irglow.dense.encode import dense_search, encode, faiss_index, load_embeddings

@@ -16,7 +16,14 @@ class CrossEncoder(pt.Transformer):
     """A trained re-ranker over a result frame's documents, re-ranked as ``irglow rerank`` and the re-ranking stage
     do (:meth:`~irglow.models.rerank.kinds.RerankerKind.rerank_run`): ``model`` is a model folder of any kind
     (monoBERT, NRM-F or a registered one: its folder says which) or a loaded monoBERT / NRM-F; documents the
-    collection lacks keep their order below."""
+    collection lacks keep their order below.
+
+    Args:
+        model: A re-ranker's model folder (``<training folder>/best``, any kind) or a loaded monoBERT / NRM-F.
+        docs: The documents by id (a collection's document store, or a ``{docno: Document}`` mapping).
+        batch_size: Query-document pairs scored per batch.
+        device: The torch device; unset: a GPU where there is one.
+    """
 
     def __init__(self, model, docs, batch_size: int = 64, device=None):
         if isinstance(model, (str, Path)):
@@ -28,7 +35,12 @@ class CrossEncoder(pt.Transformer):
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         """A result frame (``qid``, ``query``, ``docno`` …) with each query's top documents re-ordered by the model's
-        scores; a frame without ``docno`` (no first stage) is an error."""
+        scores; a frame without ``docno`` (no first stage) is an error.
+
+        Args:
+            frame: A result frame (``qid``, ``query``, ``docno`` …): the first stage's documents, cut to the depth to
+                re-rank (``first % 100 >> CrossEncoder(…)``).
+        """
         if "docno" not in frame.columns:
             raise ValueError("irglow.pyterrier.CrossEncoder re-ranks a result frame: put a first stage before it")
         first = frame_to_run(frame)

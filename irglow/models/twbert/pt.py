@@ -14,7 +14,14 @@ from irglow.runs.pt import pt
 class TWBert(pt.Transformer):
     """TW-BERT's learned query-term weights, run in Lucene.  On a query frame it retrieves (the ``twbert`` run);
     on a result frame (``bm25 >> TWBert(...)``) it re-scores those documents with the same weighted query — the
-    score each would get in the ``twbert`` run, 0 where no weighted term matches."""
+    score each would get in the ``twbert`` run, 0 where no weighted term matches.
+
+    Args:
+        model: A trained TW-BERT folder (``<training folder>/best``) or a loaded model.
+        index: The Lucene index the weighted queries run in (or its folder).
+        depth: Documents retrieved per query (on a query frame).
+        threads: Search threads.
+    """
 
     def __init__(self, model, index: LuceneIndex | str | Path, depth: int = DEPTH, threads: int = THREADS):
         from irglow.models.twbert.model import TWBert as Model
@@ -23,7 +30,11 @@ class TWBert(pt.Transformer):
         self.index, self.depth, self.threads = open_index(index), depth, threads
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """A query frame searched with TW-BERT's weighted queries in Lucene, or a result frame re-scored by them."""
+        """A query frame searched with TW-BERT's weighted queries in Lucene, or a result frame re-scored by them.
+
+        Args:
+            frame: A query frame (``qid``, ``query``) or a result frame (with ``docno``).
+        """
         from irglow.models.twbert.search import twbert_rescore, twbert_search
 
         queries = queries_of(frame)
