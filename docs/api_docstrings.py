@@ -7,7 +7,8 @@ renders them, without a second copy of them in the code.
   otherwise the name in code font. No role is printed raw.
 - **A parameter table for every signature.** A function, method or class (its ``__init__`` merged into it) whose
   docstring has no ``Args:`` section gets one written from its signature: each parameter with its annotation and
-  default (rendered by mkdocstrings), described by the docstring's own sentence that names it in code font.
+  default (rendered by mkdocstrings), described by the docstring's own sentence that names it in code font, or, for
+  a settings dataclass's field, by its declaration (``setting(default, "meaning")``).
 - An override without a docstring shows its base class's (as Sphinx's autodoc does).
 - reST's ``::`` before an indented example becomes ``:`` (the block is code in Markdown already).
 """
@@ -101,6 +102,8 @@ class IrglowDocstrings(griffe.Extension):
             name = ("*" if p.kind == griffe.ParameterKind.var_positional else
                     "**" if p.kind == griffe.ParameterKind.var_keyword else "") + p.name
             said = _described(p.name, prose)
+            if said == "—" and obj.is_class:
+                said = _declared_doc(obj, p.name)
             lines.append(f"    {name}: {said if said != '—' or obj.is_function else _described(p.name, module)}")
         block = "\n".join(lines)
         if obj.docstring is None:  # (the value set after: the constructor would dedent the table's lines)
@@ -108,6 +111,25 @@ class IrglowDocstrings(griffe.Extension):
             obj.docstring.value = block.strip("\n")
         else:
             obj.docstring.value = text.rstrip() + "\n" + block
+
+
+def _declared_doc(cls: griffe.Object, name: str) -> str:
+    """A settings dataclass's field declared as ``setting(default, "meaning", …)`` (irglow.settings): its meaning, the
+    one declaration the settings reference prints too; else a dash."""
+    import ast
+
+    member = cls.members.get(name)
+    if member is None or member.is_alias or not member.is_attribute or member.value is None:
+        return "—"
+    try:
+        call = ast.parse(str(member.value), mode="eval").body
+    except SyntaxError:
+        return "—"
+    if not isinstance(call, ast.Call) or getattr(call.func, "id", getattr(call.func, "attr", "")) != "setting":
+        return "—"
+    docs = [k.value for k in call.keywords if k.arg == "doc"] + call.args[1:2]
+    return docs[0].value[0].upper() + docs[0].value[1:] + "." if docs and isinstance(docs[0], ast.Constant) and \
+        isinstance(docs[0].value, str) and docs[0].value else "—"
 
 
 def _inherited(obj: griffe.Object) -> "griffe.Docstring | None":

@@ -69,7 +69,11 @@ MAX_CUTOFF = 10**9  # pytrec_eval keeps cutoffs in C ints; a larger one overflow
 def parse_measure(text: str):
     """``"nDCG@10"``, ``"R@1000"``, ``"NCG@20"`` … → an ir_measures measure object.  A cutoff must be a
     whole number from 1 to 10^9: ``@0`` would score every run 1.0 (NCG) or abort the process inside
-    pytrec_eval (nDCG), and a huge one overflows there."""
+    pytrec_eval (nDCG), and a huge one overflows there.
+
+    Args:
+        text: One measure's name as ir_measures spells it (``nDCG@10``, ``P(rel=2)@5``) or ``NCG@k``.
+    """
     m = re.fullmatch(r"(\w+)(?:@(\d+))?", text.strip())
     if m and m.group(1) in CUSTOM:
         base = CUSTOM[m.group(1)]
@@ -114,7 +118,11 @@ def computable(measure) -> bool:
 
 def split_measures(text: str) -> list[str]:
     """``"nDCG@10 AP, P(rel=2,judged_only=True)@5"`` → its measures: spaces and commas separate them, except
-    inside a measure's parentheses."""
+    inside a measure's parentheses.
+
+    Args:
+        text: Measures' names, separated by spaces or commas.
+    """
     out, depth, current = [], 0, ""
     for ch in text:
         depth += (ch == "(") - (ch == ")")
@@ -129,7 +137,11 @@ def split_measures(text: str) -> list[str]:
 def parse_measures(texts: Iterable | str) -> list:
     """``"nDCG@10 AP"``, ``["nDCG@10", "AP"]`` or measure objects (passed through) → measure objects, each once:
     a repeated or equivalent spelling (``NDCG@10`` beside ``nDCG@10``, ``MRR@10`` beside ``RR@10``) is the same
-    ir_measures measure and is computed once, in the place it first appears (as ir_measures does)."""
+    ir_measures measure and is computed once, in the place it first appears (as ir_measures does).
+
+    Args:
+        texts: One string of names, a list of names, or measure objects.
+    """
     if isinstance(texts, str):
         texts = split_measures(texts)
     out, first = [], {}
@@ -312,6 +324,12 @@ def summary(measure, values: Sequence[float]) -> float:
 
 
 def aggregate(measures: Sequence, qrels: list[Qrel], run: Run) -> dict[str, float]:
-    """Each measure's mean over the judged queries (counts summed, as trec_eval does), by the measure's name."""
+    """Each measure's mean over the judged queries (counts summed, as trec_eval does), by the measure's name.
+
+    Args:
+        measures: Measure objects (:func:`parse_measures`).
+        qrels: The judgments; every judged query counts (one the run misses scores 0).
+        run: The run (:class:`~irglow.runs.trec.Run`).
+    """
     by_name = {str(m): m for m in measures}
     return {m: summary(by_name[m], list(v.values())) for m, v in per_query(measures, qrels, run).items()}

@@ -244,7 +244,19 @@ def build_index(collection, config: IndexConfig | None = None, root: str | Path 
     cached index is reused only after Lucene opens it and counts the documents its metadata records.
     A build is published only when Lucene holds every non-empty document that was exported.  ``short``: the
     caller's work on the index is short (a search of a few queries), so a JVM this call starts for an index already
-    built compiles with C1 alone (:func:`irglow.index.jvm.short_command`); building one is long work."""
+    built compiles with C1 alone (:func:`irglow.index.jvm.short_command`); building one is long work.
+
+    Args:
+        collection: The collection (:func:`~irglow.data.collection.load_collection`'s: its name, fields and
+            documents).
+        config: How to analyze and what to index (:class:`IndexConfig`; unset: every field, Porter stemming).
+        root: The data folder the index is kept under (unset: ``$IRGLOW_DATA``, else ``./data``).
+        force: Build again even where an index with the same content and settings is cached.
+        short: The caller's work on the index is a short search (its JVM starts with C1 alone).
+
+    Returns:
+        The opened index (:class:`LuceneIndex`).
+    """
     import time
 
     config = config or IndexConfig()

@@ -108,7 +108,12 @@ def _warn_empty(qid: str, text: str) -> None:
 
 
 class LexicalSearcher:
-    """Runs :class:`LexicalConfig` systems on one index."""
+    """Runs :class:`LexicalConfig` systems on one index.
+
+    Args:
+        index: The Lucene index irglow built.
+        config: The system and its parameters (unset: BM25 with irglow's defaults), checked before any search.
+    """
 
     def __init__(self, index: LuceneIndex, config: LexicalConfig | None = None):
         self.index = index
@@ -312,5 +317,17 @@ def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: 
 
 
 def run_lexical(index: LuceneIndex, queries: Sequence[Query], system: str = "bm25", **overrides) -> Run:
-    """Convenience: ``run_lexical(index, queries, "bm25f", field_weights={"title": 2, "text": 1})``."""
+    """One lexical run in one call: ``run_lexical(index, queries, "bm25f", field_weights={"title": 2, "text": 1})``.
+
+    Args:
+        index: The Lucene index irglow built (:func:`~irglow.index.lucene_index.build_index`).
+        queries: The queries (:class:`~irglow.data.records.Query`: id and text), e.g. a collection's
+            ``queries("test")``.
+        system: The lexical system: ``bm25``, ``bm25f``, ``bm25-mf``, ``tfidf``, ``qld`` or a registered one.
+        **overrides: Any other :class:`LexicalConfig` field: ``k1``, ``b``, ``depth``, ``mu``, ``rm3``,
+            ``field_weights``, ``threads`` ….
+
+    Returns:
+        The run (:class:`~irglow.runs.trec.Run`), its tag the system's name.
+    """
     return LexicalSearcher(index, LexicalConfig(system=system, **overrides)).search(queries)

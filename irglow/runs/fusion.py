@@ -67,7 +67,13 @@ FUSION_METHODS: dict[str, FusionMethod] = {}
 
 
 def fusion_method(name: str, *, tuned: bool, normalises: bool):
-    """Register the decorated ``score(lists, weights, norm, k) -> {document: score}`` as the fusion method ``name``."""
+    """Register the decorated ``score(lists, weights, norm, k) -> {document: score}`` as the fusion method ``name``.
+
+    Args:
+        name: Its name in ``[fusion] method``, ``Fusion(method=…)`` and ``irglow fuse --method``.
+        tuned: Whether its weights are tuned on held-out training queries (else fixed, each 1 unless given).
+        normalises: Whether it reads scores through the normalisation (else ranks).
+    """
     def register(score):
         FUSION_METHODS[name] = FusionMethod(name, score, tuned, normalises)
         return score
@@ -108,7 +114,17 @@ def reciprocal_rank(lists, weights, norm: str, k: float) -> dict[str, float]:
 
 def fuse(runs: Sequence[Run], method: str = FUSION_METHOD, norm: str = FUSION_NORM, weights: Sequence[float] | None = None,
          k: float = RRF_K, depth: int = DEPTH, tag: str = "fused") -> Run:
-    """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents."""
+    """One fused run over the union of the runs' queries; each query keeps its top ``depth`` documents.
+
+    Args:
+        runs: The runs to fuse.
+        method: A registered fusion method (:func:`fusion_method`): ``wsum`` or ``rrf``.
+        norm: The score normalisation before a weighted sum: ``min-max``, ``z-score`` or ``none``.
+        weights: One weight per run (``None``: each 1).
+        k: The RRF constant.
+        depth: Documents kept per query.
+        tag: The fused run's name.
+    """
     check_fusion(method, norm, k, depth)
     if not runs:
         raise ValueError("fusion needs at least one run")
@@ -179,7 +195,18 @@ def tune_weights(runs: Sequence[Run], qrels: list[Qrel], method: str = FUSION_ME
                  depth: int = DEPTH) -> tuple[tuple[float, ...], float, list[tuple[tuple[float, ...], float]]]:
     """(best weights, best score, every (weights, score)) over the convex grid; ties keep the first.
     Refused when no tuning query has a relevant judgment (every point would score 0 and the "tuned" weights
-    would be the grid's last point); a warning when fewer than :data:`FEW_TUNING_QUERIES` have one."""
+    would be the grid's last point); a warning when fewer than :data:`FEW_TUNING_QUERIES` have one.
+
+    Args:
+        runs: The runs to fuse, of the tuning queries.
+        qrels: The tuning queries' judgments.
+        method: A registered fusion method (:func:`fusion_method`).
+        norm: The score normalisation: ``min-max``, ``z-score`` or ``none``.
+        measure: What the weights maximise (an ir_measures name).
+        step: The convex grid's step (weights in multiples of it, summing to 1).
+        k: The RRF constant.
+        depth: Documents kept per query.
+    """
     check_tuning_overlap(runs, qrels)
     m = parse_measures([measure])
 
@@ -220,7 +247,23 @@ def fuse_tuned(test_runs: Sequence[Run], tune_runs: Sequence[Run], tune_qrels: l
                norm: str = FUSION_NORM, measure: str = FUSION_MEASURE, step: float = FUSION_STEP, k: float = RRF_K,
                depth: int = DEPTH, tag: str = "fused") -> tuple[Run, dict]:
     """Fuse ``test_runs`` with the convex weights that do best on ``tune_runs`` (the same systems, in the same
-    order, on held-out *training* queries).  RRF is tuned too: its weights, with ``k`` fixed."""
+    order, on held-out *training* queries).  RRF is tuned too: its weights, with ``k`` fixed.
+
+    Args:
+        test_runs: The runs fused, of the test queries.
+        tune_runs: The same systems' runs of the tuning queries, in the same order.
+        tune_qrels: The tuning queries' judgments.
+        method: A registered fusion method.
+        norm: The score normalisation: ``min-max``, ``z-score`` or ``none``.
+        measure: What the weights maximise.
+        step: The convex grid's step.
+        k: The RRF constant.
+        depth: Documents kept per query.
+        tag: The fused run's name.
+
+    Returns:
+        The fused test run, and what was tuned (method, normalisation, weights, the tuning score).
+    """
     weights, score, _ = tune_weights(tune_runs, tune_qrels, method, norm, measure, step, k, depth)
     info = {"method": method, "norm": norm if method_of(method).normalises else None, "weights": list(weights),
             f"tuning_{measure}": score, "tuning_queries": len({q.query_id for q in tune_qrels})}

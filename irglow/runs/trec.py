@@ -139,7 +139,11 @@ class Run:
 
     def write(self, path: str | Path) -> Path:
         """The run as a TREC file, atomically.  Under ``torchrun`` only rank 0 writes (every rank holds the same
-        run; the others find the file once rank 0 is past the next barrier)."""
+        run; the others find the file once rank 0 is past the next barrier).
+
+        Args:
+            path: The file to write (``-``: standard output).
+        """
         path = Path(path)
         if not is_main():
             return path
@@ -167,7 +171,12 @@ class Run:
     def read(cls, path: str | Path, duplicates: str = "error") -> "Run":
         """Read a TREC run strictly: a malformed line, a NaN score or a repeated (query, document)
         stops with ``file:line``.  ``duplicates="keep-max"`` keeps the highest score instead and
-        says how many lines were dropped."""
+        says how many lines were dropped.
+
+        Args:
+            path: A TREC run file (``-`` or a pipe: read once), gzip-compressed or not.
+            duplicates: ``"error"`` (the default) or ``"keep-max"``.
+        """
         if duplicates not in ("error", "keep-max"):
             raise ValueError("duplicates must be 'error' or 'keep-max'")
         ranking: dict[str, dict[str, tuple[float, int]]] = {}
