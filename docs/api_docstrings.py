@@ -8,7 +8,7 @@ renders them, without a second copy of them in the code.
 - **A parameter table for every signature.** A function, method or class (its ``__init__`` merged into it) whose
   docstring has no ``Args:`` section gets one written from its signature: each parameter with its annotation and
   default (rendered by mkdocstrings), described by the docstring's own sentence that names it in code font, or, for
-  a settings dataclass's field, by its declaration (``setting(default, "meaning")``).
+  a dataclass's field, by its declaration (``setting(default, "meaning")``) or the comment at the end of its line.
 - An override without a docstring shows its base class's (as Sphinx's autodoc does).
 - reST's ``::`` before an indented example becomes ``:`` (the block is code in Markdown already).
 """
@@ -119,17 +119,36 @@ def _declared_doc(cls: griffe.Object, name: str) -> str:
     import ast
 
     member = cls.members.get(name)
-    if member is None or member.is_alias or not member.is_attribute or member.value is None:
+    if member is None or member.is_alias or not member.is_attribute:
         return "—"
     try:
-        call = ast.parse(str(member.value), mode="eval").body
+        call = ast.parse(str(member.value), mode="eval").body if member.value is not None else None
     except SyntaxError:
-        return "—"
+        call = None
     if not isinstance(call, ast.Call) or getattr(call.func, "id", getattr(call.func, "attr", "")) != "setting":
-        return "—"
+        return _comment(member)
     docs = [k.value for k in call.keywords if k.arg == "doc"] + call.args[1:2]
     return docs[0].value[0].upper() + docs[0].value[1:] + "." if docs and isinstance(docs[0], ast.Constant) and \
         isinstance(docs[0].value, str) and docs[0].value else "—"
+
+
+def _comment(member: griffe.Object) -> str:
+    """A field's own comment, written at the end of its line (``seed: int | None = None  # the experiment's seed``),
+    as a sentence; else a dash."""
+    import io
+    import tokenize
+
+    try:
+        lines = member.lines  # the field's source lines
+    except Exception:  # noqa: BLE001 - no source (a built-in, a generated member)
+        return "—"
+    try:
+        comments = [t.string for t in tokenize.generate_tokens(io.StringIO("\n".join(lines).strip() + "\n").readline)
+                    if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return "—"
+    text = " ".join(c.lstrip("#").strip() for c in comments if not c.lstrip("#").strip().startswith(("noqa", "type:")))
+    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else "—"
 
 
 def _inherited(obj: griffe.Object) -> "griffe.Docstring | None":

@@ -35,7 +35,11 @@ ALL = "all"  # fusion.runs = ["all"]: every run of the experiment that can be tu
 def split_fusion(tag: str) -> list[str]:
     """A fusion's tag as its parts: ``"a+b"`` → ``["a", "b"]``.  ``+`` means fusion and nothing else; inside
     parentheses it belongs to a part (``"bm25+monobert(bm25f+glow)"``: BM25 fused with monoBERT re-ranking the
-    hybrid ``bm25f+glow``; ``"a+(b+c)"``: a fused with the hybrid b+c)."""
+    hybrid ``bm25f+glow``; ``"a+(b+c)"``: a fused with the hybrid b+c).
+
+    Args:
+        tag: A fusion's run name.
+    """
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(tag):
         depth += {"(": 1, ")": -1}.get(ch, 0)
@@ -65,7 +69,11 @@ def reranked_tag(model: str, first: str) -> str:
 
 def split_reranked(tag: str) -> tuple[str, str] | None:
     """A re-ranking's tag as ``(model, first)`` (``monobert(bm25f+glow)`` → ``("monobert", "bm25f+glow")``), the
-    inverse of :func:`reranked_tag`; ``None`` for a tag of another form (``bm25``, a fusion ``a+monobert(b)``)."""
+    inverse of :func:`reranked_tag`; ``None`` for a tag of another form (``bm25``, a fusion ``a+monobert(b)``).
+
+    Args:
+        tag: A run's name.
+    """
     model, paren, rest = tag.partition("(")
     if not paren or not model or not rest.endswith(")") or len(split_fusion(tag)) > 1:
         return None
@@ -155,7 +163,14 @@ class StageRun(Ranker):
 @dataclass(frozen=True)
 class Listed(StageRun):
     """A run a stage writes for each name listed under ``key`` of its section (a re-ranker a configuration
-    defines: ``rerank.models``)."""
+    defines: ``rerank.models``).
+
+    Args:
+        stage: The section of the stage that writes it.
+        run: The run's name, listed under ``key``.
+        settings: Settings of the section it needs.
+        key: The list its name goes in (``models``).
+    """
 
     key: str = "models"
 
@@ -370,7 +385,11 @@ class Named(Ranker):
         return self.run
 
     def configure(self, config: dict[str, Any]) -> None:
-        """Nothing: the run is another ranker's (binding checks that one is made)."""
+        """Nothing: the run is another ranker's (binding checks that one is made).
+
+        Args:
+            config: The configuration.
+        """
 
 
 def _ranker(part: "Ranker | str") -> Ranker:
@@ -512,7 +531,11 @@ class Fusion(Ranker):
 
 def configured_fusions(config: dict[str, Any]) -> list[Fusion]:
     """The configured fusions (``Fusion(["all"])`` for the all-runs fusion), each part a :class:`Named` run;
-    ``fusion.runs`` that is not a non-empty list of entries is an error."""
+    ``fusion.runs`` that is not a non-empty list of entries is an error.
+
+    Args:
+        config: A configuration (its ``[fusion]`` section).
+    """
     if not flag(config, "fusion"):
         return []
     entries = _entries(config.get("fusion", {}))
@@ -539,7 +562,13 @@ def _entries(fs: dict[str, Any]):
 
 class UnmadeRun(ValueError):
     """A run a node reads that no stage of the plan makes (binding stops on it, naming the reader, unless the
-    reader's stage handles it: :func:`irglow.plan._graph`)."""
+    reader's stage handles it: :func:`irglow.plan._graph`).
+
+    Args:
+        tag: The run read.
+        reader: The run that reads it (``None``: the configuration's).
+        runs: The runs the configuration makes.
+    """
 
     def __init__(self, tag: str, reader: str | None, runs: Sequence[str]):
         self.tag, self.reader, self.runs = tag, reader, tuple(runs)
@@ -552,7 +581,12 @@ class Graph(Mapping[str, Ranker]):
     (object edges), made by the stage writing it from its bound settings (:mod:`irglow.plan`).  A stage asks the
     graph, by node, whether a later node reads its run of the held-out training queries (a fusion tunes on its
     parts'), and a fusion the depth of a re-ranked part's block, so no list of either is kept beside it.  ``tunes``: whether fusions tune (not where the experiment fuses by
-    reciprocal rank zero-shot)."""
+    reciprocal rank zero-shot).
+
+    Args:
+        nodes: ``{run: node}``, each node's parts the graph's own nodes.
+        tunes: Whether fusions tune (not where the experiment fuses by reciprocal rank zero-shot).
+    """
 
     def __init__(self, nodes: Mapping[str, Ranker] | None = None, tunes: bool = True):
         self._nodes = dict(nodes or {})

@@ -31,7 +31,23 @@ FAISS_KINDS = ("flat", "hnsw", "ivf", "ivfpq")  # irglow.dense.encode.faiss_inde
 @dataclass(frozen=True)
 class Setting:
     """One key of one section.  ``kind``: bool | int | number | str | names (a list of strings, or one
-    comma-separated string as ``--set`` and make pass it) | list | table | counts (split = integer) | any."""
+    comma-separated string as ``--set`` and make pass it) | list | table | counts (split = integer) | any.
+
+    Args:
+        section: Its section (``lexical``, ``rerank.monobert``).
+        name: Its key.
+        kind: What it takes: ``bool``, ``int``, ``number``, ``str``, ``names``, ``list``, ``table``, ``counts`` or
+            ``any``.
+        default: Its value where a configuration does not set it.
+        doc: What it means, in a few words (the settings reference prints it).
+        low: The least value allowed (inclusive).
+        high: The largest value allowed (inclusive).
+        above: A value it must exceed.
+        below: A value it must stay under.
+        choices: The values allowed (empty: any of its kind).
+        optional: Whether it may be unset (``None``).
+        selects: Whether it chooses which runs are made (an ``Experiment``'s systems say that instead).
+    """
 
     section: str
     name: str
@@ -67,7 +83,12 @@ class Setting:
         return words + (" " + " and ".join(bounds) if bounds else "")
 
     def check(self, value: Any, key: str | None = None) -> None:
-        """Stop on a value this setting does not accept, naming it as ``key`` (default: ``section.name``)."""
+        """Stop on a value this setting does not accept, naming it as ``key`` (default: ``section.name``).
+
+        Args:
+            value: A value a configuration gives it.
+            key: Its key as the error names it (unset: ``section.name``).
+        """
         if value is None and self.optional:
             return
         if not self._fits(value):
@@ -112,7 +133,19 @@ def setting(default: Any = None, doc: str = "", *, factory: Callable[[], Any] | 
             choices: tuple[Any, ...] = (), optional: bool = False, selects: bool = False) -> Any:
     """A settings dataclass's field, declared as every other setting is: its default (``factory`` for a list or
     a table), its meaning, its range or choices, whether it may be unset, whether it chooses which runs are made.
-    Its type is the field's annotation."""
+    Its type is the field's annotation.
+
+    Args:
+        default: Its value where a configuration does not set it.
+        doc: What it means, in a few words.
+        factory: A function giving the default where it is a list or a table.
+        low: The least value allowed (inclusive).
+        high: The largest value allowed (inclusive).
+        above: A value it must exceed.
+        choices: The values allowed.
+        optional: Whether it may be unset (``None``).
+        selects: Whether it chooses which runs are made.
+    """
     meta = {"setting": {"doc": doc, "low": low, "high": high, "above": above, "choices": tuple(choices),
                         "optional": optional, "selects": selects}}
     if factory is not None:
@@ -127,7 +160,12 @@ _KINDS = {"bool": "bool", "int": "int", "float": "number", "str": "str", "list":
 @lru_cache(maxsize=None)
 def declared_fields(section: str, cls: type) -> dict[str, Setting]:
     """A settings dataclass's fields as :class:`Setting` objects (nested settings classes are sections of their
-    own and left out).  A field not declared through :func:`setting` is an error: nothing goes unchecked."""
+    own and left out).  A field not declared through :func:`setting` is an error: nothing goes unchecked.
+
+    Args:
+        section: The section the class binds (its errors name keys under it).
+        cls: A settings dataclass.
+    """
     out = {}
     for f in dataclasses.fields(cls):
         annotation = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
@@ -148,7 +186,12 @@ def declared_fields(section: str, cls: type) -> dict[str, Setting]:
 
 def check_fields(obj: Any, section: str) -> Any:
     """Every field of a settings dataclass against its declaration (nested settings classes as ``section.name``),
-    before any work; returns ``obj``."""
+    before any work; returns ``obj``.
+
+    Args:
+        obj: A settings dataclass's object.
+        section: The section it was bound from.
+    """
     declared = declared_fields(section, type(obj))
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
@@ -282,7 +325,13 @@ CLOSED = set(DECLARED) - OPEN
 
 
 def value(config: dict[str, Any], section: str, name: str) -> Any:
-    """``config[section][name]``, or its declared default: the one place a default is written."""
+    """``config[section][name]``, or its declared default: the one place a default is written.
+
+    Args:
+        config: A configuration (a plain dict).
+        section: A declared section.
+        name: A declared key of it.
+    """
     node = config.get(section)
     setting = DECLARED[section][name]
     return node.get(name, setting.default) if isinstance(node, dict) else setting.default
@@ -290,7 +339,13 @@ def value(config: dict[str, Any], section: str, name: str) -> Any:
 
 def option(section: str, name: str, **more: Any) -> dict[str, Any]:
     """``argparse`` keywords for a command-line option that mirrors a setting: its declared default, its choices
-    and its meaning as the help (``irglow fuse --method`` defaults to what ``[fusion] method`` does)."""
+    and its meaning as the help (``irglow fuse --method`` defaults to what ``[fusion] method`` does).
+
+    Args:
+        section: A declared section.
+        name: A declared key of it.
+        **more: Other argparse keywords, which win.
+    """
     setting = DECLARED[section][name]
     kwargs: dict[str, Any] = {"default": setting.default, "help": f"{setting.doc} (default {setting.default}; "
                                                                   f"[{section}] {name})"}
@@ -321,13 +376,24 @@ def _bounded(convert: Callable[[str], Any], setting: Setting) -> Callable[[str],
 
 
 def take(table: dict[str, Any], section: str, name: str) -> Any:
-    """Remove and return a stage-level key from ``section``'s merged table, or its declared default."""
+    """Remove and return a stage-level key from ``section``'s merged table, or its declared default.
+
+    Args:
+        table: A section's merged table (the key is removed from it).
+        section: The declared section.
+        name: The key.
+    """
     return table.pop(name, DECLARED[section][name].default)
 
 
 def check(config: dict[str, Any], sections: tuple[str, ...] | None = None) -> None:
     """Stop on a declared section that is not a table, an undeclared key in a closed section, or a value
-    of the wrong type, range or choice — one error naming the full key, the value and what is allowed."""
+    of the wrong type, range or choice — one error naming the full key, the value and what is allowed.
+
+    Args:
+        config: A configuration.
+        sections: The declared sections to check (unset: every one).
+    """
     for section, settings in DECLARED.items():
         if sections is not None and section not in sections:
             continue
@@ -336,7 +402,12 @@ def check(config: dict[str, Any], sections: tuple[str, ...] | None = None) -> No
 
 
 def check_table(section: str, node: Any) -> None:
-    """:func:`check` for one section's table (a stage's, after its ``config = "…"`` file is merged in)."""
+    """:func:`check` for one section's table (a stage's, after its ``config = "…"`` file is merged in).
+
+    Args:
+        section: A declared section.
+        node: Its table, as the configuration holds it.
+    """
     settings = DECLARED[section]
     if not isinstance(node, dict):
         raise ValueError(f"[{section}] must be a table of settings, not {node!r}")
@@ -358,7 +429,11 @@ REGISTERED_SUBSECTIONS = {"rerank": "irglow.rerankers"}
 
 
 def registered_subsections(section: str) -> tuple[str, ...]:
-    """The sub-tables of ``section`` that registered plugins own (their entry points' names; none loaded here)."""
+    """The sub-tables of ``section`` that registered plugins own (their entry points' names; none loaded here).
+
+    Args:
+        section: A section (``rerank``).
+    """
     group = REGISTERED_SUBSECTIONS.get(section)
     if group is None:
         return ()
@@ -369,7 +444,14 @@ def registered_subsections(section: str) -> tuple[str, ...]:
 
 def check_settings(settings: dict[str, Any], known, what: str, ignore=()) -> None:
     """Stop on a misspelt setting, naming it, its likely meaning and what ``what`` allows (``ignore``: keys taken
-    elsewhere) — the one unknown-key check of every section, table or settings class."""
+    elsewhere) — the one unknown-key check of every section, table or settings class.
+
+    Args:
+        settings: A table of settings.
+        known: The keys it may hold.
+        what: What it is, for the error (``[lexical]``).
+        ignore: Keys taken elsewhere (a plugin's sub-tables).
+    """
     import difflib
 
     unknown = sorted(set(settings) - set(known) - set(ignore))
@@ -394,7 +476,12 @@ TOP_LEVEL: dict[str, str] = {
 def reference(sections: list[str] | None = None, classes: dict[str, type] | None = None) -> str:
     """The settings reference as markdown: ``irglow settings`` prints it and the docs' settings page is it (docs/gen_pages.py).  ``classes``:
     the settings dataclasses by section (a section both declares here and in a class — ``[twbert]`` — is one
-    table: its stage keys, then its trainer's fields)."""
+    table: its stage keys, then its trainer's fields).
+
+    Args:
+        sections: The sections shown (``["glow"]``; unset: every one).
+        classes: Settings classes to show besides the declared sections (``{"rerank.linear": LinearSettings}``).
+    """
     classes = classes or {}
     lines = []
     if sections is None:
@@ -423,7 +510,13 @@ def reference(sections: list[str] | None = None, classes: dict[str, type] | None
 
 def field_values(items, convert, error: str) -> dict:
     """``["title=2", "text=0.5"]`` → ``{field: convert(value)}``; an item without a field name or whose value
-    ``convert`` refuses (``ValueError``) is the ``error``, its ``{item}`` filled in (repr'd)."""
+    ``convert`` refuses (``ValueError``) is the ``error``, its ``{item}`` filled in (repr'd).
+
+    Args:
+        items: ``field=value`` strings.
+        convert: What turns a value's text into its value (``float``).
+        error: The option named in an error.
+    """
     out = {}
     for item in items or []:
         name, eq, value = item.partition("=")
@@ -437,7 +530,12 @@ def field_values(items, convert, error: str) -> dict:
 
 
 def positive_int(text: str, least: int = 1) -> int:
-    """An argparse type for depths, counts and threads: ``--depth -98`` is an error, not "top -98"."""
+    """An argparse type for depths, counts and threads: ``--depth -98`` is an error, not "top -98".
+
+    Args:
+        text: The option's text.
+        least: The least value allowed.
+    """
     import argparse
 
     try:
@@ -450,5 +548,9 @@ def positive_int(text: str, least: int = 1) -> int:
 
 
 def non_negative_int(text: str) -> int:
-    """An argparse type for counts where 0 means none (``--clusters 0``)."""
+    """An argparse type for counts where 0 means none (``--clusters 0``).
+
+    Args:
+        text: The option's text.
+    """
     return positive_int(text, least=0)

@@ -45,7 +45,11 @@ class Result:
 
 
 def result_of(record: Mapping[str, Any]) -> Result | None:
-    """A recorded result back as its class (``None``: a kind no loaded module declares, keys it no longer has)."""
+    """A recorded result back as its class (``None``: a kind no loaded module declares, keys it no longer has).
+
+    Args:
+        record: A unit's result as its record (or the manifest) keeps it: ``{"kind": …, …}``.
+    """
     cls = Result._kinds.get(record.get("kind", ""))
     if cls is None:
         return None
@@ -60,7 +64,15 @@ def result_of(record: Mapping[str, Any]) -> Result | None:
 class ModelsResult(Result):
     """A model stage's result: the model folder each of its runs used (trained, found trained or reused), and where
     it measured them, each run's corpus encoding throughput and the precision it ran in (``{run: check}``), and the
-    folder of each run's corpus encoding (kept with the models, shared by every output folder)."""
+    folder of each run's corpus encoding (kept with the models, shared by every output folder).
+
+    Args:
+        models: ``{run: the model folder it used}``.
+        encode_docs_per_s: ``{run: documents encoded a second}`` (NaN: the encoding was found, not made).
+        precision: ``{run: the precision check}`` where a run asked for int8.
+        untrained: What an untrained checkpoint's run used (its token budget).
+        encodings: ``{run: its corpus encoding's folder}``.
+    """
 
     kind: ClassVar[str] = "models"
     models: Mapping[str, str] = field(default_factory=dict)
@@ -73,7 +85,12 @@ class ModelsResult(Result):
 @dataclass(frozen=True)
 class Produced:
     """A unit's output: its runs (``{tag or RunKey: run}``, written where :meth:`RunKey.path` says) and its
-    :class:`Result`.  A unit may return the runs alone."""
+    :class:`Result`.  A unit may return the runs alone.
+
+    Args:
+        runs: ``{tag or RunKey: run}``, each written where :meth:`~irglow.runs.keys.RunKey.path` says.
+        result: What the unit did besides its runs (``None``: nothing to record).
+    """
 
     runs: Mapping[Any, Any]
     result: Result | None = None
@@ -82,7 +99,23 @@ class Produced:
 @dataclass
 class Context:
     """What a stage's work is given for one test split (built by the pipeline from the bound plan: there is no
-    configuration in it, only what the stage needs, its own settings object among it)."""
+    configuration in it, only what the stage needs, its own settings object among it).
+
+    Args:
+        collection: The evaluated collection.
+        index: Its Lucene index.
+        stats: Its statistics (:class:`~irglow.index.stats.CollectionStats`).
+        source: Where models train (:class:`irglow.models.source.TrainSource`).
+        out: This split's folder (run files, ``.stages/``).
+        train_root: The models folder, shared by every split, grid point and output folder.
+        lexical: ``[lexical]`` bound once (:class:`~irglow.lexical.stage.LexicalSettings`).
+        field_weights: Each multi-field system's field weights, tuned for it or configured.
+        test_split: The split evaluated.
+        seed: The experiment's seed.
+        runs: The runs the stages before produced (test runs by tag; held-out and training queries' runs).
+        settings: The running stage's own settings object, set by the pipeline.
+        graph: The experiment bound, ``{run: node}``: what later nodes read of a run is asked of it.
+    """
 
     collection: Any
     index: Any
@@ -110,7 +143,11 @@ class Context:
         return self.source.is_other_than(self.collection)
 
     def lexical_config(self, system: str):
-        """The :class:`~irglow.lexical.searchers.LexicalConfig` of a lexical system as this pipeline runs it."""
+        """The :class:`~irglow.lexical.searchers.LexicalConfig` of a lexical system as this pipeline runs it.
+
+        Args:
+            system: A lexical system of the plan (``bm25``, ``bm25f`` …).
+        """
         return self.lexical.config(system, self.field_weights)
 
 
@@ -119,7 +156,19 @@ class Unit:
     """One cached piece of a stage's work: its record name, the settings it depends on (plain values: the stage's
     settings object, or the part of it this piece uses), the runs it reads, the call that writes its run files
     (``<out>/<tag>.run``) and returns ``{tag: run}``, and the runs it writes.  The pipeline builds its cache key
-    from these (:func:`irglow.stage_cache.unit_key`); a stage never writes one."""
+    from these (:func:`irglow.stage_cache.unit_key`); a stage never writes one.
+
+    Args:
+        name: Its record's name (``rerank:monobert``).
+        settings: The settings it depends on, as plain values (or the call that gives them once the runs it reads
+            exist).
+        inputs: The runs it reads, ``{tag or RunKey: run}`` (or the call that gives them).
+        produce: The call that writes its run files and returns them (or a :class:`Produced`).
+        writes: The runs it writes, by tag.
+        loads: Trained models it loads from a path (``None``: the stage's ``reused_models``), keyed on their content.
+        self_contained: Its settings say all it depends on (a lexical run's ``LexicalConfig``).
+        collective: Under torchrun it runs on every rank, splitting its work (else rank 0 alone).
+    """
 
     name: str
     settings: Any  # or the call that gives them once the runs it reads exist (a fusion of every run)
@@ -166,21 +215,40 @@ class Stage:
         ``configure`` writes it), else ``None``: the reading of a name (:func:`irglow.plan.parsed`; ``parse`` reads a
         name inside this one).  The node a name stands for is always a binding's (:func:`irglow.plan.ranker`,
         :meth:`node`); for a stage's own runs, which have no parts, it is this reading (the default :meth:`node`).
-        By default: a run of its default settings, made by switching it on."""
+        By default: a run of its default settings, made by switching it on.
+
+        Args:
+            name: A run's name.
+            config: The configuration it belongs to (the re-rankers and fusions it defines).
+            parse: What reads a name inside this one.
+        """
         return StageRun(self.name, name) if name in self.default_tags() else None
 
     def with_fields(self, settings, fields):
         """Its settings for a training index with these ``fields``, once it is built (settings that depend on them:
-        the re-rankers' ``{field}`` variants); by default the same object."""
+        the re-rankers' ``{field}`` variants); by default the same object.
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+            fields: The training index's fields.
+        """
         return settings
 
     def bm25_parameters(self, settings) -> dict[str, float] | None:
-        """The k1 and b its runs score BM25 with, where it has values of its own (the caption names them)."""
+        """The k1 and b its runs score BM25 with, where it has values of its own (the caption names them).
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+        """
         return None
 
     def starting_checkpoints(self, settings) -> dict[str, str]:
         """``{fine-tuned run: the untouched checkpoint's run}``: the zero-shot table says where fine-tuning fell
-        below it."""
+        below it.
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+        """
         return {}
 
     def run_of(self, ctx: Context, tag: str, query_set: QuerySet) -> Callable[[Sequence], Any] | None:
@@ -188,7 +256,14 @@ class Stage:
         ``QuerySet.HELD_OUT`` for a fusion tuning its weight (only a run that learned nothing from the training
         queries, a Lucene run, ranks any of them fairly), of ``QuerySet.TRAINING`` for a re-ranker learning from its
         negatives.  ``None`` (the default): the run its stage wrote of those queries, if any — a trained model's
-        run of the queries it held out."""
+        run of the queries it held out.
+
+        Args:
+            ctx: The :class:`Context` of the split it works on (its own settings object in ``ctx.settings``).
+            tag: One of its runs that a later node reads.
+            query_set: Which training queries: ``HELD_OUT`` (a fusion tunes on them) or ``TRAINING`` (a re-ranker
+                learns from them).
+        """
         return None
 
     def default_tags(self) -> list[str]:
@@ -201,49 +276,97 @@ class Stage:
         objects.  A part no stage makes raises :class:`~irglow.rankers.UnmadeRun` from ``node_of``; a stage that
         can do without the run returns ``None`` (the run is left out of the plan, and its units make only the runs
         of ``ctx.graph``).  By default what its name reads as (:meth:`ranker`: a stage's own run, with no parts —
-        ``bm25f`` is ``Lexical("bm25f")`` bound or not), else a run of its own."""
+        ``bm25f`` is ``Lexical("bm25f")`` bound or not), else a run of its own.
+
+        Args:
+            tag: One of its runs.
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+            node_of: The graph's node of a run's name (a part of this one).
+        """
         return self.ranker(tag, {}, node_of) or StageRun(self.name, tag)
 
     def tags(self, settings) -> list[str]:
-        """The runs it writes, known from its settings (what they read is the graph's to check: :meth:`node`)."""
+        """The runs it writes, known from its settings (what they read is the graph's to check: :meth:`node`).
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+        """
         raise NotImplementedError
 
     def check_plan(self, settings, plan) -> None:
         """Stop before any work if it cannot do what the bound plan (:class:`irglow.plan.Plan`: the collection, the
         runs a fusion tunes on …) asks of it; what it needs of another section comes from there, not from the
-        configuration."""
+        configuration.
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+            plan: The bound plan (:class:`irglow.plan.Plan`).
+        """
 
     def resolved(self, settings) -> Any:
-        """Its settings as plain values (the manifest and the cache key)."""
+        """Its settings as plain values (the manifest and the cache key).
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+        """
         return asdict(settings) if is_dataclass(settings) else settings
 
     def reused_models(self, settings) -> dict[str, Path]:
-        """Trained models it loads from a path instead of training (the cache keys on their content)."""
+        """Trained models it loads from a path instead of training (the cache keys on their content).
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+        """
         return {}
 
     def train(self, settings, source, train_root: Path, bm25=None) -> dict[str, Path]:
         """Train (or find trained) its models: ``{name: model directory}``.  ``bm25``: the experiment's BM25 (its
         bound ``[lexical]`` k1 and b, a :class:`~irglow.lexical.searchers.LexicalConfig`), which every BM25 pool
-        a trainer searches (negatives, validation candidates) takes."""
+        a trainer searches (negatives, validation candidates) takes.
+
+        Args:
+            settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
+            source: Where models train (:class:`irglow.models.source.TrainSource`: collection, index, statistics,
+                split).
+            train_root: The models folder (``$IRGLOW_MODELS``), shared by every output folder.
+            bm25: The experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`).
+        """
         return {}
 
     def chosen_on_key(self, ctx: Context) -> dict[str, Any]:
-        """What else chose its checkpoints (other sources' queries, :mod:`irglow.models.validation`)."""
+        """What else chose its checkpoints (other sources' queries, :mod:`irglow.models.validation`).
+
+        Args:
+            ctx: The :class:`Context` of the split it works on (its own settings object in ``ctx.settings``).
+        """
         return {}
 
     def units(self, ctx: Context) -> list[Unit]:
-        """Its work as cached pieces; by default one, depending on its whole settings object and every run before."""
+        """Its work as cached pieces; by default one, depending on its whole settings object and every run before.
+
+        Args:
+            ctx: The :class:`Context` of the split it works on (its own settings object in ``ctx.settings``).
+        """
         return [Unit(self.name, self.resolved(ctx.settings), lambda: ctx.runs.of(ctx.runs), lambda: self.run(ctx),
                      tuple(self.tags(ctx.settings)), collective=self.collective)]
 
     def transformer(self, ranker, folder) -> Any:
         """``ranker`` — a run this stage made in the run folder ``folder`` (:class:`irglow.pyterrier.RunFolder`: its
         index, bound settings, each unit's :class:`Result`, ``folder.build(part)`` for the rankers it is made of) —
-        as a PyTerrier transformer that ranks as its run file.  A stage that cannot says so, naming the file."""
+        as a PyTerrier transformer that ranks as its run file.  A stage that cannot says so, naming the file.
+
+        Args:
+            ranker: A ranker this stage made in the folder.
+            folder: The run folder (:class:`irglow.pyterrier.RunFolder`).
+        """
         raise ValueError(f"{ranker.tag}: the {self.name} stage builds no PyTerrier transformer; take its run file "
                          f"({Path(folder.out) / (ranker.tag + '.run')})")
 
     def run(self, ctx: Context) -> "Mapping[Any, Any] | Produced":
         """Its runs (``{tag or RunKey: run}``, each written at ``RunKey.of(key).path(ctx.out)``), or them and its
-        :class:`Result` as :class:`Produced`."""
+        :class:`Result` as :class:`Produced`.
+
+        Args:
+            ctx: The :class:`Context` of the split it works on (its own settings object in ``ctx.settings``).
+        """
         raise NotImplementedError

@@ -70,7 +70,15 @@ class SampledCollection:
     """A smaller, deterministic version of a collection (``make run-msmarco SIZE=small``): at most
     ``max_queries[split]`` judged queries per split (a seeded sample; unlisted splits stay whole), and
     every document judged for a kept query plus the first ``max_docs`` others — so each kept query
-    keeps all its judged documents and the sample is still a retrieval problem."""
+    keeps all its judged documents and the sample is still a retrieval problem.
+
+    Args:
+        base: The whole collection.
+        splits: The splits sampled (and kept).
+        max_docs: Documents kept besides the judged ones of the kept queries (unset: all).
+        max_queries: Judged queries kept per split (``{"train": 5000}``; unlisted splits stay whole).
+        seed: The sample's seed.
+    """
 
     def __init__(self, base: Collection, splits: list[str], max_docs: int | None = None,
                  max_queries: dict[str, int] | None = None, seed: int = SEED):
@@ -137,7 +145,12 @@ def input_digests(collection: Collection, splits) -> dict[str, str]:
     """What a job reads of ``collection``, by content: its name (which carries its corpus's digest: a BEIR folder's
     corpus.jsonl, a demo's settings, an ir_datasets id) and each split's queries and judgments.  Ranks of one
     ``torchrun`` job compare these before any work (:func:`irglow.utils.distributed.agree`): a node whose corpus,
-    queries or qrels differ would otherwise do its share of another job."""
+    queries or qrels differ would otherwise do its share of another job.
+
+    Args:
+        collection: The collection.
+        splits: The splits whose queries and judgments are digested.
+    """
     from irglow.utils.digest import qrels_digest, queries_digest
 
     out = {"collection": collection.name}
@@ -152,7 +165,13 @@ def input_digests(collection: Collection, splits) -> dict[str, str]:
 
 def agree_on_inputs(collection: Collection, splits, files=()) -> None:
     """Under ``torchrun``: stop before any work unless every rank reads the same collection, queries and judgments
-    (:func:`input_digests`) and the same ``files`` (a run to re-rank), by content."""
+    (:func:`input_digests`) and the same ``files`` (a run to re-rank), by content.
+
+    Args:
+        collection: The collection.
+        splits: The splits read.
+        files: Other files read (a run to re-rank).
+    """
     from irglow.utils import distributed
     from irglow.utils.digest import file_digest
 

@@ -44,7 +44,12 @@ class Query(NamedTuple):
 
 
 def make_document(doc_id: str, **fields: str | Iterable[str] | None) -> Document:
-    """Build a :class:`Document`; ``None``/empty values become missing fields, lists become instances."""
+    """Build a :class:`Document`; ``None``/empty values become missing fields, lists become instances.
+
+    Args:
+        doc_id: The document's id.
+        **fields: Its fields by name: a text, several texts (a field with instances), or ``None`` (missing).
+    """
     clean: dict[str, tuple[str, ...]] = {}
     for name, value in fields.items():
         if value is None:

@@ -39,7 +39,11 @@ CORRECTION_NAMES = {"holm": "Holm-corrected", "bonferroni": "Bonferroni-correcte
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
+    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1).
+
+    Args:
+        pvalues: The raw p-values of one family (one measure's comparisons).
+    """
     return sig.adjust(pvalues, "holm")
 
 
@@ -48,12 +52,20 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 
 def latex_escape(text: str) -> str:
-    """Run and measure names as LaTeX text (``bm25_title`` would otherwise start a subscript)."""
+    """Run and measure names as LaTeX text (``bm25_title`` would otherwise start a subscript).
+
+    Args:
+        text: Plain text (a run's name, a note).
+    """
     return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
 
 
 def latex_caption(text: str) -> str:
-    """A markdown caption as LaTeX text: escaped, `code` as \\texttt, the marks and symbols as math."""
+    """A markdown caption as LaTeX text: escaped, `code` as \\texttt, the marks and symbols as math.
+
+    Args:
+        text: The caption in markdown (``**bold**``, ``code``).
+    """
     import re
 
     out = latex_escape(" ".join(text.split()))
@@ -67,7 +79,12 @@ def latex_caption(text: str) -> str:
 
 def latex_table(tabular: str, caption: str) -> str:
     """A ``table`` float: the tabular and its caption (the legend of every mark), so a compiled table
-    explains itself; needs ``amssymb`` for the marks."""
+    explains itself; needs ``amssymb`` for the marks.
+
+    Args:
+        tabular: The table's ``tabular`` environment.
+        caption: Its caption, in LaTeX.
+    """
     return ("% needs \\usepackage{amssymb} (the marks) and \\usepackage{booktabs}\n\\begin{table}\n\\centering\n"
             + tabular + f"\\caption{{{latex_caption(caption)}}}\n\\end{{table}}\n")
 
@@ -138,7 +155,12 @@ class Comparison:
 
     def marked(self, digits: int = 4, ci: bool = True) -> pd.DataFrame:
         """Means as strings, ▲/▼ where the difference to the baseline is significant, Δ [CI] with ``show_ci``
-        (``ci=False``: left to :meth:`ci_cells`), then Judged@10 and the Tukey groups where computed."""
+        (``ci=False``: left to :meth:`ci_cells`), then Judged@10 and the Tukey groups where computed.
+
+        Args:
+            digits: Decimals shown.
+            ci: Whether Δ [CI] is shown beside the means (with ``show_ci``).
+        """
         out = pd.DataFrame({m: [f"{v:.0f}" if m in self.totals and v == v else f"{v:.{digits}f}"
                                 for v in self.means[m]] for m in self.means.columns}, index=self.means.index)
         if self.baseline is not None:
@@ -155,7 +177,13 @@ class Comparison:
         return out
 
     def ci_cell(self, run: str, measure: str, digits: int = 4) -> str:
-        """``Δ [low, high]`` of ``run`` against the baseline on ``measure`` (empty where none is shown)."""
+        """``Δ [low, high]`` of ``run`` against the baseline on ``measure`` (empty where none is shown).
+
+        Args:
+            run: A run of the table.
+            measure: A measure of the table.
+            digits: Decimals shown.
+        """
         if not (self.show_ci and self.tested and run != self.baseline and self.ci_low is not None):
             return ""
         return (f"{self.deltas.loc[run, measure]:+.{digits - 1}f} [{self.ci_low.loc[run, measure]:+.{digits - 1}f}, "
@@ -263,7 +291,11 @@ class Comparison:
     # -- extra tables ----------------------------------------------------------------------------
     def risk_table(self, digits: int = 4) -> pd.DataFrame | None:
         """URisk and TRisk against the baseline as strings (``*`` where TRisk is significant), or ``None`` when not
-        computed."""
+        computed.
+
+        Args:
+            digits: Decimals shown.
+        """
         if self.risk is None or self.risk.empty:
             return None
         out = self.risk.map(lambda v: "–" if v != v else "∞" if v == float("inf") else "−∞" if v == float("-inf")
@@ -385,7 +417,12 @@ class Comparison:
 class EvaluatedRun:
     """A run reduced to what a comparison needs: per-query values (measure → query → value; condensed-list
     measures marked ') and the query ids it answered.  Lets many large runs be evaluated in parallel
-    processes (:func:`evaluate_files`) and only these values travel back."""
+    processes (:func:`evaluate_files`) and only these values travel back.
+
+    Args:
+        values: Its per-query values (measure → query → value; condensed-list measures marked ``'``).
+        answered: The query ids it has a ranking for.
+    """
 
     values: dict[str, dict[str, float]]
     answered: set[str]
@@ -393,7 +430,16 @@ class EvaluatedRun:
 
 def evaluate_run(run, qrels: list[Qrel], measures: Sequence, judged: bool = True, judged_only: bool = False,
                  parallel: bool = True) -> EvaluatedRun:
-    """``parallel``: a long run's queries on every core (``False`` inside a pool that gives each core a run)."""
+    """``parallel``: a long run's queries on every core (``False`` inside a pool that gives each core a run).
+
+    Args:
+        run: The run.
+        qrels: The judgments.
+        measures: Measure objects (:func:`~irglow.eval.measures.parse_measures`).
+        judged: Whether to add Judged@10.
+        judged_only: Whether to add each measure on condensed lists.
+        parallel: Whether large runs are evaluated in worker processes.
+    """
     measures = parse_measures(measures)
     wanted = list(measures)
     if judged:
@@ -438,7 +484,17 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
                    ) -> list[EvaluatedRun]:
     """Read and evaluate run files, ``workers`` at a time in forked processes (default: one per core, at
     most one per file); the runs themselves never leave their process, so memory stays at one run per
-    worker."""
+    worker.
+
+    Args:
+        paths: Run files.
+        qrels: The judgments.
+        measures: Measures' names.
+        judged: Whether to add Judged@10.
+        judged_only: Whether to add each measure on condensed lists.
+        duplicates: A repeated (query, document): ``error`` or ``keep-max``.
+        workers: Processes evaluating at once (default: one per core, at most one per file).
+    """
     import os
 
     for p in paths:  # "-", a pipe or a FIFO read once, here: the forked workers inherit the copy
@@ -450,7 +506,12 @@ def evaluate_files(paths: Sequence[str], qrels: list[Qrel], measures: Sequence[s
 
 def condensed(run, qrels: list[Qrel]):
     """The run with every unjudged document removed (Sakai's condensed lists), as ``trec_eval -J`` removes them:
-    a document with a negative label ("in the pool, not judged") goes too."""
+    a document with a negative label ("in the pool, not judged") goes too.
+
+    Args:
+        run: The run.
+        qrels: The judgments: documents they do not judge are removed.
+    """
     if isinstance(run, RankedRun) and run.columnar:  # masked in its columns: no dict of the whole run
         return RankedRun(None, run.tag, run.columns.kept(vectorized.judged_lines(
             run.columns, vectorized.Judgments.of(qrels), labelled=True)))
@@ -482,7 +543,12 @@ COMPARISON_SETTINGS = ("test", "correction", "permutations", "seed", "ci", "judg
 
 def check_comparison_settings(prefix: str = "", **values) -> None:
     """Stop on a comparison setting of the wrong type or value, naming it (``prefix``: e.g. ``eval.``), by its
-    ``[eval]`` declaration."""
+    ``[eval]`` declaration.
+
+    Args:
+        prefix: What the errors put before a key (``eval.``).
+        **values: The settings by key (``test="t"``, ``permutations=1000``).
+    """
     for key, value in values.items():
         DECLARED["eval"][key].check(value, prefix + key)
 
@@ -624,7 +690,13 @@ def _coverage_notes(answered: dict[str, set[str]], judged_ids: set[str], judged_
 def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | None:
     """A warning when a run (``ran``: the query ids it has documents for) shares few or none of the judged
     query ids (it would score ~0 silently), naming the likely cause: ids that differ only by leading
-    zeros, or another split's queries."""
+    zeros, or another split's queries.
+
+    Args:
+        name: The run's name.
+        ran: The query ids it ranks.
+        judged: The judged query ids.
+    """
     if not judged:
         return None
     if not ran:
@@ -644,7 +716,12 @@ def query_overlap_warning(name: str, ran: set[str], judged: set[str]) -> str | N
 
 
 def wrap(text: str, width: int) -> str:
-    """Prose wrapped at ``width`` columns (code spans and long words are not broken)."""
+    """Prose wrapped at ``width`` columns (code spans and long words are not broken).
+
+    Args:
+        text: A line.
+        width: The columns it may take.
+    """
     import textwrap
 
     return textwrap.fill(text, width=max(20, width), break_long_words=False, break_on_hyphens=False)

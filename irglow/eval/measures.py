@@ -165,7 +165,14 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
     (like ``trec_eval -c``), so a system cannot gain by returning nothing for hard queries.
 
     The common measures are computed on the run's columns (:mod:`irglow.eval.vectorized`, the values
-    pytrec_eval gives, at a fraction of its cost); any other goes to ir_measures."""
+    pytrec_eval gives, at a fraction of its cost); any other goes to ir_measures.
+
+    Args:
+        measures: Measure objects (:func:`parse_measures`).
+        qrels: The judgments; every judged query is scored.
+        run: The run.
+        parallel: Whether a large run is evaluated in worker processes.
+    """
     qids = sorted({q.query_id for q in qrels})
     for q in qrels:  # qrels from Python or ir_datasets, not only from a file (read_qrels checks those by line)
         check_label(q.relevance, f"query {q.query_id}, document {q.doc_id}: ")
@@ -201,7 +208,13 @@ def per_query(measures: Sequence, qrels: list[Qrel], run: Run, parallel: bool = 
 
 def missed_values(measure, qrels: list[Qrel], qids: list[str]) -> dict[str, float]:
     """``{qid: value}`` of ``measure`` for a judged query the run does not rank (``trec_eval -c``): 1 for NumQ, the
-    relevant judgments (label >= the measure's ``rel``) for NumRel, else 0."""
+    relevant judgments (label >= the measure's ``rel``) for NumRel, else 0.
+
+    Args:
+        measure: A measure object.
+        qrels: The judgments.
+        qids: The queries the run misses.
+    """
     if measure.NAME == "NumQ":
         return dict.fromkeys(qids, 1.0)
     out = dict.fromkeys(qids, 0.0)
@@ -311,12 +324,21 @@ def _by_depth(measures: Sequence, longest: int | None = None) -> list[tuple[list
 
 def summed(measure) -> bool:
     """Whether trec_eval (and ir_measures) sum a measure over the queries instead of averaging it: the counts
-    NumQ, NumRet, NumRel and NumRelRet."""
+    NumQ, NumRet, NumRel and NumRelRet.
+
+    Args:
+        measure: A measure object.
+    """
     return isinstance(measure.aggregator(), SumAgg)
 
 
 def summary(measure, values: Sequence[float]) -> float:
-    """A measure's value over the queries, as trec_eval reports it: the sum of a count, the mean of the rest."""
+    """A measure's value over the queries, as trec_eval reports it: the sum of a count, the mean of the rest.
+
+    Args:
+        measure: A measure object.
+        values: Its per-query values.
+    """
     if not len(values):
         return float("nan")
     total = float(np.sum(values))

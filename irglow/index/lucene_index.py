@@ -68,7 +68,11 @@ class IndexConfig:
 
 
 def lucene_field_name(name: str) -> str:
-    """Collection field → Lucene field; names Anserini reserves get a ``_field`` suffix."""
+    """Collection field → Lucene field; names Anserini reserves get a ``_field`` suffix.
+
+    Args:
+        name: A collection's field name.
+    """
     return f"{name}_field" if name in RESERVED_FIELDS else name
 
 
@@ -86,6 +90,9 @@ def utf16_to_str_offsets(text: str) -> list[int] | None:
 
     A character outside the BMP (emoji, CJK extension B …) is two UTF-16 units but one Python
     character, so without this every later surface span would be shifted.
+
+    Args:
+        text: The text Java measured in UTF-16 code units.
     """
     if all(ord(c) < 0x10000 for c in text):
         return None
@@ -100,7 +107,13 @@ def utf16_to_str_offsets(text: str) -> list[int] | None:
 
 @dataclass
 class LuceneIndex:
-    """An index directory plus irglow's metadata about it."""
+    """An index directory plus irglow's metadata about it.
+
+    Args:
+        path: The index folder.
+        fields: The Lucene field names of the document's fields (not ``contents``, every field's text together).
+        meta: irglow's record of the build (``irglow-index.json``: source, documents, settings, digests).
+    """
 
     path: Path
     fields: tuple[str, ...]  # Lucene field names of the document fields (not ``contents``)
@@ -108,7 +121,11 @@ class LuceneIndex:
 
     @classmethod
     def open(cls, path: str | Path) -> "LuceneIndex":
-        """An index irglow built, opened read-only (its settings read from the folder, the JVM started if needed)."""
+        """An index irglow built, opened read-only (its settings read from the folder, the JVM started if needed).
+
+        Args:
+            path: An index folder irglow built.
+        """
         path = Path(path)
         meta_file = path / INDEX_RECORD
         if not meta_file.is_file():
@@ -125,12 +142,21 @@ class LuceneIndex:
         return analyzer_cls.fromArguments(cfg.get("stemmer", STEMMER), bool(cfg.get("keep_stopwords", False)), None)
 
     def analyze(self, text: str) -> list[str]:
-        """Text → analyzed terms exactly as Lucene indexed them."""
+        """Text → analyzed terms exactly as Lucene indexed them.
+
+        Args:
+            text: Any text (a query).
+        """
         utils = autoclass("io.anserini.analysis.AnalyzerUtils")
         return list(utils.analyze(self.analyzer, text))
 
     def tokens(self, text: str, field: str = "contents") -> list["Token"]:
-        """Analyzed terms with their query positions (stopword gaps kept) and surface character spans."""
+        """Analyzed terms with their query positions (stopword gaps kept) and surface character spans.
+
+        Args:
+            text: Any text.
+            field: The field whose analyzer is used.
+        """
         start_jvm()
         attr = "org.apache.lucene.analysis.tokenattributes."
         jclass = autoclass("java.lang.Class")
@@ -390,7 +416,11 @@ def _run_anserini(args: list[str], name: str, target: Path) -> None:
 
 def stored_ids(index: LuceneIndex) -> list[str]:
     """Every Lucene document's stored id in doc-number order, read from the index (once, when its id table is
-    written): in one transfer through the bulk helper, else one stored-fields call per document."""
+    written): in one transfer through the bulk helper, else one stored-fields call per document.
+
+    Args:
+        index: An index irglow built.
+    """
     reader = index.lucene_reader
     n = reader.maxDoc()
     if bulk_search_available():
@@ -400,7 +430,11 @@ def stored_ids(index: LuceneIndex) -> list[str]:
 
 
 def doc_ids(index: LuceneIndex) -> "IdTable":
-    """Lucene doc number → collection doc id: the index's memory-mapped id table (:attr:`LuceneIndex.ids`)."""
+    """Lucene doc number → collection doc id: the index's memory-mapped id table (:attr:`LuceneIndex.ids`).
+
+    Args:
+        index: An index irglow built.
+    """
     return index.ids
 
 
@@ -415,7 +449,11 @@ def _source(collection) -> str:
 
 
 def check_index_config(config: IndexConfig) -> None:
-    """Types and allowed values before any work (a config file is not restricted like the CLI)."""
+    """Types and allowed values before any work (a config file is not restricted like the CLI).
+
+    Args:
+        config: The ``[index]`` settings.
+    """
     if config.stemmer not in STEMMERS:
         raise ValueError(f"index.stemmer = {config.stemmer!r}; allowed: {', '.join(STEMMERS)}")
     check_values(config, "index")  # keep_stopwords a boolean, threads a whole number > 0

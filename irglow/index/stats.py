@@ -41,7 +41,11 @@ DOC_COLUMNS = "docs"  # per-document columns as .npy files, rows by Lucene doc n
 
 class DocColumns(Mapping):
     """The per-document table as memory-mapped columns (``len_<field>``, ``norm_<field>``), rows by Lucene doc
-    number: nothing of it is read into a process but the rows it touches."""
+    number: nothing of it is read into a process but the rows it touches.
+
+    Args:
+        path: The statistics folder (its ``doc-columns`` table).
+    """
 
     def __init__(self, path: Path):
         folder = path / DOC_COLUMNS
@@ -163,7 +167,12 @@ def stats_dir(index: LuceneIndex) -> Path:
 
 def export_stats(index: LuceneIndex, force: bool = False) -> Path:
     """Export statistics beside the index (once; elsewhere where the index is read-only, :func:`stats_dir`);
-    returns the statistics directory."""
+    returns the statistics directory.
+
+    Args:
+        index: An index irglow built.
+        force: Export again where an export exists.
+    """
     target = stats_dir(index)
     if (target / "meta.json").is_file() and not force:
         return target
@@ -278,7 +287,14 @@ class _Rows(Mapping):
 
 @dataclass
 class CollectionStats:
-    """Read-only view of exported statistics; everything numpy, no JVM after loading."""
+    """Read-only view of exported statistics; everything numpy, no JVM after loading.
+
+    Args:
+        path: The statistics folder.
+        meta: Its collection-wide figures (N, avgdl per field …).
+        docs: The per-document columns.
+        ids: The index's id table (rows are Lucene document numbers).
+    """
 
     path: Path
     meta: dict
@@ -289,7 +305,12 @@ class CollectionStats:
     def load(cls, index: LuceneIndex, export: bool = True) -> "CollectionStats":
         """The exported statistics; the per-document columns memory-mapped (:class:`DocColumns`), with no id
         column (a Python string per document): a document's row is its Lucene doc number, found in the index's
-        memory-mapped id table."""
+        memory-mapped id table.
+
+        Args:
+            index: An index irglow built.
+            export: Export the statistics where they are missing (else a missing export is an error).
+        """
         path = export_stats(index) if export else stats_dir(index)
         damaged = _damaged(path)
         if damaged and export:  # a column changed since the export (or an export of before digests): made again
@@ -355,7 +376,13 @@ class CollectionStats:
         return 0 if row is None else int(self._columns[f"cf_{field}"][row])
 
     def idf(self, term: str, field: str = "contents", n: float | None = None) -> float:
-        """Lucene 9's BM25 idf, ln(1 + (docCount − df + 0.5)/(df + 0.5)); ``n`` overrides docCount."""
+        """Lucene 9's BM25 idf, ln(1 + (docCount − df + 0.5)/(df + 0.5)); ``n`` overrides docCount.
+
+        Args:
+            term: An analyzed term.
+            field: The field whose document frequency is read (``contents``: every field's).
+            n: The number of documents (unset: the collection's).
+        """
         df = self.df(term, field)
         big_n = self.doc_count(field) if n is None else n
         return math.log(1.0 + (big_n - df + 0.5) / (df + 0.5))

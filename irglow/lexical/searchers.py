@@ -51,7 +51,11 @@ def pool_config(bm25: "LexicalConfig | None", depth: int | None = None) -> "Lexi
 
 def pool_inputs(bm25: "LexicalConfig | None") -> dict:
     """What a trainer's BM25 pool adds to what its model depends on (a checkpoint's inputs, a training folder's
-    key): its k1 and b, where they are not the defaults (so the models trained before keep their keys)."""
+    key): its k1 and b, where they are not the defaults (so the models trained before keep their keys).
+
+    Args:
+        bm25: The experiment's BM25 (``None``: irglow's defaults).
+    """
     if bm25 is None or (bm25.k1, bm25.b) == (BM25_K1, BM25_B):
         return {}
     return {"bm25": {"k1": bm25.k1, "b": bm25.b}}
@@ -129,7 +133,11 @@ class LexicalSearcher:
         return weights
 
     def analyzed(self, queries: Sequence[Query]) -> list[tuple[Query, list[str]]]:
-        """Each query with its index terms, through the index's own analyzer (what Lucene will match)."""
+        """Each query with its index terms, through the index's own analyzer (what Lucene will match).
+
+        Args:
+            queries: The queries.
+        """
         out = []
         for q in queries:
             terms = self.index.analyze(q.text) if q.text.strip() else []
@@ -224,7 +232,12 @@ class LexicalSearcher:
 
 
 def index_searcher(index: LuceneIndex, similarity):
-    """Lucene's own ``IndexSearcher`` on the index: exact float scores, one JNI call per query."""
+    """Lucene's own ``IndexSearcher`` on the index: exact float scores, one JNI call per query.
+
+    Args:
+        index: The Lucene index.
+        similarity: A Lucene ``Similarity`` (BM25, ClassicSimilarity, LMDirichlet …).
+    """
     searcher = lq.J("org.apache.lucene.search.IndexSearcher")(index.lucene_reader)
     searcher.setSimilarity(similarity)
     return searcher
@@ -234,7 +247,15 @@ def search_lucene_query(searcher, query, depth: int, ids: Sequence[str], anserin
                         ) -> list[tuple[str, float]]:
     """One Lucene query → ``[(doc_id, score)]``, hit by hit (three JNI calls per hit): the path where the
     bulk helper is not available; ``Run`` puts ties in trec_eval's order.  ``anserini``: Anserini's top k and
-    scores (:func:`anserini_scores`), as the bulk helper's ``anseriniTop``."""
+    scores (:func:`anserini_scores`), as the bulk helper's ``anseriniTop``.
+
+    Args:
+        searcher: A Lucene ``IndexSearcher``.
+        query: A Lucene query.
+        depth: Documents returned.
+        ids: The index's id table (Lucene document number → id).
+        anserini: Scores rounded as Anserini rounds them (its runs' exact text).
+    """
     if query is None:
         return []
     if not anserini:
@@ -251,7 +272,11 @@ def search_lucene_query(searcher, query, depth: int, ids: Sequence[str], anserin
 def anserini_scores(scores: np.ndarray) -> np.ndarray:
     """Anserini's ScoreTiesAdjusterReranker on a ranking's float32 scores, in its single-precision arithmetic:
     each score rounded to 4 decimals, and the i-th of a run of scores within 1e-4 of the one before lowered by
-    i * 1e-6, so that trec_eval keeps the order Lucene gave (ties by document id ascending)."""
+    i * 1e-6, so that trec_eval keeps the order Lucene gave (ties by document id ascending).
+
+    Args:
+        scores: Lucene's float scores.
+    """
     out = np.empty(len(scores), np.float32)
     dup = 0
     for i, s in enumerate(scores.tolist()):
@@ -275,7 +300,18 @@ def search_queries(index: LuceneIndex, searcher, items: Sequence[tuple[str, obje
     With irglow's bulk helper (``irglow.BulkSearch``, compiled where the JDK has ``javac``) a batch of
     queries is searched on ``threads`` Java threads, its hits put in trec_eval's order in Java and handed over
     as one packed byte array (:class:`irglow.runs.packed.PackedRanking`: a query's pairs are made when read);
-    otherwise each hit crosses JNI on its own.  Both give the same hits, scores and order (tested)."""
+    otherwise each hit crosses JNI on its own.  Both give the same hits, scores and order (tested).
+
+    Args:
+        index: The Lucene index.
+        searcher: A Lucene ``IndexSearcher``.
+        items: ``(query id, Lucene query or None)`` pairs.
+        depth: Documents per query.
+        threads: Search threads.
+        desc: The progress bar's label.
+        bulk: Whether to use irglow's bulk helper (unset: where it is compiled).
+        anserini: Scores rounded as Anserini rounds them.
+    """
     ids = index.ids
     use_bulk = bulk_search_available() if bulk is None else bulk
     with tqdm(total=len(items), desc=f"{desc} search", unit="q", disable=len(items) < 200) as bar:
@@ -300,7 +336,17 @@ def search_texts(index: LuceneIndex, searcher, queries: Sequence[Query], depth: 
                  desc: str = "search", anserini: bool = False) -> PackedRanking:
     """Bag-of-words queries from their texts, analyzed, built and searched in Java in one call per batch (the
     bulk helper's ``searchTextsPacked``): the query :func:`irglow.lexical.queries.bag_of_words` builds from the
-    index's analyzer, without a JNI call per query; a query left with no term is reported and ranks nothing."""
+    index's analyzer, without a JNI call per query; a query left with no term is reported and ranks nothing.
+
+    Args:
+        index: The Lucene index.
+        searcher: A Lucene ``IndexSearcher``.
+        queries: The queries.
+        depth: Documents per query.
+        threads: Search threads.
+        desc: The progress bar's label.
+        anserini: Scores rounded as Anserini rounds them.
+    """
     helper, order = lq.J("irglow.BulkSearch"), index.tie_order
     packed = PackedRanking(index.ids)
     with tqdm(total=len(queries), desc=f"{desc} search", unit="q", disable=len(queries) < 200) as bar:

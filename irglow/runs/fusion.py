@@ -55,7 +55,14 @@ class FusionMethod:
     ``Fusion(method=…)`` and ``irglow fuse --method``: ``score(lists, weights, norm, k)`` gives one query's fused
     ``{document: score}`` from each run's ranked list (as the run holds it), its weight, the normalisation and the RRF
     constant; ``tuned``: its weights are tuned on training queries no fused model saw (else each part weighs 1 unless
-    fixed); ``normalises``: it reads scores through ``norm`` (which then must be finite), not ranks."""
+    fixed); ``normalises``: it reads scores through ``norm`` (which then must be finite), not ranks.
+
+    Args:
+        name: Its registered name.
+        score: One query's fused scores from each run's ranked list, weights, normalisation and RRF constant.
+        tuned: Whether its weights are tuned on held-out training queries.
+        normalises: Whether it reads scores through the normalisation.
+    """
 
     name: str
     score: Callable[[list, list[float], str, float], dict[str, float]]
@@ -82,7 +89,12 @@ def fusion_method(name: str, *, tuned: bool, normalises: bool):
 
 
 def method_of(name: str, where: str = "fusion method") -> FusionMethod:
-    """The registered method ``name``; another name is an error listing them."""
+    """The registered method ``name``; another name is an error listing them.
+
+    Args:
+        name: A method's name.
+        where: The setting that names it, for the error.
+    """
     if name not in FUSION_METHODS:
         raise ValueError(f"{where} = {name!r} must be one of {', '.join(FUSION_METHODS)}")
     return FUSION_METHODS[name]
@@ -92,7 +104,14 @@ def method_of(name: str, where: str = "fusion method") -> FusionMethod:
 def weighted_sum(lists, weights, norm: str, k: float) -> dict[str, float]:
     """The weighted sum of each run's normalised scores; a document a run did not retrieve counts as ranked below
     everything it returned: its lowest score, one lower where all its scores are equal (else such a run would count
-    for nothing)."""
+    for nothing).
+
+    Args:
+        lists: One query's ranked list from each run.
+        weights: One weight per run.
+        norm: The score normalisation.
+        k: Unused (RRF's constant).
+    """
     per_run = []
     for docs, w in zip(lists, weights):
         if docs:
@@ -104,7 +123,14 @@ def weighted_sum(lists, weights, norm: str, k: float) -> dict[str, float]:
 
 @fusion_method("rrf", tuned=False, normalises=False)
 def reciprocal_rank(lists, weights, norm: str, k: float) -> dict[str, float]:
-    """Reciprocal-rank fusion (Cormack et al., SIGIR 2009): each run adds ``weight / (k + rank)`` to a document."""
+    """Reciprocal-rank fusion (Cormack et al., SIGIR 2009): each run adds ``weight / (k + rank)`` to a document.
+
+    Args:
+        lists: One query's ranked list from each run.
+        weights: One weight per run.
+        norm: Unused (ranks are read).
+        k: The RRF constant.
+    """
     fused: dict[str, float] = {}
     for docs, w in zip(lists, weights):
         for rank, (d, _) in enumerate(trec_order(docs), 1):
@@ -148,7 +174,14 @@ def fuse(runs: Sequence[Run], method: str = FUSION_METHOD, norm: str = FUSION_NO
 
 
 def check_fusion(method: str, norm: str, k: float, depth: int) -> None:
-    """Settings that would divide by zero, silently drop documents or mean nothing, refused up front."""
+    """Settings that would divide by zero, silently drop documents or mean nothing, refused up front.
+
+    Args:
+        method: A fusion method's name.
+        norm: A normalisation.
+        k: The RRF constant.
+        depth: Documents kept per query.
+    """
     method_of(method)
     if norm not in NORMS:
         raise ValueError(f"fusion norm must be one of {NORMS}, not {norm!r}")
@@ -159,7 +192,12 @@ def check_fusion(method: str, norm: str, k: float, depth: int) -> None:
 
 
 def convex_grid(n_runs: int, step: float = 0.05) -> list[tuple[float, ...]]:
-    """Every weight vector on the simplex with entries in multiples of ``step`` (``1/step`` whole)."""
+    """Every weight vector on the simplex with entries in multiples of ``step`` (``1/step`` whole).
+
+    Args:
+        n_runs: The runs weighted.
+        step: The grid's step (it must divide 1).
+    """
     if not math.isfinite(step) or not 0 < step <= 1 or abs(1 / step - round(1 / step)) > 1e-9:
         raise ValueError(f"weight grid step must divide 1 into whole steps (0.05, 0.1, 0.25, 0.5, 1), not {step!r}")
     units = round(1 / step)
@@ -172,7 +210,12 @@ FEW_TUNING_QUERIES = 10
 
 def check_tuning_overlap(runs: Sequence[Run], qrels: list[Qrel]) -> int:
     """How many queries of the tuning runs have a relevant judgment in ``qrels``: none is an error naming both
-    sides' ids, few a warning (weights chosen on a handful of queries are noise)."""
+    sides' ids, few a warning (weights chosen on a handful of queries are noise).
+
+    Args:
+        runs: The tuning runs.
+        qrels: The tuning queries' judgments.
+    """
     judged = {q.query_id for q in qrels if q.relevance > 0}
     ran = set().union(*(r.ranking for r in runs)) if runs else set()
     shared = judged & ran
@@ -230,7 +273,14 @@ GRID_MAX_RUNS = 4  # the convex grid has C(1/step + n − 1, n − 1) points: 12
 def scaled_ascent(n: int, score, factors=(0.0, 0.5, 2.0, 4.0), passes: int = 3):
     """Weights for many runs (an all-runs fusion): from equal weights, each run's weight is scaled by each
     factor in turn (0 drops the run) and kept where the tuning queries score higher, until a pass changes
-    nothing; weights sum to 1.  Returns (weights, score, every (weights, score) tried)."""
+    nothing; weights sum to 1.  Returns (weights, score, every (weights, score) tried).
+
+    Args:
+        n: The runs weighted.
+        score: What scores a weight vector on the tuning queries.
+        factors: The factors each weight is scaled by in turn.
+        passes: The most passes over the runs.
+    """
     def move(i, f):
         def scaled(weights):
             trial = list(weights)
@@ -280,7 +330,20 @@ def cross_fitted(tune_runs: Sequence[Run], tune_qrels: list[Qrel], method: str =
     folds' queries only (stacking's out-of-fold predictions): another fusion can then tune on it without the
     weights having seen the judgments they are scored against.  The queries are those every run ranks, dealt
     into ``folds`` in sorted order (a query's fold never depends on the runs); a fold whose other folds hold no
-    relevant judgment takes equal weights.  Returns the run and each fold's weights."""
+    relevant judgment takes equal weights.  Returns the run and each fold's weights.
+
+    Args:
+        tune_runs: The runs fused, of the tuning queries.
+        tune_qrels: Their judgments.
+        method: A registered fusion method.
+        norm: The score normalisation.
+        measure: What the weights maximise.
+        step: The convex grid's step.
+        k: The RRF constant.
+        depth: Documents kept per query.
+        tag: The fused run's name.
+        folds: The folds the queries are dealt into.
+    """
     qids = sorted(set.intersection(*(set(r.ranking) for r in tune_runs)))
     n = max(1, min(folds, len(qids)))
     fold_of = {q: i % n for i, q in enumerate(qids)}

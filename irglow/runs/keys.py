@@ -29,18 +29,32 @@ class QuerySet(Enum):
 
 @dataclass(frozen=True)
 class RunKey:
-    """One run a stage writes: its tag and the queries it ranks."""
+    """One run a stage writes: its tag and the queries it ranks.
+
+    Args:
+        tag: The run's name (its file ``<tag>.run``).
+        queries: Which queries it ranks: the test queries, the held-out training queries (a fusion tunes on them) or
+            the training queries (a re-ranker learns from them).
+    """
 
     tag: str
     queries: QuerySet = QuerySet.TEST
 
     @classmethod
     def of(cls, key: "str | RunKey") -> "RunKey":
-        """A plain tag is its test run."""
+        """A plain tag is its test run.
+
+        Args:
+            key: A run's tag (its test run) or a key as it is.
+        """
         return key if isinstance(key, RunKey) else cls(key)
 
     def path(self, out: Path) -> Path:
-        """``<out>/<tag>.run`` for a test run, ``<out>/<query set's folder>/<tag>.run`` for the others."""
+        """``<out>/<tag>.run`` for a test run, ``<out>/<query set's folder>/<tag>.run`` for the others.
+
+        Args:
+            out: The output folder (the test split's).
+        """
         folder = Path(out) / self.queries.folder if self.queries.folder else Path(out)
         return folder / f"{check_run_name(self.tag)}.run"
 
@@ -50,11 +64,20 @@ class RunKey:
 
     @classmethod
     def from_record(cls, record: list[str]) -> "RunKey":
-        """The key a run record wrote (``to_record``'s list), read back."""
+        """The key a run record wrote (``to_record``'s list), read back.
+
+        Args:
+            record: ``[tag, query set]`` as a stage record keeps it.
+        """
         return cls(record[0], QuerySet(record[1]))
 
     def write(self, out: Path, run: Run) -> tuple["RunKey", Run]:
-        """Write ``run`` where this key's run lies; returns ``(key, run)`` for a stage's produced runs."""
+        """Write ``run`` where this key's run lies; returns ``(key, run)`` for a stage's produced runs.
+
+        Args:
+            out: The output folder.
+            run: The run.
+        """
         path = self.path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         run.write(path)
@@ -78,7 +101,11 @@ class Runs(Mapping[str, Run]):
     A run's stage may make its runs of training queries on demand (:meth:`irglow.stage.Stage.run_of`, which the
     pipeline hands to :meth:`add_maker`): a ranker that learned nothing from the training queries (a Lucene run)
     searches whichever a later node asks for; otherwise a node reads the run its stage wrote — a trained model's of
-    the queries it held out."""
+    the queries it held out.
+
+    Args:
+        runs: The runs already made, by tag (test runs) or by key.
+    """
 
     def __init__(self, runs: Mapping["str | RunKey", Run] | None = None):
         self._by_key: dict[RunKey, Run] = {}

@@ -42,14 +42,23 @@ _SCORE_THEN_ID = operator.itemgetter(1, 0)
 
 def trec_order(docs: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """trec_eval's order: score descending, then document id descending (a list already strictly
-    descending in score, as most Lucene results are, is returned as it is)."""
+    descending in score, as most Lucene results are, is returned as it is).
+
+    Args:
+        docs: ``(document id, score)`` pairs.
+    """
     if all(a[1] > b[1] for a, b in zip(docs, docs[1:])):
         return list(docs)
     return sorted(docs, key=_SCORE_THEN_ID, reverse=True)
 
 
 def check_token(value: str, what: str) -> str:
-    """A query id, document id or run tag must be one non-empty whitespace-free token in a TREC file."""
+    """A query id, document id or run tag must be one non-empty whitespace-free token in a TREC file.
+
+    Args:
+        value: The text.
+        what: What it is, for the error (``--tag``).
+    """
     if not isinstance(value, str) or not value or _BAD_TOKEN.search(value):
         raise ValueError(f"{what} {value!r} cannot be written to a TREC file: it must be non-empty and contain no "
                          f"whitespace")
@@ -63,7 +72,12 @@ def check_run_name(name: object, where: str = "run") -> str:
     """A run's name as its file's name (``<out>/<name>.run``, ``<name>-train/``): one plain file name — not empty,
     no whitespace or control character, no ``/`` or ``\\``, not starting with ``.`` (``..``, a hidden file), at most
     200 bytes — else ``ValueError`` naming it.  Every name a user gives a run (a re-ranking, a variant, a registered
-    system or kind, a plugin's run) goes through here when the configuration is bound, before any work."""
+    system or kind, a plugin's run) goes through here when the configuration is bound, before any work.
+
+    Args:
+        name: A run's name.
+        where: Where it is given, for the error.
+    """
     problem = None
     if not isinstance(name, str) or not name:
         problem = "it must be a non-empty string"
@@ -95,19 +109,32 @@ def _all_tokens(ranking: dict[str, list[tuple[str, float]]]) -> bool:
 
 def run_fields(line: str) -> list[str]:
     """:func:`~irglow.data.trec.split_fields`, fast on the usual line: ``str.split`` splits where C's ``isspace``
-    does on ASCII text without the separators ``\x1c``–``\x1f`` (whitespace to Python, not to trec_eval)."""
+    does on ASCII text without the separators ``\x1c``–``\x1f`` (whitespace to Python, not to trec_eval).
+
+    Args:
+        line: One line of a run file.
+    """
     return line.split() if line.isascii() and not _SEPARATORS.search(line) else split_fields(line)
 
 
 def format_score(score: float) -> str:
     """The shortest text that reads back as exactly the same float (Python's ``repr``): fixed decimals
-    would tie scores that differ, and reading the file back would reorder and re-score the run."""
+    would tie scores that differ, and reading the file back would reorder and re-score the run.
+
+    Args:
+        score: A score.
+    """
     return repr(float(score))
 
 
 @dataclass
 class Run:
-    """``ranking[qid]`` is a list of ``(doc_id, score)``, best first (trec_eval's order)."""
+    """``ranking[qid]`` is a list of ``(doc_id, score)``, best first (trec_eval's order).
+
+    Args:
+        ranking: ``{query id: [(document id, score), …]}``, best first.
+        tag: Its name (the TREC tag column).
+    """
 
     ranking: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     tag: str = "irglow"

@@ -30,7 +30,13 @@ MODEL_FILE = "irglow-model.json"  # {"kind": ...} in every re-ranking model fold
 
 @dataclass(frozen=True)
 class KindTraining:
-    """A registered kind's training settings, bound by the kind (:meth:`RerankerKind.bound`)."""
+    """A registered kind's training settings, bound by the kind (:meth:`RerankerKind.bound`).
+
+    Args:
+        kind: The kind's name.
+        settings: Its training settings, bound by the kind (its ``settings_class``'s object; ``None`` for a kind
+            without settings).
+    """
 
     kind: str
     settings: Any = None
@@ -43,7 +49,18 @@ class FitJob:
     ``None``: BM25's, :meth:`bm25_run`), the experiment's BM25 (``bm25``, a
     :class:`~irglow.lexical.searchers.LexicalConfig`), where trainings are kept (``train_root``), the model's name
     (``owner``), the experiment's seed, the training documents (``docs``; ``None``: the source's) and whether
-    checkpoints are also chosen on other sources (``validate_elsewhere``)."""
+    checkpoints are also chosen on other sources (``validate_elsewhere``).
+
+    Args:
+        source: The training side: its queries, judgments, index and collection.
+        first_stage: The run of the training queries it will re-rank (``None``: BM25's, :meth:`bm25_run`).
+        bm25: The experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`).
+        train_root: Where trainings are kept (the shared models folder).
+        owner: The model's name.
+        seed: The experiment's seed (the held-out split's).
+        docs: The training documents (``None``: the source's).
+        validate_elsewhere: Whether checkpoints are also chosen on ``[validation] also``'s sources.
+    """
 
     source: Any
     first_stage: Any
@@ -80,7 +97,12 @@ class RerankerKind:
         self.settings = settings
 
     def bind(self, table: dict[str, Any], where: str) -> Any:
-        """Its training settings from a table; a misspelt key or a wrong value is named before any work."""
+        """Its training settings from a table; a misspelt key or a wrong value is named before any work.
+
+        Args:
+            table: Its settings table, as a configuration holds it (``[rerank.<kind>]`` or a variant's).
+            where: Where the table is, for an error (``rerank.linear``).
+        """
         if self.settings_class is None:
             if table:
                 raise ValueError(f"[{where}]: the {self.name} re-ranker takes no settings, not {sorted(table)}")
@@ -89,21 +111,48 @@ class RerankerKind:
         return check_fields(self.settings_class(**table), where)
 
     def bound(self, table: dict[str, Any], where: str) -> Any:
-        """Its bound training settings, which say their ``kind`` (what a configuration's model holds)."""
+        """Its bound training settings, which say their ``kind`` (what a configuration's model holds).
+
+        Args:
+            table: Its settings table, as a configuration holds it (``[rerank.<kind>]`` or a variant's).
+            where: Where the table is, for an error (``rerank.linear``).
+        """
         return KindTraining(self.name, self.bind(table, where.removesuffix(".model")))
 
     def train(self, settings: Any, queries: Sequence, qrels: Sequence, first_stage, docs, model_dir: Path) -> None:
         """Train on the training ``queries`` (their judgments ``qrels``; ``first_stage``: the run it will re-rank, of
-        those queries) and save the model into ``model_dir``."""
+        those queries) and save the model into ``model_dir``.
+
+        Args:
+            settings: Its bound training settings (``settings_class``'s object).
+            queries: The training queries (those held out for validation left out).
+            qrels: Their judgments.
+            first_stage: The run it will re-rank, of the training queries.
+            docs: The training collection's documents by id (``docs.get(doc_id)``).
+            model_dir: The folder to save the model into (written atomically: it appears once complete).
+        """
         raise NotImplementedError
 
     def rerank(self, model_dir: Path, run, queries: Sequence, docs, depth: int, tag: str):
         """``run`` with each query's top ``depth`` re-ordered by the model in ``model_dir``, the rest kept below in
-        its order (:func:`irglow.models.rerank.rerank.rerank_ranking`), as a :class:`~irglow.runs.trec.Run`."""
+        its order (:func:`irglow.models.rerank.rerank.rerank_ranking`), as a :class:`~irglow.runs.trec.Run`.
+
+        Args:
+            model_dir: The model folder :meth:`train` saved.
+            run: The run to re-rank.
+            queries: The queries (their text) of the run.
+            docs: The documents by id.
+            depth: The top documents of each query re-ordered (the rest kept below, in order).
+            tag: The re-ranked run's name.
+        """
         raise NotImplementedError
 
     def settings_dict(self, settings: Any) -> dict[str, Any]:
-        """Its settings as plain values (the cache key and the manifest)."""
+        """Its settings as plain values (the cache key and the manifest).
+
+        Args:
+            settings: Its bound training settings.
+        """
         return asdict(settings) if is_dataclass(settings) else {}
 
     def code(self) -> dict[str, str] | None:
@@ -119,18 +168,42 @@ class RerankerKind:
         return module_code(cls.__module__)
 
     def load(self, model_dir: str | Path) -> Any:
-        """What :meth:`rerank_run` is given: the model folder itself (a kind loads its model in :meth:`rerank`)."""
+        """What :meth:`rerank_run` is given: the model folder itself (a kind loads its model in :meth:`rerank`).
+
+        Args:
+            model_dir: The model folder.
+        """
         return Path(model_dir)
 
     def rerank_run(self, model: Any, run, queries: Sequence, docs, depth: int, tag: str, *, precision: str = "fp32",
                    checkpoint: Path | None = None, batch_size: int = 64, device=None, desc: str | None = None):
-        """``run`` re-ranked by ``model`` (:meth:`load`'s): every re-ranking irglow does goes through here."""
+        """``run`` re-ranked by ``model`` (:meth:`load`'s): every re-ranking irglow does goes through here.
+
+        Args:
+            model: What :meth:`load` gave.
+            run: The run to re-rank.
+            queries: The queries of the run.
+            docs: The documents by id.
+            depth: The top documents of each query re-ordered.
+            tag: The re-ranked run's name.
+            precision: ``fp32``, or ``int8`` where the kind offers it (``precisions``).
+            checkpoint: A file a killed re-ranking resumes from (irglow's kinds).
+            batch_size: Query-document pairs scored per batch (irglow's kinds).
+            device: The torch device (irglow's kinds; unset: a GPU where there is one).
+            desc: The progress bar's label (unset: ``tag``).
+        """
         return self.rerank(Path(model), run, queries, docs, depth, tag)
 
     def fit(self, bound: Any, job: FitJob) -> Path:
         """The trained model's folder: found trained for these settings and training data, or trained on the first
         stage's run of the training queries with the queries every trainer holds out left out (they tune fusions;
-        a kind whose settings declare ``val_fraction`` holds out that share)."""
+        a kind whose settings declare ``val_fraction`` holds out that share).
+
+        Args:
+            bound: Its bound training settings (:meth:`bound`'s).
+            job: What it trains from (:class:`FitJob`: the training side, the first stage's run, BM25, where trainings
+                are kept).
+        """
         from irglow.models.source import keyed_train_dir
 
         source = job.source
@@ -174,7 +247,12 @@ class TorchKind(RerankerKind):
     """irglow's own kinds (:data:`~irglow.models.rerank.builtin.TORCH_MODELS`): a torch scorer trained in irglow's
     one training loop (:mod:`irglow.models.rerank.train`: hard negatives from the first stage, validation on other
     sources too, checkpoints and resumption, torchrun), re-ranking in batches with AMP, int8 and a checkpoint a
-    killed re-ranking resumes from (:func:`irglow.models.rerank.rerank.rerank`)."""
+    killed re-ranking resumes from (:func:`irglow.models.rerank.rerank.rerank`).
+
+    Args:
+        name: The kind's name (``monobert``, ``nrmf``).
+        model: Its declared torch model and settings classes.
+    """
 
     collective = True
     precisions = ("fp32", "int8")
@@ -201,7 +279,12 @@ class TorchKind(RerankerKind):
 
     def bound(self, table: dict[str, Any], where: str) -> Any:
         """A :class:`~irglow.models.rerank.train.RerankTrainConfig`, its model's table checked too (a misspelt key
-        is named before any work, not when the model is built after the first stage ran)."""
+        is named before any work, not when the model is built after the first stage ran).
+
+        Args:
+            table: Its settings table, as a configuration holds it (``[rerank.<kind>]`` or a variant's).
+            where: Where the table is, for an error (``rerank.linear``).
+        """
         bound = self.settings_class.from_dict({**table, "kind": self.name})
         bound.model_config(where)
         return bound
@@ -289,13 +372,22 @@ def reranker_kind(name: str) -> RerankerKind:
 
 
 def write_kind(model_dir: Path, kind: str) -> None:
-    """Say a model folder's kind in it (what :func:`kind_of` reads)."""
+    """Say a model folder's kind in it (what :func:`kind_of` reads).
+
+    Args:
+        model_dir: The model folder.
+        kind: The kind's name.
+    """
     Path(model_dir).mkdir(parents=True, exist_ok=True)
     (Path(model_dir) / MODEL_FILE).write_text(json.dumps({"kind": kind}))
 
 
 def kind_of(model_dir: str | Path) -> str:
-    """The kind a model folder says it holds."""
+    """The kind a model folder says it holds.
+
+    Args:
+        model_dir: A model folder irglow wrote.
+    """
     f = Path(model_dir) / MODEL_FILE
     if not f.is_file():
         raise FileNotFoundError(f"{model_dir} is not a re-ranker folder irglow wrote: it has no {MODEL_FILE} (a "
