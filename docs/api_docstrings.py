@@ -9,7 +9,8 @@ renders them, without a second copy of them in the code.
   docstring has no ``Args:`` section gets one written from its signature: each parameter with its annotation and
   default (rendered by mkdocstrings), described by the docstring's own sentence that names it in code font, or, for
   a dataclass's field, by its declaration (``setting(default, "meaning")``) or the comment at the end of its line.
-- An override without a docstring shows its base class's (as Sphinx's autodoc does).
+- An override without a docstring shows its base class's (as Sphinx's autodoc does); a field without one, its
+  declaration's meaning or its line comment.
 - reST's ``::`` before an indented example becomes ``:`` (the block is code in Markdown already).
 """
 
@@ -61,6 +62,16 @@ class IrglowDocstrings(griffe.Extension):
         for obj in _walk(pkg):
             if obj.docstring is None and obj.parent is not None and obj.parent.is_class:
                 obj.docstring = _inherited(obj)
+            if obj.docstring is None and obj.is_attribute and obj.parent is not None and obj.parent.is_module:
+                said = _comment(obj)  # a module constant's line comment
+                if said != "—":
+                    obj.docstring = griffe.Docstring(said, parent=obj, parser=griffe.Parser.google)
+            if obj.docstring is None and obj.is_attribute and obj.parent is not None and obj.parent.is_class:
+                said = _declared_doc(obj.parent, obj.name)  # a field's declaration or line comment
+                if said == "—":  # else its class's parameter of the same name (a dataclass's field)
+                    said = _arg_of(obj.parent, obj.name)
+                if said != "—":
+                    obj.docstring = griffe.Docstring(said, parent=obj, parser=griffe.Parser.google)
             if obj.docstring is not None:
                 obj.docstring.value = self._rewrite(obj, obj.docstring.value, pkg)
             if obj.is_function or obj.is_class:
@@ -130,6 +141,27 @@ def _declared_doc(cls: griffe.Object, name: str) -> str:
     docs = [k.value for k in call.keywords if k.arg == "doc"] + call.args[1:2]
     return docs[0].value[0].upper() + docs[0].value[1:] + "." if docs and isinstance(docs[0], ast.Constant) and \
         isinstance(docs[0].value, str) and docs[0].value else "—"
+
+
+def _arg_of(cls: griffe.Object, name: str) -> str:
+    """What the class's ``Args:`` section says of ``name`` (its constructor's parameter: a dataclass's field), else a
+    dash."""
+    text = cls.docstring.value if cls.docstring else ""
+    found = SECTION.search(text)
+    if not found:
+        return "—"
+    said: list[str] = []
+    for line in text[found.end():].split("\n"):
+        if said and re.match(r"^\s{8,}\S", line):
+            said.append(line.strip())  # its description's next line
+        elif said or not line.strip():
+            if said:
+                break
+        else:
+            m = re.match(rf"^\s+\*{{0,2}}{re.escape(name)}(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if m:
+                said.append(m.group(1).strip())
+    return " ".join(said) if said and said[0] not in ("", "—") else "—"
 
 
 def _comment(member: griffe.Object) -> str:
