@@ -25,6 +25,7 @@ OTHER = {
     "glow.variants": ["glow"], "glow.untrained": ["minilm", "minilm-fields"], "rerank.models": ["monobert"],
     "rerank.rerank_also": ["bm25f"], "rerank.variants": {"mono2": {"kind": "monobert"}},
     "rerank.first_stage": "bm25f", "fusion.step": 0.1, "fusion.runs": ["bm25+glow", "bm25+bm25f"], "fusion.measure": "AP",
+    "fusion.method": "rrf",  # a registered method (irglow.runs.fusion.fusion_method), no longer a declared choice
     "twbert.loss": "listmle", "twbert.label_scale": "exp", "twbert.scale_by": "uniform", "twbert.folds": 2, "twbert.device": "cpu",
     "twbert.model.base_model": "other", "twbert.model.head": "relu",
     "glow.loss": "bce", "glow.device": "cpu", "glow.mix_checkpoint": [0.5],
