@@ -187,7 +187,7 @@ def _downstream(start: int, after: list[set[int]]) -> set[int]:
 def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict[str, float], notes: str,
                   made_by: dict[str, str] | None = None):
     """The comparison of every run of the split against the judgments, its tables, plots, page and manifest."""
-    out, collection, test_split, stages = ctx.out, p.collection, ctx.test_split, [s for s, _ in plan.stages]
+    out, collection, test_split = ctx.out, p.collection, ctx.test_split
 
     if not is_main():  # under torchrun the tables, plots, page and manifest are rank 0's
         return None

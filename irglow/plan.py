@@ -311,9 +311,8 @@ def _stage_runs() -> list[str]:
 def selecting_keys() -> list[tuple[str, str]]:
     """``(section, key)`` of every setting that chooses which runs a configuration makes (declared ``selects``):
     the ``enabled`` switches and the lists of runs."""
-    declared = [*((s, k) for s, keys in settings.DECLARED.items() for k, d in keys.items() if d.selects),
-                *(("lexical", k) for k, d in settings.declared_fields("lexical", LexicalSettings).items() if d.selects)]
-    return declared
+    return [*((s, k) for s, keys in settings.DECLARED.items() for k, d in keys.items() if d.selects),
+            *(("lexical", k) for k, d in settings.declared_fields("lexical", LexicalSettings).items() if d.selects)]
 
 
 def settings_only(config: dict[str, Any]) -> dict[str, Any]:

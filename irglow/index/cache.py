@@ -27,7 +27,8 @@ class CachedIndex:
     last_used: float  # epoch seconds (irglow-index.json is touched on every reuse)
 
 
-def _size(path: Path) -> int:
+def folder_size(path: Path) -> int:
+    """The bytes of every file under ``path``."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
@@ -44,7 +45,7 @@ def cached_indexes(root: str | Path | None = None) -> list[CachedIndex]:
         except ValueError:
             meta = {}
         out.append(CachedIndex(p, str(meta.get("source") or meta.get("collection") or "?"), p.name.rsplit("-", 1)[-1],
-                               meta.get("documents"), _size(p), meta_file.stat().st_mtime))
+                               meta.get("documents"), folder_size(p), meta_file.stat().st_mtime))
     return sorted(out, key=lambda c: -c.last_used)
 
 

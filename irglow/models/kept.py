@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from irglow.index.cache import _size
-from irglow.utils.atomic import LOCK_NAME
+from irglow.index.cache import folder_size
+from irglow.utils.atomic import written_now
 from irglow.utils.paths import models_dir
 
 
@@ -23,6 +23,12 @@ class Kept:
     name: str  # the model, the run encoded, the run held out
     size_bytes: int
     last_used: float  # epoch seconds (marked each time a run uses it: mark_used)
+
+
+def encoding_lock(encoding: str | Path) -> Path:
+    """The folder whose writer lock a corpus encoding's writer holds (beside the encoding, which is replaced whole
+    when it is written: a lock inside it would go with it)."""
+    return Path(f"{encoding}.lock")
 
 
 def mark_used(path: str | Path) -> None:
@@ -39,29 +45,14 @@ def kept(root: str | Path | None = None) -> list[Kept]:
     found = [(f, "model", f.parent.name.removesuffix("-train"), f / "inputs.json") for f in root.glob("*-train/*")]
     found += [(f, "encoding", f.name.removesuffix(".embeddings"), f) for f in root.glob("encodings/*.embeddings")]
     found += [(f, "held-out run", f.name, f) for f in root.glob("held-out-runs/*")]
-    items = [Kept(f, kind, name, _size(f), (marker if marker.exists() else f).stat().st_mtime)
+    items = [Kept(f, kind, name, folder_size(f), (marker if marker.exists() else f).stat().st_mtime)
              for f, kind, name, marker in found if f.is_dir()]
     return sorted(items, key=lambda k: -k.last_used)
 
 
-def _lock_of(item: Kept) -> Path:
-    return Path(f"{item.path}.lock") / LOCK_NAME if item.kind == "encoding" else item.path / LOCK_NAME
-
-
 def in_use(item: Kept) -> bool:
     """Whether a process holds its lock now (trains the model, writes the encoding or the run)."""
-    import fcntl
-
-    lock = _lock_of(item)
-    if not lock.is_file():
-        return False
-    with open(lock, "a+") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return False
+    return written_now(encoding_lock(item.path) if item.kind == "encoding" else item.path)
 
 
 def stale(items: list[Kept], older_than_days: float, now: float | None = None) -> list[Kept]:
@@ -75,7 +66,7 @@ def remove_kept(items: list[Kept]) -> int:
     for k in items:
         shutil.rmtree(k.path, ignore_errors=True)
         if k.kind == "encoding":
-            shutil.rmtree(f"{k.path}.lock", ignore_errors=True)
+            shutil.rmtree(encoding_lock(k.path), ignore_errors=True)
     return sum(k.size_bytes for k in items)
 
 

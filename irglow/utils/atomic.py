@@ -236,6 +236,25 @@ LOCK_NAME = ".irglow-writer.lock"  # in an output folder: held by the one irglow
 _held: dict[str, list] = {}  # folder → [open lock file, depth]: a process's nested runs into one folder
 
 
+def written_now(folder: str | Path) -> bool:
+    """Whether a process holds ``folder``'s writer lock (:func:`output_lock`) now: what must not be removed under
+    it.  False where ``fcntl`` is missing (nothing is locked there)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return False
+    path = Path(folder) / LOCK_NAME
+    if not path.is_file():
+        return False
+    with open(path, "a+", encoding="utf-8") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    return False
+
+
 @contextmanager
 def output_lock(folder: str | Path) -> Iterator[None]:
     """One writer per output folder, for the whole of a run: two ``irglow run`` (or ``Experiment.run``) into one

@@ -21,7 +21,7 @@ from irglow.models.glow.train import embed, to_device
 from irglow.runs.trec import Run
 from irglow.defaults import DEPTH
 from irglow.eval.measures import parse_measures
-from irglow.models.kept import mark_used
+from irglow.models.kept import encoding_lock, mark_used
 from irglow.utils.atomic import output_lock
 from irglow.utils.distributed import barrier, current, on_main
 
@@ -72,7 +72,7 @@ def glow_run(model: GlowEncoder, index: LuceneIndex, stats: CollectionStats, doc
     key = model_digest(model, config=model.config, index=Path(index.path).name, precision=precision,
                        irglow=irglow_version())  # kept across upgrades: the code that encodes is keyed too
     emb_dir = Path(out_dir) / f"{tag}-{key[:16]}.embeddings"
-    with output_lock(Path(f"{emb_dir}.lock")):  # one process encodes it; another then finds it (rank 0's lock)
+    with output_lock(encoding_lock(emb_dir)):  # one process encodes it; another then finds it (rank 0's lock)
         barrier()  # under torchrun: no rank writes its shard before rank 0 holds the encoding
         with torch.no_grad():
             _, rate = encode_corpus(docs, doc_encoder, emb_dir, batch_size, w.rank, w.size, key, workers)

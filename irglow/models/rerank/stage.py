@@ -234,8 +234,8 @@ class RerankSettings:
                                  + (f" ({', '.join(variants)})" if variants else ""))
             changes = {k: v for k, v in table.items() if k not in NOT_TRAINING}
             depth = table.get("depth")
-            if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
-                raise ValueError(f"rerank.variants.{name}.depth = {depth!r} must be an integer >= 1")
+            if depth is not None:  # what [rerank] depth may be, as its declaration says
+                declared.DECLARED["rerank"]["depth"].check(depth, f"rerank.variants.{name}.depth")
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
                                        table.get("first_stage", first), table.get("model_of"), changes, depth)
         # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
@@ -331,11 +331,10 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def resolved(self, s: RerankSettings):
         from dataclasses import asdict
 
+        own = {n: d for n in s.models if (d := s.depth_of(n)) != s.depth}  # a re-ranking's own depth
         return {"models": {n: asdict(t) for n, t in s.trainers.items()},
-                "depth": s.depth, **({"depths": own} if (own := {n: s.depth_of(n) for n in s.models
-                                                                   if s.depth_of(n) != s.depth}) else {}),
-                "first_stages": s.first_stages, "rerank_also": list(s.rerank_also),
-                "model_dir": s.model_dir}
+                "depth": s.depth, **({"depths": own} if own else {}), "first_stages": s.first_stages,
+                "rerank_also": list(s.rerank_also), "model_dir": s.model_dir}
 
     def reused_models(self, s: RerankSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
