@@ -62,13 +62,10 @@ class IrglowDocstrings(griffe.Extension):
         for obj in _walk(pkg):
             if obj.docstring is None and obj.parent is not None and obj.parent.is_class:
                 obj.docstring = _inherited(obj)
-            if obj.docstring is None and obj.is_attribute and obj.parent is not None and obj.parent.is_module:
-                said = _comment(obj)  # a module constant's line comment
-                if said != "—":
-                    obj.docstring = griffe.Docstring(said, parent=obj, parser=griffe.Parser.google)
-            if obj.docstring is None and obj.is_attribute and obj.parent is not None and obj.parent.is_class:
-                said = _declared_doc(obj.parent, obj.name)  # a field's declaration or line comment
-                if said == "—":  # else its class's parameter of the same name (a dataclass's field)
+            if obj.docstring is None and obj.is_attribute and obj.parent is not None:
+                # a module constant's line comment; a field's declaration, line comment or class's Args entry
+                said = _comment(obj) if obj.parent.is_module else _declared_doc(obj.parent, obj.name)
+                if said == "—" and obj.parent.is_class:
                     said = _arg_of(obj.parent, obj.name)
                 if said != "—":
                     obj.docstring = griffe.Docstring(said, parent=obj, parser=griffe.Parser.google)
@@ -139,8 +136,8 @@ def _declared_doc(cls: griffe.Object, name: str) -> str:
     if not isinstance(call, ast.Call) or getattr(call.func, "id", getattr(call.func, "attr", "")) != "setting":
         return _comment(member)
     docs = [k.value for k in call.keywords if k.arg == "doc"] + call.args[1:2]
-    return docs[0].value[0].upper() + docs[0].value[1:] + "." if docs and isinstance(docs[0], ast.Constant) and \
-        isinstance(docs[0].value, str) and docs[0].value else "—"
+    return _sentence(docs[0].value if docs and isinstance(docs[0], ast.Constant) and isinstance(docs[0].value, str)
+                     else "")
 
 
 def _arg_of(cls: griffe.Object, name: str) -> str:
@@ -150,18 +147,15 @@ def _arg_of(cls: griffe.Object, name: str) -> str:
     found = SECTION.search(text)
     if not found:
         return "—"
-    said: list[str] = []
-    for line in text[found.end():].split("\n"):
-        if said and re.match(r"^\s{8,}\S", line):
-            said.append(line.strip())  # its description's next line
-        elif said or not line.strip():
-            if said:
-                break
-        else:
-            m = re.match(rf"^\s+\*{{0,2}}{re.escape(name)}(?:\s*\([^)]*\))?:\s*(.*)$", line)
-            if m:
-                said.append(m.group(1).strip())
-    return " ".join(said) if said and said[0] not in ("", "—") else "—"
+    import itertools
+
+    lines = text[found.end():].lstrip("\n").split("\n")
+    for i, line in enumerate(itertools.takewhile(str.strip, lines)):  # the section: up to its first blank line
+        entry = re.match(rf"^\s+\*{{0,2}}{re.escape(name)}(?:\s*\([^)]*\))?:\s*(.*)$", line)
+        if entry and entry.group(1).strip() not in ("", "—"):
+            more = itertools.takewhile(lambda ln: re.match(r"^\s{8,}\S", ln), lines[i + 1:])  # its next lines
+            return " ".join([entry.group(1).strip(), *(ln.strip() for ln in more)])
+    return "—"
 
 
 def _comment(member: griffe.Object) -> str:
@@ -179,7 +173,12 @@ def _comment(member: griffe.Object) -> str:
                     if t.type == tokenize.COMMENT]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return "—"
-    text = " ".join(c.lstrip("#").strip() for c in comments if not c.lstrip("#").strip().startswith(("noqa", "type:")))
+    return _sentence(" ".join(c.lstrip("#").strip() for c in comments
+                              if not c.lstrip("#").strip().startswith(("noqa", "type:"))))
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence (a capital, a full stop); a dash where it is empty."""
     return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else "—"
 
 
