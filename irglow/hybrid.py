@@ -36,8 +36,8 @@ from irglow import settings
 from irglow.runs.fusion import convex_grid, cross_fitted, fuse, fuse_tuned, method_of, restricted
 from irglow.runs.trec import Run
 from irglow.runs.keys import Runs, held_out
-from irglow.rankers import Fusion, UnmadeRun, configured_fusions, fusion_tag, split_fusion
-from irglow.stage import Produced, Result, Stage, Unit
+from irglow.rankers import Fusion, Rerank, UnmadeRun, configured_fusions, fusion_tag, split_fusion
+from irglow.stage import Produced, Result, Stage, Unit, unit_name
 from irglow.eval.measures import parse_measures
 
 log = logging.getLogger(__name__)
@@ -263,39 +263,37 @@ class FusionStage(Stage):
             dataclasses.replace(ctx, runs=Runs({p: ctx.runs.of_training_queries(p, queries) for p in parts})),
             parts, {}, hybrid)[0]
 
-    def units(self, ctx) -> list[Unit]:
-        """One unit per hybrid the plan keeps, reading its parts (the pipeline runs it once they exist; ``all``
-        once every run not made from it does)."""
-        return [self._unit(ctx, hybrid) for hybrid in ctx.settings.hybrids if hybrid.tag in ctx.graph]
-
-    def _unit(self, ctx, hybrid: Fusion) -> Unit:
-        fs, tag, every = ctx.settings, hybrid.tag, hybrid.every
+    def units(self, node, ctx) -> list[Unit]:
+        """One unit per hybrid, reading its parts (the pipeline runs it once they exist; ``all`` once every run not
+        made from it does: its parts are known then, among ``ctx.among``)."""
+        fs, tag, every = ctx.settings, node.tag, node.every
 
         def parts() -> list[str]:
-            return self.all_parts(ctx) if every else list(hybrid.part_tags)
+            return self.all_parts(ctx) if every else list(node.part_tags)
 
         def cut() -> dict[str, int]:  # the re-ranked parts and the depth of their re-ranked block
-            return {p: ctx.graph.reranked_depth(p) for p in parts() if ctx.graph.reranked_depth(p) is not None}
+            fused = set(parts())
+            return {p.tag: p.depth for p in (ctx.among if every else node.rankers)
+                    if isinstance(p, Rerank) and p.tag in fused}
 
-        # another hybrid fuses this one: it tunes on this one's run of its tuning queries, unless this one ranks
-        # any query as its parts do (its searcher: then it searches the queries it wants, as of a Lucene run)
-        part_of_another = any(tag in h.part_tags for h in fs.hybrids if h.tag != tag)
-        held_out_too = part_of_another and not ctx.runs.searchable(tag)
+        # another hybrid tunes on this one's run of its tuning queries, unless this one ranks any query as its parts
+        # do (its searcher: then it searches the queries it wants, as of a Lucene run)
+        held_out_too = ctx.reads_held_out(tag) and not ctx.runs.searchable(tag)
 
         def settings() -> dict[str, Any]:
             return {"parts": parts(), "method": fs.method, "norm": fs.norm, "step": fs.step, "measure": fs.measure,
-                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **hybrid.options(),
+                    "cut": cut(), "zero_shot": ctx.zero_shot and fs.zero_shot, **node.options(),
                     **({"held_out": True} if held_out_too else {})}
 
         def produce():
-            run, info, held = fuse_entry(ctx, parts(), cut(), hybrid, held_out_too)
+            run, info, held = fuse_entry(ctx, parts(), cut(), node, held_out_too)
             run.write(ctx.out / f"{tag}.run")
             log.info("%s: %s", tag, info)
             written = dict([held_out(tag).write(ctx.out, held)]) if held is not None else {}
             return Produced({tag: run, **written}, FusionResult.of(tag, info, fs.measure))
 
-        return Unit(f"fusion:{tag}", settings, lambda: ctx.runs.of([*parts(), *map(held_out, parts())]), produce,
-                    (tag,), loads={})
+        return [Unit(unit_name(self.name, tag), settings, lambda: ctx.runs.of([*parts(), *map(held_out, parts())]),
+                     produce, (tag,), loads={})]
 
     @staticmethod
     def all_parts(ctx) -> list[str]:

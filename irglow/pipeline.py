@@ -95,9 +95,10 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
 
 
 def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[Any, Context]]:
-    """Every stage's units of one split, and each stage's context (the shared one with its own settings object; the
-    runs are shared).  First each run another node reads, whose stage makes its runs of training queries on demand
-    (:meth:`~irglow.stage.Stage.run_of`: a Lucene run searches any), is given them: that node asks for them."""
+    """Every node's units of one split (:meth:`~irglow.stage.Stage.units`: a stage makes units for a node, given the
+    shared context with its own settings object; the runs are shared), and each stage's context.  First each run
+    another node reads, whose stage makes its runs of training queries on demand (:meth:`~irglow.stage.Stage.run_of`:
+    a Lucene run searches any), is given them: that node asks for them."""
     contexts = {s: dataclasses.replace(ctx, settings=bound) for s, bound in plan.stages}
     inputs = plan.graph.inputs()
     for stage, _ in plan.stages:  # in the stages' order: a fusion searches its parts' runs where they search
@@ -106,7 +107,23 @@ def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[A
                 make = stage.run_of(contexts[stage], tag, queries)
                 if make is not None:
                     ctx.runs.add_maker(RunKey(tag, queries), make)
-    return [(s, u) for s, _ in plan.stages for u in s.units(contexts[s])], contexts
+    writer = {t: s for s, _ in plan.stages for t in plan.written[s.name]}
+    units = []
+    for tag, node in plan.graph.items():  # the stages' order, each stage's runs in its order
+        stage = writer[tag]
+        node_ctx = contexts[stage]
+        if isinstance(node, Fusion) and node.every:  # its parts are known once they exist: among these
+            node_ctx = dataclasses.replace(node_ctx, among=_among(plan.graph, node))
+        units += [(stage, u) for u in stage.units(node, node_ctx)]
+    return units, contexts
+
+
+def _among(graph, every) -> tuple:
+    """What a fusion of every run may fuse: every node that is no fusion and is not made from it."""
+    def made_from(node) -> bool:
+        return any(p is every or made_from(p) for p in node.parts)
+
+    return tuple(n for n in graph.values() if not isinstance(n, Fusion) and not made_from(n))
 
 
 def say(line: str) -> None:
@@ -142,13 +159,14 @@ def _made(unit) -> tuple[list, dict | None]:
 
 
 def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
-    """The :class:`~irglow.stage.Context` every stage of one test split shares."""
+    """The :class:`~irglow.stage.Context` every stage of one test split shares: what it needs of the graph is which
+    runs a fusion tunes on (their held-out training queries' runs), said here once."""
     graph = plan.graph
     fusion = next((b for _, b in plan.stages if isinstance(b, FusionSettings)), None)
     if fusion is not None and p.source.is_other_than(p.collection) and fusion.zero_shot == "rrf":
         graph = graph.untuned()  # zero-shot reciprocal-rank fusion tunes nothing: no held-out runs to write
     return Context(p.collection, p.index, p.stats, p.source, out, p.train_root, p.lexical, p.field_weights, test_split,
-                   seed=plan.seed, graph=graph)
+                   seed=plan.seed, held_out=frozenset(t for t in graph if graph.reads_held_out(t)))
 
 
 def run_order(units: list[tuple[Any, Any]], graph) -> list[tuple[Any, Any]]:

@@ -20,8 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from irglow.runs.keys import QuerySet, Runs
-from irglow.rankers import Graph, StageRun
+from irglow.runs.keys import QuerySet, RunKey, Runs
+from irglow.rankers import StageRun
 
 
 class Result:
@@ -114,7 +114,8 @@ class Context:
         seed: The experiment's seed.
         runs: The runs the stages before produced (test runs by tag; held-out and training queries' runs).
         settings: The running stage's own settings object, set by the pipeline.
-        graph: The experiment bound, ``{run: node}``: what later nodes read of a run is asked of it.
+        held_out: The runs whose run of the held-out training queries a later node reads (a fusion tunes on them).
+        among: For a fusion of every run (``all``), the nodes it may fuse (every node not made from it).
     """
 
     collection: Any
@@ -129,9 +130,14 @@ class Context:
     seed: int | None = None
     runs: Runs = field(default_factory=Runs)  # the runs the stages before produced (test runs by tag; held-out, training)
     settings: Any = None  # the running stage's own settings object (bound by irglow.plan), set by the pipeline
-    # the experiment bound, {run: node}: what later nodes read of a run (its held-out or training queries' run, a
-    # re-ranked block's depth) is asked of it, by node (Graph.reads_held_out, reranked_depth)
-    graph: Graph = field(default_factory=Graph)
+    # what later nodes read of a unit's node, said by the pipeline from the graph (a unit sees its node, not the graph):
+    # the runs whose held-out training queries' run a fusion tunes on
+    held_out: frozenset = frozenset()
+    among: tuple = ()  # a fusion of every run (all): the nodes it may fuse
+
+    def reads_held_out(self, tag: str) -> bool:
+        """Whether a later node (a fusion tuning its weight) reads ``tag``'s run of the held-out training queries."""
+        return tag in self.held_out
 
     @cached_property
     def test_queries(self) -> list:
@@ -149,6 +155,12 @@ class Context:
             system: A lexical system of the plan (``bm25``, ``bm25f`` …).
         """
         return self.lexical.config(system, self.field_weights)
+
+
+def unit_name(stage: str, tag: str) -> str:
+    """A unit's record name: its stage's and its node's (``lexical:bm25``, ``fusion:bm25f+glow``), the stage's alone
+    where the node's run is named as it (``twbert``)."""
+    return stage if tag == stage else f"{stage}:{tag}"
 
 
 @dataclass
@@ -341,14 +353,24 @@ class Stage:
         """
         return {}
 
-    def units(self, ctx: Context) -> list[Unit]:
-        """Its work as cached pieces; by default one, depending on its whole settings object and every run before.
+    def units(self, node, ctx: Context) -> list[Unit]:
+        """The cached pieces of work that make ``node`` (a node of the plan's graph this stage writes): what a unit
+        reads is its node's parts' runs, what it needs of later nodes the context says (:attr:`Context.held_out`).
+        By default one: :meth:`run` kept to the node's runs, keyed on the whole settings object and every run before.
 
         Args:
+            node: The node (a :class:`~irglow.rankers.Ranker`) to make.
             ctx: The :class:`Context` of the split it works on (its own settings object in ``ctx.settings``).
         """
-        return [Unit(self.name, self.resolved(ctx.settings), lambda: ctx.runs.of(ctx.runs), lambda: self.run(ctx),
-                     tuple(self.tags(ctx.settings)), collective=self.collective)]
+        tag = node.tag
+
+        def produce():
+            out = self.run(ctx)
+            produced = out if isinstance(out, Produced) else Produced(out)
+            return Produced({k: r for k, r in produced.runs.items() if RunKey.of(k).tag == tag}, produced.result)
+
+        return [Unit(unit_name(self.name, tag), self.resolved(ctx.settings), lambda: ctx.runs.of(ctx.runs), produce,
+                     (tag,), collective=self.collective)]
 
     def transformer(self, ranker, folder) -> Any:
         """``ranker`` — a run this stage made in the run folder ``folder`` (:class:`irglow.pyterrier.RunFolder`: its

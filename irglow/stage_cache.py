@@ -151,4 +151,4 @@ def unit_key(stage, unit, ctx) -> dict[str, Any]:
     loads.update(local_paths_digest(unit.settings, skip=("model_dir",)))
     return {"settings": unit.settings, "lexical": ctx.lexical.key(), "field_weights": ctx.field_weights,
             "seed": ctx.seed, "trained_on": ctx.source.digest, "loads": loads,
-            "held_out_runs": [t for t in unit.writes if ctx.graph.reads_held_out(t)], **stage.chosen_on_key(ctx)}
+            "held_out_runs": [t for t in unit.writes if ctx.reads_held_out(t)], **stage.chosen_on_key(ctx)}

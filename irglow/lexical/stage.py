@@ -16,7 +16,7 @@ from typing import Any
 
 from irglow.defaults import BM25_B, BM25_K1, DEPTH, QLD_MU, THREADS
 from irglow.lexical.systems import ENTRY_POINTS, lexical_system, lexical_systems, rm3_systems
-from irglow.stage import Stage, Unit
+from irglow.stage import Stage, Unit, unit_name
 from irglow.utils.ascent import coordinate_ascent
 from irglow.utils.plugins import entry_point_code
 from irglow.settings import setting
@@ -162,15 +162,15 @@ class LexicalStage(Stage):
         cfg = ctx.lexical_config(tag)
         return lambda queries: LexicalSearcher(ctx.source.index, cfg).search(queries, tag=tag)
 
-    def units(self, ctx) -> list[Unit]:
-        def search(tag, cfg):  # under torchrun each rank its share of the queries, rank 0 writes the whole run
+    def units(self, node, ctx) -> list[Unit]:
+        """One Lucene run, keyed on its own settings only (under torchrun each rank searches its share of the
+        queries, rank 0 writes the whole run)."""
+        tag, cfg = node.tag, ctx.lexical_config(node.tag)
+
+        def search():
             run = LexicalSearcher(ctx.index, cfg).search(split(ctx.test_queries), tag=tag)
             return {tag: _written(gather_runs({tag: run}, ctx.test_queries)[tag], ctx.out / f"{tag}.run")}
 
-        units = []
-        for system in ctx.lexical.systems:
-            tag, cfg = system, ctx.lexical_config(system)
-            code = entry_point_code(ENTRY_POINTS, cfg.system)  # a registered system's code (None: irglow's own)
-            units.append(Unit(f"lexical:{tag}", {**asdict(cfg), **({"code": code} if code else {})}, {},
-                              lambda tag=tag, cfg=cfg: search(tag, cfg), (tag,), self_contained=True, collective=True))
-        return units
+        code = entry_point_code(ENTRY_POINTS, cfg.system)  # a registered system's code (None: irglow's own)
+        return [Unit(unit_name(self.name, tag), {**asdict(cfg), **({"code": code} if code else {})}, {}, search, (tag,),
+                     self_contained=True, collective=True)]

@@ -107,7 +107,6 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     from irglow.lexical.stage import LexicalSettings
     from irglow.models.glow.stage import GlowStage
     from irglow.models.source import TrainSource
-    from irglow.rankers import Graph, configured_fusions
     from irglow.stage import Context
 
     coll = load_collection("demo:n_topics=12,docs_per_topic=4,n_roundups=10,n_background=10")
@@ -121,11 +120,12 @@ def test_pipeline_stage_trains_searches_and_fuses(tmp_path):
     stage = GlowStage()
     ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
                   LexicalSettings(systems=["bm25f"], depth=20), {"bm25f": {}}, "test",
-                  settings=stage.settings_class.from_config(config),
-                  graph=Graph({f.tag: f for f in configured_fusions(config)}))
+                  settings=stage.settings_class.from_config(config), held_out=frozenset({"bert", "glow"}))
     from irglow.runs.keys import Runs
 
-    runs = dict(Runs(stage.run(ctx).runs))  # the test runs (the held-out ones are the fusion's)
+    runs = {}  # the test runs (the held-out ones are the fusion's)
+    for tag in ("bert", "glow"):
+        runs.update(Runs(stage.run(ctx, tag).runs))
     assert ctx.settings == stage.settings_class.from_config(config)  # training changed nothing of the bound settings (a later split reads them)
     assert set(runs) == {"bert", "glow"}  # the hybrids are the fusion stage's: the held-out runs are written for it
     assert (tmp_path / "tuning" / "bert.run").is_file() and (tmp_path / "tuning" / "glow.run").is_file()
@@ -374,5 +374,5 @@ def test_the_stage_searches_with_the_configured_faiss_index(tmp_path, monkeypatc
     stats = CollectionStats.load(index)
     ctx = Context(coll, index, stats, TrainSource(coll, index, stats, "train"), tmp_path, tmp_path,
                   LexicalSettings(systems=["bm25"], depth=20), {}, "test", settings=stage.settings_class.from_config(config))
-    run = stage.run(ctx).runs["bert"]
+    run = stage.run(ctx, "bert").runs["bert"]
     assert kinds == ["hnsw"] and set(run.ranking) == {q.query_id for q in coll.queries("test")}

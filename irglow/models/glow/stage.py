@@ -23,7 +23,7 @@ from irglow.config import as_names
 from irglow.data.docstore import docs_store
 from irglow.lexical.searchers import LexicalSearcher, pool_inputs
 from irglow.models.validation import ChoosesOnOtherSources, chosen_on
-from irglow.stage import ModelsResult, Produced, Stage
+from irglow.stage import ModelsResult, Produced, Stage, Unit, unit_name
 from irglow.models.checkpoints import pick_device
 from irglow.models.fields import resolve_auto_budgets
 from irglow.models.glow import VARIANTS
@@ -192,21 +192,22 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
         return {v: reused_model(s.model_dir, v) for v in s.variants} if s.model_dir else {}
 
-    def train(self, s: GlowSettings, source, train_root: Path, bm25=None) -> dict[str, Path]:
-        """Train (or find trained, or reuse from ``model_dir``) every variant: ``{variant: model directory}``;
-        ``bm25``: the experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the
-        hard negatives and validation pools."""
+    def train(self, s: GlowSettings, source, train_root: Path, bm25=None, only=None) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) every variant (``only`` those named): ``{variant:
+        model directory}``; ``bm25``: the experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`),
+        which searches the hard negatives and validation pools."""
         import copy
         from dataclasses import replace
 
         from irglow.models.glow.train import GlowTrainer
 
+        wanted = [v for v in s.variants if only is None or v in only]
         if s.model_dir:
-            return self.reused_models(s)
+            return {v: p for v, p in self.reused_models(s).items() if v in wanted}
         also, chosen = chosen_on(source, s.validate_elsewhere)
         docs = None
         trained = {}
-        for variant in s.variants:
+        for variant in wanted:
             model = s.model_config(source, variant)
             train_dir = keyed_train_dir(Path(train_root) / f"{variant}-train",
                                         {**training_inputs(s.train, model, variant, source.digest, chosen),
@@ -217,47 +218,55 @@ class GlowStage(ChoosesOnOtherSources, Stage):
                     source.index, source.stats, docs, source.queries(), source.qrels(), validation=also, bm25=bm25)
         return trained
 
-    def run(self, ctx) -> dict:
+    def units(self, node, ctx) -> list[Unit]:
+        """One unit per run: a trained variant (trained once, kept by content) or an untrained checkpoint, its corpus
+        encoded and searched, and its run of the held-out training queries where a fusion tunes on it."""
+        tag = node.tag
+        return [Unit(unit_name(self.name, tag), self.resolved(ctx.settings), {}, lambda: self.run(ctx, tag), (tag,),
+                     collective=self.collective)]
+
+    def run(self, ctx, tag: str = "glow") -> Produced:
+        """The run ``tag`` (a trained variant or an untrained checkpoint) of the test queries.  The held-out training
+        queries are a trained variant's (an untrained run's: the first variant's, so a fusion with it tunes on
+        queries no fused model saw)."""
         from irglow.dense.encode import check_faiss_size
         from irglow.models.glow.model import GlowEncoder
         from irglow.models.glow.runner import glow_run, validation_queries
 
-        s = ctx.settings
+        s, name = ctx.settings, tag
         depth, source, index, test_q = ctx.lexical.depth, ctx.source, ctx.index, ctx.test_queries
         check_faiss_size(s.faiss, index.meta.get("documents"))  # before training: the corpus's size is known
-        trained = self.train(s, source, ctx.train_root, ctx.lexical_config("bm25"))
+        trained = self.train(s, source, ctx.train_root, ctx.lexical_config("bm25"),
+                             only=[name] if name in s.variants else list(s.variants[:1]))
         tune_q, _ = ([], []) if not trained else validation_queries(
             next(iter(trained.values())), source.queries(), source.qrels())
         docs = docs_store(ctx.collection).sequence()  # read a batch at a time as the corpus is encoded
         also = {"tune": tune_q} if tune_q and not ctx.zero_shot else None  # in domain: the same corpus
-        runs, rates, checks, encodings = {}, {}, {}, {}
-        for name in self.tags(s):
-            if name in trained:
-                model = GlowEncoder.load(trained[name])
-            else:
-                model = _untrained(name, s, source, list(index.fields), s.zero_shot_tokens)
-            used, checks[name] = self._precision(s.precision, name, model, trained.get(name), ctx)
-            if name == "minilm":  # the untrained checkpoint's run: rank 0's
-                run, info = on_main(lambda: _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out,
-                                                            name, depth))
-            else:
-                run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.train_root / "encodings", name,
-                                     depth=depth, also=also,
-                                     precision=used, faiss_kind=s.faiss, workers=s.train.encode_workers)
-            run.write(ctx.out / f"{name}.run")
-            runs[name], rates[name] = run, info["docs_per_s"]
-            if "embeddings" in info:
-                encodings[name] = info["embeddings"]
-            tune_run = info["also"].get("tune")
-            if ctx.zero_shot and tune_q and ctx.graph.reads_held_out(name):
-                tune_run = on_main(lambda: self._held_out_run_elsewhere(
-                    model.in_precision(used) if name == "minilm" else model, name, used, ctx, tune_q))
-            if tune_run is not None and ctx.graph.reads_held_out(name):  # for the pipeline's fusion
-                runs.update([held_out(name).write(ctx.out, tune_run)])
-        return Produced(runs, ModelsResult({k: str(v) for k, v in trained.items()}, rates,
-                                           checks if s.precision != "fp32" else {},
-                                           {"zero_shot_tokens": s.zero_shot_tokens} if "minilm" in s.untrained else {},
-                                           encodings))
+        if name in s.variants:
+            model = GlowEncoder.load(trained[name])
+        else:
+            model = _untrained(name, s, source, list(index.fields), s.zero_shot_tokens)
+        used, check = self._precision(s.precision, name, model, trained.get(name), ctx)
+        if name == "minilm":  # the untrained checkpoint's run: rank 0's
+            run, info = on_main(lambda: _checkpoint_run(model.in_precision(used), docs, test_q, tune_q, ctx.out,
+                                                        name, depth))
+        else:
+            run, info = glow_run(model, index, ctx.stats, docs, test_q, ctx.train_root / "encodings", name,
+                                 depth=depth, also=also,
+                                 precision=used, faiss_kind=s.faiss, workers=s.train.encode_workers)
+        run.write(ctx.out / f"{name}.run")
+        runs = {name: run}
+        tune_run = info["also"].get("tune")
+        if ctx.zero_shot and tune_q and ctx.reads_held_out(name):
+            tune_run = on_main(lambda: self._held_out_run_elsewhere(
+                model.in_precision(used) if name == "minilm" else model, name, used, ctx, tune_q))
+        if tune_run is not None and ctx.reads_held_out(name):  # for the pipeline's fusion
+            runs.update([held_out(name).write(ctx.out, tune_run)])
+        return Produced(runs, ModelsResult({name: str(trained[name])} if name in s.variants else {},
+                                           {name: info["docs_per_s"]},
+                                           {name: check} if s.precision != "fp32" else {},
+                                           {"zero_shot_tokens": s.zero_shot_tokens} if name == "minilm" else {},
+                                           {name: info["embeddings"]} if "embeddings" in info else {}))
 
     @staticmethod
     def _held_out_run_elsewhere(model, name: str, precision: str, ctx, tune_q):

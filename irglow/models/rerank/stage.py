@@ -40,7 +40,7 @@ from irglow.data.docstore import docs_store
 from irglow.lexical.searchers import LexicalSearcher
 from irglow.models.rerank.kinds import FitJob, RerankerKind, kind_names, reranker_kind
 from irglow.models.validation import ChoosesOnOtherSources
-from irglow.stage import Produced, Result, Stage, Unit
+from irglow.stage import Produced, Result, Stage, Unit, unit_name
 from irglow.eval.measures import parse_measures
 from irglow.models.checkpoints import read_training, validation_score
 from irglow.models.rerank.pt import CrossEncoder
@@ -369,32 +369,30 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             return ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(ctx.test_queries, tag="bm25"), None
         return ctx.runs[tag], ctx.runs.training(tag, ctx.source.queries())
 
-    def units(self, ctx) -> list:
-        """One cached unit per model, reading only its first stage (and that stage's training-query run) and the
-        runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other model."""
+    def units(self, node, ctx) -> list:
+        """The unit of the model that makes ``node``, reading only its first stage (and that stage's training-query
+        run) and the runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other
+        model.  A ``rerank_also`` run is its model's unit's (none of its own)."""
         from dataclasses import asdict
 
-        s = ctx.settings
+        s, name = ctx.settings, node.tag
+        if name not in s.models:  # kind(run) of rerank_also: written by the unit of the model re-ranking it
+            return []
         also, trainers, firsts, owners = list(s.rerank_also), s.trainers, s.first_stages, s.models_of
+        owner, depth = owners[name], s.depth_of(name)
         reused = self.reused_models(s)
-        units = []
-        for name in s.models:
-            owner, depth = owners[name], s.depth_of(name)
-            # its first stage's training-query run is made when the model trains (Stage.run_of), from that run's
-            # stage: the first stage's test run here stands for it in the key
-            reads = {firsts[name], firsts[owner], *also}
-            kind = reranker_kind(trainers[owner].kind)
-            code = kind.code()
-            settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
-                        "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
-                        **({"precision": s.precision} if s.precision != "fp32" else {}),  # fp32: the keys of before
-                        **({"code": code} if code else {})}  # a registered kind's code: edited, it runs again
-            units.append(Unit(f"rerank:{name}", settings,
-                              lambda reads=reads: ctx.runs.of(reads),
-                              lambda name=name: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
-                              loads={owner: reused[owner]} if owner in reused else {},
-                              collective=kind.collective))
-        return units
+        # its first stage's training-query run is made when the model trains (Stage.run_of), from that run's
+        # stage: the first stage's test run here stands for it in the key
+        reads = {firsts[name], firsts[owner], *also}
+        kind = reranker_kind(trainers[owner].kind)
+        code = kind.code()
+        settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
+                    "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
+                    **({"precision": s.precision} if s.precision != "fp32" else {}),  # fp32: the keys of before
+                    **({"code": code} if code else {})}  # a registered kind's code: edited, it runs again
+        return [Unit(unit_name(self.name, name), settings, lambda: ctx.runs.of(reads),
+                     lambda: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
+                     loads={owner: reused[owner]} if owner in reused else {}, collective=kind.collective)]
 
     def rerank_with(self, ctx, name: str) -> Produced:
         """One model's unit, for every kind: its first stage (and every ``rerank_also`` run) re-ranked by the model
@@ -419,7 +417,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
         tune_first = None
-        if tune_q and (s.precision == "int8" or ctx.graph.reads_held_out(name)):
+        if tune_q and (s.precision == "int8" or ctx.reads_held_out(name)):
             tune_first = LexicalSearcher(source.index, ctx.lexical_config("bm25")).search(tune_q, tag="bm25") \
                 if first_training is None else Run({q.query_id: first_training.ranking.get(q.query_id, [])
                                                     for q in tune_q}, first_training.tag)
@@ -447,7 +445,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         for tag, run in produced.items():
             run.write(ctx.out / f"{tag}.run")
         # its held-out training queries' run, which a fusion tunes on (zero-shot: carried)
-        if ctx.graph.reads_held_out(name) and tune_first is not None and own:
+        if ctx.reads_held_out(name) and tune_first is not None and own:
             if tune_run is None:
                 tune_run = on_main(lambda: self._held_out_run(kind, model, model_dir, tune_first, tune_q, source_docs,
                                                               depth, name, precision, ctx))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from irglow import settings as declared
-from irglow.stage import ModelsResult, Produced, Stage
+from irglow.stage import ModelsResult, Produced, Stage, Unit, unit_name
 from irglow.data.collection import load_collection
 from irglow.lexical.stage import LexicalSettings
 from irglow.models.checkpoints import read_training
@@ -139,40 +139,46 @@ class TWBertStage(Stage):
         return Trainer(s.train, train_dir)
 
     def trained(self, s: TWBertSettings, source, train_root: Path) -> Path:
-        """The model :meth:`train` gave, without training again (its unit ran before any node reading its runs);
-        trained anew where its folder is gone."""
+        """The model :meth:`train` gave, without training again (the first of its runs' units trained it); trained
+        where it is not there yet."""
         if s.model_dir:
             return Path(s.model_dir)
         kept = self._trainer(s, source, train_root).kept()
         return kept if (kept / "twbert.json").is_file() else self.train(s, source, train_root)["twbert"]
 
-    def run(self, ctx) -> dict:
+    def units(self, node, ctx) -> list[Unit]:
+        """One unit per run: the model trained once (kept by content, found again by the other runs' units), its
+        queries weighted and searched for this run, and the run of its held-out training queries where a fusion
+        tunes on it."""
+        tag = node.tag
+        return [Unit(unit_name(self.name, tag), self.resolved(ctx.settings), {}, lambda: self.run(ctx, tag), (tag,),
+                     collective=self.collective)]
+
+    def run(self, ctx, tag: str = "twbert") -> Produced:
+        """The run ``tag`` (``twbert``, ``twbert-rm3`` or ``bm25-ngram``) of the test queries."""
         from irglow.models.twbert.model import budget_summary
 
-        with budget_summary("TW-BERT stage"):  # one line for every query cut to the token budget
-            return self._run(ctx)
+        with budget_summary(f"TW-BERT stage ({tag})"):  # one line for every query cut to the token budget
+            return self._run(ctx, tag)
 
-    def _run(self, ctx) -> dict:
+    def _run(self, ctx, tag: str) -> Produced:
         from irglow.models.twbert.model import TWBert
         from irglow.models.twbert.search import prior_queries, twbert_search, weigh_queries
 
-        expansion = ctx.settings.rm3
         source, index, queries, depth = ctx.source, ctx.index, ctx.test_queries, ctx.lexical.depth
-        model_dir = self.train(ctx.settings, source, ctx.train_root)["twbert"]
+        model_dir = self.trained(ctx.settings, source, ctx.train_root)  # trained once: the first run's unit trains it
         model = TWBert.load(model_dir)
         mine = split(queries)  # under torchrun: this rank's share of the queries, gathered below
-        weighted = weigh_queries(model, index, mine)
-        runs = {"bm25-ngram": twbert_search(None, index, mine, depth=depth, tag="bm25-ngram",
-                                            weighted=prior_queries(index, mine, model.config), config=model.config),
-                "twbert": twbert_search(model, index, mine, depth=depth, tag="twbert", weighted=weighted)}
-        if expansion:
-            runs["twbert-rm3"] = twbert_search(model, index, mine, depth=depth, tag="twbert-rm3", expansion="rm3",
-                                               weighted=weighted)
-        runs = gather_runs(runs, queries)
-        for tag, run in runs.items():
-            run.write(ctx.out / f"{tag}.run")
+        if tag == "bm25-ngram":
+            run = twbert_search(None, index, mine, depth=depth, tag=tag, weighted=prior_queries(index, mine, model.config),
+                                config=model.config)
+        else:
+            run = twbert_search(model, index, mine, depth=depth, tag=tag, weighted=weigh_queries(model, index, mine),
+                                **({"expansion": "rm3"} if tag == "twbert-rm3" else {}))
+        runs = gather_runs({tag: run}, queries)
+        runs[tag].write(ctx.out / f"{tag}.run")
 
-        def on_training_index(tag: str, qs: list, by=None):
+        def on_training_index(qs: list, by=None):
             """``tag``'s run of training queries on the training index (TW-BERT's weights — ``by``'s, else the
             stage's model — or the n-gram prior)."""
             mine, weigher = split(qs), by or model
@@ -188,7 +194,7 @@ class TWBertStage(Stage):
             ranking = {}
             for f in folds:
                 held = set(f["held_out"])
-                part = on_training_index("twbert", [q for q in source.queries() if q.query_id in held],
+                part = on_training_index([q for q in source.queries() if q.query_id in held],
                                          TWBert.load(Path(model_dir).parent / f["model"]))
                 ranking.update(part.ranking)
             return Run(ranking, "twbert")
@@ -199,7 +205,7 @@ class TWBertStage(Stage):
         ids = set(info.get("val_query_ids", []))
         folds = info.get("cross_validation", {}).get("fold_models")
         tune_q = [q for q in source.queries() if q.query_id in ids]
-        for tag in [t for t in ("twbert", "bm25-ngram") if ctx.graph.reads_held_out(t) and tune_q]:
-            run = out_of_fold(folds) if tag == "twbert" and folds else on_training_index(tag, tune_q)
+        if tag in ("twbert", "bm25-ngram") and ctx.reads_held_out(tag) and tune_q:
+            run = out_of_fold(folds) if tag == "twbert" and folds else on_training_index(tune_q)
             runs.update([held_out(tag).write(ctx.out, run)])
         return Produced(runs, ModelsResult({"twbert": str(model_dir)}))
