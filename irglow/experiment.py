@@ -27,6 +27,7 @@ from irglow.defaults import BASELINE, SEED
 from irglow.config import apply_override, include_sections, load_config
 from irglow.pipeline import run_pipeline
 from irglow.plan import bind_sealed, parsed, settings_only
+from irglow.rankers import written
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -85,23 +86,31 @@ class Experiment:
         ev = cfg.setdefault("eval", {})
         if measures is not None:
             ev["measures"] = measures.split() if isinstance(measures, str) else list(measures)
-        ev["baseline"] = self.baseline
-        ev["runs"] = [s for s in dict.fromkeys(r.tag for r in rankers) if s != self.baseline]
-        for r in [first, *rankers]:  # each writes what makes it (its parts first)
-            r.configure(cfg)
+        systems_given: list = []  # the baseline first: the runs compared (one ranker given twice, once)
+        for r in [first, *rankers]:
+            if all(r is not g for g in systems_given):
+                systems_given.append(r)
+        for r in systems_given:  # what a ranker sets for a whole section (QL(mu=500): [lexical] mu), never its run
+            r.settings_of(cfg)
         if not isinstance(settings or {}, dict) or not all(isinstance(k, str) for k in (settings or {})):
             raise TypeError(f"Experiment(settings=…) takes a dict of dotted keys, e.g. {{'lexical.k1': 1.2}}, "
                             f"not {settings!r}")
         for key, value in (settings or {}).items():
             apply_override(cfg, f"{key}={value!r}" if not isinstance(value, str) else f"{key}={value}")
-        self.config = include_sections(cfg)  # a section's config = "file", as loading a file lays it
-        self.plan = bind_sealed(copy.deepcopy(self.config))  # bound once, now: a wrong setting stops here, before any work
-        made = self.plan.graph
-        lost = [r.tag for r in rankers if r.tag not in made]
-        if lost:
-            raise ValueError(f"Experiment: {', '.join(lost)} is no run of the configuration with settings= laid on "
-                             f"it; its runs: {', '.join(made)}")
-        self.rankers = [made[r.tag] for r in rankers]  # the bound graph's nodes (equal to the rankers given)
+        self._settings = include_sections(cfg)  # a section's config = "file", as loading a file lays it
+        self._systems = tuple(systems_given)
+        self._config = None
+        # bound once, now, from the rankers as objects: a wrong setting stops here, before any work
+        self.plan = bind_sealed(copy.deepcopy(self._settings), rankers=self._systems)
+        self.rankers = [self.plan.graph[r.tag] for r in rankers]  # the bound graph's nodes (equal to the rankers given)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration the experiment is: its settings with its rankers written in (:func:`irglow.rankers.written`,
+        the one writer), what :meth:`save` writes and ``irglow run --config`` runs."""
+        if self._config is None:
+            self._config = written(copy.deepcopy(self._settings), self._systems, self.baseline)
+        return self._config
 
     def check(self) -> list[str]:
         """The runs it will produce (every setting was checked when it was built, as ``irglow run`` checks before
@@ -137,7 +146,7 @@ class Experiment:
         config = load_config(path)
         ev = config.get("eval", {})
         exp = cls.__new__(cls)
-        exp.config = config
+        exp._config = config
         exp.baseline = ev.get("baseline", BASELINE)
         exp.plan = bind_sealed(copy.deepcopy(config))
         exp.rankers = [exp.plan.graph[s] for s in dict.fromkeys([exp.baseline, *ev.get("runs", [])])]

@@ -186,7 +186,8 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         for trainer, bound in point.stages:
             if trainer.name in sections:  # the experiment's BM25 for the pools, as the pipeline's unit trains
                 models.update(trainer.train(bound, prepared.source, prepared.train_root,
-                                            bm25=point.lexical.config("bm25", prepared.field_weights)))
+                                            bm25=point.lexical.config("bm25", prepared.field_weights),
+                                            nodes=[point.graph[t] for t in point.written[trainer.name]]))
         for name, model_dir in models.items():
             curves[f"{label}: {name}" if len(models) > 1 else label] = read_training(model_dir).get(
                 "state", {}).get("history", [])

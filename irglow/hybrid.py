@@ -244,6 +244,18 @@ class FusionStage(Stage):
                              f"{', '.join(runs)}")
         return Fusion(parts, hybrid.method, hybrid.norm, hybrid.weights)
 
+    def bind(self, ranker, s: FusionSettings, bind_part):
+        """``Fusion(its parts' nodes, its own settings)`` (its method, normalisation and weights checked as a
+        ``fusion.runs`` table's); ``all``, whose parts are known once the other runs exist, as it is."""
+        Fusion.of(ranker.entry(), f"fusion {ranker.tag}")
+        if ranker.every:
+            return ranker
+        return Fusion([bind_part(p) for p in ranker.rankers], ranker.method, ranker.norm, ranker.weights)
+
+    def with_nodes(self, s: FusionSettings, nodes) -> FusionSettings:
+        """Its hybrids: its nodes."""
+        return dataclasses.replace(s, hybrids=tuple(nodes))
+
     def check_plan(self, s: FusionSettings, plan) -> None:
         """``all`` needs two runs of the other stages to fuse."""
         others = [t for t in plan.tags if t not in plan.written.get(self.name, ())]

@@ -22,7 +22,7 @@ from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
 from irglow.runs.trec import check_run_name
 from irglow.models.validation import check_stages
-from irglow.rankers import Graph, Ranker, UnmadeRun
+from irglow.rankers import ALL, Fusion, Graph, Named, Ranker, Rerank, UnmadeRun, written
 from irglow import stages  # its STAGES read when binding: a registry tests and plugins extend
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
@@ -162,6 +162,8 @@ class Plan:
     graph: Graph = dataclasses.field(default_factory=Graph)
     # {stage's name: the runs it writes}, as binding planned them (the pipeline asks no stage again)
     written: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # the rankers an Experiment bound as objects (None: a configuration's lists, read): what the manifest writes
+    rankers: tuple | None = None
 
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
@@ -171,6 +173,8 @@ class Plan:
     def manifest_config(self, test_split: str | None = None) -> dict[str, Any]:
         """The configuration as the manifest records it (of one evaluated split: its collection and split)."""
         config = json.loads(self.recorded)
+        if self.rankers is not None:  # bound from objects: written into it by the one writer, to be read back
+            config = written(config, self.rankers, self.eval.baseline)
         if test_split is None:
             return config
         return {**config, "collection": {**config.get("collection", {}), "name": self.collection.name,
@@ -187,6 +191,8 @@ class Plan:
         bound = [(s, s.with_fields(b, fields)) for s, b in self.stages]
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
+        if self.rankers is not None:
+            return dataclasses.replace(self, **_bound(bound, self.rankers, {}, self.eval.baseline, self.eval.runs))
         return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
 
 
@@ -253,6 +259,118 @@ def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) 
         return node
 
     return Graph({t: node for t in tags if (node := made(t)) is not None})
+
+
+def _stage_of(ranker) -> str:
+    name = getattr(ranker, "stage", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{ranker!r} is no ranker a stage makes (irglow.rankers: Lexical, Dense, Fusion, Rerank …)")
+    return name
+
+
+def _closure(rankers, config: dict[str, Any]) -> dict[str, Ranker]:
+    """``{run: ranker}``: the rankers and their parts, parts first, each run's first ranker; a part given by its
+    run's name (:class:`~irglow.rankers.Named`) is the ranker of that name among them, else what the name reads as
+    (:func:`parsed`)."""
+    given: dict[str, Ranker] = {}
+    named: list[str] = []
+
+    def walk(r) -> None:
+        if isinstance(r, Named):
+            if r.tag != ALL:
+                named.append(r.tag)
+            return
+        for p in r.parts:
+            walk(p)
+        given.setdefault(r.tag, r)
+
+    for r in rankers:
+        walk(r)
+    while named:
+        tag = named.pop()
+        if tag not in given:
+            try:
+                walk(parsed(tag, config))
+            except ValueError:  # binding names it, with the run that reads it (UnmadeRun)
+                continue
+    return given
+
+
+def _same(a, b) -> bool:
+    """Whether two rankers of one run name are one ranker (a fusion's parts compared by name, a re-ranking's depth
+    too)."""
+    if isinstance(a, Fusion) and isinstance(b, Fusion):
+        return a.same_fusion(b)
+    return a == b and getattr(a, "depth", None) == getattr(b, "depth", None)
+
+
+def _conflict(a, b) -> ValueError:
+    """Two rankers of one experiment with one run name: the error naming what differs."""
+    tag = a.tag
+    if isinstance(a, Fusion) and isinstance(b, Fusion):
+        return ValueError(f"two fusions of {tag} with different settings ({a.settings_text()} and {b.settings_text()}) "
+                          f"in one experiment; a run tag names one run: compare them in two experiments (or a grid)")
+    stages_of = [getattr(x, "stage", "?") for x in (a, b)]
+    if stages_of[0] != stages_of[1]:
+        return ValueError(f"run {tag!r} is made by [{stages_of[0]}] and by [{stages_of[1]}]: one name names one run "
+                          f"file, and one would replace the other; rename one (Rerank(…, name=…))")
+    what = "one run name names one re-ranking" if isinstance(a, Rerank) else "a run name names one run file"
+    return ValueError(f"two rankers named {tag!r} in one experiment ({a!r} and {b!r}): {what}; give one of them a "
+                      f"name (Rerank(…, name=…)) or compare them in two experiments")
+
+
+def _bound(bound: list[tuple[Any, Any]], rankers, config: dict[str, Any], baseline: str | None,
+           wanted: tuple[str, ...] | None) -> dict[str, Any]:
+    """The graph of ``rankers`` bound as objects (each stage binds its own: :meth:`~irglow.stage.Stage.bind`, parts
+    first), its runs in the stages' order, each stage's settings for its nodes (:meth:`~irglow.stage.Stage.with_nodes`);
+    one run name names one ranker, and ``[eval]``'s baseline and runs are among them."""
+    given = _closure(rankers, config)
+    by_stage = {s.name: (s, b) for s, b in bound}
+    nodes: dict[str, Ranker] = {}
+    making: list[str] = []
+
+    def bind_node(r):
+        if isinstance(r, str):  # a part a stage's node names by its run (Stage.node's node_of)
+            r = Named(r)
+        if isinstance(r, Named) and r.tag != ALL:
+            if r.tag not in given:
+                try:
+                    given[r.tag] = parsed(r.tag, config)
+                except ValueError:
+                    reader = making[-1] if making else None
+                    raise UnmadeRun(r.tag, reader, [t for t in given if t != reader]) from None
+            r = given[r.tag]
+        tag = r.tag
+        if not _same(given.get(tag, r), r):  # one run name, one run file: the second would be dropped unseen
+            raise _conflict(given[tag], r)
+        if tag in nodes:
+            return nodes[tag]
+        if tag in making:
+            raise ValueError(f"runs made of each other: {' → '.join([*making[making.index(tag):], tag])}")
+        check_run_name(tag, "a ranker's run")
+        making.append(tag)
+        try:
+            stage, settings_object = by_stage[_stage_of(r)]
+            nodes[tag] = stage.bind(r, settings_object, bind_node)
+        finally:
+            making.pop()
+        return nodes[tag]
+
+    for r in list(given.values()):
+        bind_node(r)
+    for r in rankers:  # a ranker given twice under one name is refused, whichever came first
+        bind_node(r)
+    order = {s.name: i for i, (s, _) in enumerate(bound)}
+    tags = sorted(nodes, key=lambda t: order[_stage_of(nodes[t])])
+    written_by = {s.name: tuple(t for t in tags if _stage_of(nodes[t]) == s.name) for s, _ in bound}
+    bound = [(s, s.with_nodes(b, [nodes[t] for t in written_by[s.name]])) for s, b in bound]
+    if baseline is not None and baseline not in nodes:
+        raise ValueError(f"eval.baseline = {baseline!r} is none of the experiment's runs: {', '.join(tags)}")
+    missing = [t for t in (wanted or ()) if t not in nodes]
+    if missing:
+        raise ValueError(f"eval.runs names runs the experiment does not make: {missing}; its runs: {', '.join(tags)}")
+    return {"stages": tuple(bound), "tags": tuple(tags), "graph": Graph({t: nodes[t] for t in tags}),
+            "written": written_by, "rankers": tuple(rankers)}
 
 
 def ranker(spec, config: dict[str, Any] | None = None):
@@ -326,12 +444,12 @@ def settings_only(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def bind_sealed(config: dict[str, Any]) -> Plan:
+def bind_sealed(config: dict[str, Any], rankers: Any = None) -> Plan:
     """``config`` bound (:func:`bind_plan`), then sealed (:class:`~irglow.config.SealedConfig`; a plain dict is
     wrapped first): a module that kept a table of it, or reads a setting from it after binding, stops with an error
     instead of running on a default — what ``irglow run`` and an ``Experiment`` run."""
     sealed = config if isinstance(config, SealedConfig) else SealedConfig(config)
-    plan = bind_plan(sealed)
+    plan = bind_plan(sealed, rankers=rankers)
     sealed.seal()
     return plan
 
@@ -351,12 +469,18 @@ def index_config(config: dict[str, Any]) -> IndexConfig:
     return IndexConfig(**icfg)
 
 
-def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compared: bool = True) -> Plan:
+def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compared: bool = True,
+              rankers: Any = None) -> Plan:
     """The configuration as a :class:`Plan`: every section checked (misspelt keys, types, ranges and choices, each
     named), every enabled stage's settings bound once, the runs checked against what the stages before produce.
     Nothing downstream reads ``config`` again (``fields``: the training index's where already known,
     :meth:`Plan.with_fields`; ``compared=False``: the runs it makes, ``[eval]``'s baseline and runs not checked
-    against them — what a ranker's node needs)."""
+    against them — what a ranker's node needs).
+
+    ``rankers``: an experiment's rankers, bound as the objects they are (:func:`_bound`): the configuration then
+    gives settings only, the stages they need are switched on, and they are the runs compared (the first the
+    baseline).  Unset: the configuration's switches and lists of runs say which runs are made (each stage reads its
+    own: :meth:`~irglow.stage.Stage.tags`, :meth:`~irglow.stage.Stage.node`)."""
     check_settings(config, {**SECTIONS, **{s.name: None for s in stages.STAGES}}, "top-level")
     for section, keys in SECTIONS.items():
         if keys is not None and section in config:
@@ -377,9 +501,10 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
     # each measure once, by its ir_measures name: "NDCG@10 nDCG@10" or "MRR@10 RR@10" is one column, not a failure
     # after every stage has run
     measures = tuple(str(m) for m in parse_measures(ev.get("measures", DEFAULT_MEASURES)))
+    needed = None if rankers is None else {_stage_of(r) for r in _closure(rankers, config).values()}
     bound = []
     for s in stages.STAGES:  # in the order they run
-        enabled = s.always_enabled or flag(config, s.name)
+        enabled = s.always_enabled or (flag(config, s.name) if needed is None else s.name in needed)
         if not enabled and isinstance(config.get(s.name), dict) and set(config[s.name]) - {"enabled"}:
             try:  # a disabled section is checked all the same, whatever its size: a misspelt key would surface the
                 # day it is enabled
@@ -387,7 +512,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
             except (ValueError, KeyError, TypeError) as e:
                 raise ValueError(f"[{s.name}] (disabled): {e}") from None
         if enabled:
-            bound_settings = s.settings_class.from_config(config)
+            bound_settings = s.settings_class.from_config(config)  # its lists empty where rankers say the runs
             if s.validates_elsewhere:  # [validation] bound once, here: the stage's copy says what it means for it
                 bound_settings = dataclasses.replace(bound_settings, validate_elsewhere=validation.uses(s.name))
             bound.append((s, bound_settings))
@@ -397,9 +522,14 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
         wanted = as_names(wanted)
     if wanted is not None and (not isinstance(wanted, list) or not all(isinstance(t, str) for t in wanted)):
         raise ValueError(f"eval.runs = {wanted!r} must be a list of run tags (or one comma-separated string)")
-    planned = _planned(bound, baseline if compared else None,
-                       None if wanted is None or not compared else tuple(wanted))
-    lexical = next(b for s, b in bound if s.name == "lexical")
+    if rankers is not None:  # the experiment's rankers are the runs compared, the first the baseline
+        baseline = rankers[0].tag
+        wanted = [t for t in dict.fromkeys(r.tag for r in rankers) if t != baseline]
+        planned = _bound(bound, rankers, config, baseline, tuple(wanted))
+    else:
+        planned = _planned(bound, baseline if compared else None,
+                           None if wanted is None or not compared else tuple(wanted))
+    lexical = next(b for s, b in planned["stages"] if s.name == "lexical")
     zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
     if zero_shot is not None:  # the cross-collection table's measure is always computed, first
         given = ev.get("measures")

@@ -106,9 +106,18 @@ class Ranker:
         return ()
 
     def configure(self, config: dict[str, Any]) -> None:
-        """Write into ``config`` the sections and entries that make this ranker's run (its parts' first); a setting
-        another ranker of the same experiment set otherwise is an error naming both values."""
+        """Write into ``config`` the sections and entries that make this ranker's run (its parts' first): the one
+        writer of rankers into a configuration (:func:`written`: ``Experiment.save``, a manifest); a setting another
+        ranker of the same experiment set otherwise is an error naming both values."""
         raise NotImplementedError
+
+    def settings_of(self, config: dict[str, Any]) -> None:
+        """Write into ``config`` the settings this ranker (and its parts) sets for a whole section (``QL(mu=500)``:
+        ``[lexical] mu``; a plugin's :class:`StageRun` settings), not which runs are made (the rankers bound say
+        that); a setting another ranker set otherwise is an error naming both values.  By default none (a ranker's
+        own options are its node's)."""
+        for part in self.parts:
+            part.settings_of(config)
 
     def __add__(self, other: "Ranker") -> "Fusion":
         """``a + b``: the fusion of both (a fusion without settings of its own is extended, not nested)."""
@@ -154,6 +163,9 @@ class StageRun(Ranker):
         return self.run
 
     def configure(self, config: dict[str, Any]) -> None:
+        self.settings_of(config)
+
+    def settings_of(self, config: dict[str, Any]) -> None:
         section = _section(config, self.stage)
         section["enabled"] = True
         for key, value in self.settings.items():
@@ -235,6 +247,9 @@ class TWBert(Ranker):
             raise ValueError(f"TWBert({self.run!r}): its runs are {', '.join(TWBERT_RUNS)}")
         section = _section(config, "twbert")
         section["enabled"] = True
+        runs = list(section.get("runs", []))
+        if self.run not in runs:
+            section["runs"] = runs + [self.run]
         if self.run == "twbert-rm3":
             section["rm3"] = True
         else:
@@ -346,6 +361,9 @@ class Rerank(Ranker):
 
     def configure(self, config: dict[str, Any]) -> None:
         self.first.configure(config)
+        of = self.model.of  # whose trained model it re-ranks with: written first, named by model_of
+        if of is not None:
+            of.configure(config)
         section = _section(config, "rerank")
         section["enabled"] = True
         models = list(section.get("models", []))
@@ -353,6 +371,8 @@ class Rerank(Ranker):
         if not listed:
             section["models"] = models + [self.tag]
         own = {"depth": self.depth} if self.depth is not None else {}  # its own depth: its variant's
+        if of is not None:
+            own["model_of"] = of.tag
         if self.tag == self.model.kind:  # the kind's own section, over [rerank] first_stage
             if "first_stage" not in section and self.first.tag != RERANKED_BY_DEFAULT:
                 section["first_stage"] = self.first.tag  # a name read with a file's first stage brings it
@@ -364,7 +384,7 @@ class Rerank(Ranker):
         else:
             variant = {"kind": self.model.kind, "first_stage": self.first.tag, **self.model.settings, **own}
         defined = section.get("variants", {}).get(self.tag)
-        said = {**variant, "depth": self.depth}  # no depth of its own: none in the table either
+        said = {**variant, "depth": self.depth, "model_of": of.tag if of is not None else None}  # none unless its own
         if (defined is not None and {k: defined.get(k) for k in said} != said) or (defined is None and listed and own):
             raise ValueError(f"rerank.variants.{self.tag}: already defined as {defined or {}!r}, not {variant!r}: one "
                              f"run name names one re-ranking; give one of them a name (Rerank(…, name=…))")
@@ -527,6 +547,20 @@ class Fusion(Ranker):
             raise ValueError(f"two fusions of {self.tag} with different settings ({same.settings_text()} and "
                              f"{self.settings_text()}) in one experiment; a run tag names one run: compare "
                              f"them in two experiments (or a grid)")
+
+
+def written(config: dict[str, Any], rankers: Sequence[Ranker], baseline: str | None = None) -> dict[str, Any]:
+    """``config`` with ``rankers`` written into it (:meth:`Ranker.configure`, each once): the one writer of rankers
+    into a configuration (``Experiment.save``, the manifest of an experiment bound from its objects), which
+    :func:`irglow.plan.bind_plan` reads back into equal nodes.  ``baseline``: the run the others are compared with
+    (``[eval] baseline``; the others become ``[eval] runs``)."""
+    for ranker in rankers:
+        ranker.configure(config)
+    if baseline is not None:
+        ev = _section(config, "eval")
+        ev["baseline"] = baseline
+        ev["runs"] = [t for t in dict.fromkeys(r.tag for r in rankers) if t != baseline]
+    return config
 
 
 def configured_fusions(config: dict[str, Any]) -> list[Fusion]:

@@ -278,6 +278,8 @@ DECLARED: dict[str, dict[str, Setting]] = {
         ("enabled", "bool", False, "train TW-BERT and write bm25-ngram and twbert", {"selects": True}),
         ("config", "str", None, "a file whose [twbert] this section starts from", {"optional": True}),
         ("rm3", "bool", True, "also write twbert-rm3 (the weighted query expanded by RM3)", {"selects": True}),
+        ("runs", "names", ["bm25-ngram", "twbert"], "its runs besides twbert-rm3: twbert (learned weights) and "
+         "bm25-ngram (the same uni- and bi-gram query, unweighted: what the weights add)", {"selects": True}),
         ("model_dir", "str", None, "a trained model to reuse instead of training", {"optional": True})),
     "glow": _section(
         "glow",

@@ -236,6 +236,29 @@ class Stage:
         """
         return StageRun(self.name, name) if name in self.default_tags() else None
 
+    def bind(self, ranker, settings, bind_part: Callable[[Any], Any]):
+        """``ranker`` (one of this stage's, as a user or a configuration's reader gave it) as the node of the plan's
+        graph: its parts bound first (``bind_part``, the graph's own nodes), what its settings leave unset given the
+        bound ``settings``' value.  By default the ranker itself (a stage's own run has no parts).
+
+        Args:
+            ranker: The ranker to bind (its stage is this one).
+            settings: Its bound settings object (its ``settings_class``'s).
+            bind_part: What binds a part (the graph's node of it; a run's name too).
+        """
+        return self.node(ranker.tag, settings, bind_part)
+
+    def with_nodes(self, settings, nodes: Sequence[Any]):
+        """Its settings for the nodes it makes (the runs an experiment's rankers need of it, bound); by default the
+        same object.  A stage whose work runs its nodes together (a lexical stage's field-weight tuning) says them
+        here.
+
+        Args:
+            settings: Its bound settings object.
+            nodes: Its nodes of the plan's graph, in order.
+        """
+        return settings
+
     def with_fields(self, settings, fields):
         """Its settings for a training index with these ``fields``, once it is built (settings that depend on them:
         the re-rankers' ``{field}`` variants); by default the same object.
@@ -331,7 +354,7 @@ class Stage:
         """
         return {}
 
-    def train(self, settings, source, train_root: Path, bm25=None) -> dict[str, Path]:
+    def train(self, settings, source, train_root: Path, bm25=None, nodes=()) -> dict[str, Path]:
         """Train (or find trained) its models: ``{name: model directory}``.  ``bm25``: the experiment's BM25 (its
         bound ``[lexical]`` k1 and b, a :class:`~irglow.lexical.searchers.LexicalConfig`), which every BM25 pool
         a trainer searches (negatives, validation candidates) takes.
@@ -342,6 +365,7 @@ class Stage:
                 split).
             train_root: The models folder (``$IRGLOW_MODELS``), shared by every output folder.
             bm25: The experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`).
+            nodes: Its nodes of the plan's graph (the re-rankings whose models it trains).
         """
         return {}
 

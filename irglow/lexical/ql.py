@@ -30,8 +30,8 @@ class QLRun(StageRun):
 
     mu: float | None = None
 
-    def configure(self, config: dict[str, Any]) -> None:
-        super().configure(config)
+    def settings_of(self, config: dict[str, Any]) -> None:
+        super().settings_of(config)
         if self.mu is not None:
             _set(_section(config, "lexical"), "mu", self.mu, "lexical")
 
@@ -64,6 +64,10 @@ class QueryLikelihoodStage(Stage):
     def resolved(self, s: QLSettings) -> dict[str, Any]:
         """Its own section (its μ is ``[lexical]``'s, recorded there)."""
         return {"enabled": s.enabled}
+
+    def bind(self, ranker, s: QLSettings, bind_part):
+        """``QL(mu=…)`` where the experiment's μ is not the default, else ``QL()``: equal to the ranker that asked."""
+        return self.node(ranker.tag, s, bind_part)
 
     def node(self, tag, s: QLSettings, node_of):
         """``QL(mu=…)`` where the experiment's μ is not the default, else ``QL()``: equal to the ranker that asked."""

@@ -58,7 +58,12 @@ class LexicalSettings:
         if not isinstance(settings.systems, list):  # empty: no lexical run (an Experiment whose systems need none)
             raise ValueError(f"lexical.systems = {settings.systems!r} must be a list, e.g. ['bm25', 'bm25f']")
         check_values(settings, "lexical")
-        for system in settings.systems:
+        settings.check_systems()
+        return settings
+
+    def check_systems(self) -> None:
+        """Each system a lexical system irglow knows (RM3 where Pyserini offers it), named where it is not."""
+        for system in self.systems:
             if "+" in str(system):  # one meaning for "+": the runs of a fusion
                 raise ValueError(f"lexical.systems: {system!r}: '+' joins the runs of a fusion; a system with RM3 "
                                  f"is written {str(system).replace('+', '-')!r}")
@@ -69,8 +74,7 @@ class LexicalSettings:
             if str(system).endswith("-rm3") and system.removesuffix("-rm3") not in rm3:
                 raise ValueError(f"lexical.systems: {system!r}: RM3 is offered for {', '.join(rm3)} (Pyserini's "
                                  f"implementation)")
-            settings.config(system, {}).check()
-        return settings
+            self.config(system, {}).check()
 
     def tags(self) -> list[str]:
         return list(self.systems)
@@ -150,6 +154,14 @@ class LexicalStage(Stage):
 
     def tags(self, settings: LexicalSettings) -> list[str]:
         return settings.tags()
+
+    def with_nodes(self, settings: LexicalSettings, nodes) -> LexicalSettings:
+        """The systems its nodes run (their field weights are tuned together, before any run)."""
+        from dataclasses import replace
+
+        bound = replace(settings, systems=[n.tag for n in nodes])
+        bound.check_systems()
+        return bound
 
     def transformer(self, ranker, folder):
         from irglow.lexical.pt import Lexical

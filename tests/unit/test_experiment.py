@@ -14,7 +14,7 @@ from irglow.stage import Stage
 def test_each_name_switches_on_its_stage_and_what_it_is_made_of():
     cfg = Experiment("demo", systems=["bm25-rm3", "twbert+glow+monobert", "minilm", "ql"]).config
     assert cfg["lexical"] == {"systems": ["bm25-rm3", "bm25"]}  # monobert re-ranks bm25 by default
-    assert cfg["twbert"] == {"enabled": True, "rm3": False}
+    assert cfg["twbert"] == {"enabled": True, "runs": ["twbert"], "rm3": False}
     assert cfg["glow"] == {"enabled": True, "variants": ["glow"], "untrained": ["minilm"]}
     assert cfg["rerank"] == {"enabled": True, "models": ["monobert"]}
     assert cfg["fusion"] == {"enabled": True, "runs": ["twbert+glow+monobert"]}
@@ -138,7 +138,11 @@ def test_every_run_of_a_file_reads_back_as_its_ranker():
     assert demo["bm25-rm3"].tag == Lexical("bm25", rm3=True).tag == "bm25-rm3"
     assert all(r.tag == t for t, r in demo.items())
     msmarco = load_config("configs/msmarco.toml")
-    assert ranker("monobert(bm25f+glow)", msmarco) == Rerank(Lexical("bm25f") + Dense("glow"), MonoBERT())
+    # rerank_also: the hybrid re-ranked by monobert's trained model (its node says whose: Model.of)
+    from irglow.rankers import Model
+
+    assert ranker("monobert(bm25f+glow)", msmarco) == Rerank(Lexical("bm25f") + Dense("glow"),
+                                                           Model("monobert", of=Rerank(Lexical("bm25"), MonoBERT())))
 
 
 def test_a_reranking_read_back_keeps_its_models_settings():

@@ -160,6 +160,21 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def tags(self, s: GlowSettings) -> list[str]:
         return [*s.untrained, *s.variants]
 
+    def bind(self, ranker, s: GlowSettings, bind_part):
+        if ranker.tag not in (*VARIANTS, *UNTRAINED):
+            raise ValueError(f"Dense({ranker.tag!r}) is neither a GLOW variant ({', '.join(VARIANTS)}) nor an untrained "
+                             f"run ({', '.join(UNTRAINED)})")
+        return ranker
+
+    def with_nodes(self, s: GlowSettings, nodes) -> GlowSettings:
+        """The variants and untrained runs its nodes are (an untrained run's held-out queries are the first
+        variant's)."""
+        from dataclasses import replace
+
+        tags = [n.tag for n in nodes]
+        return replace(s, variants=tuple(t for t in tags if t not in UNTRAINED),
+                       untrained=tuple(t for t in tags if t in UNTRAINED))
+
     def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:
         """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""
         return {v: "minilm" for v in s.variants} if "minilm" in s.untrained else {}
@@ -192,7 +207,7 @@ class GlowStage(ChoosesOnOtherSources, Stage):
         """The trained models ``model_dir`` holds for the configured variants (loaded instead of training)."""
         return {v: reused_model(s.model_dir, v) for v in s.variants} if s.model_dir else {}
 
-    def train(self, s: GlowSettings, source, train_root: Path, bm25=None, only=None) -> dict[str, Path]:
+    def train(self, s: GlowSettings, source, train_root: Path, bm25=None, nodes=(), only=None) -> dict[str, Path]:
         """Train (or find trained, or reuse from ``model_dir``) every variant (``only`` those named): ``{variant:
         model directory}``; ``bm25``: the experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`),
         which searches the hard negatives and validation pools."""

@@ -26,6 +26,7 @@ on the queries the model's training held out).  Torch is imported inside the sta
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import time
@@ -142,6 +143,14 @@ class RerankSettings:
     validate_elsewhere: bool = True
     precision: str = "fp32"
     fields: tuple[str, ...] | None = None  # the training index's, once known
+    # {kind: its [rerank.<kind>] table as written}: a re-ranking's model is its kind's table changed by its own settings
+    tables: Mapping[str, Any] = field(default_factory=dict)
+
+    def trainer(self, model: Model, where: str):
+        """The bound training settings of ``model`` (a re-ranking node's: its kind's ``[rerank.<kind>]`` table
+        changed by the model's own settings, ``MonoBERT(epochs=2)``); a misspelt key is named with ``where``."""
+        return _bound_trainer(model.kind, {**merged(self.tables.get(model.kind, {}), dict(model.settings)),
+                                           "kind": model.kind}, where)
 
     @cached_property
     def expanded(self) -> dict:
@@ -245,7 +254,8 @@ class RerankSettings:
         fields = fields if fields is not None else config.get("index", {}).get("fields")
         bound = cls(tuple(listed), rerankers, declared.value(config, "rerank", "depth"),
                     tuple(as_names(declared.value(config, "rerank", "rerank_also"))), rcfg.get("model_dir"),
-                    precision=declared.value(config, "rerank", "precision"))
+                    precision=declared.value(config, "rerank", "precision"),
+                    tables={k: copy.deepcopy(rcfg.get(k, {})) for k in kind_names()})  # a snapshot
         return bound.with_fields(fields) if fields else (bound.check() or bound)
 
 
@@ -286,7 +296,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         name = next(m for m in s.models if tag == m or tag in (reranked_tag(m, a) for a in s.rerank_also))
         first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
         owner, changes = s.models_of[name], s.expanded[name].changes
-        model = Model(s.trainers[name].kind, **({"of": node_of(owner)} if owner != name else {}), **changes)
+        # a rerank_also run re-ranks with its model's trained weights: that model's node is its owner
+        of = node_of(owner) if owner != name or tag != name else None
+        model = Model(s.trainers[name].kind, **({"of": of} if of is not None else {}), **changes)
         try:
             first_node = node_of(first)
         except UnmadeRun as e:
@@ -298,6 +310,22 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             first_node = Lexical(first)
         node = Rerank(first_node, model, depth=s.depth_of(name))  # its re-ranked block: what a fusion of it fuses
         return node if node.tag == tag else replace(node, name=tag)
+
+    def bind(self, ranker, s: RerankSettings, bind_part):
+        """``Rerank(its first stage's node, its model)`` with its depth (its own, else ``[rerank] depth``); a model
+        whose trained weights are another re-ranking's (``Model.of``) holds that one's node, which trains its own
+        model of the same kind.  Its training settings are bound now: a misspelt key stops before any work."""
+        model = ranker.model
+        of = bind_part(model.of) if model.of is not None else None
+        if of is not None and (not isinstance(of, Rerank) or of.model.of is not None or of.model.kind != model.kind):
+            raise ValueError(f"{ranker.tag}: its model is that of {of.tag}, which must be a {model.kind} re-ranking "
+                             f"training its own model")
+        s.trainer(model, f"rerank.{ranker.tag}.model")
+        if ranker.depth is not None:  # what [rerank] depth may be, as its declaration says
+            declared.DECLARED["rerank"]["depth"].check(ranker.depth, f"{ranker.tag}: depth")
+        bound = Rerank(bind_part(ranker.first), Model(model.kind, of=of, **model.settings), ranker.name,
+                       depth=ranker.depth if ranker.depth is not None else s.depth)
+        return bound if bound.tag == ranker.tag else replace(bound, name=ranker.tag)
 
     def transformer(self, ranker, folder):
         """Its first stage's transformer cut to the re-ranked depth, then the model the run used (irglow's kinds
@@ -341,78 +369,77 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         return {name: reused_model(s.model_dir, name) for name in s.models if s.models_of[name] == name} \
             if s.model_dir else {}
 
-    def train(self, s: RerankSettings, source, train_root: Path, first_stage=None, only: list[str] | None = None,
-              docs: dict | None = None, bm25=None, seed: int | None = None) -> dict[str, Path]:
-        """Train (or find trained, or reuse from ``model_dir``) the models (``only`` those named), each by its kind
-        (:meth:`~irglow.models.rerank.kinds.RerankerKind.fit`): ``{name: model directory}``.  ``first_stage``: the
-        run of the training queries they will re-rank (``None``: BM25's); ``docs``: the training collection's
-        documents when the caller has read them already; ``bm25``: the experiment's BM25 (a
-        :class:`~irglow.lexical.searchers.LexicalConfig`), which searches the negatives and validation candidates
-        where no first stage gives them.  The pipeline's units and the grid's selection both train through here."""
-        reused = self.reused_models(s)
-        trained = {}
-        for name in (m for m in s.models if only is None or m in only):
-            if name in reused:
-                trained[name] = reused[name]
-                continue
-            bound = s.trainers[name]
-            trained[name] = reranker_kind(bound.kind).fit(bound, FitJob(
-                source, first_stage, bm25, Path(train_root), name, seed, docs, s.validate_elsewhere))
-        return trained
+    def train(self, s: RerankSettings, source, train_root: Path, bm25=None, nodes=()) -> dict[str, Path]:
+        """Train (or find trained, or reuse from ``model_dir``) the model of each re-ranking node that trains its own,
+        on BM25's run of the training queries: ``{name: model directory}`` (the grid's selection).  ``bm25``: the
+        experiment's BM25 (a :class:`~irglow.lexical.searchers.LexicalConfig`)."""
+        return {n.tag: self.fit(s, n, source, train_root, None, bm25) for n in nodes if n.model.of is None}
 
-    def first_stage(self, ctx, tag: str = "bm25"):
-        """(the run ``tag`` a model re-ranks, that run's training-query run or ``None`` for BM25's own).  A run
-        whose stage makes no run of the training queries (a dense run, a tuned fusion, a re-ranking) gives ``None``: the
-        model then learns from BM25's, as the notes say."""
-        if tag == "bm25":
-            bm25 = ctx.lexical_config("bm25")
-            return ctx.runs.get("bm25") or LexicalSearcher(ctx.index, bm25).search(ctx.test_queries, tag="bm25"), None
-        return ctx.runs[tag], ctx.runs.training(tag, ctx.source.queries())
+    def fit(self, s: RerankSettings, owner: Rerank, source, train_root: Path, first_stage=None, bm25=None,
+            docs: dict | None = None, seed: int | None = None) -> Path:
+        """The model of the re-ranking ``owner`` trained (or found trained, or reused from ``model_dir``) by its kind
+        (:meth:`~irglow.models.rerank.kinds.RerankerKind.fit`).  ``first_stage``: the run of the training queries
+        it will re-rank (``None``: BM25's, which ``bm25`` searches); ``docs``: the training collection's documents
+        when the caller has read them already."""
+        if s.model_dir:
+            return reused_model(s.model_dir, owner.tag)
+        bound = s.trainer(owner.model, f"rerank.{owner.tag}.model")
+        return reranker_kind(bound.kind).fit(bound, FitJob(source, first_stage, bm25, Path(train_root), owner.tag,
+                                                           seed, docs, s.validate_elsewhere))
+
+    def first_stage(self, ctx, first):
+        """(the run the node ``first`` made, its training queries' run or ``None``, whether the model learns from
+        ``first``).  A run whose stage makes no run of the training queries (a dense run, a tuned fusion, a
+        re-ranking) gives ``None``: the model then learns from BM25's, as the notes say.  A lexical run the plan does
+        not make (a configuration's BM25 first stage without its [lexical] system) is searched here, and its model
+        learns from BM25's own search."""
+        if first.tag not in ctx.runs and isinstance(first, Lexical):
+            config = ctx.lexical_config(first.tag)
+            return LexicalSearcher(ctx.index, config).search(ctx.test_queries, tag=first.tag), None, True
+        training = ctx.runs.training(first.tag, ctx.source.queries())
+        return ctx.runs[first.tag], training, training is not None
 
     def units(self, node, ctx) -> list:
-        """The unit of the model that makes ``node``, reading only its first stage (and that stage's training-query
-        run) and the runs ``rerank_also`` names: a model added, or another stage's runs changed, re-runs no other
-        model.  A ``rerank_also`` run is its model's unit's (none of its own)."""
+        """One cached unit per re-ranking node, reading only its first stage (and the training-query run of the
+        first stage its model learns from): a model added, or another stage's runs changed, re-runs no other one."""
         from dataclasses import asdict
 
-        s, name = ctx.settings, node.tag
-        if name not in s.models:  # kind(run) of rerank_also: written by the unit of the model re-ranking it
-            return []
-        also, trainers, firsts, owners = list(s.rerank_also), s.trainers, s.first_stages, s.models_of
-        owner, depth = owners[name], s.depth_of(name)
-        reused = self.reused_models(s)
+        s = ctx.settings
+        owner = node.model.of or node  # whose trained model it re-ranks with (model_of): its own, by default
+        trainer = s.trainer(owner.model, f"rerank.{owner.tag}.model")
+        kind = reranker_kind(trainer.kind)
+        code = kind.code()
         # its first stage's training-query run is made when the model trains (Stage.run_of), from that run's
         # stage: the first stage's test run here stands for it in the key
-        reads = {firsts[name], firsts[owner], *also}
-        kind = reranker_kind(trainers[owner].kind)
-        code = kind.code()
-        settings = {"model": asdict(trainers[owner]), "model_of": owner, "depth": depth, "first_stage": firsts[name],
-                    "trained_on_first_stage": firsts[owner], "rerank_also": also, "model_dir": s.model_dir,
+        reads = {node.first.tag, owner.first.tag}
+        settings = {"model": asdict(trainer), "model_of": owner.tag, "depth": node.depth or s.depth,
+                    "first_stage": node.first.tag, "trained_on_first_stage": owner.first.tag, "model_dir": s.model_dir,
                     **({"precision": s.precision} if s.precision != "fp32" else {}),  # fp32: the keys of before
                     **({"code": code} if code else {})}  # a registered kind's code: edited, it runs again
-        return [Unit(unit_name(self.name, name), settings, lambda: ctx.runs.of(reads),
-                     lambda: self.rerank_with(ctx, name), (name, *(reranked_tag(name, a) for a in also)),
-                     loads={owner: reused[owner]} if owner in reused else {}, collective=kind.collective)]
+        return [Unit(unit_name(self.name, node.tag), settings, lambda: ctx.runs.of(reads),
+                     lambda: self.rerank_with(ctx, node), (node.tag,),
+                     loads={owner.tag: reused_model(s.model_dir, owner.tag)} if s.model_dir else {},
+                     collective=kind.collective)]
 
-    def rerank_with(self, ctx, name: str) -> Produced:
-        """One model's unit, for every kind: its first stage (and every ``rerank_also`` run) re-ranked by the model
-        ``name`` (trained once per settings and training data), and its held-out training queries' run for a
-        fusion.  A collective kind (irglow's own) re-ranks under torchrun each rank's share of the queries."""
-        s, source, test_q = ctx.settings, ctx.source, ctx.test_queries
-        depth, also, firsts, owner = s.depth_of(name), s.rerank_also, s.first_stages, s.models_of[name]
-        kind = reranker_kind(s.trainers[owner].kind)
+    def rerank_with(self, ctx, node) -> Produced:
+        """One re-ranking node's unit, for every kind: its first stage re-ranked by its model (trained once per
+        settings and training data), and its held-out training queries' run for a fusion.  A collective kind
+        (irglow's own) re-ranks under torchrun each rank's share of the queries."""
+        s, source, test_q, name = ctx.settings, ctx.source, ctx.test_queries, node.tag
+        owner = node.model.of or node
+        depth = node.depth or s.depth
+        kind = reranker_kind(s.trainer(owner.model, f"rerank.{owner.tag}.model").kind)
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
-        first, first_training = self.first_stage(ctx, firsts[name])
+        first, first_training, own = self.first_stage(ctx, node.first)
         # a first stage whose stage makes no run of the training queries (a dense run, a tuned fusion, a re-ranking): the
         # model learns from BM25's, and no held-out run is written (it would re-rank BM25, not this first stage)
-        own = first_training is not None or firsts[name] == "bm25"
         if not own:
             log.info("%s: %s has no run of the training queries: the model learns from BM25's; a fusion with %s is "
-                     "reciprocal-rank", name, firsts[name], name)
-        owner_training = first_training if firsts[owner] == firsts[name] else self.first_stage(ctx, firsts[owner])[1]
-        model_dir = self.train(s, source, ctx.train_root, owner_training, only=[owner],
-                               docs=None if ctx.zero_shot else docs,  # in domain: the same documents
-                               bm25=ctx.lexical_config("bm25"), seed=ctx.seed)[owner]
+                     "reciprocal-rank", name, node.first.tag, name)
+        owner_training = first_training if owner.first.tag == node.first.tag else \
+            self.first_stage(ctx, owner.first)[1]
+        model_dir = self.fit(s, owner, source, ctx.train_root, owner_training, ctx.lexical_config("bm25"),
+                             docs=None if ctx.zero_shot else docs, seed=ctx.seed)  # in domain: the same documents
         model = kind.load(model_dir)
         val_ids = set(read_training(model_dir).get("val_query_ids", []))
         tune_q = [q for q in source.queries() if q.query_id in val_ids]
@@ -429,21 +456,15 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         # under torchrun a collective kind's ranks each re-rank a share of the queries (each its own checkpoint: a
         # killed re-ranking resumes with the batches it had not scored); rank 0 writes the run
         mine = split(test_q) if kind.collective else test_q
-
-        produced, rate = {}, 0.0
-        # the first stage, then every rerank_also run the experiment has
-        for tag, run in [(name, first), *((reranked_tag(name, b), ctx.runs[b]) for b in also if b in ctx.runs)]:
-            if kind.collective and current().size > 1:  # this rank's queries of the run (the others are their ranks')
-                run = Run({q.query_id: run.ranking[q.query_id] for q in mine if q.query_id in run.ranking}, run.tag)
-            out = kind.rerank_run(model, run, mine, docs, depth, tag, precision=precision, desc=tag,
-                                  checkpoint=ctx.out / rank_file(f".{tag}.rerank-partial.jsonl"))
-            produced.update(gather_runs({tag: out}, test_q) if kind.collective else {tag: out})
-            if tag == name:
-                rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) \
-                    / max(1e-9, time.perf_counter() - t)
-                rate = sum(all_gather(rate)) if kind.collective else rate  # the job's pairs per second
-        for tag, run in produced.items():
-            run.write(ctx.out / f"{tag}.run")
+        run = first
+        if kind.collective and current().size > 1:  # this rank's queries of the run (the others are their ranks')
+            run = Run({q.query_id: run.ranking[q.query_id] for q in mine if q.query_id in run.ranking}, run.tag)
+        out = kind.rerank_run(model, run, mine, docs, depth, name, precision=precision, desc=name,
+                              checkpoint=ctx.out / rank_file(f".{name}.rerank-partial.jsonl"))
+        produced = gather_runs({name: out}, test_q) if kind.collective else {name: out}
+        rate = sum(min(depth, len(first.ranking.get(q.query_id, []))) for q in mine) / max(1e-9, time.perf_counter() - t)
+        rate = sum(all_gather(rate)) if kind.collective else rate  # the job's pairs per second
+        produced[name].write(ctx.out / f"{name}.run")
         # its held-out training queries' run, which a fusion tunes on (zero-shot: carried)
         if ctx.reads_held_out(name) and tune_first is not None and own:
             if tune_run is None:

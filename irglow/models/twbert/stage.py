@@ -4,11 +4,14 @@ table's caption then names them); torch is imported only when the stage works.""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from irglow import settings as declared
+from irglow.config import as_names
+from irglow.rankers import TWBERT_RUNS
 from irglow.stage import ModelsResult, Produced, Stage, Unit, unit_name
 from irglow.data.collection import load_collection
 from irglow.lexical.stage import LexicalSettings
@@ -18,6 +21,8 @@ from irglow.utils.atomic import output_lock
 from irglow.runs.keys import QuerySet, held_out
 from irglow.runs.trec import Run, gather_runs
 from irglow.utils.distributed import split
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,7 @@ class TWBertSettings:
     rm3: bool
     model_dir: str | None
     seed: int | None
+    runs: tuple[str, ...] = ("bm25-ngram", "twbert")  # its runs besides twbert-rm3 (which rm3 adds)
 
     @classmethod
     def from_config(cls, config) -> "TWBertSettings":
@@ -44,7 +50,11 @@ class TWBertSettings:
         model.setdefault("k1", lexical.k1)
         model.setdefault("b", lexical.b)
         rm3, model_dir = declared.take(tcfg, "twbert", "rm3"), declared.take(tcfg, "twbert", "model_dir")
-        return cls(TrainConfig.from_dict(tcfg), rm3, model_dir, config.get("seed"))
+        runs = as_names(declared.take(tcfg, "twbert", "runs"))
+        unknown = [r for r in runs if r not in TWBERT_RUNS]
+        if unknown:
+            raise ValueError(f"twbert.runs: {unknown} are not TW-BERT's runs ({', '.join(TWBERT_RUNS)})")
+        return cls(TrainConfig.from_dict(tcfg), rm3, model_dir, config.get("seed"), tuple(runs))
 
 
 class TWBertStage(Stage):
@@ -54,7 +64,19 @@ class TWBertStage(Stage):
     collective = True  # under torchrun: data-parallel training, the queries' weights and searches split
 
     def tags(self, s: TWBertSettings) -> list[str]:
-        return ["bm25-ngram", "twbert"] + (["twbert-rm3"] if s.rm3 else [])
+        return [t for t in ("bm25-ngram", "twbert", "twbert-rm3") if t in s.runs or t == "twbert-rm3" and s.rm3]
+
+    def bind(self, ranker, s: TWBertSettings, bind_part):
+        if ranker.tag not in TWBERT_RUNS:
+            raise ValueError(f"TWBert({ranker.tag!r}): its runs are {', '.join(TWBERT_RUNS)}")
+        return ranker
+
+    def with_nodes(self, s: TWBertSettings, nodes) -> TWBertSettings:
+        """With RM3 where its nodes have ``twbert-rm3``."""
+        from dataclasses import replace
+
+        tags = [n.tag for n in nodes]
+        return replace(s, rm3="twbert-rm3" in tags, runs=tuple(tags))
 
     def bm25_parameters(self, s: TWBertSettings) -> dict[str, float]:
         """The k1 and b its runs score with (``[lexical]``'s unless ``[twbert.model]`` overrides them)."""
@@ -110,7 +132,7 @@ class TWBertStage(Stage):
                       folder.lexical.threads)
 
     def ranker(self, name, config, parse):
-        from irglow.rankers import TWBERT_RUNS, TWBert
+        from irglow.rankers import TWBert
 
         return TWBert(name) if name in TWBERT_RUNS else None
 
@@ -120,7 +142,7 @@ class TWBertStage(Stage):
     def reused_models(self, s: TWBertSettings) -> dict[str, Path]:
         return {"twbert": Path(s.model_dir)} if s.model_dir else {}
 
-    def train(self, s: TWBertSettings, source, train_root: Path, bm25=None) -> dict[str, Path]:
+    def train(self, s: TWBertSettings, source, train_root: Path, bm25=None, nodes=()) -> dict[str, Path]:
         """Train (or find trained, or reuse ``model_dir``) the stage's model: ``{"twbert": model directory}``.  Its
         candidates are scored with its own declared ``[twbert.model]`` k1 and b (the differentiable BM25 it learns
         through equals Lucene's with those), not ``bm25``'s."""
@@ -144,7 +166,10 @@ class TWBertStage(Stage):
         if s.model_dir:
             return Path(s.model_dir)
         kept = self._trainer(s, source, train_root).kept()
-        return kept if (kept / "twbert.json").is_file() else self.train(s, source, train_root)["twbert"]
+        if (kept / "twbert.json").is_file():
+            log.info("twbert: found trained in %s; nothing to train", kept)
+            return kept
+        return self.train(s, source, train_root)["twbert"]
 
     def units(self, node, ctx) -> list[Unit]:
         """One unit per run: the model trained once (kept by content, found again by the other runs' units), its
