@@ -177,7 +177,7 @@ def run_grid(config: dict[str, Any], grid: list[str], select_on: str | None = No
         return out
 
     # what every point shares (index, statistics, field weights, the training folder): only model settings differ
-    prepared = prepare(plans[0])
+    prepared = prepare(plans[0].setup)
     fields = list(prepared.source.index.fields)
     scored, curves = [], {}
     for label, overrides, plan in zip(labels, points, plans):

@@ -256,12 +256,6 @@ class FusionStage(Stage):
         """Its hybrids: its nodes."""
         return dataclasses.replace(s, hybrids=tuple(nodes))
 
-    def check_plan(self, s: FusionSettings, plan) -> None:
-        """``all`` needs two runs of the other stages to fuse."""
-        others = [t for t in plan.tags if t not in plan.written.get(self.name, ())]
-        if any(h.every for h in s.hybrids) and len(others) < 2:
-            raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
-
     def run_of(self, ctx, tag, query_set):
         """A hybrid whose weights are not tuned (fixed, reciprocal-rank), of parts that each search any query: the
         fusion of its parts' runs of the queries asked for, as its test run fuses theirs (a tuned one gives its

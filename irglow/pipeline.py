@@ -29,7 +29,7 @@ from irglow.hybrid import FusionSettings
 from irglow.rankers import Fusion
 from irglow.runs.keys import QuerySet, RunKey
 from irglow.stage import Context, Produced
-from irglow.utils.distributed import barrier, from_main, is_main
+from irglow.utils.distributed import agree, barrier, from_main, is_main
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +54,12 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     split, in ``out/<split>/`` for several.  Trained models live in ``out`` and are shared.
     ``prepared``: what :func:`prepare` already did (a grid search: ``config`` is then one point's plan, given the
     prepared training index's fields); ``notes``: markdown for the reports."""
-    if prepared is None and not isinstance(config, Plan):
-        config = bind_plan(config)
-    out = prepared.out if prepared is not None else check_output(config)
+    plan = config if isinstance(config, Plan) else bind_plan(config)
+    out = prepared.out if prepared is not None else check_output(plan.setup)
     with output_lock(out):  # one writer per folder, for the whole run
-        p = prepared or prepare(config)
-        if prepared is None:
-            plan = p.plan
-        else:
-            plan = (config if isinstance(config, Plan) else bind_plan(config)).with_fields(list(p.source.index.fields))
+        p = prepared or prepare(plan.setup)  # the same whatever the rankers: it is given none of them
+        plan = plan.with_fields(list(p.source.index.fields))
+        agree("runs", list(plan.tags))  # under torchrun: one graph on every rank, or nothing starts
         comparisons = {}
         for split in p.splits:
             comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,

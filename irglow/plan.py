@@ -135,11 +135,11 @@ class ZeroShotSettings:
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
-    """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
-    settings object, in the order they run; the runs they produce; and the bound graph of their rankers, which
-    says what a node reads of another (:class:`~irglow.rankers.Graph`).  ``recorded`` is the configuration as loaded, as JSON text: the manifest's record, read by no
-    stage."""
+class Setup:
+    """What preparing a plan reads — its collection, index, lexical settings, validation sources, seed and output
+    folder — and not which runs it makes: the index, statistics, training side and field weights are the same whatever
+    the rankers (:mod:`irglow.preparation` is given this, never the graph).  ``recorded`` is the configuration as
+    loaded, as JSON text: the manifest's record, read by no stage."""
 
     recorded: str
     seed: int | None
@@ -147,11 +147,21 @@ class Plan:
     collection: CollectionSettings
     index: IndexConfig
     lexical: LexicalSettings
-    eval: EvalSettings
     output_dir: Path
+    validation: ValidationSettings
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The configuration bound, before any work: the typed top-level sections; every enabled stage with its
+    settings object, in the order they run; the runs they produce; and the bound graph of their rankers, which
+    says what a node reads of another (:class:`~irglow.rankers.Graph`).  ``recorded`` is the configuration as loaded, as JSON text: the manifest's record, read by no
+    stage."""
+
+    setup: Setup  # what preparing it reads: the collection, index, lexical settings, validation, output folder
+    eval: EvalSettings
     report_clusters: int | None  # topic clusters in the results page (None: about one per 25 queries; 0: none)
     report_page: bool  # whether the results page (report.html) is written
-    validation: ValidationSettings
     zero_shot: ZeroShotSettings | None  # where the configuration has a [zero_shot] section
     stages: tuple[tuple[Any, Any], ...]  # (stage, its settings object)
     tags: tuple[str, ...]
@@ -165,9 +175,22 @@ class Plan:
     # the rankers an Experiment bound as objects (None: a configuration's lists, read): what the manifest writes
     rankers: tuple | None = None
 
+    recorded = property(lambda self: self.setup.recorded, doc="The configuration as loaded, as JSON text.")
+    seed = property(lambda self: self.setup.seed, doc="The experiment's seed.")
+    data_dir = property(lambda self: self.setup.data_dir, doc="Where indexes are built.")
+    collection = property(lambda self: self.setup.collection, doc="``[collection]`` bound.")
+    index = property(lambda self: self.setup.index, doc="``[index]`` bound.")
+    lexical = property(lambda self: self.setup.lexical, doc="``[lexical]`` bound, for its nodes' systems.")
+    output_dir = property(lambda self: self.setup.output_dir, doc="The output folder.")
+    validation = property(lambda self: self.setup.validation, doc="``[validation]`` bound.")
+
+    def with_setup(self, **changes: Any) -> "Plan":
+        """The same plan, its :class:`Setup` changed (another collection evaluated, another record)."""
+        return dataclasses.replace(self, setup=dataclasses.replace(self.setup, **changes))
+
     def evaluating(self, name: str, test_split: str, train_split: str | None = None) -> "Plan":
         """The same plan evaluating another collection (zero-shot: each listed collection in turn)."""
-        return dataclasses.replace(self, collection=CollectionSettings(
+        return self.with_setup(collection=CollectionSettings(
             name, None, train_split or self.collection.train_split, (test_split,)))
 
     def manifest_config(self, test_split: str | None = None) -> dict[str, Any]:
@@ -182,7 +205,7 @@ class Plan:
 
     def recording(self, key: str, value: Any) -> "Plan":
         """The same plan, its manifest also recording ``key`` (the grid's points and choice)."""
-        return dataclasses.replace(self, recorded=json.dumps({**json.loads(self.recorded), key: value}, default=str))
+        return self.with_setup(recorded=json.dumps({**json.loads(self.recorded), key: value}, default=str))
 
     def with_fields(self, fields) -> "Plan":
         """The same plan for a training index with these ``fields``, once it is built: each settings object that
@@ -529,6 +552,9 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
     else:
         planned = _planned(bound, baseline if compared else None,
                            None if wanted is None or not compared else tuple(wanted))
+    others = [t for t, n in planned["graph"].items() if not isinstance(n, Fusion)]
+    if len(others) < 2 and any(isinstance(n, Fusion) and n.every for n in planned["graph"].values()):
+        raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")
     lexical = next(b for s, b in planned["stages"] if s.name == "lexical")
     zero_shot = ZeroShotSettings.from_config(config) if config.get("zero_shot") is not None else None
     if zero_shot is not None:  # the cross-collection table's measure is always computed, first
@@ -540,15 +566,14 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
     out_dir = settings.value(config, "output", "dir")
     if not str(out_dir).strip():  # Path("") is the working folder: its files would be swept as an earlier run's
         raise ValueError("output.dir is empty: name the folder the runs and tables go to (e.g. out/demo)")
-    plan = Plan(recorded=json.dumps(config, default=str), seed=config.get("seed"), data_dir=config.get("data_dir"),
-                collection=CollectionSettings.from_config(config), index=index, lexical=lexical,
+    setup = Setup(json.dumps(config, default=str), config.get("seed"), config.get("data_dir"),
+                  CollectionSettings.from_config(config), index, lexical, Path(out_dir), validation)
+    plan = Plan(setup=setup,
                 eval=EvalSettings(measures, baseline,
                                   None if wanted is None else tuple(wanted),
                                   {k: ev[k] for k in COMPARISON_SETTINGS if k in ev}),
-                output_dir=Path(out_dir),
                 report_clusters=settings.value(config, "output", "clusters"),
                 report_page=settings.value(config, "output", "page"),
-                validation=validation,
                 zero_shot=zero_shot, **planned)
     for s, bound_settings in plan.stages:
         s.check_plan(bound_settings, plan)

@@ -13,7 +13,7 @@ from irglow.data.collection import agree_on_inputs, load_collection
 from irglow.index.lucene_index import build_index
 from irglow.index.stats import CollectionStats
 from irglow.lexical.stage import LexicalSettings
-from irglow.plan import Plan, bind_plan
+from irglow.plan import Plan, Setup, bind_plan
 from irglow.defaults import SEED
 from irglow.data.union import SPLIT, UnionCollection, parse_sources
 from irglow.models.source import TrainSource
@@ -53,18 +53,18 @@ class Prepared:
         return cls(collection, index, stats, source, lexical, here, {}, [split], out, train_root)
 
 
-def training_side(plan: Plan, timings: dict[str, float], collection=None, index=None, stats=None):
+def training_side(setup: Setup, timings: dict[str, float], collection=None, index=None, stats=None):
     """Where models train and the field weights tuned there: ``collection.train`` (another collection, or several
     as one union) when it names one, else ``collection``'s own train split.  Shared by the pipeline and
     zero-shot: (TrainSource, {system: field weights})."""
-    c, lexical = plan.collection, plan.lexical
-    validation = sources(plan.validation.also, plan.validation.queries, plan.seed,
-                         lambda coll: index_and_stats(coll, plan, timings))
+    c, lexical = setup.collection, setup.lexical
+    validation = sources(setup.validation.also, setup.validation.queries, setup.seed,
+                         lambda coll: index_and_stats(coll, setup, timings))
     if collection is not None and not c.trains_elsewhere:
         source = TrainSource(collection, index, stats, c.train_split, validation)
     else:
         train_coll, split = training_collection(c.train or c.name, c.train_split)
-        train_index, train_stats = index_and_stats(train_coll, plan, timings)
+        train_index, train_stats = index_and_stats(train_coll, setup, timings)
         source = TrainSource(train_coll, train_index, train_stats, split, validation)
     unknown = sorted(set(lexical.field_weights) - set(source.index.fields))
     if unknown and not lexical.tune_bm25f:  # configured weights: a misspelt field would be dropped, not weighted
@@ -75,24 +75,27 @@ def training_side(plan: Plan, timings: dict[str, float], collection=None, index=
     return source, on_main(lambda: lexical.field_weights_for(source.index, source.queries, source.qrels, timings))
 
 
-def check_output(plan: Plan) -> Path:
+def check_output(setup: Setup) -> Path:
     """The plan's output folder, refused where it lies in a collection's folder (never written into) or is the
     empty string (``output.dir = ""`` would write into the working folder)."""
-    c, out = plan.collection, plan.output_dir
+    c, out = setup.collection, setup.output_dir
     for folder in {c.name, *(t for t in [c.train] if isinstance(t, str))}:
         check_not_input(out, [], "output.dir", data=folder)  # a collection folder is never written into
     return out
 
 
-def prepare(config: dict[str, Any] | Plan) -> Prepared:
-    """Bind the configuration (every setting checked before any work), load and index the collection (and the
-    training collection), tune each multi-field system's weights; the models' training root is shared
-    by every split and every output folder (:func:`models_root`)."""
-    plan = config if isinstance(config, Plan) else bind_plan(config)
-    c, out = plan.collection, check_output(plan)
+def prepare(config: dict[str, Any] | Plan | Setup) -> Prepared:
+    """Load and index the collection (and the training collection), tune each multi-field system's weights; the
+    models' training root is shared by every split and every output folder (:func:`models_root`).  Given a
+    configuration, bind it first (every setting checked before any work); given a plan's :class:`~irglow.plan.Setup`
+    (what the pipeline gives), what it prepares is the same whatever the plan's rankers (its ``plan`` is then
+    ``None``: the caller gives its plan the training index's fields)."""
+    bound = None if isinstance(config, Setup) else config if isinstance(config, Plan) else bind_plan(config)
+    setup = config if isinstance(config, Setup) else bound.setup
+    c, out = setup.collection, check_output(setup)
     out.mkdir(parents=True, exist_ok=True)
 
-    agree("settings", json.loads(plan.recorded))  # under torchrun: one plan on every rank, or nothing starts
+    agree("settings", json.loads(setup.recorded))  # under torchrun: one plan on every rank, or nothing starts
     check_shared_folder(out)  # under torchrun: every rank sees what rank 0 writes, or nothing starts
     splits = list(c.test_splits)
     collection = load_collection(c.name)
@@ -100,17 +103,17 @@ def prepare(config: dict[str, Any] | Plan) -> Prepared:
         from irglow.data.collection import SampledCollection
 
         collection = SampledCollection(collection, splits if c.trains_elsewhere else [c.train_split, *splits],
-                                       c.max_docs, dict(c.max_queries or {}), seed=SEED if plan.seed is None else plan.seed)
+                                       c.max_docs, dict(c.max_queries or {}), seed=SEED if setup.seed is None else setup.seed)
     # under torchrun: one corpus, one set of queries and judgments on every rank, or nothing starts
     agree_on_inputs(collection, splits if c.trains_elsewhere else [c.train_split, *splits])
     timings: dict[str, float] = {}
-    index, stats = index_and_stats(collection, plan, timings)
-    source, weights = training_side(plan, timings, None if c.trains_elsewhere else collection, index, stats)
+    index, stats = index_and_stats(collection, setup, timings)
+    source, weights = training_side(setup, timings, None if c.trains_elsewhere else collection, index, stats)
     if launched():
         agree("training data", source.digest)  # another collection's corpus, queries and judgments too
     weights = {s: {f: w for f, w in ws.items() if f in index.fields} for s, ws in weights.items()}
-    plan = plan.with_fields(list(source.index.fields))
-    return Prepared(collection, index, stats, source, plan.lexical, weights, timings, splits, out, models_root(), plan)
+    bound = bound.with_fields(list(source.index.fields)) if bound is not None else None
+    return Prepared(collection, index, stats, source, setup.lexical, weights, timings, splits, out, models_root(), bound)
 
 
 def models_root() -> Path:
@@ -131,12 +134,12 @@ def training_collection(value, default_split: str):
     return UnionCollection([(load_collection(spec), split) for spec, split in sources]), SPLIT
 
 
-def index_and_stats(collection, plan: Plan, timings: dict[str, float]):
+def index_and_stats(collection, setup: Setup, timings: dict[str, float]):
     """The collection's Lucene index (built once, cached under ``data_dir``) and its statistics; under ``torchrun``
     rank 0 builds both while the others wait, then they open what it built."""
     def build():
         t = time.perf_counter()
-        index = build_index(collection, plan.index, root=plan.data_dir)
+        index = build_index(collection, setup.index, root=setup.data_dir)
         timings["index_s"] = time.perf_counter() - t
         t = time.perf_counter()
         stats = CollectionStats.load(index)

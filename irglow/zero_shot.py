@@ -78,7 +78,7 @@ def _load(name: str, split: str, plan, notes: list[str], column: str):
         collection = load_collection(name)
         if not collection.qrels(split):  # before the index is built: a collection without judgments is skipped
             raise ValueError(f"no judgments for split {split!r}")
-        index, stats = index_and_stats(collection, plan, {})
+        index, stats = index_and_stats(collection, plan.setup, {})
         return collection, index, stats
     except (DatasetUnavailableError, UnknownDatasetError, FileNotFoundError) as e:
         reason = str(e)
@@ -209,9 +209,9 @@ def run_zero_shot(config: dict[str, Any]) -> Path:
     timings: dict[str, float] = {}
     t = time.perf_counter()
     # the pipeline's own training side: models (and each multi-field system's weights) learn from zs.train
-    train_plan = dataclasses.replace(plan, collection=CollectionSettings("", zs.train, zs.train_split,
-                                                                         plan.collection.test_splits))
-    source, weights = training_side(train_plan, timings)
+    train_plan = plan.with_setup(collection=CollectionSettings("", zs.train, zs.train_split,
+                                                              plan.collection.test_splits))
+    source, weights = training_side(train_plan.setup, timings)
     train_coll, train_split = source.collection, source.split
     plan, lexical = plan.with_fields(list(source.index.fields)), plan.lexical
     timings["train_collection_s"] = time.perf_counter() - t

@@ -241,7 +241,7 @@ class RerankSettings:
                 raise ValueError(f"rerank.models: {name!r} is neither a kind ({', '.join(kind_names())}), a kind "
                                  f"re-ranking a run (monobert(twbert)) nor a variant defined under [rerank.variants]"
                                  + (f" ({', '.join(variants)})" if variants else ""))
-            changes = {k: v for k, v in table.items() if k not in NOT_TRAINING}
+            changes = copy.deepcopy({k: v for k, v in table.items() if k not in NOT_TRAINING})  # a snapshot
             depth = table.get("depth")
             if depth is not None:  # what [rerank] depth may be, as its declaration says
                 declared.DECLARED["rerank"]["depth"].check(depth, f"rerank.variants.{name}.depth")
