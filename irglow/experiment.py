@@ -27,7 +27,7 @@ from irglow.defaults import BASELINE, SEED
 from irglow.config import apply_override, include_sections, load_config
 from irglow.pipeline import run_pipeline
 from irglow.plan import bind_sealed, parsed, settings_only
-from irglow.rankers import written
+from irglow.rankers import Ranker, written
 from irglow.utils.atomic import atomic_write_text
 
 
@@ -72,8 +72,9 @@ class Experiment:
         base = copy.deepcopy(config) if isinstance(config, dict) else load_config(config) if config else {}
         if not systems:
             raise ValueError("Experiment: name at least one system, e.g. systems=['bm25', 'bm25f']")
-        rankers = [parsed(s, base) for s in systems]  # what each name switches on; the nodes come from binding
-        first = parsed(baseline, base) if baseline is not None else rankers[0]
+        # a name read once, here (an object is taken as it is); the nodes come from binding
+        rankers = [s if isinstance(s, Ranker) else parsed(s, base) for s in systems]
+        first = rankers[0] if baseline is None else baseline if isinstance(baseline, Ranker) else parsed(baseline, base)
         self.baseline = first.tag
         cfg = settings_only(base)  # the file's settings; which runs are made is the systems' to say
         cfg["seed"] = seed if seed is not None else cfg.get("seed", SEED)  # an argument given wins over the file

@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 
 # raise when what a stage writes changes for the same inputs (2: lossless run scores; 3: stage notes, runs of the
 # held-out training queries for [fusion]; 4: stages as objects, one fusion stage, per-system field weights; 5: runs
-# keyed by tag and query set, each unit's typed result kept in its record)
-STAGE_FORMAT = 5
+# keyed by tag and query set, each unit's typed result kept in its record; 6: a unit per node, keyed on content, not
+# on its name)
+STAGE_FORMAT = 6
 
 
 # settings a unit's key leaves out, each with why (tests/integration/test_cache_keys.py changes every other setting of
@@ -55,7 +56,8 @@ class StageCache:
             unit = dataclasses.replace(unit, settings=unit.settings())
         read = sorted((RunKey.of(k) for k in inputs), key=RunKey.record)
         code = module_code(type(stage).__module__)  # another package's stage: its code (None: irglow's own)
-        key = value_digest({"stage": unit.name, "settings": unit_key(stage, unit, ctx), "context": self.context,
+        # content only: the unit's name is its record's path
+        key = value_digest({"settings": unit_key(stage, unit, ctx), "context": self.context,
                             "inputs": [[*k.record(), self.digests.get(k) or file_digest(k.path(self.out))]
                                        for k in read], **({"code": code} if code else {})})
         entry = Entry(unit.name, key, self.out / ".stages" / f"{unit.name.replace(':', '-')}.json")

@@ -412,7 +412,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         # its first stage's training-query run is made when the model trains (Stage.run_of), from that run's
         # stage: the first stage's test run here stands for it in the key
         reads = {node.first.tag, owner.first.tag}
-        settings = {"model": asdict(trainer), "model_of": owner.tag, "depth": node.depth or s.depth,
+        # content, not names: its own name is its record's (.stages/rerank-<name>.json), another's model is named
+        settings = {"model": asdict(trainer), "model_of": owner.tag if owner is not node else None,
+                    "depth": node.depth or s.depth,
                     "first_stage": node.first.tag, "trained_on_first_stage": owner.first.tag, "model_dir": s.model_dir,
                     **({"precision": s.precision} if s.precision != "fp32" else {}),  # fp32: the keys of before
                     **({"code": code} if code else {})}  # a registered kind's code: edited, it runs again
