@@ -210,16 +210,6 @@ class FusionStage(Stage):
         return Fusion(*(folder.build(p) for p in ranker.rankers), method=info.method, norm=info.norm or FUSION_NORM,
                       weights=info.weights, depth=folder.lexical.depth)
 
-    def ranker(self, name, config, parse):
-        """``a+b`` (``+``: fusion, and nothing else): the fusion of the rankers its parts name, with the method,
-        normalisation or fixed weights the configuration gives that hybrid (a run folder's own rrf or fixed-weight
-        fusion, a saved experiment's)."""
-        parts = split_fusion(name)
-        if len(parts) < 2:
-            return None
-        made = next((h for h in configured_fusions(config) if h.tag == name), Fusion(parts))
-        return Fusion([parse(p) for p in made.part_tags], made.method, made.norm, made.weights)
-
     def node(self, tag, s: FusionSettings, node_of):
         """``Fusion(its parts' nodes, its own settings)``; ``all``, whose parts are known once the other runs exist,
         a run of its own (its unit reads every run not made from it).  A part the plan does not make stops binding,

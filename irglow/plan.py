@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -22,7 +23,13 @@ from irglow.index.lucene_index import IndexConfig, check_index_config
 from irglow.lexical.stage import LexicalSettings
 from irglow.runs.trec import check_run_name
 from irglow.models.validation import check_stages
-from irglow.rankers import ALL, Fusion, Graph, Named, Ranker, Rerank, UnmadeRun, written
+from irglow.lexical.systems import lexical_systems
+from irglow.models.glow import VARIANTS
+from irglow.models.glow.stage import UNTRAINED
+from irglow.models.rerank.kinds import kind_names
+from irglow.models.rerank.stage import NOT_TRAINING
+from irglow.rankers import (ALL, TWBERT_RUNS, Dense, Fusion, Graph, Lexical, Listed, Model, Named, Ranker, Rerank,
+                            StageRun, TWBert, UnmadeRun, configured_fusions, split_fusion, split_reranked, written)
 from irglow import stages  # its STAGES read when binding: a registry tests and plugins extend
 
 # what a pipeline configuration may hold; each stage checks its own section (irglow.stages)
@@ -422,20 +429,58 @@ def made_rankers(config: dict[str, Any], strict: bool = True) -> Graph:
 
 
 def parsed(spec, config: dict[str, Any] | None = None):
-    """A run's name read into the ranker that switches on what makes it (each stage reads the names it writes:
-    :meth:`~irglow.stage.Stage.ranker`; ``config``: the configuration it belongs to, for the re-rankers and fusions
-    it defines).  Not bound: :func:`ranker` gives the node."""
+    """A run's name read into the ranker that makes it — the one reader of run names (their syntax is
+    :mod:`irglow.rankers`'): ``a+b`` a fusion, ``kind(first)`` and a kind's name re-rankings, a re-ranker a
+    configuration defines, a lexical system (``-rm3``: with RM3), TW-BERT's and the dense runs, and any stage's own
+    runs (a plugin's).  ``config``: the configuration it belongs to, for the re-rankers and fusions it defines.  Not
+    bound: :func:`ranker` gives the node."""
     if isinstance(spec, Ranker):
         return spec
     if not isinstance(spec, str) or not spec:
         raise TypeError(f"a system is a ranker (irglow.rankers) or the name of a run, not {spec!r}")
     config = config or {}
-    for stage in stages.STAGES:
-        found = stage.ranker(spec, config, lambda name: parsed(name, config))
-        if found is not None:
-            return found
+
+    def parse(name: str):
+        return parsed(name, config)
+
+    if spec.removesuffix("-rm3") in lexical_systems():
+        return Lexical(spec)
+    if spec in TWBERT_RUNS:
+        return TWBert(spec)
+    if spec in (*VARIANTS, *UNTRAINED):
+        return Dense(spec)
+    for stage in stages.STAGES:  # a stage's own runs (QL's, a plugin's)
+        if stage.name not in ("lexical", "twbert", "glow", "rerank", "fusion") and spec in stage.default_tags():
+            return StageRun(stage.name, spec)
+    found = _reranking(spec, config, parse)
+    if found is not None:
+        return found
+    parts = split_fusion(spec)
+    if len(parts) > 1:  # with the method, normalisation or weights the configuration gives that hybrid
+        made = next((h for h in configured_fusions(config) if h.tag == spec), Fusion(parts))
+        return Fusion([parse(p) for p in made.part_tags], made.method, made.norm, made.weights)
     raise ValueError(f"{spec!r} is not a run irglow can make: name one of {', '.join(_stage_runs())} (a lexical "
                      f"system also with RM3: bm25-rm3), a fusion a+b or a re-ranking monobert(a) / nrmf(a)")
+
+
+def _reranking(name: str, config: dict[str, Any], parse):
+    """A kind (``monobert``: over ``[rerank] first_stage``), ``kind(first)`` (the kind re-ranking the run ``first``
+    names), or a re-ranker the configuration defines (a variant), else ``None``."""
+    def named(ranker):  # under this name, where its own tag would be another
+        return ranker if ranker.tag == name else dataclasses.replace(ranker, name=name)
+
+    section = config.get("rerank", {})
+    head, inner = split_reranked(name) or ("", "")
+    if head in kind_names():  # its variant's training settings, where it has some
+        own = {k: v for k, v in section.get("variants", {}).get(name, {}).items() if k not in NOT_TRAINING}
+        return named(Rerank(parse(inner), Model(head, **own)))
+    if name in kind_names():
+        return named(Rerank(parse(settings.value(config, "rerank", "first_stage")), Model(name)))
+    templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
+    if name in as_names(section.get("models", [])) or name in section.get("variants", {}) or any(
+            re.fullmatch(re.escape(k).replace(re.escape("{field}"), ".+"), name) for k in templates):
+        return Listed("rerank", name, key="models")
+    return None
 
 
 def _stage_runs() -> list[str]:

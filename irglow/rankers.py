@@ -612,10 +612,10 @@ class UnmadeRun(ValueError):
 
 class Graph(Mapping[str, Ranker]):
     """An experiment bound: ``{run: node}``, each node a :class:`Ranker` whose parts are the graph's own nodes
-    (object edges), made by the stage writing it from its bound settings (:mod:`irglow.plan`).  A stage asks the
-    graph, by node, whether a later node reads its run of the held-out training queries (a fusion tunes on its
-    parts'), and a fusion the depth of a re-ranked part's block, so no list of either is kept beside it.  ``tunes``: whether fusions tune (not where the experiment fuses by
-    reciprocal rank zero-shot).
+    (object edges), each bound by its stage (:mod:`irglow.plan`).  The pipeline makes a unit of work per node, after
+    its parts' (a unit sees its node, never the graph), and asks the graph once which runs a later node reads of
+    the held-out training queries (a fusion tunes on its parts').  ``tunes``: whether fusions tune (not where the
+    experiment fuses by reciprocal rank zero-shot).
 
     Args:
         nodes: ``{run: node}``, each node's parts the graph's own nodes.
@@ -652,8 +652,3 @@ class Graph(Mapping[str, Ranker]):
         """Whether a fusion tunes on ``tag``'s run of the training queries its model held out: ``tag`` is a part of
         a fusion, or ``all`` fuses every run."""
         return self.tunes and any(isinstance(n, Fusion) and (n.every or tag in n.part_tags) for n in self.values())
-
-    def reranked_depth(self, tag: str) -> int | None:
-        """The depth of ``tag``'s re-ranked block where it is a re-ranking (a fusion fuses that block only)."""
-        node = self._nodes.get(tag)
-        return node.depth if isinstance(node, Rerank) else None

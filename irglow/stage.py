@@ -222,20 +222,6 @@ class Stage:
     collective = False
     always_enabled = False  # runs without ``enabled = true`` in its section (the lexical runs)
 
-    def ranker(self, name: str, config: dict[str, Any], parse: Callable[[str], Any]):
-        """What a run's name switches on where this stage writes it (a :class:`~irglow.rankers.Ranker` whose
-        ``configure`` writes it), else ``None``: the reading of a name (:func:`irglow.plan.parsed`; ``parse`` reads a
-        name inside this one).  The node a name stands for is always a binding's (:func:`irglow.plan.ranker`,
-        :meth:`node`); for a stage's own runs, which have no parts, it is this reading (the default :meth:`node`).
-        By default: a run of its default settings, made by switching it on.
-
-        Args:
-            name: A run's name.
-            config: The configuration it belongs to (the re-rankers and fusions it defines).
-            parse: What reads a name inside this one.
-        """
-        return StageRun(self.name, name) if name in self.default_tags() else None
-
     def bind(self, ranker, settings, bind_part: Callable[[Any], Any]):
         """``ranker`` (one of this stage's, as a user or a configuration's reader gave it) as the node of the plan's
         graph: its parts bound first (``bind_part``, the graph's own nodes), what its settings leave unset given the
@@ -309,16 +295,16 @@ class Stage:
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
         ``settings`` make, each part the graph's own node (``node_of(part's tag)``), so the graph's edges are
         objects.  A part no stage makes raises :class:`~irglow.rankers.UnmadeRun` from ``node_of``; a stage that
-        can do without the run returns ``None`` (the run is left out of the plan, and its units make only the runs
-        of ``ctx.graph``).  By default what its name reads as (:meth:`ranker`: a stage's own run, with no parts —
-        ``bm25f`` is ``Lexical("bm25f")`` bound or not), else a run of its own.
+        can do without the run returns ``None`` (the run is left out of the plan).  By default a run of its own, with
+        no parts (:class:`~irglow.rankers.StageRun`); a stage with a ranker class of its own makes that
+        (``Lexical("bm25f")``).
 
         Args:
             tag: One of its runs.
             settings: Its bound settings object (its ``settings_class``'s, as :mod:`irglow.plan` bound it).
             node_of: The graph's node of a run's name (a part of this one).
         """
-        return self.ranker(tag, {}, node_of) or StageRun(self.name, tag)
+        return StageRun(self.name, tag)
 
     def tags(self, settings) -> list[str]:
         """The runs it writes, known from its settings (what they read is the graph's to check: :meth:`node`).

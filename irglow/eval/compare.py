@@ -532,10 +532,6 @@ def _queries_with_documents(run) -> set[str]:
     return {q for q, docs in run.ranking.items() if docs}
 
 
-def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 # the comparison settings: ``compare``'s arguments and a pipeline's [eval] keys, declared once in irglow.settings
 COMPARISON_SETTINGS = ("test", "correction", "permutations", "seed", "ci", "judged_only", "risk_alphas", "pairs",
                        "alpha")

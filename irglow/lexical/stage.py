@@ -147,10 +147,10 @@ class LexicalStage(Stage):
 
     always_enabled = True
 
-    def ranker(self, name, config, parse):
+    def node(self, tag, settings, node_of):
         from irglow.rankers import Lexical
 
-        return Lexical(name) if name.removesuffix("-rm3") in lexical_systems() else None
+        return Lexical(tag)
 
     def tags(self, settings: LexicalSettings) -> list[str]:
         return settings.tags()

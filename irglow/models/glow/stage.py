@@ -188,10 +188,10 @@ class GlowStage(ChoosesOnOtherSources, Stage):
             return super().transformer(ranker, folder)
         return Dense(done.models[ranker.tag], folder.index, done.encodings[ranker.tag], folder.lexical.depth)
 
-    def ranker(self, name, config, parse):
+    def node(self, tag, s: GlowSettings, node_of):
         from irglow.rankers import Dense
 
-        return Dense(name) if name in (*VARIANTS, *UNTRAINED) else None
+        return Dense(tag)
 
     def resolved(self, s: GlowSettings):
         """For the manifest and the key: the training settings in full, with the ``"auto"`` token budgets as

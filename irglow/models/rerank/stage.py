@@ -293,8 +293,9 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         settings, and a name only where its tag is not the one a re-ranking computes); a model whose trained weights
         are another re-ranker's (``model_of``) holds that re-ranker's node: it learns nothing before that one has
         trained."""
-        name = next(m for m in s.models if tag == m or tag in (reranked_tag(m, a) for a in s.rerank_also))
-        first = s.first_stages[name] if tag == name else tag[len(name) + 1:-1]
+        # its model, and the run it re-ranks: the model's first stage, or the rerank_also run whose re-ranking it is
+        name, first = next((m, s.first_stages[m] if a is None else a) for m in s.models for a in (None, *s.rerank_also)
+                           if tag == (m if a is None else reranked_tag(m, a)))
         owner, changes = s.models_of[name], s.expanded[name].changes
         # a rerank_also run re-ranks with its model's trained weights: that model's node is its owner
         of = node_of(owner) if owner != name or tag != name else None
@@ -335,26 +336,6 @@ class RerankStage(ChoosesOnOtherSources, Stage):
             return super().transformer(ranker, folder)
         first = ranker.first if isinstance(ranker, Rerank) else folder.ranker(done.first_stage)
         return (folder.build(first) % done.depth) >> CrossEncoder(done.model, folder.docs)
-
-    def ranker(self, name, config, parse):
-        """A kind (``monobert``: over ``[rerank] first_stage``), ``kind(first)`` (the kind re-ranking the run ``first``
-        names), or a re-ranker the configuration already defines (a variant)."""
-        def named(ranker):  # under this name, where its own tag would be another
-            return ranker if ranker.tag == name else replace(ranker, name=name)
-
-        section = config.get("rerank", {})
-        head, inner = split_reranked(name) or ("", "")
-        if head in kind_names():  # its variant's training settings, where it has some
-            own = {k: v for k, v in section.get("variants", {}).get(name, {}).items()
-                   if k not in NOT_TRAINING}
-            return named(Rerank(parse(inner), Model(head, **own)))
-        if name in kind_names():
-            return named(Rerank(parse(declared.value(config, "rerank", "first_stage")), Model(name)))
-        templates = [k for k in section.get("variants", {}) if "{field}" in k]  # one model per field
-        if name in as_names(section.get("models", [])) or name in section.get("variants", {}) or any(
-                re.fullmatch(re.escape(k).replace(re.escape("{field}"), ".+"), name) for k in templates):
-            return Listed("rerank", name, key="models")
-        return None
 
     def resolved(self, s: RerankSettings):
         from dataclasses import asdict

@@ -131,10 +131,10 @@ class TWBertStage(Stage):
         return TWBert(folder.result(ranker).models["twbert"], folder.index, folder.lexical.depth,
                       folder.lexical.threads)
 
-    def ranker(self, name, config, parse):
+    def node(self, tag, s: TWBertSettings, node_of):
         from irglow.rankers import TWBert
 
-        return TWBert(name) if name in TWBERT_RUNS else None
+        return TWBert(tag)
 
     def resolved(self, s: TWBertSettings):
         return {"train": asdict(s.train), "rm3": s.rm3, "model_dir": s.model_dir}
