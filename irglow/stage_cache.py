@@ -31,6 +31,7 @@ STAGE_FORMAT = 6
 NOT_IN_KEY: dict[str, str] = {
     "rerank.variants": "a variant defines a model; listed in [rerank] models it is a unit whose key holds its settings",
     "fusion.optional": "which hybrids are made, not what a made hybrid's run holds",
+    "twbert.runs": "which of TW-BERT's runs are made, not what a made run holds",
     "fusion.zero_shot": "read where the models trained on another collection: there it is in each fusion's key",
 }
 

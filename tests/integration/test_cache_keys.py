@@ -24,7 +24,7 @@ OTHER = {
     "lexical.systems": ["bm25", "tfidf"], "lexical.field_weights": {"title": 2.0},
     "glow.variants": ["glow"], "glow.untrained": ["minilm", "minilm-fields"], "rerank.models": ["monobert"],
     "rerank.rerank_also": ["bm25f"], "rerank.variants": {"mono2": {"kind": "monobert"}},
-    "rerank.first_stage": "bm25f", "fusion.step": 0.1, "fusion.runs": ["bm25+glow", "bm25+bm25f"], "fusion.measure": "AP",
+    "rerank.first_stage": "bm25f", "twbert.runs": ["twbert"], "fusion.step": 0.1, "fusion.runs": ["bm25+glow", "bm25+bm25f"], "fusion.measure": "AP",
     "fusion.method": "rrf",  # a registered method (irglow.runs.fusion.fusion_method), no longer a declared choice
     "twbert.loss": "listmle", "twbert.label_scale": "exp", "twbert.scale_by": "uniform", "twbert.folds": 2, "twbert.device": "cpu",
     "twbert.model.base_model": "other", "twbert.model.head": "relu",

@@ -370,13 +370,14 @@ class RerankStage(ChoosesOnOtherSources, Stage):
 
     def first_stage(self, ctx, first):
         """(the run the node ``first`` made, its training queries' run or ``None``, whether the model learns from
-        ``first``).  A run whose stage makes no run of the training queries (a dense run, a tuned fusion, a
-        re-ranking) gives ``None``: the model then learns from BM25's, as the notes say.  A lexical run the plan does
-        not make (a configuration's BM25 first stage without its [lexical] system) is searched here, and its model
-        learns from BM25's own search."""
-        if first.tag not in ctx.runs and isinstance(first, Lexical):
-            config = ctx.lexical_config(first.tag)
-            return LexicalSearcher(ctx.index, config).search(ctx.test_queries, tag=first.tag), None, True
+        ``first``).  The experiment's BM25 (searched here where the plan does not make it) gives ``None``: the trainer
+        searches its negatives itself, to its own depth.  A run whose stage makes no run of the training queries (a
+        dense run, a tuned fusion, a re-ranking) gives ``None`` too: the model then learns from BM25's, as the notes
+        say."""
+        if first == Lexical("bm25"):
+            run = ctx.runs.get("bm25") or LexicalSearcher(ctx.index, ctx.lexical_config("bm25")).search(
+                ctx.test_queries, tag="bm25")
+            return run, None, True
         training = ctx.runs.training(first.tag, ctx.source.queries())
         return ctx.runs[first.tag], training, training is not None
 
