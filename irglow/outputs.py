@@ -73,9 +73,11 @@ def stage_report(results: Mapping[str, Result]) -> str:
     pairs = {r.run: r.pairs_per_s for r in results.values() if isinstance(r, RerankResult)}
     encoded = {n: v for r in results.values() if isinstance(r, ModelsResult) for n, v in r.encode_docs_per_s.items()}
     for section, rates, unit in (("glow", encoded, "documents encoded/s"), ("rerank", pairs, "query-document pairs/s")):
-        if rates:
-            lines.append(f"- {section} throughput ({unit}): " + ", ".join(
-                f"{n} {r:.1f}" for n, r in rates.items() if r == r))
+        measured = {n: r for n, r in rates.items() if r == r}  # NaN: found made (a corpus encoding), not measured
+        if measured:
+            lines.append(f"- {section} throughput ({unit}): " + ", ".join(f"{n} {r:.1f}" for n, r in measured.items()))
+        elif rates:
+            lines.append(f"- {section} throughput: not measured (the corpus encodings were found, not made)")
     lines += [fusion_line(r) for r in results.values() if isinstance(r, FusionResult)]
     if rows:
         rows = ["| model | training queries | validation queries | optimizer steps | validation nDCG@10 at step 0 | "

@@ -87,8 +87,7 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
         seconds = time.perf_counter() - t
         timings[f"{stage.name}_s"] = timings.get(f"{stage.name}_s", 0.0) + seconds
         say(f"── {unit.name}: {cache.report.get(unit.name, 'done')} ({seconds:.1f} s)")
-    made_by = {tag: unit.name for _, unit in units for tag in unit.writes}
-    return write_outputs(plan, p, ctx, cache, timings, notes, made_by)
+    return write_outputs(plan, p, ctx, cache, timings, notes)
 
 
 def split_units(plan: Plan, ctx: Context) -> tuple[list[tuple[Any, Any]], dict[Any, Context]]:
@@ -199,8 +198,7 @@ def _downstream(start: int, after: list[set[int]]) -> set[int]:
     return found - {start}
 
 
-def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict[str, float], notes: str,
-                  made_by: dict[str, str] | None = None):
+def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict[str, float], notes: str):
     """The comparison of every run of the split against the judgments, its tables, plots, page and manifest."""
     out, collection, test_split = ctx.out, p.collection, ctx.test_split
 
@@ -241,8 +239,7 @@ def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict
                    settings={s.name: s.resolved(bound) for s, bound in plan.stages}, field_weights=p.field_weights,
                    timings={k: round(v, 3) for k, v in timings.items()},
                    statistics={"N": p.stats.N, "avgdl": p.stats.meta["avgdl"]}, stages=cache.report, plots=plots,
-                   results={name: r.to_json() for name, r in cache.results.items()},
-                   made_by=made_by or {})  # {run: the unit that made it}: a run's result is asked for by its node
+                   results={name: r.to_json() for name, r in cache.results.items()})  # by unit: stage and run
     print(f"\n## {collection.name} — {test_split}\n")
     print(cmp.to_markdown())
     page = f"; the results page: {out / 'report.html'}" if plan.report_page else ""

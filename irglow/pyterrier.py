@@ -36,6 +36,7 @@ from irglow.models.twbert.pt import TWBert
 from irglow.runs.frames import LazyDocuments, frame_to_run, run_to_frame
 from irglow.runs.pt import Fusion, pt
 from irglow.plan import bind_plan, ranker
+from irglow.stage import unit_name
 from irglow.stages import stage
 
 __all__ = ["Lexical", "QL", "TWBert", "Dense", "Glow", "CrossEncoder", "Fusion", "transformer",
@@ -68,7 +69,6 @@ class RunFolder:
         out = Path(out)
         manifest = json.loads((out / "manifest.json").read_text())
         self.out, self.config = out, manifest["config"]
-        self._made_by: dict[str, str] = manifest.get("made_by", {})
         self.index = LuceneIndex.open(manifest["index"])
         self.field_weights = manifest.get("field_weights", {})
         self._docs: LazyDocuments | None = None
@@ -105,8 +105,8 @@ class RunFolder:
 
     def result(self, node, checked: bool = True):
         """What the unit that made ``node``'s run did (:class:`~irglow.stage.Result`: the model it trained, the
-        fusion's weights …), or ``None``; ``node`` a ranker of the folder's graph (or a unit's name, as its manifest
-        records it).  A folder written before runs recorded their unit is read by the units' names.  A ranker named as
+        fusion's weights …), or ``None``; ``node`` a ranker of the folder's graph (its unit is named by its stage and
+        run: :func:`~irglow.stage.unit_name`), or a unit's name, as its manifest records it.  A ranker named as
         a run the folder made but another ranker is refused (``checked=False``: the caller compares them itself)."""
         if self._results is None:
             from irglow.outputs import read_results
@@ -118,9 +118,8 @@ class RunFolder:
         if checked and made is not None and made != node:  # by node: a tag alone could name another ranker's run
             raise ValueError(f"{self.out} made no {node!r}: its run {node.tag!r} is {made!r}; build that one, or run "
                              f"an experiment with this ranker")
-        unit = self._made_by.get(node.tag)
-        if unit is None:  # an older folder: the stage's unit of the run, or the stage's one unit
-            unit = next((u for u in (f"{node.stage}:{node.tag}", node.stage) if u in self._results), None)
+        # the unit that made its node (an older folder's: its stage's one unit, which made all its runs)
+        unit = next((u for u in (unit_name(node.stage, node.tag), node.stage) if u in self._results), None)
         return self._results.get(unit) if unit is not None else None
 
     @property
