@@ -390,9 +390,8 @@ def _bound(bound: list[tuple[Any, Any]], rankers, config: dict[str, Any], baseli
         bind_node(r)
     for r in rankers:  # a ranker given twice under one name is refused, whichever came first
         bind_node(r)
-    order = {s.name: i for i, (s, _) in enumerate(bound)}
-    tags = sorted(nodes, key=lambda t: order[_stage_of(nodes[t])])
-    written_by = {s.name: tuple(t for t in tags if _stage_of(nodes[t]) == s.name) for s, _ in bound}
+    written_by = {s.name: tuple(t for t in nodes if _stage_of(nodes[t]) == s.name) for s, _ in bound}
+    tags = [t for s, _ in bound for t in written_by[s.name]]  # the stages' order, each stage's in binding order
     bound = [(s, s.with_nodes(b, [nodes[t] for t in written_by[s.name]])) for s, b in bound]
     if baseline is not None and baseline not in nodes:
         raise ValueError(f"eval.baseline = {baseline!r} is none of the experiment's runs: {', '.join(tags)}")
