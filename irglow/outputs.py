@@ -137,13 +137,16 @@ def write_results_page(out: Path, cmp, runs: dict[str, Run], qrels, ctx, results
     learned term weights for its runs and the word weights GLOW's attention used, where those stages ran, the
     index's analysis for highlighting, and ``clusters`` topic clusters of the queries ([output] clusters)."""
     weights = {}
-    twbert = results.get("twbert")
-    model = twbert.models.get("twbert") if isinstance(twbert, ModelsResult) else None
-    if model and "twbert" in runs and Path(model).is_dir():
+
+    def models_of(stage: str) -> dict[str, str]:  # {model: folder} of a stage's units (one per run)
+        return {n: f for name, r in results.items() if isinstance(r, ModelsResult)
+                and name.partition(":")[0] == stage for n, f in r.models.items()}
+
+    model = models_of("twbert").get("twbert")
+    if model and Path(model).is_dir() and any(t in runs for t in ("twbert", "twbert-rm3")):
         w = twbert_weights(model, ctx.index, ctx.test_queries)
         weights = {t: w for t in ("twbert", "twbert-rm3") if t in runs}
-    glow = results.get("glow")
-    for variant, folder in (glow.models if isinstance(glow, ModelsResult) else {}).items():
+    for variant, folder in models_of("glow").items():
         if variant in runs and variant != "bert" and Path(folder).is_dir():
             weights[variant] = glow_weights(folder, ctx.index, ctx.stats, ctx.test_queries)
     texts = {q.query_id: q.text for q in ctx.test_queries}

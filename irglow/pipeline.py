@@ -59,7 +59,6 @@ def run_pipeline(config: dict[str, Any] | Plan, prepared: Prepared | None = None
     with output_lock(out):  # one writer per folder, for the whole run
         p = prepared or prepare(plan.setup)  # the same whatever the rankers: it is given none of them
         plan = plan.with_fields(list(p.source.index.fields))
-        agree("runs", list(plan.tags))  # under torchrun: one graph on every rank, or nothing starts
         comparisons = {}
         for split in p.splits:
             comparisons[split] = evaluate_split(plan, p, split, p.out / split if len(p.splits) > 1 else p.out,
@@ -80,6 +79,8 @@ def evaluate_split(plan: Plan, p: Prepared, test_split: str, out: Path, notes: s
     cache = StageCache(out, {"format": STAGE_FORMAT, "irglow": irglow_version(), "index": Path(p.index.path).name,
                              "test_split": test_split, "test_queries": queries_digest(ctx.test_queries)})
     units, contexts = split_units(plan, ctx)
+    # under torchrun: as many units on every rank, and each unit's key rank 0's (StageCache.entry), or nothing runs
+    agree("units", len(units))
     for stage, unit in run_order(units, plan.graph):
         t = time.perf_counter()
         say(f"── {unit.name} …")

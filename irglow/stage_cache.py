@@ -62,14 +62,19 @@ class StageCache:
                             "inputs": [[*k.record(), self.digests.get(k) or file_digest(k.path(self.out))]
                                        for k in read], **({"code": code} if code else {})})
         entry = Entry(unit.name, key, self.out / ".stages" / f"{unit.name.replace(':', '-')}.json")
-        with distributed.from_main() as shared:
+        with distributed.from_main() as shared:  # under torchrun rank 0 reads the record, and says its key
             if shared.here:
-                shared.value = self._recorded(entry.record, key)
-        if shared.value is None:
+                shared.value = (key, self._recorded(entry.record, key))
+        main_key, recorded = shared.value
+        if main_key != key:  # another rank's settings, inputs or graph: it would do its share of another job
+            raise SystemExit(f"rank {distributed.current().rank}: {unit.name} differs from rank 0's (its settings, the "
+                             f"runs it reads or the experiment's rankers: key {key}, rank 0's {main_key}); start every "
+                             f"rank with the same command, settings and files")
+        if recorded is None:
             return entry
         log.info("%s: settings and inputs unchanged, its runs are reused (%s)", unit.name, entry.record)
         self.report[unit.name] = "reused"
-        digests, result = shared.value
+        digests, result = recorded
         self.digests.update(digests)
         self._keep(unit.name, result)
         return dataclasses.replace(entry, reused={k: Run.read(k.path(self.out)) for k in digests})
