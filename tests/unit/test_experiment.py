@@ -163,8 +163,8 @@ def test_a_rerankings_tag_in_rerank_models_says_its_kind_and_first_stage():
                                                       "monobert": {"epochs": 2}}}
     plan = bind_plan(config)
     rerank = dict(plan.stages)[next(s for s, _ in plan.stages if s.name == "rerank")]
-    assert rerank.first_stages == {"monobert": "bm25", "monobert(twbert)": "twbert"}
-    assert rerank.trainers["monobert(twbert)"] == rerank.trainers["monobert"]
+    assert {n: r.first_stage for n, r in rerank.expanded.items()} == {"monobert": "bm25", "monobert(twbert)": "twbert"}
+    assert rerank.expanded["monobert(twbert)"].train == rerank.expanded["monobert"].train
     assert plan.graph["monobert(twbert)"] == Rerank(TWBert(), MonoBERT()) == ranker("monobert(twbert)", config)
     assert plan.graph["monobert"] == Rerank(Lexical("bm25"), MonoBERT())
     with pytest.raises(ValueError, match=r"rerank.models: 'bert\(twbert\)' is neither a kind .*monobert\(twbert\)"):

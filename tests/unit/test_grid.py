@@ -74,13 +74,13 @@ def test_rerank_variants_start_from_their_kind_and_expand_per_field():
                          "variants": {"nrmf-{field}": {"kind": "nrmf", "model": {"fields": ["{field}"]}},
                                       "nrmf-shared": {"kind": "nrmf", "model": {"query_per_field": False}}}}}
     bound = RerankSettings.from_config(config)
-    assert bound.models == ("nrmf", "nrmf-shared")  # the fields not known yet: no per-field models
+    assert tuple(bound.expanded) == ("nrmf", "nrmf-shared")  # the fields not known yet: no per-field models
     s = bound.with_fields(["title", "text"])  # typed, the configuration not read again
-    assert s.models == ("nrmf", "nrmf-title", "nrmf-text", "nrmf-shared") and s.depth == 20
-    assert s.trainers["nrmf-text"] == RerankTrainConfig(kind="nrmf", epochs=3, model={"dim": 64, "fields": ["text"]})
-    assert s.trainers["nrmf-shared"].model == {"dim": 64, "fields": ["title", "text"], "query_per_field": False}
+    assert tuple(s.expanded) == ("nrmf", "nrmf-title", "nrmf-text", "nrmf-shared") and s.depth == 20
+    assert s.expanded["nrmf-text"].train == RerankTrainConfig(kind="nrmf", epochs=3, model={"dim": 64, "fields": ["text"]})
+    assert s.expanded["nrmf-shared"].train.model == {"dim": 64, "fields": ["title", "text"], "query_per_field": False}
     assert s == RerankSettings.from_config(config, ["title", "text"])
-    assert bound.with_fields(["text"]).models == ("nrmf", "nrmf-shared")  # one field: no per-field ablation
+    assert tuple(bound.with_fields(["text"]).expanded) == ("nrmf", "nrmf-shared")  # one field: no per-field ablation
     config["rerank"]["models"] = ["nrmf-typo"]
     with pytest.raises(ValueError, match="'nrmf-typo' is neither a kind"):
         RerankSettings.from_config(config, ["title"])
@@ -150,11 +150,11 @@ def test_each_reranker_has_its_first_stage():
                          "variants": {"monobert-tw": {"kind": "monobert", "first_stage": "twbert"},
                                       "nrmf-{field}": {"kind": "nrmf", "model": {"fields": ["{field}"]},
                                                        "first_stage": "bm25-ngram"}}}}
-    assert RerankSettings.from_config(config, ["title", "text"]).first_stages == {
+    assert firsts(RerankSettings.from_config(config, ["title", "text"])) == {
         "monobert": "bm25f", "monobert-tw": "twbert", "nrmf-title": "bm25-ngram", "nrmf-text": "bm25-ngram"}
-    assert "first_stage" not in {f.name for f in fields(RerankSettings.from_config(config).trainers["monobert"])}
+    assert "first_stage" not in {f.name for f in fields(RerankSettings.from_config(config).expanded["monobert"].train)}
     del config["rerank"]["first_stage"]
-    assert RerankSettings.from_config(config, ["text"]).first_stages == {"monobert": "bm25", "monobert-tw": "twbert"}
+    assert firsts(RerankSettings.from_config(config, ["text"])) == {"monobert": "bm25", "monobert-tw": "twbert"}
 
 
 def test_the_plan_given_the_index_fields_plans_each_fields_model_without_the_configuration():
@@ -168,8 +168,8 @@ def test_the_plan_given_the_index_fields_plans_each_fields_model_without_the_con
     config.clear()  # nothing below reads it
     per_field = plan.with_fields(["title", "text"])
     assert per_field.tags == ("bm25", "nrmf-title", "nrmf-text")
-    assert dict(per_field.stages)[next(s for s, _ in plan.stages if s.name == "rerank")].trainers[
-        "nrmf-text"].model == {"fields": ["text"]}
+    assert dict(per_field.stages)[next(s for s, _ in plan.stages if s.name == "rerank")].expanded[
+        "nrmf-text"].train.model == {"fields": ["text"]}
 
 
 def test_encoding_workers_are_not_in_what_a_glow_model_is_keyed_on():
@@ -183,3 +183,8 @@ def test_encoding_workers_are_not_in_what_a_glow_model_is_keyed_on():
     for variant in ("glow", "bert"):
         assert training_inputs(GlowTrainConfig(encode_workers=0), model, variant, {}) == \
             training_inputs(GlowTrainConfig(encode_workers=2), model, variant, {})
+
+
+def firsts(settings) -> dict[str, str]:
+    """``{model: the run it re-ranks}`` of bound ``[rerank]`` settings."""
+    return {n: r.first_stage for n, r in settings.expanded.items()}

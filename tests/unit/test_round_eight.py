@@ -187,8 +187,8 @@ def test_a_variant_named_as_another_reranking_is_refused_and_one_without_a_first
         bound({"kind": "nrmf", "first_stage": "bm25"})
     with pytest.raises(ValueError, match=r"is named as nrmf re-ranking 'tfidf' but a monobert"):
         bound({"kind": "monobert", "first_stage": "tfidf"})
-    assert bound({"kind": "nrmf"}).first_stages == {"nrmf(tfidf)": "tfidf"}  # what its name says
-    assert bound({"kind": "nrmf", "first_stage": "tfidf", "epochs": 1}).first_stages == {"nrmf(tfidf)": "tfidf"}
+    assert bound({"kind": "nrmf"}).expanded["nrmf(tfidf)"].first_stage == "tfidf"  # what its name says
+    assert bound({"kind": "nrmf", "first_stage": "tfidf", "epochs": 1}).expanded["nrmf(tfidf)"].first_stage == "tfidf"
 
 
 # -- not counted but wanted: a wide CSV table warns nothing ------------------------------------------------------------

@@ -167,29 +167,6 @@ class RerankSettings:
                                                            reranker.depth)
         return out
 
-    @property
-    def models(self) -> tuple[str, ...]:
-        return tuple(self.expanded)
-
-    @property
-    def trainers(self) -> dict:
-        """``{model: RerankTrainConfig}``."""
-        return {name: r.train for name, r in self.expanded.items()}
-
-    @property
-    def first_stages(self) -> dict[str, str]:
-        """``{model: the run it re-ranks}``: a variant's own ``first_stage``, else ``[rerank] first_stage``."""
-        return {name: r.first_stage for name, r in self.expanded.items()}
-
-    def depth_of(self, name: str) -> int:
-        """The depth ``name`` re-ranks: its own (a variant's ``depth``, ``Rerank(…, depth=…)``), else ``[rerank] depth``."""
-        return self.expanded[name].depth or self.depth
-
-    @property
-    def models_of(self) -> dict[str, str]:
-        """``{model: the model whose trained weights it uses}`` (itself unless ``model_of`` names another)."""
-        return {name: r.model_of or name for name, r in self.expanded.items()}
-
     def with_fields(self, fields) -> "RerankSettings":
         """The same settings for a training index with these ``fields`` (the ``{field}`` variants expanded), checked."""
         bound = replace(self, fields=tuple(fields))
@@ -197,18 +174,18 @@ class RerankSettings:
         return bound
 
     def check(self) -> None:
-        owners = self.models_of
-        for name, owner in owners.items():
-            if owner != name and (owner not in owners or owners[owner] != owner):
+        models = self.expanded
+        own = [m for m, r in models.items() if r.model_of is None]  # those that train their own model
+        for name, r in models.items():
+            owner = r.model_of
+            if owner is not None and owner not in own:
                 raise ValueError(f"[rerank.variants.{name}] model_of = {owner!r} must name a re-ranker of "
-                                 f"rerank.models that trains its own model "
-                                 f"({', '.join(m for m in owners if owners[m] == m)})")
-            if owner != name and self.trainers[owner].kind != self.trainers[name].kind:
-                raise ValueError(f"[rerank.variants.{name}] is a {self.trainers[name].kind} but model_of = {owner!r} "
-                                 f"is a {self.trainers[owner].kind}")
-        for name, trainer in self.trainers.items():
-            if name not in self.rerankers and hasattr(trainer, "model_config"):  # one field's model of a {field}
-                trainer.model_config(f"rerank.{name}.model")  # variant: its filled-in table checked
+                                 f"rerank.models that trains its own model ({', '.join(own)})")
+            if owner is not None and models[owner].train.kind != r.train.kind:
+                raise ValueError(f"[rerank.variants.{name}] is a {r.train.kind} but model_of = {owner!r} "
+                                 f"is a {models[owner].train.kind}")
+            if name not in self.rerankers and hasattr(r.train, "model_config"):  # one field's model of a {field}
+                r.train.model_config(f"rerank.{name}.model")  # variant: its filled-in table checked
 
     @classmethod
     def from_config(cls, config, fields: list[str] | None = None) -> "RerankSettings":
@@ -246,7 +223,9 @@ class RerankSettings:
             if depth is not None:  # what [rerank] depth may be, as its declaration says
                 declared.DECLARED["rerank"]["depth"].check(depth, f"rerank.variants.{name}.depth")
             rerankers[name] = Reranker(_bound_trainer(name, trainer, f"rerank.{name}.model"),
-                                       table.get("first_stage", first), table.get("model_of"), changes, depth)
+                                       table.get("first_stage", first),
+                                       None if table.get("model_of") in (None, name) else table.get("model_of"), changes,
+                                       depth)
         # a variant no model uses is checked all the same: a misspelt key there would surface only on the day it is used
         for name, table in variants.items():
             if name not in rerankers:
@@ -283,7 +262,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     trains = True
 
     def tags(self, s: RerankSettings) -> list[str]:
-        return [*s.models, *(reranked_tag(m, a) for a in s.rerank_also for m in s.models)]
+        return [*s.expanded, *(reranked_tag(m, a) for a in s.rerank_also for m in s.expanded)]
 
     def with_fields(self, s: RerankSettings, fields) -> RerankSettings:
         return s.with_fields(fields)
@@ -294,12 +273,13 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         are another re-ranker's (``model_of``) holds that re-ranker's node: it learns nothing before that one has
         trained."""
         # its model, and the run it re-ranks: the model's first stage, or the rerank_also run whose re-ranking it is
-        name, first = next((m, s.first_stages[m] if a is None else a) for m in s.models for a in (None, *s.rerank_also)
-                           if tag == (m if a is None else reranked_tag(m, a)))
-        owner, changes = s.models_of[name], s.expanded[name].changes
+        name, first = next((m, r.first_stage if a is None else a) for m, r in s.expanded.items()
+                           for a in (None, *s.rerank_also) if tag == (m if a is None else reranked_tag(m, a)))
+        reranker = s.expanded[name]
+        owner, changes = reranker.model_of or name, reranker.changes
         # a rerank_also run re-ranks with its model's trained weights: that model's node is its owner
         of = node_of(owner) if owner != name or tag != name else None
-        model = Model(s.trainers[name].kind, **({"of": of} if of is not None else {}), **changes)
+        model = Model(reranker.train.kind, **({"of": of} if of is not None else {}), **changes)
         try:
             first_node = node_of(first)
         except UnmadeRun as e:
@@ -309,7 +289,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
                 where = f"rerank.first_stage = {first!r}" + (f" ({name})" if name not in kind_names() else "")
                 raise ValueError(f"{where} is not a run of this configuration; its runs: {', '.join(e.runs)}") from None
             first_node = Lexical(first)
-        node = Rerank(first_node, model, depth=s.depth_of(name))  # its re-ranked block: what a fusion of it fuses
+        node = Rerank(first_node, model, depth=reranker.depth or s.depth)  # its re-ranked block: what a fusion fuses
         return node if node.tag == tag else replace(node, name=tag)
 
     def bind(self, ranker, s: RerankSettings, bind_part):
@@ -340,14 +320,16 @@ class RerankStage(ChoosesOnOtherSources, Stage):
     def resolved(self, s: RerankSettings):
         from dataclasses import asdict
 
-        own = {n: d for n in s.models if (d := s.depth_of(n)) != s.depth}  # a re-ranking's own depth
-        return {"models": {n: asdict(t) for n, t in s.trainers.items()},
-                "depth": s.depth, **({"depths": own} if own else {}), "first_stages": s.first_stages,
+        models = s.expanded
+        own = {n: r.depth for n, r in models.items() if r.depth not in (None, s.depth)}  # a re-ranking's own depth
+        return {"models": {n: asdict(r.train) for n, r in models.items()},
+                "depth": s.depth, **({"depths": own} if own else {}),
+                "first_stages": {n: r.first_stage for n, r in models.items()},
                 "rerank_also": list(s.rerank_also), "model_dir": s.model_dir}
 
     def reused_models(self, s: RerankSettings) -> dict[str, Path]:
         """The trained models ``model_dir`` holds for the configured re-rankers (loaded instead of training)."""
-        return {name: reused_model(s.model_dir, name) for name in s.models if s.models_of[name] == name} \
+        return {name: reused_model(s.model_dir, name) for name, r in s.expanded.items() if r.model_of is None} \
             if s.model_dir else {}
 
     def train(self, s: RerankSettings, source, train_root: Path, bm25=None, nodes=()) -> dict[str, Path]:
