@@ -209,7 +209,8 @@ class RerankerKind:
         source = job.source
         first = job.first_stage if job.first_stage is not None else job.bm25_run()
         settings = self.settings_dict(bound.settings)
-        folder = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {
+        # by kind and content, not by the re-ranking's name: one model for one kind, settings and training data
+        folder = keyed_train_dir(Path(job.train_root) / f"{self.name}-train", {
             "kind": self.name, "code": self.code(), "settings": settings, "source": source.digest, "seed": job.seed,
             "first_stage": first.digest()})
         with output_lock(folder):  # shared by every output folder: one trains it, another then finds it
@@ -312,7 +313,9 @@ class TorchKind(RerankerKind):
         inputs = {"source": source.digest, **validated_on, **pool_inputs(job.bm25)}
         if first_stage is not None:
             inputs["first_stage"] = [first_stage.tag, first_stage.digest()]
-        train_dir = keyed_train_dir(Path(job.train_root) / f"{job.owner}-train", {"settings": asdict(bound), **inputs})
+        # by kind and content, not by the re-ranking's name: monobert over a tuned fusion learns from BM25's run, as
+        # monobert over BM25 does, and finds that model trained
+        train_dir = keyed_train_dir(Path(job.train_root) / f"{self.name}-train", {"settings": asdict(bound), **inputs})
         docs = job.docs if job.docs is not None else docs_store(source.collection)
         with output_lock(train_dir):  # shared by every output folder: one trains it, another then finds it
             return RerankTrainer(copy.deepcopy(bound), train_dir).train(
