@@ -222,7 +222,8 @@ class Plan:
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
         if self.rankers is not None:
-            return dataclasses.replace(self, **_bound(bound, self.rankers, {}, self.eval.baseline, self.eval.runs))
+            return dataclasses.replace(self, **_bound(bound, self.rankers, _closure(self.rankers, {}), {},
+                                                      self.eval.baseline, self.eval.runs))
         return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
 
 
@@ -255,6 +256,13 @@ def _planned(bound: list[tuple[Any, Any]], baseline: str | None, wanted: tuple[s
             "written": {s.name: tuple(t for t in mine if t in graph) for (s, _), mine in zip(bound, own)}}
 
 
+def _made_of_each_other(making: list[str], tag: str) -> ValueError:
+    """The error for ``tag`` met again while its node is being made (``making``: the runs being made, outermost
+    first)."""
+    return ValueError(f"runs made of each other (a re-ranking of itself, a fusion of a run made from it): "
+                      f"{' → '.join([*making[making.index(tag):], tag])}")
+
+
 def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> Graph:
     """``{run: node}``: each run's :class:`~irglow.rankers.Ranker` as the stage writing it binds it
     (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  The graph is where what a run reads is
@@ -268,8 +276,7 @@ def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) 
     def made(tag: str):  # its node, or None where its stage leaves it out
         if tag not in nodes:
             if tag in making:
-                raise ValueError(f"runs made of each other (a re-ranking of itself, a fusion of a run made from it): "
-                                 f"{' → '.join([*making[making.index(tag):], tag])}")
+                raise _made_of_each_other(making, tag)
             if tag not in writer:
                 reader = making[-1] if making else None
                 raise UnmadeRun(tag, reader, [t for t in tags if t != reader])
@@ -349,12 +356,12 @@ def _conflict(a, b) -> ValueError:
                       f"name (Rerank(…, name=…)) or compare them in two experiments")
 
 
-def _bound(bound: list[tuple[Any, Any]], rankers, config: dict[str, Any], baseline: str | None,
-           wanted: tuple[str, ...] | None) -> dict[str, Any]:
+def _bound(bound: list[tuple[Any, Any]], rankers, given: dict[str, Ranker], config: dict[str, Any],
+           baseline: str | None, wanted: tuple[str, ...] | None) -> dict[str, Any]:
     """The graph of ``rankers`` bound as objects (each stage binds its own: :meth:`~irglow.stage.Stage.bind`, parts
     first), its runs in the stages' order, each stage's settings for its nodes (:meth:`~irglow.stage.Stage.with_nodes`);
-    one run name names one ranker, and ``[eval]``'s baseline and runs are among them."""
-    given = _closure(rankers, config)
+    one run name names one ranker, and ``[eval]``'s baseline and runs are among them.  ``given``: their
+    :func:`_closure` (a run a part names that is not among them is added to it)."""
     by_stage = {s.name: (s, b) for s, b in bound}
     nodes: dict[str, Ranker] = {}
     making: list[str] = []
@@ -376,7 +383,7 @@ def _bound(bound: list[tuple[Any, Any]], rankers, config: dict[str, Any], baseli
         if tag in nodes:
             return nodes[tag]
         if tag in making:
-            raise ValueError(f"runs made of each other: {' → '.join([*making[making.index(tag):], tag])}")
+            raise _made_of_each_other(making, tag)
         check_run_name(tag, "a ranker's run")
         making.append(tag)
         try:
@@ -568,7 +575,8 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
     # each measure once, by its ir_measures name: "NDCG@10 nDCG@10" or "MRR@10 RR@10" is one column, not a failure
     # after every stage has run
     measures = tuple(str(m) for m in parse_measures(ev.get("measures", DEFAULT_MEASURES)))
-    needed = None if rankers is None else {_stage_of(r) for r in _closure(rankers, config).values()}
+    given = None if rankers is None else _closure(rankers, config)  # the rankers and their parts
+    needed = None if given is None else {_stage_of(r) for r in given.values()}
     bound = []
     for s in stages.STAGES:  # in the order they run
         enabled = s.always_enabled or (flag(config, s.name) if needed is None else s.name in needed)
@@ -592,7 +600,7 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
     if rankers is not None:  # the experiment's rankers are the runs compared, the first the baseline
         baseline = rankers[0].tag
         wanted = [t for t in dict.fromkeys(r.tag for r in rankers) if t != baseline]
-        planned = _bound(bound, rankers, config, baseline, tuple(wanted))
+        planned = _bound(bound, rankers, given, config, baseline, tuple(wanted))
     else:
         planned = _planned(bound, baseline if compared else None,
                            None if wanted is None or not compared else tuple(wanted))

@@ -242,9 +242,11 @@ class TWBert(Ranker):
     def tag(self) -> str:
         return self.run
 
-    def configure(self, config: dict[str, Any]) -> None:
+    def __post_init__(self):
         if self.run not in TWBERT_RUNS:
             raise ValueError(f"TWBert({self.run!r}): its runs are {', '.join(TWBERT_RUNS)}")
+
+    def configure(self, config: dict[str, Any]) -> None:
         section = _section(config, "twbert")
         section["enabled"] = True
         runs = list(section.get("runs", []))

@@ -42,6 +42,16 @@ WEIGHT_ONLY_TRAINING = ("alpha_ramp",)
 SPEED_ONLY_TRAINING = ("encode_workers",)  # left out of what a trained model is keyed on
 
 
+def check_runs(variants, untrained) -> None:
+    """Each trained variant a GLOW variant and each untrained run one irglow makes, named where not."""
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"glow.variants: {v!r} is not a GLOW variant; known: {', '.join(VARIANTS)}")
+    for u in untrained:
+        if u not in UNTRAINED:
+            raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
+
+
 def model_config(train, chosen: frozenset[str], fields, variant: str):
     """The :class:`~irglow.models.glow.model.GlowConfig` a variant trains with: ``[glow.model]`` as bound, with the
     training collection's ``fields`` unless the configuration chose them (``chosen``: the keys it set), and a
@@ -141,12 +151,7 @@ class GlowSettings:
         variants, untrained = (as_names(declared.take(gcfg, "glow", k)) for k in ("variants", "untrained"))
         zero_shot_tokens, model_dir, precision, faiss = (declared.take(gcfg, "glow", k) for k in (
             "zero_shot_tokens", "model_dir", "precision", "faiss"))
-        for v in variants:
-            if v not in VARIANTS:
-                raise ValueError(f"glow.variants: {v!r} is not a GLOW variant; known: {', '.join(VARIANTS)}")
-        for u in untrained:
-            if u not in UNTRAINED:
-                raise ValueError(f"glow.untrained: {u!r} is not an untrained run; known: {', '.join(UNTRAINED)}")
+        check_runs(variants, untrained)
         return cls(GlowTrainConfig.from_dict(gcfg), frozenset(gcfg.get("model", {})), tuple(variants),
                    tuple(untrained), zero_shot_tokens, model_dir, budget, precision=precision, faiss=faiss)
 
@@ -160,20 +165,15 @@ class GlowStage(ChoosesOnOtherSources, Stage):
     def tags(self, s: GlowSettings) -> list[str]:
         return [*s.untrained, *s.variants]
 
-    def bind(self, ranker, s: GlowSettings, bind_part):
-        if ranker.tag not in (*VARIANTS, *UNTRAINED):
-            raise ValueError(f"Dense({ranker.tag!r}) is neither a GLOW variant ({', '.join(VARIANTS)}) nor an untrained "
-                             f"run ({', '.join(UNTRAINED)})")
-        return ranker
-
     def with_nodes(self, s: GlowSettings, nodes) -> GlowSettings:
         """The variants and untrained runs its nodes are (an untrained run's held-out queries are the first
         variant's)."""
         from dataclasses import replace
 
         tags = [n.tag for n in nodes]
-        return replace(s, variants=tuple(t for t in tags if t not in UNTRAINED),
-                       untrained=tuple(t for t in tags if t in UNTRAINED))
+        variants, untrained = [t for t in tags if t not in UNTRAINED], [t for t in tags if t in UNTRAINED]
+        check_runs(variants, untrained)
+        return replace(s, variants=tuple(variants), untrained=tuple(untrained))
 
     def starting_checkpoints(self, s: GlowSettings) -> dict[str, str]:
         """Every trained variant against ``minilm``, the checkpoint as its authors use it, when that run is made."""

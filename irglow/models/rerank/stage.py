@@ -394,7 +394,7 @@ class RerankStage(ChoosesOnOtherSources, Stage):
         s, source, test_q, name = ctx.settings, ctx.source, ctx.test_queries, node.tag
         owner = node.model.of or node
         depth = node.depth or s.depth
-        kind = reranker_kind(s.trainer(owner.model, f"rerank.{owner.tag}.model").kind)
+        kind = reranker_kind(owner.model.kind)
         docs = docs_store(ctx.collection)  # by id, a query's re-ranking depth at a time
         first, first_training, own = self.first_stage(ctx, node.first)
         # a first stage whose stage makes no run of the training queries (a dense run, a tuned fusion, a re-ranking): the

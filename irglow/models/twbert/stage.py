@@ -66,11 +66,6 @@ class TWBertStage(Stage):
     def tags(self, s: TWBertSettings) -> list[str]:
         return [t for t in ("bm25-ngram", "twbert", "twbert-rm3") if t in s.runs or t == "twbert-rm3" and s.rm3]
 
-    def bind(self, ranker, s: TWBertSettings, bind_part):
-        if ranker.tag not in TWBERT_RUNS:
-            raise ValueError(f"TWBert({ranker.tag!r}): its runs are {', '.join(TWBERT_RUNS)}")
-        return ranker
-
     def with_nodes(self, s: TWBertSettings, nodes) -> TWBertSettings:
         """With RM3 where its nodes have ``twbert-rm3``."""
         from dataclasses import replace
