@@ -169,15 +169,14 @@ def split_context(plan: Plan, p: Prepared, test_split: str, out: Path):
 def run_order(units: list[tuple[Any, Any]], graph) -> list[tuple[Any, Any]]:
     """The units in the order of the plan's graph (``{run: node}``): each after the units making the parts of the
     nodes it makes (``node.parts``: objects of the graph, matched by identity); a unit making a node that fuses
-    every run (``all``, whose parts are known once they exist), after every unit not made from its own; otherwise
-    in the order given (the stages').  Units whose nodes are parts of each other are refused, naming them."""
+    every run (``all``, whose parts are known once they exist), after the units making what it fuses
+    (:func:`_among`); otherwise in the order given (the stages').  Units whose nodes are parts of each other are
+    refused, naming them."""
     maker = {id(graph[t]): i for i, (_, u) in enumerate(units) for t in u.writes if t in graph}
-    parts = [[p for t in u.writes if t in graph for p in graph[t].parts] for _, u in units]
+    parts = [[p for t in u.writes if t in graph
+              for p in (_among(graph, graph[t]) if isinstance(graph[t], Fusion) and graph[t].every else graph[t].parts)]
+             for _, u in units]
     after = [{maker[id(p)] for p in ps if id(p) in maker and maker[id(p)] != i} for i, ps in enumerate(parts)]
-    for i, (_, u) in enumerate(units):
-        if any(isinstance(graph[t], Fusion) and graph[t].every for t in u.writes if t in graph):
-            downstream = _downstream(i, after)
-            after[i] = {j for j in range(len(units)) if j != i and j not in downstream}
     done: list[int] = []
     while len(done) < len(units):
         ready = next((i for i in range(len(units)) if i not in done and after[i] <= set(done)), None)
@@ -187,16 +186,6 @@ def run_order(units: list[tuple[Any, Any]], graph) -> list[tuple[Any, Any]]:
                 f"{units[i][1].name} reads {[p.tag for p in parts[i] if id(p) in maker]}" for i in left))
         done.append(ready)
     return [units[i] for i in done]
-
-
-def _downstream(start: int, after: list[set[int]]) -> set[int]:
-    """The units that read, directly or not, what unit ``start`` writes."""
-    found, grew = {start}, True
-    while grew:
-        more = {i for i, a in enumerate(after) if i not in found and a & found}
-        found |= more
-        grew = bool(more)
-    return found - {start}
 
 
 def write_outputs(plan: Plan, p: Prepared, ctx, cache: StageCache, timings: dict[str, float], notes: str):

@@ -224,36 +224,25 @@ class Plan:
         if self.rankers is not None:
             return dataclasses.replace(self, **_bound(bound, self.rankers, _closure(self.rankers, {}), {},
                                                       self.eval.baseline, self.eval.runs))
-        return dataclasses.replace(self, **_planned(bound, self.eval.baseline, self.eval.runs))
+        return dataclasses.replace(self, **_bound(bound, None, _listed(bound), None, self.eval.baseline,
+                                                  self.eval.runs))
 
 
-def _planned(bound: list[tuple[Any, Any]], baseline: str | None, wanted: tuple[str, ...] | None) -> dict[str, Any]:
-    """The runs of the bound stages, one writer each, and their graph (:func:`_graph`: what each node reads is a
-    run of the plan); ``[eval]``'s baseline and runs checked against them."""
-    tags: list[str] = []
-    own: list[list[str]] = []
-    writer: dict[str, str] = {}
-    for s, settings_object in bound:  # in the order they run
-        own.append(list(s.tags(settings_object)))
-        for tag in own[-1]:  # one run, one name: a second writer of a tag would replace the first one's file
+def _listed(bound: list[tuple[Any, Any]]) -> dict[str, Ranker]:
+    """``{run: ranker}``: the runs a configuration's switches and lists make (each stage's
+    :meth:`~irglow.stage.Stage.tags`, in the order they run), each a :class:`~irglow.rankers.Listed` its stage binds
+    (:meth:`~irglow.stage.Stage.node`); one run, one writer: a second writer of a tag would replace the first's file."""
+    listed: dict[str, Ranker] = {}
+    for s, settings_object in bound:
+        for tag in s.tags(settings_object):
             check_run_name(tag, f"[{s.name}]'s run")
-            if tag in writer:
-                also = "twice" if writer[tag] == s.name else f"by [{writer[tag]}] and by [{s.name}]"
+            if tag in listed:
+                first = listed[tag].stage
+                also = "twice" if first == s.name else f"by [{first}] and by [{s.name}]"
                 raise ValueError(f"run {tag!r} is made {also}: one name names one run file, and one would replace the "
                                  f"other; rename one (a re-ranking's or variant's name, Rerank(…, name=…))")
-            writer[tag] = s.name
-        tags += own[-1]
-    graph = _graph(bound, own, tags)
-    tags = [t for t in tags if t in graph]  # a run its stage left out (an optional fusion of runs not made)
-    if baseline is not None and baseline not in tags:
-        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
-                         f"{', '.join(tags)}")
-    missing = [t for t in [*(wanted or ()), baseline] if t is not None and t not in tags]
-    if wanted is not None and missing:
-        raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
-                         f"{', '.join(tags)}")
-    return {"stages": tuple(bound), "tags": tuple(tags), "graph": graph,
-            "written": {s.name: tuple(t for t in mine if t in graph) for (s, _), mine in zip(bound, own)}}
+            listed[tag] = Listed(s.name, tag)
+    return listed
 
 
 def _made_of_each_other(making: list[str], tag: str) -> ValueError:
@@ -261,41 +250,6 @@ def _made_of_each_other(making: list[str], tag: str) -> ValueError:
     first)."""
     return ValueError(f"runs made of each other (a re-ranking of itself, a fusion of a run made from it): "
                       f"{' → '.join([*making[making.index(tag):], tag])}")
-
-
-def _graph(bound: list[tuple[Any, Any]], own: list[list[str]], tags: list[str]) -> Graph:
-    """``{run: node}``: each run's :class:`~irglow.rankers.Ranker` as the stage writing it binds it
-    (:meth:`~irglow.stage.Stage.node`), its parts the graph's own nodes.  The graph is where what a run reads is
-    checked, once for every stage: a part no stage of the plan writes stops binding, naming the run that reads it
-    (:class:`~irglow.rankers.UnmadeRun`; a stage may catch it — a re-ranker searches BM25 itself — or leave its
-    node out, ``None``: an optional fusion), and so do runs made of each other."""
-    writer = {t: (s, b) for (s, b), mine in zip(bound, own) for t in mine}
-    nodes: dict[str, Any] = {}
-    making: list[str] = []
-
-    def made(tag: str):  # its node, or None where its stage leaves it out
-        if tag not in nodes:
-            if tag in making:
-                raise _made_of_each_other(making, tag)
-            if tag not in writer:
-                reader = making[-1] if making else None
-                raise UnmadeRun(tag, reader, [t for t in tags if t != reader])
-            making.append(tag)
-            try:
-                s, b = writer[tag]
-                nodes[tag] = s.node(tag, b, node_of)
-            finally:
-                making.pop()
-        return nodes[tag]
-
-    def node_of(tag: str):
-        node = made(tag)
-        if node is None:
-            reader = making[-1] if making else None
-            raise UnmadeRun(tag, reader, [t for t in tags if t != reader and nodes.get(t, True) is not None])
-        return node
-
-    return Graph({t: node for t in tags if (node := made(t)) is not None})
 
 
 def _stage_of(ranker) -> str:
@@ -356,15 +310,22 @@ def _conflict(a, b) -> ValueError:
                       f"name (Rerank(…, name=…)) or compare them in two experiments")
 
 
-def _bound(bound: list[tuple[Any, Any]], rankers, given: dict[str, Ranker], config: dict[str, Any],
+def _bound(bound: list[tuple[Any, Any]], rankers, given: dict[str, Ranker], config: dict[str, Any] | None,
            baseline: str | None, wanted: tuple[str, ...] | None) -> dict[str, Any]:
-    """The graph of ``rankers`` bound as objects (each stage binds its own: :meth:`~irglow.stage.Stage.bind`, parts
-    first), its runs in the stages' order, each stage's settings for its nodes (:meth:`~irglow.stage.Stage.with_nodes`);
-    one run name names one ranker, and ``[eval]``'s baseline and runs are among them.  ``given``: their
-    :func:`_closure` (a run a part names that is not among them is added to it)."""
+    """The graph of ``given`` bound (each stage binds its own, parts first: :meth:`~irglow.stage.Stage.bind`, or
+    :meth:`~irglow.stage.Stage.node` for a run its settings list), its runs in the stages' order, each stage's settings
+    for its nodes (:meth:`~irglow.stage.Stage.with_nodes`); one run name names one ranker, and ``[eval]``'s baseline
+    and runs are among them.  ``rankers``: an experiment's, bound as objects (``given``: their :func:`_closure`, a
+    run a part names that is not among them read from ``config`` and added); ``None``: a configuration's lists
+    (``given``: :func:`_listed`; a part no stage makes is an :class:`~irglow.rankers.UnmadeRun`, which a stage may
+    catch, or leave its node out: ``None``)."""
     by_stage = {s.name: (s, b) for s, b in bound}
-    nodes: dict[str, Ranker] = {}
+    nodes: dict[str, Ranker | None] = {}
     making: list[str] = []
+
+    def unmade(tag: str) -> UnmadeRun:
+        reader = making[-1] if making else None
+        return UnmadeRun(tag, reader, [t for t in given if t != reader and nodes.get(t, True) is not None])
 
     def bind_node(r):
         if isinstance(r, str):  # a part a stage's node names by its run (Stage.node's node_of)
@@ -372,41 +333,46 @@ def _bound(bound: list[tuple[Any, Any]], rankers, given: dict[str, Ranker], conf
         if isinstance(r, Named) and r.tag != ALL:
             if r.tag not in given:
                 try:
+                    if rankers is None:
+                        raise ValueError(r.tag)
                     given[r.tag] = parsed(r.tag, config)
                 except ValueError:
-                    reader = making[-1] if making else None
-                    raise UnmadeRun(r.tag, reader, [t for t in given if t != reader]) from None
+                    raise unmade(r.tag) from None
             r = given[r.tag]
         tag = r.tag
         if not _same(given.get(tag, r), r):  # one run name, one run file: the second would be dropped unseen
             raise _conflict(given[tag], r)
-        if tag in nodes:
-            return nodes[tag]
-        if tag in making:
-            raise _made_of_each_other(making, tag)
-        check_run_name(tag, "a ranker's run")
-        making.append(tag)
-        try:
-            stage, settings_object = by_stage[_stage_of(r)]
-            nodes[tag] = stage.bind(r, settings_object, bind_node)
-        finally:
-            making.pop()
+        if tag not in nodes:
+            if tag in making:
+                raise _made_of_each_other(making, tag)
+            check_run_name(tag, "a ranker's run")
+            making.append(tag)
+            try:
+                stage, settings_object = by_stage[_stage_of(r)]
+                nodes[tag] = stage.node(tag, settings_object, bind_node) if isinstance(r, Listed) else \
+                    stage.bind(r, settings_object, bind_node)
+            finally:
+                making.pop()
+        if nodes[tag] is None and making:  # its stage left it out (an optional fusion of runs not made)
+            raise unmade(tag)
         return nodes[tag]
 
-    for r in list(given.values()):
+    for r in [*given.values(), *(rankers or ())]:  # a ranker given twice under one name is refused
         bind_node(r)
-    for r in rankers:  # a ranker given twice under one name is refused, whichever came first
-        bind_node(r)
-    written_by = {s.name: tuple(t for t in nodes if _stage_of(nodes[t]) == s.name) for s, _ in bound}
-    tags = [t for s, _ in bound for t in written_by[s.name]]  # the stages' order, each stage's in binding order
+    order = list(given)  # the stages' order, each stage's runs in the order given (parts first)
+    written_by = {s.name: tuple(t for t in order if nodes.get(t) is not None and _stage_of(nodes[t]) == s.name)
+                  for s, _ in bound}
+    tags = [t for s, _ in bound for t in written_by[s.name]]
     bound = [(s, s.with_nodes(b, [nodes[t] for t in written_by[s.name]])) for s, b in bound]
-    if baseline is not None and baseline not in nodes:
-        raise ValueError(f"eval.baseline = {baseline!r} is none of the experiment's runs: {', '.join(tags)}")
-    missing = [t for t in (wanted or ()) if t not in nodes]
+    if baseline is not None and baseline not in tags:
+        raise ValueError(f"eval.baseline = {baseline!r} is not a run this configuration produces; its runs: "
+                         f"{', '.join(tags)}")
+    missing = [t for t in (wanted or ()) if t not in tags]
     if missing:
-        raise ValueError(f"eval.runs names runs the experiment does not make: {missing}; its runs: {', '.join(tags)}")
+        raise ValueError(f"eval.runs names runs this configuration does not produce: {missing}; its runs: "
+                         f"{', '.join(tags)}")
     return {"stages": tuple(bound), "tags": tuple(tags), "graph": Graph({t: nodes[t] for t in tags}),
-            "written": written_by, "rankers": tuple(rankers)}
+            "written": written_by, "rankers": None if rankers is None else tuple(rankers)}
 
 
 def ranker(spec, config: dict[str, Any] | None = None):
@@ -455,9 +421,6 @@ def parsed(spec, config: dict[str, Any] | None = None):
         return TWBert(spec)
     if spec in (*VARIANTS, *UNTRAINED):
         return Dense(spec)
-    for stage in stages.STAGES:  # a stage's own runs (QL's, a plugin's)
-        if stage.name not in ("lexical", "twbert", "glow", "rerank", "fusion") and spec in stage.default_tags():
-            return StageRun(stage.name, spec)
     found = _reranking(spec, config, parse)
     if found is not None:
         return found
@@ -465,6 +428,9 @@ def parsed(spec, config: dict[str, Any] | None = None):
     if len(parts) > 1:  # with the method, normalisation or weights the configuration gives that hybrid
         made = next((h for h in configured_fusions(config) if h.tag == spec), Fusion(parts))
         return Fusion([parse(p) for p in made.part_tags], made.method, made.norm, made.weights)
+    for stage in stages.STAGES:  # any other stage's own runs (QL's, a plugin's)
+        if spec in _default_tags(stage):
+            return StageRun(stage.name, spec)
     raise ValueError(f"{spec!r} is not a run irglow can make: name one of {', '.join(_stage_runs())} (a lexical "
                      f"system also with RM3: bm25-rm3), a fusion a+b or a re-ranking monobert(a) / nrmf(a)")
 
@@ -489,15 +455,17 @@ def _reranking(name: str, config: dict[str, Any], parse):
     return None
 
 
+def _default_tags(stage) -> list[str]:
+    """The runs ``stage`` writes with its default settings (none where those make none)."""
+    try:
+        return stage.default_tags()
+    except (ValueError, TypeError, KeyError):
+        return []
+
+
 def _stage_runs() -> list[str]:
     """The runs the stages write with their default settings (for the error naming what exists)."""
-    names = []
-    for stage in stages.STAGES:
-        try:
-            names += stage.default_tags()
-        except (ValueError, TypeError, KeyError):
-            continue
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(t for stage in stages.STAGES for t in _default_tags(stage)))
 
 
 def selecting_keys() -> list[tuple[str, str]]:
@@ -602,8 +570,8 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
         wanted = [t for t in dict.fromkeys(r.tag for r in rankers) if t != baseline]
         planned = _bound(bound, rankers, given, config, baseline, tuple(wanted))
     else:
-        planned = _planned(bound, baseline if compared else None,
-                           None if wanted is None or not compared else tuple(wanted))
+        planned = _bound(bound, None, _listed(bound), None, baseline if compared else None,
+                         None if wanted is None or not compared else tuple(wanted))
     others = [t for t, n in planned["graph"].items() if not isinstance(n, Fusion)]
     if len(others) < 2 and any(isinstance(n, Fusion) and n.every for n in planned["graph"].values()):
         raise ValueError("fusion.runs: 'all' fuses nothing: this configuration produces one run")

@@ -175,7 +175,8 @@ class StageRun(Ranker):
 @dataclass(frozen=True)
 class Listed(StageRun):
     """A run a stage writes for each name listed under ``key`` of its section (a re-ranker a configuration
-    defines: ``rerank.models``).
+    defines: ``rerank.models``).  A configuration's switches and lists are read into these, and each is bound by its
+    stage's :meth:`~irglow.stage.Stage.node`, from the stage's settings.
 
     Args:
         stage: The section of the stage that writes it.
@@ -598,7 +599,7 @@ def _entries(fs: dict[str, Any]):
 
 class UnmadeRun(ValueError):
     """A run a node reads that no stage of the plan makes (binding stops on it, naming the reader, unless the
-    reader's stage handles it: :func:`irglow.plan._graph`).
+    reader's stage handles it: :func:`irglow.plan._bound`).
 
     Args:
         tag: The run read.

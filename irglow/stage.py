@@ -116,6 +116,7 @@ class Context:
         settings: The running stage's own settings object, set by the pipeline.
         held_out: The runs whose run of the held-out training queries a later node reads (a fusion tunes on them).
         among: For a fusion of every run (``all``), the nodes it may fuse (every node not made from it).
+        produced: Each stage's :meth:`Stage.run` output of this split, where its units share one run.
     """
 
     collection: Any
@@ -134,6 +135,8 @@ class Context:
     # the runs whose held-out training queries' run a fusion tunes on
     held_out: frozenset = frozenset()
     among: tuple = ()  # a fusion of every run (all): the nodes it may fuse
+    # {stage: what its run(ctx) produced}: a stage of several runs without units of its own runs once for them all
+    produced: dict = field(default_factory=dict, repr=False, compare=False)
 
     def reads_held_out(self, tag: str) -> bool:
         """Whether a later node (a fusion tuning its weight) reads ``tag``'s run of the held-out training queries."""
@@ -289,7 +292,7 @@ class Stage:
 
     def default_tags(self) -> list[str]:
         """The runs it writes when switched on with its default settings."""
-        return self.tags(self.settings_class.from_config({self.name: {"enabled": True}}))
+        return self.tags(self.settings_class.from_config({self.name: {} if self.always_enabled else {"enabled": True}}))
 
     def node(self, tag: str, settings, node_of: Callable[[str], Any]):
         """The run ``tag`` it writes as a node of the plan's graph: the :class:`~irglow.rankers.Ranker` its bound
@@ -366,7 +369,8 @@ class Stage:
     def units(self, node, ctx: Context) -> list[Unit]:
         """The cached pieces of work that make ``node`` (a node of the plan's graph this stage writes): what a unit
         reads is its node's parts' runs, what it needs of later nodes the context says (:attr:`Context.held_out`).
-        By default one: :meth:`run` kept to the node's runs, keyed on the whole settings object and every run before.
+        By default one: :meth:`run` kept to the node's runs, keyed on the whole settings object and every run before
+        (:meth:`run` runs once for all its nodes of a split: the first unit that is not found cached runs it).
 
         Args:
             node: The node (a :class:`~irglow.rankers.Ranker`) to make.
@@ -375,8 +379,10 @@ class Stage:
         tag = node.tag
 
         def produce():
-            out = self.run(ctx)
-            produced = out if isinstance(out, Produced) else Produced(out)
+            if self.name not in ctx.produced:
+                out = self.run(ctx)
+                ctx.produced[self.name] = out if isinstance(out, Produced) else Produced(out)
+            produced = ctx.produced[self.name]
             return Produced({k: r for k, r in produced.runs.items() if RunKey.of(k).tag == tag}, produced.result)
 
         return [Unit(unit_name(self.name, tag), self.resolved(ctx.settings), lambda: ctx.runs.of(ctx.runs), produce,

@@ -37,7 +37,7 @@ EXAMPLES = {
     "settings": "irglow settings glow",
     "cache": "irglow cache prune --older-than 30 --dry-run",
     "regressions": "irglow regressions --tags lexical",
-    "run": "irglow run --config configs/demo.toml --set glow.enabled=false",
+    "run": "irglow run --config configs/demo.toml --set lexical.depth=100",
     "zero-shot": "irglow zero-shot --set glow.enabled=true",
     "twbert": "irglow twbert train demo --out models/twbert",
     "twbert train": "irglow twbert train demo --out models/twbert --set epochs=2",
@@ -46,15 +46,15 @@ EXAMPLES = {
     "glow": "irglow glow train demo --out models/glow",
     "glow train": "irglow glow train demo --out models/glow --set epochs=1",
     "glow search": "irglow glow search demo --model models/glow/best -o runs/glow.run",
-    "glow explain": "irglow glow explain demo --doc d12 --model glow=models/glow/best",
+    "glow explain": "irglow glow explain demo --doc t000d01 --model glow=models/glow/best",
     "rerank": "irglow rerank runs/demo/bm25.run --data demo:n_topics=120 --model models/monobert/best "
               "-o runs/monobert.run",
     "monobert": "irglow monobert train demo --out models/monobert",
     "monobert train": "irglow monobert train demo --out models/monobert --set epochs=1",
-    "monobert explain": "irglow monobert explain demo --model models/monobert/best --query 'sleep apnea' --doc d12",
+    "monobert explain": "irglow monobert explain demo --model models/monobert/best --query 'sleep apnea' --doc t000d01",
     "nrmf": "irglow nrmf train demo --out models/nrmf",
     "nrmf train": "irglow nrmf train demo --out models/nrmf",
-    "nrmf explain": "irglow nrmf explain demo --model models/nrmf/best --query 'sleep apnea' --doc d12",
+    "nrmf explain": "irglow nrmf explain demo --model models/nrmf/best --query 'sleep apnea' --doc t000d01",
 }
 
 

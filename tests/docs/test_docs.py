@@ -306,7 +306,7 @@ def test_the_reproductions_page_gives_a_command_and_the_published_figure_per_row
     """Issue 70.4 (Pyserini's 2CR pages): per row the command to copy, irglow's figure, the published one, ✓."""
     page = _gen_pages().reproductions_markdown()
     bm25 = next(line for line in page.splitlines() if line.startswith("| `bm25` | nDCG@10 0.6789"))
-    assert "nDCG@10 0.6789, R@100 0.9253 (Pyserini 2CR, BEIR) | ✓ |" in bm25
+    assert "nDCG@10 0.6789, R@100 0.9253, R@1000 0.9767 (Pyserini 2CR, BEIR) | ✓ |" in bm25
     assert "`irglow search beir/scifact --split test --system bm25 -o bm25.run && irglow eval bm25.run" in bm25
     assert "| `bm25-mf` | nDCG@10 0.6647" in page and page.count("| ✓ |") >= 2 and "| ✗ |" not in page
     assert "../" not in page and "shared" not in page

@@ -220,3 +220,30 @@ def test_a_part_no_stage_makes_is_named_with_the_run_that_reads_it(monkeypatch):
     assert Experiment("demo", systems=["bm25"]).plan.graph.inputs() == set()  # no node reads another
     fused = Experiment("demo", systems=["bm25", Lexical("bm25") + Lexical("bm25f")])
     assert fused.plan.graph.inputs() == {"bm25", "bm25f"}
+
+
+def test_a_stage_of_several_runs_without_units_of_its_own_runs_once_for_them_all(tmp_path):
+    """Issue 81: the default units (one per node) share the stage's one ``run`` of a split: a plugin stage writing
+    two runs ran its whole work twice, once per node."""
+    from irglow.rankers import StageRun
+    from irglow.stage import Context
+
+    calls = []
+
+    class Pair(Stage):
+        name, settings_class = "pair", _switched("pair")
+
+        def tags(self, settings):
+            return ["left", "right"]
+
+        def run(self, ctx):
+            calls.append(ctx.test_split)
+            return {"left": "L", "right": "R"}
+
+    ctx = Context(None, None, None, None, tmp_path, tmp_path, None, {}, "test", settings={"enabled": True})
+    stage = Pair()
+    made = [u.produce() for tag in ("left", "right") for u in stage.units(StageRun("pair", tag), ctx)]
+    assert [dict(m.runs) for m in made] == [{"left": "L"}, {"right": "R"}] and calls == ["test"]
+    other = Context(None, None, None, None, tmp_path, tmp_path, None, {}, "dev", settings={"enabled": True})
+    stage.units(StageRun("pair", "left"), other)[0].produce()
+    assert calls == ["test", "dev"]  # another split's context runs it again

@@ -19,7 +19,7 @@ def test_units_run_after_the_units_making_their_parts():
     bm25, bm25f = Lexical("bm25"), Lexical("bm25f")
     hybrid = Fusion([bm25, bm25f])
     reranked = Rerank(hybrid, NRMF(), name="nrmf(bm25+bm25f)")
-    # ``all``'s node fuses every run: its unit waits for every unit not made from it
+    # ``all``'s node fuses every run: its unit waits for the units making what it fuses (pipeline._among)
     graph = {"bm25": bm25, "bm25f": bm25f, "bm25+bm25f": hybrid, "nrmf(bm25+bm25f)": reranked, "all": Fusion(["all"])}
     units = [_unit("rerank", "nrmf(bm25+bm25f)"), _unit("lexical:bm25", "bm25"), _unit("all", "all"),
              _unit("fusion", "bm25+bm25f"), _unit("lexical:bm25f", "bm25f")]
