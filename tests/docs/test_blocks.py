@@ -226,3 +226,23 @@ def test_the_readme_snippet_and_the_python_pages_experiment_run_as_written(tmp_p
     from irglow import Experiment
 
     assert Experiment.load("scifact.yaml").systems == namespace["exp"].systems
+
+
+def test_the_extending_pages_stage_runs_as_written(tmp_path, monkeypatch):
+    """docs/extending.md's query-likelihood stage, its block as written, in place of irglow's own: an experiment
+    binds, runs and caches it, and its run is the one irglow's stage writes."""
+    import types
+
+    from irglow import Experiment, stages
+    from irglow.lexical.ql import QueryLikelihoodStage
+
+    block = next(b for b in blocks(ROOT / "docs" / "extending.md") if "class QueryLikelihoodStage" in b)
+    module = types.ModuleType("my_stage")
+    monkeypatch.setitem(sys.modules, "my_stage", module)
+    exec(compile(block, "docs/extending.md (a stage)", "exec"), module.__dict__)
+    settings = {"data_dir": str(tmp_path / "data"), "output.clusters": 0}
+    Experiment(SMALL_DEMO, systems=["bm25", "ql"], out=tmp_path / "own", settings=settings).run()
+    monkeypatch.setattr(stages, "STAGES", [module.QueryLikelihoodStage() if isinstance(s, QueryLikelihoodStage)
+                                           else s for s in stages.STAGES])
+    Experiment(SMALL_DEMO, systems=["bm25", "ql"], out=tmp_path / "page", settings=settings).run()
+    assert (tmp_path / "page" / "ql.run").read_bytes() == (tmp_path / "own" / "ql.run").read_bytes()

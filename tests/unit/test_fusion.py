@@ -1,6 +1,8 @@
 """Fusion by hand: two runs of one query, every fused score worked out on paper."""
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 
@@ -182,23 +184,16 @@ def test_a_cross_fitted_run_fuses_each_query_with_weights_its_own_judgments_did_
 
 
 def test_a_fusion_method_is_one_registered_function(monkeypatch):
-    """Issue 81.5: a method registered once is what [fusion] method, Fusion(method=…) and fuse() take; whether it
-    tunes its weights and reads scores is said where it is registered."""
+    """Issue 81.5 (docs/extending.md's cell, as written): a method registered once is what [fusion] method,
+    Fusion(method=…) and fuse() take; whether it tunes its weights and reads scores is said where it is registered."""
     from irglow.rankers import Fusion
     from irglow.runs import fusion
 
     monkeypatch.setattr(fusion, "FUSION_METHODS", dict(fusion.FUSION_METHODS))
 
-    @fusion.fusion_method("combmax", tuned=False, normalises=True)
-    def combmax(lists, weights, norm, k):
-        best: dict[str, float] = {}
-        for docs, w in zip(lists, weights):
-            if docs:
-                scores = [s for _, s in docs]
-                lo, hi = min(scores), max(scores)
-                for d, s in docs:
-                    best[d] = max(best.get(d, 0.0), w * (s - lo) / ((hi - lo) or 1))
-        return best
+    page = (Path(__file__).parents[2] / "docs" / "extending.md").read_text()
+    cell = next(b for b in re.findall(r"^```python\n(.*?)^```", page, re.S | re.M) if "combmax" in b)
+    exec(compile(cell, "docs/extending.md (a fusion method)", "exec"), {})  # the page's cell, as written
 
     a = Run({"q1": [("d1", 3.0), ("d2", 1.0)]}, "a")
     b = Run({"q1": [("d2", 4.0), ("d3", 2.0)]}, "b")
