@@ -160,6 +160,22 @@ def test_the_site_builds_offline_with_no_warning_and_opens_in_a_browser(tmp_path
         driver.get((site / "reference" / "cli" / "index.html").as_uri())
         WebDriverWait(driver, 30).until(lambda d: "--config" in d.find_element(By.TAG_NAME, "body").text)
         assert "irglow zero-shot" in driver.find_element(By.TAG_NAME, "body").text
+        # issue 82.6: at 1280 px no code block or table of any page is cut (100 were before), and each page links
+        # the previous and the next one
+        driver.set_window_size(1280, 900)
+        cut = {}
+        for page in sorted(site.rglob("index.html")):
+            driver.get(page.as_uri())
+            wide = driver.execute_script(
+                "return Array.from(document.querySelectorAll('.md-content pre > code, .md-content "
+                ".md-typeset__scrollwrap, .md-content table')).filter(e => e.scrollWidth > e.clientWidth + 1)"
+                ".map(e => e.textContent.slice(0, 60))")
+            if wide:
+                cut[str(page.relative_to(site))] = wide
+        assert cut == {}, f"cut at 1280 px: {cut}"
+        driver.get((site / "install" / "index.html").as_uri())
+        assert [a.text.split()[-1] for a in driver.find_elements(By.CSS_SELECTOR, ".md-footer__link")] == \
+            ["started", "Tutorial"]
     finally:
         driver.quit()
 
