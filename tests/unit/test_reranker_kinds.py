@@ -50,3 +50,15 @@ def test_a_plugin_kinds_default_path_reranks_through_its_own_rerank(tmp_path):
     run = Run({"q": [("a", 3.0), ("b", 2.0), ("c", 1.0)]}, "bm25")
     out = kind.rerank_run(kind.load(tmp_path), run, [], {}, 2, "reverse", checkpoint=tmp_path / "x", batch_size=8)
     assert [d for d, _ in out.ranking["q"]] == ["b", "a", "c"] and out.tag == "reverse"
+
+
+def test_a_model_folder_that_is_gone_or_not_irglows_is_said_so(tmp_path):
+    """A run folder names a model that was pruned from $IRGLOW_MODELS: the error says it is gone, not that the folder
+    is an old one (which it said for both)."""
+    from irglow.models.rerank.kinds import kind_of
+
+    with pytest.raises(FileNotFoundError, match=r"the model folder .*gone is gone \(removed from \$IRGLOW_MODELS"):
+        kind_of(tmp_path / "gone")
+    (tmp_path / "old").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"old is not a re-ranker folder irglow wrote"):
+        kind_of(tmp_path / "old")

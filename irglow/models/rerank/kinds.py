@@ -392,6 +392,9 @@ def kind_of(model_dir: str | Path) -> str:
         model_dir: A model folder irglow wrote.
     """
     f = Path(model_dir) / MODEL_FILE
+    if not Path(model_dir).is_dir():  # a run folder naming a model since removed (irglow cache prune, a new cache)
+        raise FileNotFoundError(f"the model folder {model_dir} is gone (removed from $IRGLOW_MODELS, or another "
+                                f"machine's): run the experiment again to train it, or name another with model_dir")
     if not f.is_file():
         raise FileNotFoundError(f"{model_dir} is not a re-ranker folder irglow wrote: it has no {MODEL_FILE} (a "
                                 f"folder trained before irglow recorded model kinds: train it again)")
