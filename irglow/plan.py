@@ -221,11 +221,7 @@ class Plan:
         bound = [(s, s.with_fields(b, fields)) for s, b in self.stages]
         if all(new is old for (_, new), (_, old) in zip(bound, self.stages)):
             return self
-        if self.rankers is not None:
-            return dataclasses.replace(self, **_bound(bound, self.rankers, _closure(self.rankers, {}), {},
-                                                      self.eval.baseline, self.eval.runs))
-        return dataclasses.replace(self, **_bound(bound, None, _listed(bound), None, self.eval.baseline,
-                                                  self.eval.runs))
+        return dataclasses.replace(self, **_bound(bound, self.rankers, {}, self.eval.baseline, self.eval.runs))
 
 
 def _listed(bound: list[tuple[Any, Any]]) -> dict[str, Ranker]:
@@ -310,15 +306,17 @@ def _conflict(a, b) -> ValueError:
                       f"name (Rerank(…, name=…)) or compare them in two experiments")
 
 
-def _bound(bound: list[tuple[Any, Any]], rankers, given: dict[str, Ranker], config: dict[str, Any] | None,
-           baseline: str | None, wanted: tuple[str, ...] | None) -> dict[str, Any]:
+def _bound(bound: list[tuple[Any, Any]], rankers, config: dict[str, Any], baseline: str | None,
+           wanted: tuple[str, ...] | None, given: dict[str, Ranker] | None = None) -> dict[str, Any]:
     """The graph of ``given`` bound (each stage binds its own, parts first: :meth:`~irglow.stage.Stage.bind`, or
     :meth:`~irglow.stage.Stage.node` for a run its settings list), its runs in the stages' order, each stage's settings
     for its nodes (:meth:`~irglow.stage.Stage.with_nodes`); one run name names one ranker, and ``[eval]``'s baseline
-    and runs are among them.  ``rankers``: an experiment's, bound as objects (``given``: their :func:`_closure`, a
-    run a part names that is not among them read from ``config`` and added); ``None``: a configuration's lists
-    (``given``: :func:`_listed`; a part no stage makes is an :class:`~irglow.rankers.UnmadeRun`, which a stage may
-    catch, or leave its node out: ``None``)."""
+    and runs are among them.  ``rankers``: an experiment's, bound as objects (``given``: their :func:`_closure`, where
+    the caller has not walked it already; a run a part names that is not among them read from ``config`` and added);
+    ``None``: a configuration's lists (``given``: :func:`_listed`; a part no stage makes is an
+    :class:`~irglow.rankers.UnmadeRun`, which a stage may catch, or leave its node out: ``None``)."""
+    if given is None:
+        given = _listed(bound) if rankers is None else _closure(rankers, config)
     by_stage = {s.name: (s, b) for s, b in bound}
     nodes: dict[str, Ranker | None] = {}
     making: list[str] = []
@@ -332,9 +330,9 @@ def _bound(bound: list[tuple[Any, Any]], rankers, given: dict[str, Ranker], conf
             r = Named(r)
         if isinstance(r, Named) and r.tag != ALL:
             if r.tag not in given:
+                if rankers is None:  # a configuration's lists say every run it makes
+                    raise unmade(r.tag)
                 try:
-                    if rankers is None:
-                        raise ValueError(r.tag)
                     given[r.tag] = parsed(r.tag, config)
                 except ValueError:
                     raise unmade(r.tag) from None
@@ -568,9 +566,9 @@ def bind_plan(config: dict[str, Any], fields: list[str] | None = None, *, compar
     if rankers is not None:  # the experiment's rankers are the runs compared, the first the baseline
         baseline = rankers[0].tag
         wanted = [t for t in dict.fromkeys(r.tag for r in rankers) if t != baseline]
-        planned = _bound(bound, rankers, given, config, baseline, tuple(wanted))
+        planned = _bound(bound, rankers, config, baseline, tuple(wanted), given)
     else:
-        planned = _bound(bound, None, _listed(bound), None, baseline if compared else None,
+        planned = _bound(bound, None, config, baseline if compared else None,
                          None if wanted is None or not compared else tuple(wanted))
     others = [t for t, n in planned["graph"].items() if not isinstance(n, Fusion)]
     if len(others) < 2 and any(isinstance(n, Fusion) and n.every for n in planned["graph"].values()):

@@ -110,11 +110,12 @@ def test_the_python_pages_lexical_block_runs_as_written(tmp_path, monkeypatch):
 #   (``--config``): the others read shared or downloaded collections, which the suite never needs.
 # what the examples' collections become here (a token of the command line equal to the key)
 HELP_COLLECTIONS = {"demo": SMALL_DEMO, "demo:n_topics=120": SMALL_DEMO}
+# zero-shot on the small collection: trained on it, evaluated on its test split
+ZERO_SHOT_SMALL = ["--set", f"zero_shot.train={SMALL_DEMO}", "--set", f'zero_shot.collections=["{SMALL_DEMO}@test"]']
 # what is added where an example names no collection (its configuration's would be downloaded or take minutes)
 HELP_ADDED = {
     "run": ["--set", f"collection.name={SMALL_DEMO}"],
-    "zero-shot": ["--set", f"zero_shot.train={SMALL_DEMO}", "--set", f'zero_shot.collections=["{SMALL_DEMO}@test"]',
-                  "--set", "twbert.folds=0", "--set", "twbert.epochs=1"],
+    "zero-shot": [*ZERO_SHOT_SMALL, "--set", "twbert.folds=0", "--set", "twbert.epochs=1"],
 }
 # the order a reader runs them in: what a later example reads (a model folder, a run) is made before it
 HELP_ORDER = ["settings", "cache", "index", "stats", "search", "qrels", "eval", "compare", "report", "fuse",
@@ -160,21 +161,33 @@ def _generated_only(path: Path) -> str:
     return str(path)
 
 
-def _help_argv(line: str, scifact: Path) -> list[str]:
-    """An example's command line as run here: the substitutions above, globs expanded as a shell would."""
-    argv = shlex.split(line)
+def command_argv(line: str, named: dict[str, str]) -> list[str]:
+    """An ``irglow`` command line of a page as run here, its ``irglow`` left out: an optional part in brackets given,
+    each collection ``named`` substituted (an argument, or a setting's value: ``collection.name=beir/scifact``), globs
+    expanded as a shell would."""
+    argv = shlex.split(re.sub(r"\[([^\]|]*)\]", r"\1", line), comments=True)
     assert argv[0] == "irglow", line
-    argv = [HELP_COLLECTIONS.get(a, str(scifact) if a == "beir/scifact" else a) for a in argv[1:]]
-    return [x for a in argv for x in (sorted(glob.glob(a)) if "*" in a else [a])]
+    argv = [named.get(a, re.sub(r"=([^=]+)$", lambda m: "=" + named.get(m.group(1), m.group(1)), a)) for a in argv[1:]]
+    return [x for a in argv for x in (sorted(glob.glob(a)) or [a] if "*" in a else [a])]
+
+
+def run_irglow(argv: list[str]) -> int | str | None:
+    """``irglow`` with ``argv`` in this process: its exit code (argparse's own exit too: ``--version``)."""
+    from irglow.cli import main
+
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
 
 
 @pytest.mark.slow
 def test_every_help_example_runs_as_written(run_folder, tmp_path, monkeypatch, capsys):
     """Issue 82.1: every command's ``--help`` example (``irglow.cli.EXAMPLES``), executed as written in the order
     a reader meets them (a model is trained before the searches that load it), in a folder whose ``runs/demo/`` is
-    this module's run folder, with the substitutions said above :data:`HELP_HELP_COLLECTIONS`.  An example that fails, or
+    this module's run folder, with the substitutions said above ``HELP_COLLECTIONS``.  An example that fails, or
     one this test does not know (a new command's), fails the suite."""
-    from irglow.cli import EXAMPLES, main
+    from irglow.cli import EXAMPLES
     from irglow.data.collection import load_collection
     from irglow.data.trec import write_qrels
 
@@ -199,7 +212,8 @@ def test_every_help_example_runs_as_written(run_folder, tmp_path, monkeypatch, c
                                       env={**os.environ, "PATH": f"{venv}:/usr/bin:/bin"})
                 assert done.returncode == 0, f"{line}\n{done.stderr[-3000:]}"
             else:
-                code = main(_help_argv(line, scifact) + added.get(name, []))
+                code = run_irglow(command_argv(line, {**HELP_COLLECTIONS, "beir/scifact": str(scifact)})
+                                  + added.get(name, []))
                 assert code in (0, None), f"{line}: exit {code}\n{capsys.readouterr().err[-3000:]}"
             ran.append(line)
     assert len(ran) == sum(len(t.split("\n")) for t in EXAMPLES.values())

@@ -19,7 +19,6 @@ A worked example's Python block is run too where its run folder is one its page'
 
 from __future__ import annotations
 
-import glob
 import gzip
 import re
 import shlex
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.test_blocks import _generated_only, blocks, small_scifact
+from tests.docs.test_blocks import ZERO_SHOT_SMALL, _generated_only, blocks, command_argv, run_irglow, small_scifact
 from tests.integration.pipelines import SMALL_DEMO
 
 pytestmark = pytest.mark.slow
@@ -67,12 +66,8 @@ def _lines(page: str) -> list[str]:
 
 
 def _argv(line: str, scifact: Path) -> list[str]:
-    """An ``irglow`` line as run here: brackets opened, the collections substituted, globs expanded."""
-    argv = shlex.split(re.sub(r"\[([^\]|]*)\]", r"\1", line), comments=True)[1:]
-    named = {"beir/scifact": str(scifact), "beir/nfcorpus": SMALL_DEMO, "demo": SMALL_DEMO}
-    argv = [named.get(a, re.sub(r"=(beir/\w+)$", lambda m: "=" + named.get(m.group(1), m.group(1)), a)) for a in argv]
-
-    argv = [x for a in argv for x in (sorted(glob.glob(a)) or [a] if "*" in a else [a])]
+    """An ``irglow`` line as run here: the substitutions above (:func:`command_argv`), and the budgets."""
+    argv = command_argv(line, {"beir/scifact": str(scifact), "beir/nfcorpus": SMALL_DEMO, "demo": SMALL_DEMO})
     if argv and argv[0] in BUDGET and argv[1:2] == ["train"]:
         argv += BUDGET[argv[0]]
     if argv and argv[0] == "regressions":
@@ -81,17 +76,12 @@ def _argv(line: str, scifact: Path) -> list[str]:
         named_collection = any(a.startswith("collection.name=") for a in argv)
         argv += ([] if named_collection else ["--set", f"collection.name={SMALL_DEMO}"]) + RUN_BUDGET
         if argv[0] == "zero-shot":
-            argv += ["--set", f"zero_shot.train={SMALL_DEMO}", "--set", f'zero_shot.collections=["{SMALL_DEMO}@test"]']
+            argv += ZERO_SHOT_SMALL
     return argv
 
 
 def _irglow(*argv: str) -> None:
-    from irglow.cli import main
-
-    try:
-        code = main(list(argv))
-    except SystemExit as e:  # argparse's own exit (--version, --help)
-        code = e.code
+    code = run_irglow(list(argv))
     assert code in (0, None), f"irglow {' '.join(argv)}: exit {code}"
 
 
